@@ -1,0 +1,54 @@
+"""One exception tree for msq. Every message names the file or value and says what to do next.
+
+The CLI turns any :class:`MsqError` into one line on stderr and the exit status below; the library
+never prints tracebacks for user mistakes.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class ExitStatus(IntEnum):
+    """Process exit codes: CI scripts can tell "msq broke" from "the model broke"."""
+
+    OK = 0
+    ERROR = 1
+    USAGE = 2
+    ACCURACY_GATE = 3
+
+
+class MsqError(Exception):
+    """Base of every error msq reports to a user (exit status 1)."""
+
+    exit_status: ExitStatus = ExitStatus.ERROR
+
+
+class UsageError(MsqError):
+    """A flag, option or parameter that cannot be honoured (exit status 2)."""
+
+    exit_status = ExitStatus.USAGE
+
+
+class InputError(MsqError):
+    """compare.json or the paths it names are wrong."""
+
+
+class DumpError(MsqError):
+    """A dump file (dump.json, stack.json, construct.json, mapping YAML) is malformed."""
+
+
+class TensorFileError(MsqError):
+    """A tensor file (.pt/.npy) is unsafe or unreadable in a way that must stop the compare."""
+
+
+class SqlFileError(MsqError):
+    """A shipped or user SQL file failed to load."""
+
+
+class ExportError(MsqError):
+    """An output could not be written."""
+
+
+class HistoryError(MsqError):
+    """The history database cannot be used (wrong schema version, locked, ...)."""
