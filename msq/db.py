@@ -1,0 +1,92 @@
+"""DuckDB connection and the SQL loader.
+
+Every rule is a view kept in its own ``.sql`` file under ``sql/<stage>/`` (the file stem is the view
+name, the body a bare SELECT). Stages load in a fixed order because DuckDB binds a view when it is
+created. A ``-- description:`` header line becomes the view's catalog comment.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from importlib import resources
+from importlib.abc import Traversable
+from pathlib import Path
+
+import duckdb
+
+from msq.errors import SqlFileError
+
+STAGES: tuple[str, ...] = ("match", "rules", "reports")
+_DESCRIPTION = re.compile(r"^--\s*description:\s*(.+)$", re.MULTILINE)
+
+
+def sql_root() -> Traversable:
+    """The shipped ``sql/`` folder (live in an editable install, site-packages in a wheel)."""
+    return resources.files("msq.sql")
+
+
+def connect(path: str | Path | None = None, *, threads: int | None = None) -> duckdb.DuckDBPyConnection:
+    """Open an in-memory (or file) DuckDB database."""
+    con = duckdb.connect(str(path) if path else ":memory:")
+    if threads:
+        con.execute(f"SET threads = {int(threads)}")
+    return con
+
+
+def _sql_files(folder: Traversable | Path) -> list[tuple[str, str]]:
+    if not folder.is_dir():
+        return []
+    files = sorted((f for f in folder.iterdir() if f.name.endswith(".sql")), key=lambda f: f.name)
+    return [(f.name[: -len(".sql")], f.read_text(encoding="utf-8")) for f in files]
+
+
+def iter_stage(stage: str, user_dirs: Iterable[Path] = ()) -> Iterator[tuple[str, str, str]]:
+    """Yield ``(view name, sql text, origin)`` of a stage; user folders override shipped files by name."""
+    chosen: dict[str, tuple[str, str]] = {}
+    for name, text in _sql_files(sql_root() / stage):
+        chosen[name] = (text, f"sql/{stage}/{name}.sql")
+    for user_dir in user_dirs:
+        for name, text in _sql_files(Path(user_dir) / stage):
+            chosen[name] = (text, str(Path(user_dir) / stage / f"{name}.sql"))
+    for name in sorted(chosen):
+        text, origin = chosen[name]
+        yield name, text, origin
+
+
+def run_schema(con: duckdb.DuckDBPyConnection, folder: str = "schema") -> None:
+    """Execute the ``CREATE TABLE`` files of ``sql/<folder>/`` in file-name order."""
+    for name, text in _sql_files(sql_root() / folder):
+        try:
+            con.execute(text)
+        except duckdb.Error as err:
+            raise SqlFileError(f"sql/{folder}/{name}.sql: {err}") from err
+
+
+def create_view(con: duckdb.DuckDBPyConnection, name: str, body: str, origin: str) -> None:
+    """``CREATE OR REPLACE VIEW name AS body`` and attach the description comment."""
+    try:
+        con.execute(f'CREATE OR REPLACE VIEW "{name}" AS\n{body.rstrip().rstrip(";")}')
+        match = _DESCRIPTION.search(body)
+        if match:
+            con.execute(f"COMMENT ON VIEW \"{name}\" IS '{match.group(1).strip().replace(chr(39), chr(39) * 2)}'")
+    except duckdb.Error as err:
+        raise SqlFileError(f"{origin}: {err}") from err
+
+
+def load_stage(con: duckdb.DuckDBPyConnection, stage: str, user_dirs: Iterable[Path] = ()) -> list[str]:
+    """Create every view of one stage; return their names in load order."""
+    names = []
+    for name, body, origin in iter_stage(stage, user_dirs):
+        create_view(con, name, body, origin)
+        names.append(name)
+    return names
+
+
+def load_views(con: duckdb.DuckDBPyConnection, stages: Iterable[str] = STAGES,
+               user_dirs: Iterable[Path] = ()) -> list[str]:
+    """Create the views of several stages in order."""
+    names: list[str] = []
+    for stage in stages:
+        names.extend(load_stage(con, stage, user_dirs))
+    return names
