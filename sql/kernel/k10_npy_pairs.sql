@@ -1,0 +1,28 @@
+-- description: Kernel NPY-mode pairing (spec §8.2): per (rank, step, compare key) the k-th NPU tensor file by timestamp meets the k-th bench file; a one-sided key keeps an empty name on the other side.
+-- Reads kernel_npy_files(side, rank, step, seq, name, compare_key, ts), loaded by msq.kernel.
+-- row_order: NPU rows in execution (timestamp) order, then bench-only rows in theirs.
+WITH ordered AS (
+    SELECT *,
+           row_number() OVER (PARTITION BY side, rank, step, compare_key ORDER BY ts, seq) - 1
+               AS local_index
+    FROM kernel_npy_files
+),
+npu AS (SELECT * FROM ordered WHERE side = 'npu'),
+bench AS (SELECT * FROM ordered WHERE side = 'bench')
+SELECT
+    coalesce(npu.rank, bench.rank) AS rank,
+    coalesce(npu.step, bench.step) AS step,
+    coalesce(npu.compare_key, bench.compare_key) AS compare_key,
+    coalesce(npu.local_index, bench.local_index) AS local_index,
+    npu.seq IS NOT NULL AS npu_exists,
+    bench.seq IS NOT NULL AS bench_exists,
+    coalesce(npu.name, '') AS npu_name,
+    coalesce(bench.name, '') AS bench_name,
+    row_number() OVER (
+        PARTITION BY coalesce(npu.rank, bench.rank), coalesce(npu.step, bench.step)
+        ORDER BY npu.seq IS NULL, coalesce(npu.ts, bench.ts), coalesce(npu.seq, bench.seq)
+    ) AS row_order
+FROM npu
+FULL OUTER JOIN bench
+    ON npu.rank = bench.rank AND npu.step = bench.step
+   AND npu.compare_key = bench.compare_key AND npu.local_index = bench.local_index
