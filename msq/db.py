@@ -75,11 +75,29 @@ def create_view(con: duckdb.DuckDBPyConnection, name: str, body: str, origin: st
 
 
 def load_stage(con: duckdb.DuckDBPyConnection, stage: str, user_dirs: Iterable[Path] = ()) -> list[str]:
-    """Create every view of one stage; return their names in load order."""
-    names = []
-    for name, body, origin in iter_stage(stage, user_dirs):
-        create_view(con, name, body, origin)
-        names.append(name)
+    """Create every view of one stage; return their names in load order.
+
+    Views of one stage may read each other: a view whose dependency is not created yet is retried
+    after the others, until a pass makes no progress (then the first error is reported).
+    """
+    pending = list(iter_stage(stage, user_dirs))
+    names: list[str] = []
+    while pending:
+        failed: list[tuple[str, str, str]] = []
+        first_error: SqlFileError | None = None
+        for name, body, origin in pending:
+            try:
+                create_view(con, name, body, origin)
+                names.append(name)
+            except SqlFileError as err:
+                if not isinstance(err.__cause__, duckdb.CatalogException):
+                    raise
+                failed.append((name, body, origin))
+                first_error = first_error or err
+        if len(failed) == len(pending):
+            assert first_error is not None
+            raise first_error
+        pending = failed
     return names
 
 

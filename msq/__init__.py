@@ -1,0 +1,25 @@
+"""msq: accuracy compare of model dumps (msprobe-compatible), on DuckDB.
+
+Public API: :func:`compare` and :func:`compare_distributed` take msprobe's parameters.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__version__ = "0.1.0"
+__all__ = ["compare", "compare_distributed", "__version__"]
+
+
+def compare(*args: Any, **kwargs: Any) -> Any:
+    """See :func:`msq.compare.compare`."""
+    from msq.compare import compare as _compare
+
+    return _compare(*args, **kwargs)
+
+
+def compare_distributed(*args: Any, **kwargs: Any) -> Any:
+    """See :func:`msq.distributed.compare_distributed`."""
+    from msq.distributed import compare_distributed as _compare_distributed
+
+    return _compare_distributed(*args, **kwargs)

@@ -1,0 +1,137 @@
+"""The ``msq`` command: a thin shell over the library.
+
+Every command builds its inputs, calls one library function and prints the result; any
+:class:`MsqError` becomes one line on stderr and its exit status (1 error, 2 usage, 3 gate).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from msq import __version__
+from msq.errors import ExitStatus, MsqError
+
+F = TypeVar("F", bound=Callable[..., Any])
+log = logging.getLogger("msq")
+
+
+def handle_errors(func: F) -> F:
+    """Turn library errors into one clean line and a meaningful exit status."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except MsqError as err:
+            click.echo(f"msq: error: {err}", err=True)
+            sys.exit(int(err.exit_status))
+        except KeyboardInterrupt:
+            click.echo("msq: interrupted; no partial output was kept", err=True)
+            sys.exit(130)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def setup_logging(verbose: int, quiet: bool) -> None:
+    level = logging.WARNING if quiet else (logging.DEBUG if verbose > 1 else logging.INFO)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s [%(levelname)s] %(message)s", "%Y-%m-%d %H:%M:%S"))
+    root = logging.getLogger("msq")
+    root.handlers[:] = [handler]
+    root.setLevel(level)
+    root.propagate = False
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="msq")
+@click.option("-f", "--framework", type=click.Choice(["pytorch", "mindspore"]), default=None,
+              help="Framework of the NPU-side dump (msprobe spelling: msq -f pytorch compare ...).")
+@click.pass_context
+def main(ctx: click.Context, framework: str | None) -> None:
+    """msq: find which operator first goes wrong between two model dumps (msprobe-compatible)."""
+    ctx.ensure_object(dict)
+    ctx.obj["framework"] = framework
+
+
+@main.command("compare")
+@click.argument("compare_json", required=False, type=click.Path(path_type=Path))
+@click.option("-i", "--input_path", "input_path", type=click.Path(path_type=Path),
+              help="compare.json (msprobe's -i); or give it as the first argument.")
+@click.option("-o", "--output_path", "output_path", type=click.Path(path_type=Path), required=True,
+              help="Output directory (created if missing).")
+@click.option("-s", "--stack_mode", is_flag=True, help="Add the NPU_Stack_Info column.")
+@click.option("-c", "--compare_only", is_flag=True, help="Skip the advisor file.")
+@click.option("-f", "--fuzzy_match", is_flag=True, help="Match ops without their call counters.")
+@click.option("-dm", "--data_mapping", type=click.Path(path_type=Path),
+              help="YAML of NPU row name -> bench row name.")
+@click.option("-am", "--api_mapping", is_flag=False, flag_value="__builtin__", default=None,
+              help="MindSpore: map API names to PyTorch (built-in table, or a YAML).")
+@click.option("-cm", "--cell_mapping", is_flag=False, flag_value="__builtin__", default=None,
+              help="MindSpore: map Cell names to Module names (default rule, or a YAML).")
+@click.option("-lm", "--layer_mapping", type=click.Path(path_type=Path),
+              help="MindSpore: layer mapping YAML.")
+@click.option("--compat", type=click.Choice(["msprobe-1.1"]), default=None,
+              help="Reproduce msprobe 1.1.0 cell for cell, its bugs included.")
+@click.option("--format", "formats", default="xlsx", show_default=True,
+              help="Comma-separated outputs: xlsx, csv, parquet.")
+@click.option("--db", "db_path", type=click.Path(path_type=Path), envvar="MSQ_DB",
+              help="History database (default: msq.duckdb in the output directory).")
+@click.option("--no-history", is_flag=True, help="Do not record this compare in a history database.")
+@click.option("--label", default=None, help="A label for this compare in the history (e.g. a build).")
+@click.option("--workers", type=click.IntRange(1, 512), default=None,
+              help="Processes for tensor metrics (default: all cores).")
+@click.option("--fail-on", type=click.Choice(["red", "suspect"]), default=None,
+              help="Exit with status 3 if any row is red, or if the advisor names a suspect.")
+@click.option("-q", "--quiet", is_flag=True, help="Only warnings and errors on stderr.")
+@click.option("-v", "--verbose", count=True, help="More log lines.")
+@click.pass_context
+@handle_errors
+def compare_cmd(ctx: click.Context, compare_json: Path | None, input_path: Path | None,
+                output_path: Path, stack_mode: bool, compare_only: bool, fuzzy_match: bool,
+                data_mapping: Path | None, api_mapping: str | None, cell_mapping: str | None,
+                layer_mapping: Path | None, compat: str | None, formats: str, db_path: Path | None,
+                no_history: bool, label: str | None, workers: int | None, fail_on: str | None,
+                quiet: bool, verbose: int) -> None:
+    """Compare the two dumps that COMPARE_JSON names and write the workbook into -o."""
+    from msq.runner import run_from_compare_json
+
+    setup_logging(verbose, quiet)
+    source = input_path or compare_json
+    if source is None:
+        raise click.UsageError("give compare.json as an argument or with -i")
+    if input_path and compare_json and input_path != compare_json:
+        raise click.UsageError("compare.json given twice (argument and -i); give it once")
+    results = run_from_compare_json(
+        source, output_path, framework=ctx.obj.get("framework"), stack_mode=stack_mode,
+        auto_analyze=not compare_only, fuzzy_match=fuzzy_match, data_mapping=data_mapping,
+        api_mapping=_mapping_flag(api_mapping), cell_mapping=_mapping_flag(cell_mapping),
+        layer_mapping=layer_mapping, compat=compat, formats=formats, db=db_path,
+        record=not no_history, label=label, workers=workers)
+    from msq.summary import print_summary
+
+    print_summary(results, quiet=quiet)
+    if fail_on and any(_gate_hit(r, fail_on) for r in results):
+        sys.exit(int(ExitStatus.ACCURACY_GATE))
+
+
+def _mapping_flag(value: str | None) -> str | bool | None:
+    if value is None:
+        return None
+    return True if value == "__builtin__" else value
+
+
+def _gate_hit(result: Any, fail_on: str) -> bool:
+    if fail_on == "red":
+        return bool(getattr(result, "red", 0))
+    return getattr(result, "suspect", "NA") != "NA"
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,229 @@
+"""The single-card compare pipeline: read, flatten, load, match, measure, rule, export.
+
+Each stage reads and writes DuckDB tables (see docs/architecture.md); this module only sequences
+them. ``compare()`` is the public entry point with msprobe's signature.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from msq import db
+from msq.config import Options, SingleInput, check_bool, check_compat, input_from_api
+from msq.errors import DumpError, InputError
+from msq.flatten import Flattener
+from msq.highlight import write_windows
+from msq.jsonio import read_dump, read_stack
+from msq.match_compat import write_compat_pairs
+
+log = logging.getLogger("msq")
+
+MODES = ("statistics", "md5", "tensor")
+
+
+@dataclass
+class CompareResult:
+    """What one compare produced (the CLI prints it as the console summary)."""
+
+    mode: str
+    rows: int = 0
+    matched: int = 0
+    unmatched_npu: int = 0
+    unmatched_bench: int = 0
+    red: int = 0
+    yellow: int = 0
+    suspect_line: str = "NA"
+    suspect: str = "NA"
+    advice: str = ""
+    files: list[Path] = field(default_factory=list)
+    seconds: float = 0.0
+    npu_path: str = ""
+    bench_path: str = ""
+    con: duckdb.DuckDBPyConnection | None = field(default=None, repr=False)
+
+
+@dataclass
+class SideDump:
+    """One side's parsed dump."""
+
+    path: Path
+    doc: dict[str, Any]
+
+    @property
+    def task(self) -> str:
+        return str(self.doc.get("task"))
+
+    @property
+    def tensor_dir(self) -> Path:
+        return self.path.parent / "dump_tensor_data"
+
+
+def detect_mode(npu: SideDump, bench: SideDump) -> str:
+    """statistics, md5 or tensor (spec §1.5): md5 is decided by the NPU file alone."""
+    if npu.task != bench.task:
+        raise DumpError(f"the dump tasks differ ({npu.path}: {npu.task}, {bench.path}: {bench.task}); "
+                        "compare two dumps taken with the same task")
+    if npu.task == "tensor":
+        return "tensor"
+    for entry in npu.doc["data"].values():
+        if not isinstance(entry, dict):
+            continue
+        for key, value in entry.items():
+            if isinstance(value, list) and any(isinstance(e, dict) and "md5" in e for e in value):
+                return "md5"
+            if key == "input_kwargs" and isinstance(value, dict) and "md5" in value:
+                return "md5"
+    return "statistics"
+
+
+def load_side(con: duckdb.DuckDBPyConnection, side: str, dump: SideDump, mode: str,
+              compat: bool) -> None:
+    """Flatten one side's ops into the ``ops`` and ``tensors`` tables (one bulk insert each)."""
+    flat = Flattener(side, str(dump.path), real_data=mode == "tensor", fix_direction=not compat)
+    names: list[str] = []
+    counts: list[int] = []
+    for seq, (op_name, entry) in enumerate(dump.doc["data"].items()):
+        names.append(op_name)
+        counts.append(flat.add_op(seq, op_name, entry))
+    import pyarrow as pa
+
+    ops = pa.table({"side": [side] * len(names), "op_seq": pa.array(range(len(names)), pa.int32()),
+                    "op_name": names, "n_rows": pa.array(counts, pa.int32())})
+    rows = flat.buf.to_arrow()
+    con.register("_ops", ops)
+    con.register("_rows", rows)
+    con.execute("INSERT INTO ops SELECT * FROM _ops")
+    con.execute("INSERT INTO tensors BY NAME SELECT * FROM _rows")
+    con.unregister("_ops")
+    con.unregister("_rows")
+
+
+def load_stacks(con: duckdb.DuckDBPyConnection, stack_json: Path | None) -> None:
+    if stack_json is None:
+        return
+    stacks = read_stack(stack_json)
+    import pyarrow as pa
+
+    con.register("_stacks", pa.table({"op_name": list(stacks), "stack": list(stacks.values())}))
+    con.execute("INSERT INTO stacks SELECT * FROM _stacks")
+    con.unregister("_stacks")
+
+
+def prepare(con: duckdb.DuckDBPyConnection, inp: SingleInput, opts: Options) -> tuple[str, SideDump, SideDump]:
+    """Read both dumps, build tables and views; return the mode."""
+    npu = SideDump(inp.npu_json, read_dump(inp.npu_json))
+    bench = SideDump(inp.bench_json, read_dump(inp.bench_json))
+    mode = detect_mode(npu, bench)
+    db.run_schema(con)
+    con.execute("INSERT INTO settings VALUES (?, ?, ?, ?, ?)",
+                [mode, opts.is_compat, opts.fuzzy_match, opts.stack_mode, False])
+    load_side(con, "npu", npu, mode, opts.is_compat)
+    load_side(con, "bench", bench, mode, opts.is_compat)
+    load_stacks(con, inp.stack_json)
+    db.load_views(con)
+    return mode, npu, bench
+
+
+def pair_rows(con: duckdb.DuckDBPyConnection, opts: Options) -> None:
+    """Fill ``op_pairs`` and ``compare_rows``."""
+    if opts.is_compat:
+        write_compat_pairs(con)
+    else:
+        con.execute("INSERT INTO op_pairs SELECT * FROM op_pairs_default")
+    con.execute("INSERT INTO compare_rows SELECT * FROM row_pairs")
+
+
+def run_single(inp: SingleInput, output_dir: Path, opts: Options, suffix: str = "") -> CompareResult:
+    """Compare one NPU dump with one bench dump and write the outputs into ``output_dir``."""
+    from msq.export.outputs import write_outputs
+    from msq.tensors_bridge import fill_tensor_metrics
+
+    started = time.time()
+    stamp = time.strftime("%Y%m%d%H%M%S", time.localtime(started))
+    con = db.connect(threads=opts.workers)
+    mode, npu, bench = prepare(con, inp, opts)
+    log.info("compare mode: %s (%s)", mode, "msprobe-1.1 compat" if opts.is_compat else "default")
+    pair_rows(con, opts)
+    if mode == "tensor":
+        fill_tensor_metrics(con, npu.tensor_dir, bench.tensor_dir, opts)
+    write_windows(con, opts.is_compat)
+    result = CompareResult(mode=mode, npu_path=str(inp.npu_json), bench_path=str(inp.bench_json))
+    summarize(con, mode, result)
+    if result.rows == 0:
+        log.warning("Can`t match any op: no rows to compare; no workbook written")
+    else:
+        write_outputs(con, mode, output_dir, opts, suffix, stamp, result)
+    result.seconds = time.time() - started
+    result.con = con
+    return result
+
+
+def summarize(con: duckdb.DuckDBPyConnection, mode: str, result: CompareResult) -> None:
+    counts = dict(con.execute("SELECT kind, count(*) FROM compare_rows GROUP BY kind").fetchall())
+    result.rows = sum(counts.values())
+    result.matched = counts.get("matched", 0)
+    result.unmatched_npu = counts.get("npu_only", 0)
+    result.unmatched_bench = counts.get("bench_only", 0)
+    marks = dict(con.execute("SELECT mark, count(*) FROM marks GROUP BY mark").fetchall()) \
+        if mode != "md5" else {}
+    result.red, result.yellow = marks.get("red", 0), marks.get("yellow", 0)
+    line, suspect, advice = con.execute("SELECT line, suspect, advice FROM advisor_finding").fetchone()
+    result.suspect_line, result.suspect, result.advice = line, suspect, advice
+
+
+def compare(input_param: dict[str, Any], output_path: str | Path, stack_mode: bool = False,
+            auto_analyze: bool = True, fuzzy_match: bool = False, **kwargs: Any) -> CompareResult:
+    """Compare two dumps, as ``msprobe.pytorch.compare`` does, and write the workbook and advisor.
+
+    Args:
+        input_param: ``npu_json_path``, ``bench_json_path``, ``stack_json_path`` (and optional
+            ``is_print_compare_log``), as msprobe's API takes them.
+        output_path: output directory (created if missing).
+        stack_mode: add the NPU_Stack_Info column.
+        auto_analyze: write the advisor file.
+        fuzzy_match: match ops without their call counters.
+        **kwargs: ``compat="msprobe-1.1"``, ``data_mapping``, ``formats``, ``label``, ``db``,
+            ``record``, ``workers``, and the MindSpore mappings.
+
+    Returns:
+        A :class:`CompareResult` with counts, the suspect and the written files.
+    """
+    opts = options_from_kwargs(stack_mode, auto_analyze, fuzzy_match, kwargs)
+    inp = input_from_api(input_param)
+    return run_compare(inp, Path(output_path), opts)
+
+
+def options_from_kwargs(stack_mode: bool, auto_analyze: bool, fuzzy_match: bool,
+                        kwargs: dict[str, Any]) -> Options:
+    check_bool("stack_mode", stack_mode)
+    check_bool("auto_analyze", auto_analyze)
+    check_bool("fuzzy_match", fuzzy_match)
+    known = set(Options.__dataclass_fields__) - {"stack_mode", "auto_analyze", "fuzzy_match"}
+    unknown = set(kwargs) - known
+    if unknown:
+        from msq.errors import UsageError
+
+        raise UsageError(f"unknown argument(s) {', '.join(sorted(unknown))}; "
+                         f"known: {', '.join(sorted(known))}")
+    opts = Options(stack_mode=stack_mode, auto_analyze=auto_analyze, fuzzy_match=fuzzy_match,
+                   **kwargs)
+    check_compat(opts.compat)
+    if isinstance(opts.formats, str):
+        opts.formats = tuple(f.strip() for f in opts.formats.split(",") if f.strip())
+    return opts
+
+
+def run_compare(inp: SingleInput, output_dir: Path, opts: Options, suffix: str = "") -> CompareResult:
+    """Validate the output directory, then compare."""
+    from msq.export.outputs import ensure_output_dir
+
+    ensure_output_dir(output_dir)
+    if not inp.npu_json.is_file() or not inp.bench_json.is_file():
+        raise InputError(f"{inp.npu_json} / {inp.bench_json}: both must be dump.json files")
+    return run_single(inp, output_dir, opts, suffix)

@@ -1,0 +1,146 @@
+"""Inputs of a compare: compare.json, the Python API's ``input_param`` and the options.
+
+Everything is validated here, before any work starts, so that a mistake costs one clear line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from msq.errors import InputError, UsageError
+from msq.jsonio import read_json
+
+COMPAT_CHOICES = ("msprobe-1.1",)
+FRAMEWORKS = ("pytorch", "mindspore")
+
+
+@dataclass
+class Options:
+    """Flags shared by every compare kind."""
+
+    stack_mode: bool = False
+    auto_analyze: bool = True
+    fuzzy_match: bool = False
+    compat: str | None = None
+    framework: str = "pytorch"
+    data_mapping: str | Path | dict[str, str] | None = None
+    api_mapping: str | Path | bool | None = None
+    cell_mapping: str | Path | bool | None = None
+    layer_mapping: str | Path | None = None
+    formats: tuple[str, ...] = ("xlsx",)
+    label: str | None = None
+    db: str | Path | None = None
+    record: bool = True
+    workers: int | None = None
+    is_print_compare_log: bool = True
+
+    @property
+    def is_compat(self) -> bool:
+        return self.compat is not None
+
+
+@dataclass
+class SingleInput:
+    """One card: two dump.json files and the NPU stack.json."""
+
+    npu_json: Path
+    bench_json: Path
+    stack_json: Path | None
+
+
+@dataclass
+class DirInput:
+    """Directories: step dirs holding rank dirs, or dump roots holding step dirs."""
+
+    npu_dir: Path
+    bench_dir: Path
+    rank_id: list[int] | None = None
+    step_id: list[int] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def check_bool(name: str, value: Any) -> bool:
+    """msprobe accepts only real booleans for its switches; so does msq, with the fix named."""
+    if not isinstance(value, bool):
+        raise UsageError(f"{name} must be true or false, got {value!r}")
+    return value
+
+
+def check_compat(value: str | None) -> str | None:
+    if value is None or value in COMPAT_CHOICES:
+        return value
+    raise UsageError(f"unknown compat mode {value!r}; try one of: {', '.join(COMPAT_CHOICES)}")
+
+
+def _resolve(base: Path, value: Any, key: str, source: Path) -> Path:
+    if not isinstance(value, str) or not value:
+        raise InputError(f"{source}: '{key}' must be a non-empty path string, got {value!r}")
+    path = Path(value)
+    return path if path.is_absolute() else base / path
+
+
+def parse_compare_json(path: Path) -> SingleInput | DirInput:
+    """Read compare.json (msprobe's ``-i`` file); relative paths are taken from the working dir."""
+    doc = read_json(path, "compare.json")
+    if not isinstance(doc, dict):
+        raise InputError(f"{path}: expected an object with npu_path and bench_path")
+    return input_from_mapping(doc, path, Path.cwd())
+
+
+def input_from_mapping(doc: dict[str, Any], source: Path | str, base: Path) -> SingleInput | DirInput:
+    """Classify a compare.json-like mapping: two files, or two directories."""
+    source = Path(str(source))
+    for key in ("npu_path", "bench_path"):
+        if key not in doc:
+            raise InputError(f"{source}: missing '{key}'; compare.json needs npu_path and bench_path")
+    npu = _resolve(base, doc["npu_path"], "npu_path", source)
+    bench = _resolve(base, doc["bench_path"], "bench_path", source)
+    if "is_print_compare_log" in doc:
+        check_bool("is_print_compare_log", doc["is_print_compare_log"])
+    for p in (npu, bench):
+        if not p.exists():
+            raise InputError(f"{source}: {p} does not exist; check the path")
+    if npu.is_file() != bench.is_file():
+        raise InputError(f"{source}: npu_path and bench_path must both be dump.json files or both "
+                         f"directories ({npu} vs {bench})")
+    if npu.is_dir():
+        return DirInput(npu, bench, _int_list(doc, "rank_id", source), _int_list(doc, "step_id", source),
+                        extra={"has_rank_id": "rank_id" in doc})
+    stack = doc.get("stack_path")
+    stack_path = _resolve(base, stack, "stack_path", source) if stack is not None else None
+    if stack_path is not None and not stack_path.is_file():
+        raise InputError(f"{source}: stack_path {stack_path} is not a file; fix it or drop the key")
+    return SingleInput(npu, bench, stack_path)
+
+
+def _int_list(doc: dict[str, Any], key: str, source: Path) -> list[int] | None:
+    if key not in doc:
+        return None
+    value = doc[key]
+    if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool)
+                                              for v in value):
+        raise InputError(f"{source}: '{key}' must be a list of integers, got {value!r}")
+    return value
+
+
+def input_from_api(input_param: Any) -> SingleInput:
+    """The Python API's dict: npu_json_path, bench_json_path, stack_json_path."""
+    if not isinstance(input_param, dict):
+        raise UsageError(f"input_param must be a dict with npu_json_path and bench_json_path, "
+                         f"got {type(input_param).__name__}")
+    mapping = {"npu_path": input_param.get("npu_json_path"),
+               "bench_path": input_param.get("bench_json_path")}
+    if input_param.get("stack_json_path") is not None:
+        mapping["stack_path"] = input_param["stack_json_path"]
+    if "is_print_compare_log" in input_param:
+        mapping["is_print_compare_log"] = input_param["is_print_compare_log"]
+    for key, api_key in (("npu_path", "npu_json_path"), ("bench_path", "bench_json_path")):
+        if mapping[key] is None:
+            raise UsageError(f"input_param is missing '{api_key}'")
+    parsed = input_from_mapping(mapping, "input_param", Path.cwd())
+    if not isinstance(parsed, SingleInput):
+        raise UsageError("input_param paths must be dump.json files; for directories use "
+                         "compare_distributed()")
+    return parsed

@@ -1,0 +1,138 @@
+"""Turn the result views into files: the workbook, CSV/Parquet copies and the advisor text."""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import duckdb
+
+from msq.config import Options
+from msq.errors import ExportError, UsageError
+from msq.export.xlsx import SheetSpec, write_xlsx
+
+if TYPE_CHECKING:
+    from msq.compare import CompareResult
+
+log = logging.getLogger("msq")
+
+FORMATS = ("xlsx", "csv", "parquet")
+_NAMES = ("NPU Name", "Bench Name", "NPU Dtype", "Bench Dtype", "NPU Tensor Shape",
+          "Bench Tensor Shape")
+_STATS = ("NPU max", "NPU min", "NPU mean", "NPU l2norm", "Bench max", "Bench min", "Bench mean",
+          "Bench l2norm")
+COLUMNS: dict[str, tuple[str, ...]] = {
+    "statistics": _NAMES + ("Max diff", "Min diff", "Mean diff", "L2norm diff", "MaxRelativeErr",
+                            "MinRelativeErr", "MeanRelativeErr", "NormRelativeErr") + _STATS
+    + ("Result", "Err_message"),
+    "md5": _NAMES + ("NPU MD5", "BENCH MD5", "Result"),
+    "tensor": _NAMES + ("Cosine", "MaxAbsErr", "MaxRelativeErr", "One Thousandth Err Ratio",
+                        "Five Thousandths Err Ratio") + _STATS + ("Accuracy Reached or Not",
+                                                                  "Err_message"),
+}
+
+
+def columns_for(mode: str, stack_mode: bool) -> list[str]:
+    """The exact header of a mode's workbook (spec §5.2)."""
+    cols = list(COLUMNS[mode])
+    if stack_mode:
+        cols.append("NPU_Stack_Info")
+    if mode == "tensor":
+        cols.append("Data_name")
+    return cols
+
+
+def ensure_output_dir(path: Path) -> None:
+    """Create the output directory and prove it is writable before any work starts."""
+    try:
+        path.mkdir(parents=True, exist_ok=True, mode=0o750)
+    except FileExistsError:
+        raise ExportError(f"{path}: exists and is not a directory; choose another -o") from None
+    except OSError as err:
+        raise ExportError(f"{path}: cannot create the output directory: {err.strerror}") from None
+    if not path.is_dir():
+        raise ExportError(f"{path}: is not a directory; choose another -o")
+    try:
+        with tempfile.NamedTemporaryFile(dir=path, prefix=".msq-write-test-"):
+            pass
+    except OSError as err:
+        raise ExportError(f"{path}: output directory is not writable ({err.strerror}); "
+                          "fix its permissions or choose another -o") from None
+
+
+def check_formats(formats: tuple[str, ...]) -> tuple[str, ...]:
+    bad = [f for f in formats if f not in FORMATS]
+    if bad or not formats:
+        raise UsageError(f"unknown output format(s) {', '.join(bad) or '(none)'}; "
+                         f"try one of: {', '.join(FORMATS)}")
+    return formats
+
+
+def result_view(mode: str) -> str:
+    return f"result_{mode}"
+
+
+def write_outputs(con: duckdb.DuckDBPyConnection, mode: str, out_dir: Path, opts: Options,
+                  suffix: str, stamp: str, result: CompareResult) -> None:
+    """Write every requested output of one compare into ``out_dir``."""
+    cols = columns_for(mode, opts.stack_mode)
+    query = f"SELECT * FROM {result_view(mode)} ORDER BY out_seq"
+    base = f"compare_result{suffix}_{stamp}"
+    for fmt in check_formats(opts.formats):
+        path = out_dir / f"{base}.{fmt}"
+        if fmt == "xlsx":
+            marks = None if mode == "md5" else "SELECT out_seq, mark FROM marks"
+            sheets = write_xlsx(con, SheetSpec(query, cols, cols, marks), path,
+                                on_extra_sheet=lambda n: log.warning(
+                                    "more than 1,048,575 rows: continuing on sheet %d of %s", n, path))
+            if sheets > 1:
+                log.warning("%s holds %d sheets (Excel's row limit)", path.name, sheets)
+        else:
+            write_table(con, query, cols, path, fmt)
+        result.files.append(path)
+        log.info("Compare result is %s", path)
+    if opts.auto_analyze:
+        result.files.append(write_advisor(out_dir, suffix, result))
+
+
+def write_table(con: duckdb.DuckDBPyConnection, query: str, cols: list[str], path: Path,
+                fmt: str) -> None:
+    """CSV or Parquet with the workbook's columns; CSV cells that look like formulas are quoted."""
+    select = ", ".join(_csv_expr(c) if fmt == "csv" else f'"{c}"' for c in cols)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    options = "FORMAT csv, HEADER true" if fmt == "csv" else "FORMAT parquet"
+    try:
+        con.execute(f"COPY (SELECT {select} FROM ({query})) TO '{_sql_str(tmp)}' ({options})")
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def _csv_expr(col: str) -> str:
+    text = f'CAST("{col}" AS VARCHAR)'
+    # A spreadsheet opening the CSV would evaluate =, +, - or @ at the start of a text cell; a
+    # leading apostrophe keeps it text. Numbers (e.g. -1.5) are not touched.
+    return (f"CASE WHEN TRY_CAST({text} AS DOUBLE) IS NULL AND regexp_matches({text}, '^[=+\\-@＝＋－＠]') "
+            f"THEN '''' || {text} ELSE {text} END AS \"{col}\"")
+
+
+def _sql_str(path: Path) -> str:
+    return str(path).replace("'", "''")
+
+
+def write_advisor(out_dir: Path, suffix: str, result: CompareResult) -> Path:
+    """The three-line advisor file (spec §6), written atomically."""
+    stamp = time.strftime("%Y%m%d%H%M%S")
+    path = out_dir / f"advisor{suffix}_{stamp}.txt"
+    text = (f"Line: {result.suspect_line}\nSuspect Nodes: {result.suspect}\n"
+            f"Expert Advice: {result.advice}\n")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+    log.info("The advisor summary is saved in: %s", path)
+    return path

@@ -1,0 +1,243 @@
+"""A fast, streaming xlsx writer fed by a DuckDB view.
+
+msprobe spends nearly all of a large compare writing the workbook cell by cell in Python; general
+writers (openpyxl, xlsxwriter) still pay a Python call per cell (~20 s per 2.5 M cells here). msq lets
+DuckDB render each row's sheet XML in bulk and streams it into the zip, so a 100,000-row workbook
+takes about a second. The package is the minimal SpreadsheetML set Excel, LibreOffice and openpyxl
+open: content types, relationships, workbook, styles (fills), one sheet per 1,048,575 data rows.
+
+Cell rules (spec §5.3): numbers as ``%.16g``, booleans as boolean cells, texts as inline strings
+(never formulas, so text such as ``=cmd()`` is not evaluated); an empty text is an empty cell.
+Text that starts like a formula also gets Excel's quote-prefix style, so editing keeps it as text.
+"""
+
+from __future__ import annotations
+
+import os
+import zipfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+
+from msq.errors import ExportError
+
+EXCEL_MAX_ROWS = 1_048_576
+RED, YELLOW = "FFFF0000", "00FFFF00"
+_FORMULA_START = "=+-@＝＋－＠"
+# XML 1.0 forbids most control characters; Excel's own escape is _xHHHH_.
+_CONTROL = [c for c in range(32) if c not in (9, 10, 13)]
+
+
+@dataclass(frozen=True)
+class SheetSpec:
+    """What to write: the view (or query), its columns, the header labels and the marks."""
+
+    query: str                # SELECT returning out_seq plus the columns, ordered by out_seq
+    columns: Sequence[str]    # column names of the query to write, in order
+    headers: Sequence[str]    # header labels (row 1)
+    marks_query: str | None   # SELECT out_seq, mark ('red'|'yellow')
+
+
+def _col_letter(index: int) -> str:
+    letters = ""
+    index += 1
+    while index:
+        index, rem = divmod(index - 1, 26)
+        letters = chr(65 + rem) + letters
+    return letters
+
+
+def _escape_sql(expr: str) -> str:
+    out = f"replace(replace(replace({expr}, '&', '&amp;'), '<', '&lt;'), '>', '&gt;')"
+    out = f"replace({out}, chr(13), '&#13;')"
+    ctrl = expr
+    for code in _CONTROL:
+        ctrl = f"replace({ctrl}, chr({code}), '_x{code:04X}_')"
+    ctrl = f"replace(replace(replace({ctrl}, '&', '&amp;'), '<', '&lt;'), '>', '&gt;')"
+    ctrl = f"replace({ctrl}, chr(13), '&#13;')"
+    return (f"CASE WHEN regexp_matches({expr}, '[\\x00-\\x08\\x0b\\x0c\\x0e-\\x1f]') "
+            f"THEN {ctrl} ELSE {out} END")
+
+
+def _text_cell_sql(ref: str, expr: str) -> str:
+    quote = "regexp_matches(" + expr + ", '^[" + _FORMULA_START.replace("-", "\\-") + "]')"
+    return (
+        f"CASE WHEN {expr} IS NULL OR {expr} = '' THEN "
+        f"(CASE WHEN _st = '' THEN '' ELSE '<c r=\"{ref}' || _r || '\"' || _st || '/>' END) "
+        f"ELSE '<c r=\"{ref}' || _r || '\"' || (CASE WHEN {quote} THEN _stq ELSE _st END) "
+        f"|| ' t=\"inlineStr\"><is><t xml:space=\"preserve\">' || {_escape_sql(expr)} "
+        f"|| '</t></is></c>' END"
+    )
+
+
+def _num_cell_sql(ref: str, expr: str) -> str:
+    return (f"CASE WHEN {expr} IS NULL THEN '' ELSE '<c r=\"{ref}' || _r || '\"' || _st || '><v>' "
+            f"|| printf('%.16g', {expr}) || '</v></c>' END")
+
+
+def _cell_sql(ref: str, column: str, type_name: str) -> str:
+    col = f'"{column}"'
+    if type_name.startswith("UNION"):
+        return (
+            f"CASE union_tag({col}) "
+            f"WHEN 'n' THEN {_num_cell_sql(ref, f'union_extract({col}, {chr(39)}n{chr(39)})')} "
+            f"WHEN 'b' THEN '<c r=\"{ref}' || _r || '\"' || _st || ' t=\"b\"><v>' || "
+            f"(CASE WHEN union_extract({col}, 'b') THEN '1' ELSE '0' END) || '</v></c>' "
+            f"ELSE {_text_cell_sql(ref, f'union_extract({col}, {chr(39)}s{chr(39)})')} END"
+        )
+    if type_name in ("DOUBLE", "FLOAT", "BIGINT", "INTEGER", "HUGEINT", "SMALLINT", "TINYINT"):
+        return _num_cell_sql(ref, col)
+    if type_name == "BOOLEAN":
+        return (f"CASE WHEN {col} IS NULL THEN '' ELSE '<c r=\"{ref}' || _r || '\"' || _st || "
+                f"' t=\"b\"><v>' || (CASE WHEN {col} THEN '1' ELSE '0' END) || '</v></c>' END")
+    return _text_cell_sql(ref, f"CAST({col} AS VARCHAR)")
+
+
+def _rows_query(con: duckdb.DuckDBPyConnection, spec: SheetSpec) -> str:
+    types = dict(con.execute(f"SELECT column_name, column_type FROM (DESCRIBE {spec.query})").fetchall())
+    cells = " || ".join(_cell_sql(_col_letter(i), c, types[c]) for i, c in enumerate(spec.columns))
+    marks = spec.marks_query or "SELECT NULL::BIGINT AS out_seq, NULL::VARCHAR AS mark WHERE false"
+    return f"""
+      WITH q AS ({spec.query}), mk AS ({marks}),
+      styled AS (
+        SELECT q.*, row_number() OVER (ORDER BY q.out_seq) - 1 AS _i,
+               CASE mk.mark WHEN 'red' THEN ' s="1"' WHEN 'yellow' THEN ' s="2"' ELSE '' END AS _st,
+               CASE mk.mark WHEN 'red' THEN ' s="4"' WHEN 'yellow' THEN ' s="5"' ELSE ' s="3"' END AS _stq
+        FROM q LEFT JOIN mk ON mk.out_seq = q.out_seq
+      ),
+      numbered AS (
+        SELECT *, (_i // {EXCEL_MAX_ROWS - 1}) AS _sheet,
+               CAST(_i % {EXCEL_MAX_ROWS - 1} + 2 AS VARCHAR) AS _r
+        FROM styled
+      )
+      SELECT _sheet, '<row r="' || _r || '">' || {cells} || '</row>' AS xml
+      FROM numbered ORDER BY _i
+    """
+
+
+_CONTENT_TYPES = """<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
+<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">
+<Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/>
+<Default Extension="xml" ContentType="application/xml"/>
+<Override PartName="/xl/workbook.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml"/>
+<Override PartName="/xl/styles.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.styles+xml"/>
+{sheets}
+</Types>"""
+_ROOT_RELS = """<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
+<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">
+<Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="xl/workbook.xml"/>
+</Relationships>"""
+_STYLES = f"""<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
+<styleSheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main">
+<fonts count="1"><font><sz val="11"/><name val="Calibri"/></font></fonts>
+<fills count="4"><fill><patternFill patternType="none"/></fill><fill><patternFill patternType="gray125"/></fill>
+<fill><patternFill patternType="solid"><fgColor rgb="{RED}"/><bgColor rgb="{RED}"/></patternFill></fill>
+<fill><patternFill patternType="solid"><fgColor rgb="{YELLOW}"/><bgColor rgb="{YELLOW}"/></patternFill></fill></fills>
+<borders count="1"><border><left/><right/><top/><bottom/><diagonal/></border></borders>
+<cellStyleXfs count="1"><xf numFmtId="0" fontId="0" fillId="0" borderId="0"/></cellStyleXfs>
+<cellXfs count="6"><xf numFmtId="0" fontId="0" fillId="0" borderId="0" xfId="0"/>
+<xf numFmtId="0" fontId="0" fillId="2" borderId="0" xfId="0" applyFill="1"/>
+<xf numFmtId="0" fontId="0" fillId="3" borderId="0" xfId="0" applyFill="1"/>
+<xf numFmtId="0" fontId="0" fillId="0" borderId="0" xfId="0" quotePrefix="1"/>
+<xf numFmtId="0" fontId="0" fillId="2" borderId="0" xfId="0" applyFill="1" quotePrefix="1"/>
+<xf numFmtId="0" fontId="0" fillId="3" borderId="0" xfId="0" applyFill="1" quotePrefix="1"/></cellXfs>
+<cellStyles count="1"><cellStyle name="Normal" xfId="0" builtinId="0"/></cellStyles>
+</styleSheet>"""
+_SHEET_HEAD = ('<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n'
+               '<worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main">'
+               "<sheetData>")
+_SHEET_TAIL = "</sheetData></worksheet>"
+
+
+def _xml_text(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _header_xml(headers: Sequence[str]) -> str:
+    cells = "".join(
+        f'<c r="{_col_letter(i)}1" t="inlineStr"><is><t xml:space="preserve">{_xml_text(h)}</t></is></c>'
+        for i, h in enumerate(headers))
+    return f'<row r="1">{cells}</row>'
+
+
+def _sheet_name(index: int) -> str:
+    return "Sheet" if index == 0 else f"Sheet{index + 1}"
+
+
+def _finish_package(zf: zipfile.ZipFile, n_sheets: int) -> None:
+    overrides = "\n".join(
+        f'<Override PartName="/xl/worksheets/sheet{i + 1}.xml" '
+        'ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml"/>'
+        for i in range(n_sheets))
+    zf.writestr("[Content_Types].xml", _CONTENT_TYPES.format(sheets=overrides))
+    zf.writestr("_rels/.rels", _ROOT_RELS)
+    sheets = "".join(f'<sheet name="{_sheet_name(i)}" sheetId="{i + 1}" r:id="rId{i + 1}"/>'
+                     for i in range(n_sheets))
+    zf.writestr("xl/workbook.xml", (
+        '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n'
+        '<workbook xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main" '
+        'xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships">'
+        f"<sheets>{sheets}</sheets></workbook>"))
+    rels = "".join(
+        f'<Relationship Id="rId{i + 1}" Type="http://schemas.openxmlformats.org/officeDocument/2006/'
+        f'relationships/worksheet" Target="worksheets/sheet{i + 1}.xml"/>' for i in range(n_sheets))
+    rels += (f'<Relationship Id="rId{n_sheets + 1}" Type="http://schemas.openxmlformats.org/'
+             'officeDocument/2006/relationships/styles" Target="styles.xml"/>')
+    zf.writestr("xl/_rels/workbook.xml.rels", (
+        '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n'
+        '<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">'
+        f"{rels}</Relationships>"))
+    zf.writestr("xl/styles.xml", _STYLES)
+
+
+def write_xlsx(con: duckdb.DuckDBPyConnection, spec: SheetSpec, path: Path,
+               on_extra_sheet: Callable[[int], None] | None = None) -> int:
+    """Write the workbook atomically (temp name, then rename); return the number of sheets."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        n_sheets = _write_package(con, spec, tmp, on_extra_sheet)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return n_sheets
+
+
+def _write_package(con: duckdb.DuckDBPyConnection, spec: SheetSpec, tmp: Path,
+                   on_extra_sheet: Callable[[int], None] | None) -> int:
+    header = _header_xml(spec.headers)
+    try:
+        cursor = con.cursor()
+        cursor.execute(_rows_query(con, spec))
+    except duckdb.Error as err:
+        raise ExportError(f"cannot render the workbook rows: {err}") from err
+    n_sheets = 0
+    with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as zf:
+        sheet = None
+        current = -1
+        while True:
+            batch = cursor.fetchmany(20000)
+            if not batch:
+                break
+            for sheet_no, xml in batch:
+                if sheet_no != current:
+                    if sheet is not None:
+                        sheet.write(_SHEET_TAIL.encode())
+                        sheet.close()
+                    current = sheet_no
+                    n_sheets += 1
+                    if sheet_no > 0 and on_extra_sheet:
+                        on_extra_sheet(sheet_no + 1)
+                    sheet = zf.open(f"xl/worksheets/sheet{n_sheets}.xml", "w", force_zip64=True)
+                    sheet.write((_SHEET_HEAD + header).encode())
+                sheet.write(xml.encode())
+        if sheet is None:
+            n_sheets = 1
+            zf.writestr("xl/worksheets/sheet1.xml", _SHEET_HEAD + header + _SHEET_TAIL)
+        else:
+            sheet.write(_SHEET_TAIL.encode())
+            sheet.close()
+        _finish_package(zf, n_sheets)
+    return n_sheets

@@ -1,0 +1,253 @@
+"""Flatten dump.json op entries into rows named as msprobe names them (spec §2).
+
+Each row is one argument of one op: a tensor, a Python scalar, a slice, a ``torch.Size`` or a
+placeholder for ``null``. Statistics keep their raw JSON type through three columns per statistic
+(``<s>_num`` DOUBLE, ``<s>_kind`` one of i/f/b/s/n/o, ``<s>_str`` text for strings and other values)
+because the workbook must show ints, floats, booleans and strings exactly as the dump had them.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+from msq.errors import DumpError
+
+MAX_DEPTH = 10
+STATS = ("max", "min", "mean", "norm")
+_STAT_KEYS = ("Max", "Min", "Mean", "Norm")
+
+
+@dataclass
+class RowBuffer:
+    """Column lists for the ``tensors`` table of one side, filled op by op."""
+
+    side: str
+    cols: dict[str, list[Any]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        names = ["op_seq", "row_in_op", "name", "disp_name", "fuzzy_name", "io", "disp_io",
+                 "dtype", "shape",
+                 "md5", "data_name", "is_tensor", "numel"]
+        for stat in STATS:
+            names += [f"{stat}_num", f"{stat}_kind", f"{stat}_str"]
+        self.cols = {n: [] for n in names}
+
+    def __len__(self) -> int:
+        return len(self.cols["name"])
+
+    def to_arrow(self) -> pa.Table:
+        n = len(self)
+        types = {"op_seq": pa.int32(), "row_in_op": pa.int32(), "is_tensor": pa.bool_(),
+                 "numel": pa.int64()}
+        arrays = {"side": pa.array([self.side] * n, pa.string()),
+                  "row_seq": pa.array(range(n), pa.int64())}
+        for name, values in self.cols.items():
+            if name.endswith("_num"):
+                arrays[name] = pa.array(values, pa.float64())
+            else:
+                arrays[name] = pa.array(values, types.get(name, pa.string()))
+        return pa.table(arrays)
+
+
+def _kind(value: Any) -> tuple[float | None, str, str | None]:
+    """(numeric value, kind, text) of a raw JSON statistic."""
+    if value is None:
+        return None, "n", None
+    if isinstance(value, bool):
+        return float(value), "b", None
+    if isinstance(value, int):
+        try:
+            return float(value), "i", str(value)
+        except OverflowError:
+            return None, "s", str(value)
+    if isinstance(value, float):
+        return value, "f", None
+    if isinstance(value, str):
+        return None, "s", value
+    return None, "o", str(value)
+
+
+def _shape_text(shape: Any) -> str:
+    return str(shape)
+
+
+class Flattener:
+    """Turns op entries into rows; one instance per side of a compare."""
+
+    def __init__(self, side: str, path: str, *, real_data: bool, fix_direction: bool) -> None:
+        self.buf = RowBuffer(side)
+        self.path = path
+        self.real_data = real_data
+        # msprobe decides forward/backward by substring, so a module path such as "feedforward"
+        # triggers both branches; the default mode reads the direction field instead.
+        self.fix_direction = fix_direction
+        self._op = ""
+        self._op_seq = 0
+        self._row_in_op = 0
+        self._io = "input"
+
+    # -- public -------------------------------------------------------------------------------
+    def add_op(self, op_seq: int, op_name: str, entry: Any) -> int:
+        """Flatten one op; return the number of rows it produced."""
+        if not isinstance(entry, dict):
+            raise DumpError(f"{self.path}: entry '{op_name}': expected an object with "
+                            f"input/output lists, found a {type(entry).__name__}")
+        self._op, self._op_seq, self._row_in_op = op_name, op_seq, 0
+        start = len(self.buf)
+        forward, backward = self._directions(op_name)
+        if forward:
+            self._io = "input"
+            if "input_args" in entry:
+                self._parse(entry["input_args"], f"{op_name}.input", None, True, 0)
+            if "input_kwargs" in entry:
+                self._kwargs(entry["input_kwargs"], op_name)
+            if "output" in entry:
+                self._io = "output"
+                self._parse(entry["output"], f"{op_name}.output", None, True, 0)
+        if backward:
+            if "input" in entry:
+                self._truncate(start)
+                self._io = "input"
+                self._parse(entry["input"], f"{op_name}.input", None, True, 0)
+            if "output" in entry:
+                self._io = "output"
+                self._parse(entry["output"], f"{op_name}.output", None, True, 0)
+        return len(self.buf) - start
+
+    # -- helpers ------------------------------------------------------------------------------
+    def _directions(self, op_name: str) -> tuple[bool, bool]:
+        if not self.fix_direction:
+            return "forward" in op_name, "backward" in op_name
+        fields = op_name.split(".")
+        tail = fields[-1] if fields[-1] in ("forward", "backward") else (
+            fields[-2] if len(fields) > 1 else "")
+        if tail in ("forward", "backward"):
+            return tail == "forward", tail == "backward"
+        return "forward" in op_name, "backward" in op_name
+
+    def _truncate(self, start: int) -> None:
+        for values in self.buf.cols.values():
+            del values[start:]
+        self._row_in_op = 0
+
+    def _kwargs(self, kwargs: Any, op_name: str) -> None:
+        if isinstance(kwargs, list) or (isinstance(kwargs, dict) and "type" in kwargs):
+            self._parse(kwargs, f"{op_name}.input", None, True, 0)
+        elif isinstance(kwargs, dict):
+            for key, value in kwargs.items():
+                self._parse(value, f"{op_name}.input.{key}", None, True, 0)
+        elif kwargs is not None:
+            raise DumpError(f"{self.path}: entry '{op_name}': input_kwargs must be an object, "
+                            f"found a {type(kwargs).__name__}")
+
+    def _parse(self, item: Any, prefix: str, index: int | None, top: bool, depth: int) -> None:
+        if depth > MAX_DEPTH:
+            raise DumpError(f"{self.path}: entry '{self._op}': arguments nested deeper than "
+                            f"{MAX_DEPTH} levels; msprobe cannot dump such data either")
+        name = f"{prefix}.{index}" if index is not None else f"{prefix}.0"
+        if item is None or (isinstance(item, dict) and not item):
+            self._row(name, None, None, None, {}, None, "-1", False)
+        elif isinstance(item, (list, tuple)):
+            base = f"{prefix}.{index}" if index is not None else prefix
+            for j, elem in enumerate(item):
+                self._parse(elem, base, j, False, depth + 1)
+        elif isinstance(item, dict) and "type" not in item:
+            for key, value in item.items():
+                self._parse(value, f"{prefix}.{key}", None, True, depth + 1)
+        elif isinstance(item, dict) and "dtype" in item:
+            self._tensor(name, item)
+        elif isinstance(item, dict):
+            self._typed(name, item)
+        else:
+            raise DumpError(f"{self.path}: entry '{self._op}': argument '{name}' is a bare "
+                            f"{type(item).__name__}, expected an object or a list")
+
+    def _tensor(self, name: str, item: dict[str, Any]) -> None:
+        shape = item.get("shape")
+        if not isinstance(shape, list):
+            raise DumpError(f"{self.path}: entry '{self._op}': shape of '{name}' is not a list "
+                            f"({shape!r}); the dump is damaged")
+        if "requires_grad" in item and not isinstance(item["requires_grad"], bool):
+            raise DumpError(f"{self.path}: entry '{self._op}': requires_grad of '{name}' is not "
+                            f"a boolean ({item['requires_grad']!r})")
+        dtype = item.get("dtype")
+        stats = {s: item.get(k) for s, k in zip(STATS, _STAT_KEYS)}
+        data_name = item.get("data_name", "-1")
+        data_name = "-1" if data_name is None else str(data_name)
+        numel = math.prod(x for x in shape if isinstance(x, int)) if all(
+            isinstance(x, int) for x in shape) else None
+        self._row(name, None if dtype is None else str(dtype), _shape_text(shape), item.get("md5"),
+                  stats, numel, data_name, True)
+
+    def _typed(self, name: str, item: dict[str, Any]) -> None:
+        kind = item.get("type")
+        value = item.get("value")
+        if kind == "torch.Size":
+            self._row(name, "torch.Size", str(value), None, {}, None, "-1", False)
+        elif kind == "slice":
+            length = len(value) if isinstance(value, list) else 0
+            self._row(name, "slice", f"({length},)", None, {}, None, "-1", False)
+        else:
+            stats = {s: value for s in STATS}
+            dtype = f"<class '{_py_type_name(value)}'>"
+            self._row(name, dtype, "[]", None, stats, None, "-1", False)
+
+    def _row(self, name: str, dtype: str | None, shape: str | None, md5: Any,
+             stats: dict[str, Any], numel: int | None, data_name: str, is_tensor: bool) -> None:
+        cols = self.buf.cols
+        disp = name
+        if self.real_data and data_name != "-1":
+            disp = data_name.rsplit(".", 1)[0] if "." in data_name else data_name
+        parts = name.split(".")
+        io = "input" if "input" in parts else "output"
+        disp_parts = disp.split(".")
+        disp_io = "input" if ("input" in disp_parts or "kwargs" in disp_parts) else "output"
+        if self.fix_direction:
+            io = disp_io = self._io
+        cols["op_seq"].append(self._op_seq)
+        cols["row_in_op"].append(self._row_in_op)
+        self._row_in_op += 1
+        cols["name"].append(name)
+        cols["disp_name"].append(disp)
+        cols["fuzzy_name"].append(fuzzy_name(disp))
+        cols["io"].append(io)
+        cols["disp_io"].append(disp_io)
+        cols["dtype"].append(dtype)
+        cols["shape"].append(shape)
+        cols["md5"].append(None if md5 is None else str(md5))
+        cols["data_name"].append(data_name)
+        cols["is_tensor"].append(is_tensor)
+        cols["numel"].append(numel)
+        for stat in STATS:
+            num, kind, text = _kind(stats.get(stat))
+            cols[f"{stat}_num"].append(num)
+            cols[f"{stat}_kind"].append(kind)
+            cols[f"{stat}_str"].append(text)
+
+
+def _py_type_name(value: Any) -> str:
+    if value is None:
+        return "NoneType"
+    return type(value).__name__
+
+
+def _drop_call_count(name: str, word: str) -> str:
+    pieces = name.split(word)
+    head = pieces[0].rsplit(".", 2)[0]
+    return head + (pieces[1] if len(pieces) > 1 else "")
+
+
+def fuzzy_name(name: str) -> str:
+    """The name with its call counter (APIs) or class name (modules) removed (spec §3.3).
+
+    The direction tag keeps "forward" and "backward" names from ever comparing equal.
+    """
+    if "forward" in name:
+        return "F:" + _drop_call_count(name, "forward")
+    if "backward" in name:
+        return "B:" + _drop_call_count(name, "backward")
+    return "E:" + name

@@ -1,0 +1,101 @@
+"""Readers for the JSON files of a dump: dump.json, stack.json, construct.json, compare.json.
+
+msprobe writes dump.json with Python's ``json.dump``, so non-finite floats appear as the bare tokens
+``NaN``, ``Infinity`` and ``-Infinity``; Python's decoder accepts them and keeps key order, which
+matters because op order is execution order. Every failure becomes a :class:`DumpError` that names
+the file, the line and the column.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from msq.errors import DumpError, InputError
+
+# A dump.json is loaded whole; past this size msq refuses it with a clear message instead of risking
+# an out-of-memory kill on a 24 GB machine (Python objects take ~10x the file size).
+MAX_JSON_BYTES = int(os.environ.get("MSQ_MAX_JSON_BYTES", str(1 << 30)))
+DUMP_TASKS = ("tensor", "statistics")
+
+
+def read_json(path: Path, what: str) -> Any:
+    """Parse a JSON file, turning every failure into a one-line error that names the file."""
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        raise InputError(f"{path}: {what} not found; check the path in compare.json") from None
+    except OSError as err:
+        raise InputError(f"{path}: cannot read {what}: {err.strerror}") from None
+    if path.is_dir():
+        raise InputError(f"{path}: expected a {what} file, found a directory")
+    if size == 0:
+        raise DumpError(f"{path}: {what} is empty; re-run the dump or point to the right file")
+    if size > MAX_JSON_BYTES:
+        raise DumpError(
+            f"{path}: {what} is {size / 2**30:.1f} GiB, above msq's {MAX_JSON_BYTES / 2**30:.1f} GiB "
+            "limit; dump fewer steps/ranks per file, or raise MSQ_MAX_JSON_BYTES if memory allows"
+        )
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read()
+    except OSError as err:
+        raise InputError(f"{path}: cannot read {what}: {err.strerror}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = raw[: err.start].count(b"\n") + 1
+        raise DumpError(f"{path}: {what} is not UTF-8 text (bad byte at line {line}); "
+                        "it may be truncated or not a JSON file") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as err:
+        raise DumpError(f"{path}: malformed JSON at line {err.lineno}, column {err.colno}: {err.msg}"
+                        "; the file may be truncated or hand-edited") from None
+    except RecursionError:
+        raise DumpError(f"{path}: JSON nested too deeply to be a dump file") from None
+
+
+def read_dump(path: Path) -> dict[str, Any]:
+    """Read and shape-check a dump.json: an object with ``task`` and an object ``data``."""
+    doc = read_json(path, "dump.json")
+    if not isinstance(doc, dict):
+        raise DumpError(f"{path}: expected a JSON object with 'task' and 'data', "
+                        f"found a {type(doc).__name__}; is this a msprobe dump.json?")
+    if "data" not in doc:
+        raise DumpError(f"{path}: no 'data' key; is this a msprobe dump.json?")
+    if not isinstance(doc["data"], dict):
+        raise DumpError(f"{path}: 'data' must be an object of op name -> entry, "
+                        f"found a {type(doc['data']).__name__}")
+    task = doc.get("task")
+    if task in ("overflow_check", "free_benchmark"):
+        raise DumpError(f"{path}: task '{task}' dumps are not comparable; "
+                        "compare dumps taken with task 'statistics' or 'tensor'")
+    if task not in DUMP_TASKS:
+        raise DumpError(f"{path}: unknown task {task!r}; expected one of: statistics, tensor")
+    return doc
+
+
+def read_stack(path: Path) -> dict[str, str]:
+    """Read stack.json as op name -> the Python repr of its frame list (the cell text msprobe writes)."""
+    doc = read_json(path, "stack.json")
+    if not isinstance(doc, dict):
+        raise DumpError(f"{path}: expected an object of op name -> list of frames, "
+                        f"found a {type(doc).__name__}")
+    out: dict[str, str] = {}
+    for op, frames in doc.items():
+        if not isinstance(frames, list):
+            raise DumpError(f"{path}: entry '{op}': expected a list of frames, "
+                            f"found a {type(frames).__name__}")
+        out[op] = repr(frames)
+    return out
+
+
+def read_construct(path: Path) -> dict[str, Any]:
+    """Read construct.json (op name -> parent op name or null)."""
+    doc = read_json(path, "construct.json")
+    if not isinstance(doc, dict):
+        raise DumpError(f"{path}: expected an object of op name -> parent, found a {type(doc).__name__}")
+    return doc

@@ -1,0 +1,39 @@
+"""Dispatch a compare.json: one card, many cards/steps, or a MindSpore kernel dump."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from msq.compare import CompareResult, options_from_kwargs, run_compare
+from msq.config import DirInput, SingleInput, parse_compare_json
+from msq.errors import UsageError
+
+
+def run_from_compare_json(compare_json: Path, output_dir: Path, *, framework: str | None = None,
+                          stack_mode: bool = False, auto_analyze: bool = True,
+                          fuzzy_match: bool = False, **kwargs: Any) -> list[CompareResult]:
+    """Run what compare.json asks for; return one result per compare performed."""
+    kwargs = {k: v for k, v in kwargs.items() if v is not None}
+    if framework:
+        kwargs["framework"] = framework
+    opts = options_from_kwargs(stack_mode, auto_analyze, fuzzy_match, kwargs)
+    if opts.framework == "pytorch" and (opts.api_mapping or opts.cell_mapping):
+        raise UsageError("-am and -cm map MindSpore names; use them with -f mindspore")
+    inp = parse_compare_json(compare_json)
+    if isinstance(inp, SingleInput):
+        return [run_compare(inp, output_dir, opts)]
+    return run_directories(inp, output_dir, opts)
+
+
+def run_directories(inp: DirInput, output_dir: Path, opts: Any) -> list[CompareResult]:
+    """Directory inputs: kernel dumps when rank_id is given, else ranks (and steps)."""
+    if inp.extra.get("has_rank_id"):
+        from msq.kernel import compare_kernel
+
+        files = compare_kernel(inp.npu_dir, inp.bench_dir, output_dir, rank_ids=inp.rank_id or None,
+                               step_ids=inp.step_id or None)
+        return [CompareResult(mode="kernel", files=list(files))]
+    from msq.distributed import run_dir_compare
+
+    return run_dir_compare(inp.npu_dir, inp.bench_dir, output_dir, opts)

@@ -1,0 +1,28 @@
+-- description: NPU/bench op pairs whose row names agree (exactly, or without call counts under -f) and whose structures match (spec §3.2).
+WITH s AS (SELECT * FROM settings),
+keyed AS (
+  SELECT k.*, CASE WHEN (SELECT fuzzy FROM s) THEN fuzzy_key ELSE names_key END AS match_key
+  FROM op_keys k
+),
+named AS (
+  SELECT n.op_seq AS npu_op, b.op_seq AS bench_op, n.n_in, n.n_out
+  FROM keyed n JOIN keyed b
+    ON n.side = 'npu' AND b.side = 'bench' AND n.match_key = b.match_key
+       AND n.n_in = b.n_in AND n.n_out = b.n_out
+),
+row_checks AS (
+  SELECT p.npu_op, p.bench_op, p.n_in, p.n_out,
+    bool_and(tn.dtype IS NOT DISTINCT FROM tb.dtype AND tn.shape IS NOT DISTINCT FROM tb.shape
+             AND ((SELECT mode FROM s) <> 'md5' OR tn.md5 IS NOT DISTINCT FROM tb.md5)) AS exact_struct,
+    bool_and(tn.shape IS NOT DISTINCT FROM tb.shape
+             AND (tn.dtype IS NOT DISTINCT FROM tb.dtype OR dtype_tolerated(tn.dtype, tb.dtype))) AS loose_struct
+  FROM named p
+  JOIN tensors tn ON tn.side = 'npu' AND tn.op_seq = p.npu_op
+  JOIN tensors tb ON tb.side = 'bench' AND tb.op_seq = p.bench_op AND tb.row_in_op = tn.row_in_op
+  GROUP BY ALL
+)
+SELECT npu_op, bench_op
+FROM row_checks
+WHERE exact_struct
+   -- 1.1.0's fallback needs inputs and outputs (an empty zip is "no match"); the default mode does not.
+   OR (loose_struct AND n_in > 0 AND (n_out > 0 OR NOT (SELECT compat FROM s)))

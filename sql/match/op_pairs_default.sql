@@ -1,0 +1,33 @@
+-- description: msq's default op pairing: the k-th NPU op of a key pairs with the k-th bench op of that key when structures match; unmatched ops on either side are kept, bench-only ops placed after the op that precedes them on the bench side.
+WITH s AS (SELECT * FROM settings),
+keyed AS (
+  SELECT k.*, CASE WHEN (SELECT fuzzy FROM s) THEN fuzzy_key ELSE names_key END AS match_key,
+         row_number() OVER (PARTITION BY side,
+                            CASE WHEN (SELECT fuzzy FROM s) THEN fuzzy_key ELSE names_key END
+                            ORDER BY op_seq) AS k
+  FROM op_keys k
+),
+paired AS (
+  SELECT n.op_seq AS npu_op, b.op_seq AS bench_op
+  FROM keyed n JOIN keyed b
+    ON n.side = 'npu' AND b.side = 'bench' AND n.match_key = b.match_key AND n.k = b.k
+  SEMI JOIN op_candidates c ON c.npu_op = n.op_seq AND c.bench_op = b.op_seq
+),
+npu_side AS (
+  SELECT n.op_seq AS npu_op, p.bench_op,
+         CASE WHEN p.bench_op IS NULL THEN 'unmatched_npu' ELSE 'matched' END AS how,
+         n.op_seq AS anchor, 0 AS sub, 0 AS bench_order
+  FROM keyed n LEFT JOIN paired p ON p.npu_op = n.op_seq
+  WHERE n.side = 'npu'
+),
+bench_only AS (
+  SELECT NULL::INTEGER AS npu_op, b.op_seq AS bench_op, 'unmatched_bench' AS how,
+         coalesce((SELECT max_by(p.npu_op, p.bench_op) FROM paired p WHERE p.bench_op < b.op_seq), -1)
+           AS anchor,
+         1 AS sub, b.op_seq AS bench_order
+  FROM keyed b
+  WHERE b.side = 'bench' AND b.op_seq NOT IN (SELECT bench_op FROM paired)
+)
+SELECT (row_number() OVER (ORDER BY anchor, sub, bench_order) - 1)::INTEGER AS ord,
+       npu_op, bench_op, how
+FROM (SELECT * FROM npu_side UNION ALL SELECT * FROM bench_only)

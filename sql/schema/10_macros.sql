@@ -1,0 +1,60 @@
+-- Cell constructors shared by the rule and report views.
+-- A non-finite number is written as text with a trailing TAB, as msprobe does ("nan\t").
+CREATE OR REPLACE MACRO num_cell(x) AS (
+  CASE
+    WHEN x IS NULL THEN union_value(s := 'None')::cell
+    WHEN isnan(x) THEN union_value(s := 'nan' || chr(9))::cell
+    WHEN x = 'inf'::DOUBLE THEN union_value(s := 'inf' || chr(9))::cell
+    WHEN x = '-inf'::DOUBLE THEN union_value(s := '-inf' || chr(9))::cell
+    ELSE union_value(n := x)::cell
+  END);
+CREATE OR REPLACE MACRO text_cell(t) AS (
+  CASE
+    WHEN t IS NULL THEN union_value(s := 'None')::cell
+    WHEN t IN ('inf', '-inf', 'nan') THEN union_value(s := t || chr(9))::cell
+    ELSE union_value(s := t)::cell
+  END);
+CREATE OR REPLACE MACRO stat_cell(num, kind, txt) AS (
+  CASE kind
+    WHEN 'b' THEN union_value(b := num = 1)::cell
+    WHEN 'i' THEN num_cell(num)
+    WHEN 'f' THEN num_cell(num)
+    WHEN 's' THEN text_cell(txt)
+    WHEN 'o' THEN text_cell(txt)
+    ELSE union_value(s := 'None')::cell
+  END);
+-- Python's repr() of a float; DuckDB prints the same shortest round-trip text except for -nan.
+CREATE OR REPLACE MACRO py_float(x) AS (CASE WHEN isnan(x) THEN 'nan' ELSE CAST(x AS VARCHAR) END);
+-- Numbers, as msprobe's highlight rules see them: ints, floats and booleans.
+CREATE OR REPLACE MACRO cell_num(c) AS (
+  CASE union_tag(c) WHEN 'n' THEN union_extract(c, 'n')
+                    WHEN 'b' THEN CAST(union_extract(c, 'b') AS DOUBLE) END);
+CREATE OR REPLACE MACRO cell_text(c) AS (
+  CASE union_tag(c) WHEN 's' THEN union_extract(c, 's')
+                    WHEN 'b' THEN CASE WHEN union_extract(c, 'b') THEN 'True' ELSE 'False' END
+                    ELSE py_float(union_extract(c, 'n')) END);
+CREATE OR REPLACE MACRO is_num(kind) AS (kind IN ('i', 'f', 'b'));
+-- Float dtype pairs that still match (spec §3.2); float32 <-> bfloat16 is not among them.
+CREATE OR REPLACE MACRO dtype_tolerated(a, b) AS (
+  (a, b) IN (('torch.float16', 'torch.float32'), ('torch.float32', 'torch.float16'),
+             ('torch.float16', 'torch.bfloat16'), ('torch.bfloat16', 'torch.float16'),
+             ('Float16', 'Float32'), ('Float32', 'Float16'),
+             ('Float16', 'BFloat16'), ('BFloat16', 'Float16')));
+-- Statistics mode (spec §4.1): difference, relative-error text and the >0.5 magnitude flag.
+CREATE OR REPLACE MACRO stat_diff(n, nk, b, bk) AS (
+  CASE WHEN is_num(nk) AND is_num(bk) THEN num_cell(n - b)
+       ELSE union_value(s := 'None')::cell END);
+CREATE OR REPLACE MACRO stat_rel(n, nk, b, bk) AS (
+  CASE WHEN NOT (is_num(nk) AND is_num(bk)) THEN ' '
+       WHEN b = 0 THEN 'N/A'
+       ELSE py_float(abs(((n - b) / b) * 100)) || '%' END);
+CREATE OR REPLACE MACRO stat_flag(n, nk, b, bk) AS (
+  coalesce(is_num(nk) AND is_num(bk) AND isfinite(n) AND isfinite(b)
+           AND abs(n - b) / (greatest(abs(n), abs(b)) + 1e-10) > 0.5, false));
+-- A real-data metric: its text ("unsupported", "Nan", "N/A", ...) or its number.
+CREATE OR REPLACE MACRO metric_cell(x, txt) AS (
+  CASE WHEN txt IS NOT NULL THEN text_cell(txt) ELSE num_cell(x) END);
+-- Real-data mode keeps a non-finite statistic as a number (msprobe only turns it into text when writing).
+CREATE OR REPLACE MACRO finite_or_text(txt, num) AS (
+  CASE replace(txt, chr(9), '') WHEN 'inf' THEN 'inf'::DOUBLE WHEN '-inf' THEN '-inf'::DOUBLE
+       WHEN 'nan' THEN 'nan'::DOUBLE ELSE num END);

@@ -1,0 +1,22 @@
+-- Settings of the compare being run (one row).
+CREATE TABLE IF NOT EXISTS settings (
+  mode VARCHAR,          -- statistics | md5 | tensor
+  compat BOOLEAN,        -- reproduce msprobe 1.1.0 exactly
+  fuzzy BOOLEAN,
+  stack BOOLEAN,
+  cross_framework BOOLEAN
+);
+-- One row per dump.json entry, in execution order.
+CREATE TABLE IF NOT EXISTS ops (
+  side VARCHAR, op_seq INTEGER, op_name VARCHAR, n_rows INTEGER
+);
+-- Stack text (Python repr of the frame list) per NPU op.
+CREATE TABLE IF NOT EXISTS stacks (op_name VARCHAR, stack VARCHAR);
+-- Mapping rows: data / api / cell / layer mappings (issue-specific loaders fill it).
+CREATE TABLE IF NOT EXISTS mappings (
+  kind VARCHAR, npu_key VARCHAR, bench_key VARCHAR, ord INTEGER
+);
+-- Paired ops in output order; bench_op NULL = NPU op without a match; npu_op NULL = bench-only op.
+CREATE TABLE IF NOT EXISTS op_pairs (
+  ord INTEGER, npu_op INTEGER, bench_op INTEGER, how VARCHAR
+);
