@@ -247,6 +247,7 @@ def measure_all(jobs: Sequence[PairJob], workers: int | None = None) -> list[Met
         return [measure(job) for job in jobs]
     # forkserver: the parent holds DuckDB threads, and forking a threaded process can deadlock.
     context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload([__name__])
     chunk = max(1, min(64, len(jobs) // (count * 4)))
     with ProcessPoolExecutor(max_workers=count, mp_context=context) as pool:
         return list(pool.map(measure, jobs, chunksize=chunk))
