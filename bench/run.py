@@ -1,0 +1,323 @@
+#!/usr/bin/env python3
+"""Benchmark msq against msprobe 1.1.0 on generated workloads.
+
+    python3 bench/run.py stat                     # statistics: 20,000 ops / ~100k rows per side
+    python3 bench/run.py tensor-big               # real data: >= 2 GiB of .pt per side
+    python3 bench/run.py tensor-small             # real data: 5,000 ops / ~10k tensor rows per side
+    python3 bench/run.py all                      # the three, in that order
+    options: --only msq|msprobe, --regen, --ops N, --gb X, --repeat N, --timeout S,
+             --msq "CMD", --msprobe "CMD", --extra-args "ARGS" (appended to both commands)
+
+Each workload lives in bench/work/<name>/ (generated on first use, or when its parameters change,
+or with --regen). Each tool is run as a subprocess with the workload directory as cwd:
+
+    msq:     <repo>/.venv/bin/msq compare compare.json -o OUT
+    msprobe: bench/.venv-msprobe/bin/msprobe -f pytorch compare -i compare.json -o OUT
+
+under /usr/bin/time -v (wall clock, max RSS of the largest process) while a poller samples the
+summed RSS of the whole process tree from /proc every 100 ms (children included: msprobe's
+real-data mode runs a multiprocessing pool). The page cache is warmed by reading every input file
+before each run, so both tools see the same (warm) cache. A failing tool is reported, not fatal.
+Results are appended to bench/work/results.jsonl; logs and outputs stay in
+bench/work/<name>/runs/<tool>-<timestamp>/.
+
+This script needs only the standard library; the generators run with --gen-python (default:
+bench/.venv-msprobe/bin/python, which has numpy and torch).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from datetime import datetime
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+REPO = BENCH.parent
+WORK = BENCH / "work"
+MSPROBE_VENV = BENCH / ".venv-msprobe"
+
+WORKLOADS = {
+    # name: (generator argv, size flag, default size, speed unit)
+    "stat": (["gen_stat.py"], "--ops", 20000, "rows/s"),
+    "tensor-big": (["gen_tensor.py", "big"], "--gb", 2.0, "MB/s"),
+    "tensor-small": (["gen_tensor.py", "small"], "--ops", 5000, "rows/s"),
+}
+
+
+# ------------------------------------------------------------------------------ helpers
+def default_msq_cmd() -> list[str]:
+    exe = REPO / ".venv" / "bin" / "msq"
+    if exe.exists():
+        return [str(exe)]
+    py = REPO / ".venv" / "bin" / "python"
+    return [str(py if py.exists() else sys.executable), "-c",
+            "import sys; from msq.cli import main; sys.exit(main())"]
+
+
+def default_msprobe_cmd() -> list[str]:
+    return [str(MSPROBE_VENV / "bin" / "msprobe")]
+
+
+def tool_argv(tool: str, base: list[str], out: str, extra: list[str]) -> list[str]:
+    if tool == "msq":
+        return base + ["compare", "compare.json", "-o", out] + extra
+    return base + ["-f", "pytorch", "compare", "-i", "compare.json", "-o", out] + extra
+
+
+def read_meta(wdir: Path) -> dict | None:
+    p = wdir / "meta.json"
+    if not p.exists():
+        return None
+    with open(p, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def ensure_workload(name: str, size, regen: bool, gen_python: str) -> dict:
+    gen, flag, _default, _unit = WORKLOADS[name]
+    wdir = WORK / name.replace("-", "_")
+    meta = read_meta(wdir)
+    key = "gb" if flag == "--gb" else "ops"
+    if meta is not None and not regen and meta.get("params", {}).get(key) == size:
+        return meta
+    why = "forced" if regen else ("absent" if meta is None else "parameters changed")
+    print(f"[gen] {name}: generating into {wdir} ({why})", flush=True)
+    t0 = time.time()
+    cmd = [gen_python, str(BENCH / gen[0])] + gen[1:] + [flag, str(size), "--out", str(wdir)]
+    subprocess.run(cmd, check=True)
+    print(f"[gen] {name}: done in {time.time() - t0:.1f} s", flush=True)
+    meta = read_meta(wdir)
+    assert meta is not None
+    return meta
+
+
+def warm_cache(wdir: Path) -> None:
+    buf = bytearray(1 << 22)
+    for side in ("npu", "bench"):
+        for root, _d, files in os.walk(wdir / side):
+            for fn in files:
+                with open(os.path.join(root, fn), "rb", buffering=0) as f:
+                    while f.readinto(buf):
+                        pass
+
+
+def _ppid_map() -> dict[int, list[int]]:
+    """parent pid -> child pids, from /proc/<pid>/stat (no /proc/.../children on this kernel)."""
+    kids: dict[int, list[int]] = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat", "rb") as f:
+                st = f.read()
+        except OSError:
+            continue
+        # field 4 (ppid) follows the ")" closing the command name
+        rest = st[st.rindex(b")") + 2:].split()
+        kids.setdefault(int(rest[1]), []).append(int(d))
+    return kids
+
+
+def _rss_kb(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/statm") as f:
+            return int(f.read().split()[1]) * (os.sysconf("SC_PAGE_SIZE") // 1024)
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+class TreePoller(threading.Thread):
+    """Peak of the summed RSS of a process and all its descendants (polled)."""
+
+    def __init__(self, pid: int, interval: float = 0.1):
+        super().__init__(daemon=True)
+        self.pid, self.interval = pid, interval
+        self.peak_kb = 0
+        self.peak_procs = 0
+        self._halt = threading.Event()
+
+    def run(self) -> None:
+        while not self._halt.is_set():
+            kids = _ppid_map()
+            todo, seen = [self.pid], []
+            while todo:
+                p = todo.pop()
+                seen.append(p)
+                todo.extend(kids.get(p, []))
+            total = sum(_rss_kb(p) for p in seen)
+            if total > self.peak_kb:
+                self.peak_kb, self.peak_procs = total, len(seen)
+            self._halt.wait(self.interval)
+
+    def stop(self) -> None:
+        self._halt.set()
+        self.join()
+
+
+def parse_time_v(text: str) -> dict:
+    out = {}
+    m = re.search(r"Maximum resident set size \(kbytes\): (\d+)", text)
+    if m:
+        out["maxrss_kb"] = int(m.group(1))
+    m = re.search(r"Elapsed \(wall clock\) time \(h:mm:ss or m:ss\): (\S+)", text)
+    if m:
+        parts = [float(x) for x in m.group(1).split(":")]
+        secs = 0.0
+        for x in parts:
+            secs = secs * 60 + x
+        out["time_wall_s"] = secs
+    for key, pat in (("user_s", r"User time \(seconds\): ([\d.]+)"),
+                     ("sys_s", r"System time \(seconds\): ([\d.]+)")):
+        m = re.search(pat, text)
+        if m:
+            out[key] = float(m.group(1))
+    return out
+
+
+def run_tool(tool: str, name: str, wdir: Path, base: list[str], extra: list[str],
+             timeout: float) -> dict:
+    ts = datetime.now().strftime("%Y%m%d-%H%M%S")
+    rdir = wdir / "runs" / f"{tool}-{ts}"
+    rdir.mkdir(parents=True, exist_ok=True)
+    out = rdir / "out"
+    out.mkdir()
+    argv = tool_argv(tool, base, str(out), extra)
+    timev = rdir / "time-v.txt"
+    have_time = Path("/usr/bin/time").exists()
+    full = (["/usr/bin/time", "-v", "-o", str(timev)] if have_time else []) + argv
+    (rdir / "cmd.txt").write_text(f"# cwd: {wdir}\n{shlex.join(argv)}\n")
+    warm_cache(wdir)
+    print(f"[run] {name} / {tool}: {shlex.join(argv)}", flush=True)
+    res = {"workload": name, "tool": tool, "cmd": shlex.join(argv), "run_dir": str(rdir),
+           "date": datetime.now().isoformat(timespec="seconds"), "nproc": os.cpu_count()}
+    with open(rdir / "stdout.txt", "wb") as so, open(rdir / "stderr.txt", "wb") as se:
+        t0 = time.perf_counter()
+        try:
+            proc = subprocess.Popen(full, cwd=wdir, stdout=so, stderr=se)
+        except OSError as e:
+            res.update(rc=None, error=f"cannot start: {e}")
+            return res
+        poller = TreePoller(proc.pid)
+        poller.start()
+        try:
+            rc = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            rc = proc.wait()
+            res["error"] = f"timeout after {timeout:.0f} s"
+        wall = time.perf_counter() - t0
+        poller.stop()
+    res.update(rc=rc, wall_s=round(wall, 3), peak_tree_rss_mb=round(poller.peak_kb / 1024, 1))
+    if have_time and timev.exists():
+        tv = parse_time_v(timev.read_text(errors="replace"))
+        if "maxrss_kb" in tv:
+            res["maxrss_mb"] = round(tv["maxrss_kb"] / 1024, 1)
+        for k in ("user_s", "sys_s"):
+            if k in tv:
+                res[k] = tv[k]
+    res["outputs"] = sorted(p.name for p in out.iterdir())
+    if rc != 0 and "error" not in res:
+        tail = (rdir / "stderr.txt").read_text(errors="replace").strip().splitlines()[-5:]
+        res["error"] = f"exit {rc}: " + " | ".join(tail)[-400:]
+    return res
+
+
+def speed(res: dict, meta: dict, unit: str) -> str:
+    if res.get("rc") != 0 or not res.get("wall_s"):
+        return "-"
+    if unit == "MB/s":
+        return f"{meta['total_bytes'] / 1e6 / res['wall_s']:.0f} MB/s"
+    return f"{meta['rows']['npu'] / res['wall_s']:.0f} rows/s"
+
+
+def print_table(name: str, meta: dict, results: list[dict], unit: str) -> None:
+    size = meta["total_bytes"]
+    rows = meta.get("rows", {}).get("npu")
+    print(f"\n== {name}: {meta['ops']['npu']} ops/side, {rows} npu rows, "
+          f"both dumps {size / 1e6:.1f} MB ({size / 2**30:.2f} GiB)")
+    hdr = f"{'tool':8s} {'status':10s} {'wall s':>9s} {'peak RSS MB':>12s} {'maxRSS MB':>10s} {'speed':>14s}"
+    print(hdr)
+    print("-" * len(hdr))
+    for r in results:
+        status = "ok" if r.get("rc") == 0 else ("FAILED" if r.get("rc") is not None else "ERROR")
+        print(f"{r['tool']:8s} {status:10s} {r.get('wall_s', float('nan')):9.2f} "
+              f"{r.get('peak_tree_rss_mb', float('nan')):12.1f} {r.get('maxrss_mb', float('nan')):10.1f} "
+              f"{speed(r, meta, unit):>14s}")
+        if r.get("error"):
+            print(f"         {r['error'][:300]}")
+    ok = {r["tool"]: r for r in results if r.get("rc") == 0}
+    if "msq" in ok and "msprobe" in ok:
+        print(f"ratio msprobe/msq: wall x{ok['msprobe']['wall_s'] / ok['msq']['wall_s']:.1f}, "
+              f"peak RSS x{ok['msprobe']['peak_tree_rss_mb'] / max(ok['msq']['peak_tree_rss_mb'], 1e-9):.2f}")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog="\n".join(__doc__.splitlines()[1:]))
+    ap.add_argument("workload", choices=list(WORKLOADS) + ["all"])
+    ap.add_argument("--only", choices=["msq", "msprobe"])
+    ap.add_argument("--regen", action="store_true", help="regenerate the workload")
+    ap.add_argument("--ops", type=int, help="ops per side (stat, tensor-small)")
+    ap.add_argument("--gb", type=float, help="GiB of .pt per side (tensor-big)")
+    ap.add_argument("--repeat", type=int, default=1, help="runs per tool (default 1)")
+    ap.add_argument("--timeout", type=float, default=7200.0, help="per run, seconds")
+    ap.add_argument("--msq", help="msq command prefix (default: <repo>/.venv/bin/msq)")
+    ap.add_argument("--msprobe", help="msprobe command prefix (default: bench/.venv-msprobe/bin/msprobe)")
+    ap.add_argument("--extra-args", default="", help="extra arguments appended to both commands")
+    ap.add_argument("--gen-python", default=str(MSPROBE_VENV / "bin" / "python"),
+                    help="python with numpy+torch for the generators")
+    a = ap.parse_args(argv)
+
+    if not Path(a.gen_python).exists():
+        a.gen_python = sys.executable
+    names = list(WORKLOADS) if a.workload == "all" else [a.workload]
+    tools = [a.only] if a.only else ["msprobe", "msq"]
+    bases = {"msq": shlex.split(a.msq) if a.msq else default_msq_cmd(),
+             "msprobe": shlex.split(a.msprobe) if a.msprobe else default_msprobe_cmd()}
+    extra = shlex.split(a.extra_args)
+    WORK.mkdir(exist_ok=True)
+    rc = 0
+    for name in names:
+        _gen, flag, default, unit = WORKLOADS[name]
+        size = (a.gb if flag == "--gb" else a.ops) or default
+        meta = ensure_workload(name, size, a.regen, a.gen_python)
+        wdir = WORK / name.replace("-", "_")
+        results = []
+        for tool in tools:
+            for _ in range(a.repeat):
+                if tool == "msprobe" and not Path(bases["msprobe"][0]).exists():
+                    res = {"workload": name, "tool": tool, "rc": None,
+                           "error": "msprobe venv missing: run bash bench/setup_msprobe.sh"}
+                else:
+                    res = run_tool(tool, name, wdir, bases[tool], extra, a.timeout)
+                res["workload_meta"] = {k: meta.get(k) for k in
+                                        ("params", "ops", "rows", "tensor_rows", "total_bytes")}
+                results.append(res)
+                with open(WORK / "results.jsonl", "a", encoding="utf-8") as f:
+                    f.write(json.dumps(res) + "\n")
+                if res.get("rc") != 0:
+                    rc = 1
+                print(f"[run] {name} / {tool}: rc={res.get('rc')} wall={res.get('wall_s')} s "
+                      f"peak_tree_rss={res.get('peak_tree_rss_mb')} MB", flush=True)
+        print_table(name, meta, results, unit)
+    # keep only the newest runs' outputs around (they can be large): drop all but 3 per tool
+    for name in names:
+        runs = WORK / name.replace("-", "_") / "runs"
+        if runs.exists():
+            for tool in ("msq", "msprobe"):
+                old = sorted(runs.glob(f"{tool}-*"))[:-3]
+                for d in old:
+                    shutil.rmtree(d, ignore_errors=True)
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())
