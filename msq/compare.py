@@ -132,6 +132,13 @@ def prepare(con: duckdb.DuckDBPyConnection, inp: SingleInput, opts: Options) -> 
 
 def pair_rows(con: duckdb.DuckDBPyConnection, opts: Options) -> None:
     """Fill ``op_pairs`` and ``compare_rows``."""
+    if opts.data_mapping is not None:
+        from msq.mappings import data_mapping_pairs, load_mapping_rows, warn_missing_data_names
+
+        load_mapping_rows(con, "data", data_mapping_pairs(opts.data_mapping))
+        warn_missing_data_names(con, opts.is_compat)
+        con.execute("INSERT INTO compare_rows SELECT * FROM row_pairs_mapped")
+        return
     if opts.is_compat:
         write_compat_pairs(con)
     else:

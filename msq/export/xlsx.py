@@ -27,7 +27,7 @@ EXCEL_MAX_ROWS = 1_048_576
 RED, YELLOW = "FFFF0000", "00FFFF00"
 _FORMULA_START = "=+-@＝＋－＠"
 # XML 1.0 forbids most control characters; Excel's own escape is _xHHHH_.
-_CONTROL = [c for c in range(32) if c not in (9, 10, 13)]
+_CONTROL_SET = frozenset(c for c in range(32) if c not in (9, 10, 13))
 
 
 @dataclass(frozen=True)
@@ -52,13 +52,24 @@ def _col_letter(index: int) -> str:
 def _escape_sql(expr: str) -> str:
     out = f"replace(replace(replace({expr}, '&', '&amp;'), '<', '&lt;'), '>', '&gt;')"
     out = f"replace({out}, chr(13), '&#13;')"
-    ctrl = expr
-    for code in _CONTROL:
-        ctrl = f"replace({ctrl}, chr({code}), '_x{code:04X}_')"
-    ctrl = f"replace(replace(replace({ctrl}, '&', '&amp;'), '<', '&lt;'), '>', '&gt;')"
-    ctrl = f"replace({ctrl}, chr(13), '&#13;')"
+    # Control characters are rare; a Python function escapes them only where they occur.
     return (f"CASE WHEN regexp_matches({expr}, '[\\x00-\\x08\\x0b\\x0c\\x0e-\\x1f]') "
-            f"THEN {ctrl} ELSE {out} END")
+            f"THEN msq_xml_escape({expr}) ELSE {out} END")
+
+
+def xml_escape(text: str) -> str:
+    """Escape text for an inline-string cell, control characters as Excel's _xHHHH_."""
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    text = text.replace("\r", "&#13;")
+    return "".join(f"_x{ord(ch):04X}_" if ord(ch) in _CONTROL_SET else ch for ch in text)
+
+
+def _register_udf(con: duckdb.DuckDBPyConnection) -> None:
+    try:
+        con.create_function("msq_xml_escape", xml_escape, [duckdb.sqltype("VARCHAR")],
+                            duckdb.sqltype("VARCHAR"), side_effects=False)
+    except duckdb.CatalogException:
+        pass  # already registered on this connection
 
 
 def _text_cell_sql(ref: str, expr: str) -> str:
@@ -210,6 +221,7 @@ def _write_package(con: duckdb.DuckDBPyConnection, spec: SheetSpec, tmp: Path,
     header = _header_xml(spec.headers)
     try:
         cursor = con.cursor()
+        _register_udf(cursor)
         cursor.execute(_rows_query(con, spec))
     except duckdb.Error as err:
         raise ExportError(f"cannot render the workbook rows: {err}") from err
