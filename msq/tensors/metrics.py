@@ -1,0 +1,432 @@
+"""Real-data metrics of one (npu, bench) tensor pair, in one chunked pass (spec §4.3).
+
+Every metric comes out of the same pass over the two tensors: per chunk of ``chunk`` elements the
+kernel zeroes matching inf/NaN positions, applies the ε shift where bench is 0, forms the relative
+error in the tensor's own dtype (counting the 1‰/5‰ hits and its maximum), widens both sides to
+float64 once, and takes the three dot products and the largest absolute difference. Nothing
+full-size is ever allocated beyond the caller's arrays, and a tensor that fits in one chunk goes
+through exactly the numpy operations msprobe 1.1.0 applies to the whole array, so its results are
+bit-identical to msprobe's. Larger tensors differ only in the summation order of the dot products.
+
+Two behaviours (``compat``):
+
+* ``compat=True`` — msprobe 1.1.0 exactly: the ε shift is applied in place, so Cosine and
+  MaxAbsErr of float tensors are computed on shifted values, and a ``"Nan"`` Cosine (a zero-norm
+  side) converts to float NaN in the accuracy rule, which then says ``Yes`` unless MaxAbsErr > 1.
+* ``compat=False`` — msq's default: Cosine and MaxAbsErr use the data as dumped (ε only enters
+  the relative error) and a ``"Nan"`` Cosine gives Accuracy ``No``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Iterator, Union
+
+import numpy as np
+
+from msq.tensors.meta import ChunkReader, TensorMeta, to_array
+
+Cell = Union[float, str]
+
+#: Elements per chunk: the working set (two inputs, two float64 copies, the relative error and a
+#: mask) stays around L2 size while the per-chunk Python overhead stays negligible.
+DEFAULT_CHUNK = 1 << 17
+
+NONE_TEXT = "None"
+UNSUPPORTED = "unsupported"
+NAN_TEXT = "Nan"
+NA_TEXT = "N/A"
+SHAPE_UNMATCHED = "shape unmatched"
+
+MSG_NO_BENCH = "No bench data matched."
+MSG_EMPTY = "This is empty data, can not compare."
+MSG_SHAPE = "Shape of NPU and bench Tensor do not match. Skipped."
+MSG_NANPOS = "The position of inf or nan in NPU and bench Tensor do not match."
+MSG_SCALAR_0D = "This is type of scalar data, can not compare."
+MSG_LEN1 = "This tensor is scalar."
+MSG_COS_BOTH_ZERO_NPU = "Cannot compare by Cosine Similarity, All the data is Zero in npu dump data."
+MSG_COS_ZERO_BENCH = "Cannot compare by Cosine Similarity, All the data is Zero in Bench dump data."
+MSG_COS_NAN = "Cannot compare by Cosine Similarity, the dump data has NaN."
+MSG_MAXREL_NAN = "Cannot compare by MaxRelativeError, the data contains nan in dump data."
+
+_EPS64 = float(np.finfo(np.float64).eps)
+_FLOAT_KINDS = (np.float16, np.float32, np.float64, np.longdouble)
+
+
+@dataclass(frozen=True)
+class MetricResult:
+    """The five metric cells, Accuracy Reached or Not, Err_message and a status for one row.
+
+    Cells are floats or the exact texts of the spec (``"None"``, ``"unsupported"``, ``"Nan"``,
+    ``"N/A"``, ``"shape unmatched"``). ``err_message`` excludes the fuzzy-match suffix, which the
+    caller appends. ``status`` is one of no_data, empty, shape, nanpos, scalar, ok.
+    """
+
+    cosine: Cell
+    max_abs_err: Cell
+    max_rel_err: Cell
+    one_thousandth: Cell
+    five_thousandth: Cell
+    accuracy: str
+    err_message: str
+    status: str
+
+
+def r12(x: object) -> float:
+    """msprobe's ``format_value``: round to 12 digits after the decimal point via text."""
+    return float(format(float(x), ".12f"))  # type: ignore[arg-type]
+
+
+def accuracy(cosine: Cell, max_abs_err: Cell, *, compat: bool) -> str:
+    """Accuracy Reached or Not from the final Cosine and MaxAbsErr cells (spec §4.3.7).
+
+    With ``compat=False`` a ``"Nan"`` Cosine (zero-norm side, or overflow) gives ``No`` instead of
+    falling through the float comparisons as NaN.
+    """
+    if cosine == SHAPE_UNMATCHED:
+        return "Unmatched"
+    if cosine == NONE_TEXT or max_abs_err == NONE_TEXT:
+        return NONE_TEXT
+    if cosine == NA_TEXT or max_abs_err == NA_TEXT:
+        return "No"
+    if not compat and cosine == NAN_TEXT:
+        return "No"
+    try:
+        c, m = float(cosine), float(max_abs_err)
+    except ValueError:
+        return NONE_TEXT
+    if c < 0.99 and m > 0.001:
+        return "No"
+    if c < 0.9 or m > 1:
+        return "No"
+    return "Yes"
+
+
+def _fixed(cells: tuple[Cell, ...], message: str, status: str, *, compat: bool) -> MetricResult:
+    return MetricResult(*cells, accuracy(cells[0], cells[1], compat=compat), message, status)
+
+
+def no_data(error_file: str | None = None, *, compat: bool = True) -> MetricResult:
+    """The NO_DATA row: no tensor on one side (``error_file`` None) or a file not found."""
+    msg = MSG_NO_BENCH if not error_file else f"Dump file: {error_file} not found."
+    return _fixed((NONE_TEXT,) * 5, msg, "no_data", compat=compat)
+
+
+def _empty(compat: bool) -> MetricResult:
+    return _fixed((UNSUPPORTED, 0.0, 0.0, 0.0, 0.0), MSG_EMPTY, "empty", compat=compat)
+
+
+def _shape(compat: bool) -> MetricResult:
+    return _fixed((SHAPE_UNMATCHED,) * 5, MSG_SHAPE, "shape", compat=compat)
+
+
+def _nanpos(compat: bool) -> MetricResult:
+    return _fixed((NA_TEXT,) * 5, MSG_NANPOS, "nanpos", compat=compat)
+
+
+def classify(npu_shape: tuple[int, ...], bench_shape: tuple[int, ...]) -> str | None:
+    """The status decided by shapes alone (empty, shape, scalar) or None (look at the data)."""
+    if math.prod(npu_shape) == 0:
+        return "empty"
+    if tuple(npu_shape) != tuple(bench_shape):
+        return "shape"
+    if len(npu_shape) == 0:
+        return "scalar"
+    return None
+
+
+# ----------------------------------------------------------------------------------- kernel
+
+
+@dataclass
+class Stats:
+    """Running aggregates of one tensor pair (or of one element range of it)."""
+
+    numel: int = 0
+    dot_nb: float | None = None
+    dot_nn: float | None = None
+    dot_bb: float | None = None
+    amax: float = -math.inf
+    rmax: float = -math.inf
+    rnan: bool = False
+    c1: int = 0
+    c5: int = 0
+    nanpos: bool = False
+
+    def add_dots(self, nb: float, nn: float, bb: float) -> None:
+        # start from the first chunk's value (not 0.0 + value) so one chunk equals np.dot exactly
+        self.dot_nb = nb if self.dot_nb is None else self.dot_nb + nb
+        self.dot_nn = nn if self.dot_nn is None else self.dot_nn + nn
+        self.dot_bb = bb if self.dot_bb is None else self.dot_bb + bb
+
+    def merge(self, other: "Stats") -> None:
+        """Fold in the stats of the next element range (ranges must be merged in order)."""
+        self.numel += other.numel
+        if other.dot_nb is not None:
+            self.add_dots(other.dot_nb, other.dot_nn, other.dot_bb)  # type: ignore[arg-type]
+        self.amax = max(self.amax, other.amax)
+        self.rmax = max(self.rmax, other.rmax)
+        self.rnan |= other.rnan
+        self.c1 += other.c1
+        self.c5 += other.c5
+        self.nanpos |= other.nanpos
+
+
+@dataclass
+class _Work:
+    """Per-process scratch buffers, grown on demand and reused across chunks and tensors."""
+
+    bufs: dict = field(default_factory=dict)
+
+    def get(self, name: str, dtype: np.dtype, k: int) -> np.ndarray:
+        key = (name, np.dtype(dtype))
+        buf = self.bufs.get(key)
+        if buf is None or buf.shape[0] < k:
+            buf = self.bufs[key] = np.empty(max(k, 1), dtype=dtype)
+        return buf[:k]
+
+
+_WORK = _Work()
+
+
+def _is_float(dtype: np.dtype) -> bool:
+    return dtype.type in _FLOAT_KINDS
+
+
+def _chunk(nc: np.ndarray, bc: np.ndarray, st: Stats, compat: bool) -> None:
+    """Fold one chunk into ``st``. ``nc``/``bc`` are writable 1-D copies; they get mutated."""
+    k = nc.shape[0]
+    n64 = _WORK.get("n64", np.float64, k)
+    b64 = _WORK.get("b64", np.float64, k)
+    np.copyto(n64, nc, casting="unsafe")
+    np.copyto(b64, bc, casting="unsafe")
+    nn, bb = np.dot(n64, n64), np.dot(b64, b64)
+    if not (math.isfinite(nn) and math.isfinite(bb)):
+        # inf/NaN somewhere (or float64 overflow): the exact mask check of msprobe
+        if _zero_inf_nan(nc, bc):
+            st.nanpos = True
+            return
+        np.copyto(n64, nc, casting="unsafe")
+        np.copyto(b64, bc, casting="unsafe")
+        nn, bb = np.dot(n64, n64), np.dot(b64, b64)
+    if _is_float(bc.dtype):
+        rel, leaked = _rel_native(nc, bc, n64, b64, compat)
+        if leaked:  # compat: the ε shift reached n64/b64, so their dots are stale
+            nn, bb = np.dot(n64, n64), np.dot(b64, b64)
+    else:
+        rel = _rel_f64(n64, b64)
+    st.add_dots(np.dot(n64, b64), nn, bb)
+    st.numel += k
+    _fold_rel(rel, st)
+    diff = _WORK.get("diff", np.float64, k)
+    np.subtract(n64, b64, out=diff)
+    st.amax = max(st.amax, float(diff.max()), -float(diff.min()))
+
+
+def _zero_inf_nan(nc: np.ndarray, bc: np.ndarray) -> bool:
+    """Zero inf/NaN positions in both chunks; True when their positions differ (NANPOS)."""
+    n_inf, b_inf, n_nan, b_nan = np.isinf(nc), np.isinf(bc), np.isnan(nc), np.isnan(bc)
+    if not (np.array_equal(n_inf, b_inf) and np.array_equal(n_nan, b_nan)):
+        return True
+    for mask in (n_inf, n_nan):
+        nc[mask] = 0
+        bc[mask] = 0
+    return False
+
+
+def _rel_native(
+    nc: np.ndarray, bc: np.ndarray, n64: np.ndarray, b64: np.ndarray, compat: bool
+) -> tuple[np.ndarray, bool]:
+    """|(n-b)/b| in the tensors' own dtype after the ε shift where bench is 0 (bench is float).
+
+    The shift is applied in place to ``nc``/``bc`` as msprobe does; with ``compat`` it is also
+    mirrored into the float64 copies. Returns the relative error and whether n64/b64 changed.
+    """
+    k = nc.shape[0]
+    zero = _WORK.get("mask", np.bool_, k)
+    np.equal(bc, 0, out=zero)
+    shifted = bool(zero.any())
+    if shifted:
+        eps = np.finfo(bc.dtype).eps
+        bc[zero] += eps
+        nc[zero] += eps
+        if compat:
+            n64[zero] = nc[zero]
+            b64[zero] = bc[zero]
+    rel = _WORK.get("rel", np.result_type(nc, bc), k)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        np.subtract(nc, bc, out=rel)
+        np.divide(rel, bc, out=rel)
+    np.abs(rel, out=rel)
+    return rel, shifted and compat
+
+
+def _rel_f64(n64: np.ndarray, b64: np.ndarray) -> np.ndarray:
+    """Relative error when bench is not float: float64 copies, ε64 shift on the copies only."""
+    k = n64.shape[0]
+    zero = _WORK.get("mask", np.bool_, k)
+    np.equal(b64, 0, out=zero)
+    rel = _WORK.get("rel", np.float64, k)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        if zero.any():
+            ns, bs = n64.copy(), b64.copy()
+            bs[zero] += _EPS64
+            ns[zero] += _EPS64
+            np.subtract(ns, bs, out=rel)
+            np.divide(rel, bs, out=rel)
+        else:
+            np.subtract(n64, b64, out=rel)
+            np.divide(rel, b64, out=rel)
+    np.abs(rel, out=rel)
+    return rel
+
+
+def _fold_rel(rel: np.ndarray, st: Stats) -> None:
+    m = rel.max()
+    if m != m:
+        st.rnan = True
+    else:
+        st.rmax = max(st.rmax, float(m))
+    mask = _WORK.get("mask", np.bool_, rel.shape[0])
+    st.c1 += int(np.count_nonzero(np.less(rel, 0.001, out=mask)))
+    st.c5 += int(np.count_nonzero(np.less(rel, 0.005, out=mask)))
+
+
+def finish(st: Stats, *, compat: bool) -> MetricResult:
+    """Turn the aggregates of a whole (>= 1-d, same-shape, non-empty) pair into the row."""
+    if st.nanpos:
+        return _nanpos(compat)
+    cos, cos_msg = _cosine(st)
+    mae = r12(st.amax)
+    if st.rnan:
+        mre: Cell = NAN_TEXT
+        rel_msg = MSG_MAXREL_NAN
+    else:
+        mre, rel_msg = r12(st.rmax), ""
+    r1, r5 = r12(np.int64(st.c1) / st.numel), r12(np.int64(st.c5) / st.numel)
+    return MetricResult(
+        cos, mae, mre, r1, r5, accuracy(cos, mae, compat=compat), cos_msg + rel_msg, "ok"
+    )
+
+
+def _cosine(st: Stats) -> tuple[Cell, str]:
+    if st.numel == 1:
+        return UNSUPPORTED, MSG_LEN1
+    with np.errstate(all="ignore"):
+        a = np.sqrt(np.float64(st.dot_nn))
+        b = np.sqrt(np.float64(st.dot_bb))
+        if a <= _EPS64 and b <= _EPS64:
+            return 1.0, ""
+        if a <= _EPS64:
+            return NAN_TEXT, MSG_COS_BOTH_ZERO_NPU
+        if b <= _EPS64:
+            return NAN_TEXT, MSG_COS_ZERO_BENCH
+        c = np.float64(st.dot_nb) / (a * b)
+    if c != c:
+        return NAN_TEXT, MSG_COS_NAN
+    r = r12(c)
+    if r > 0.9999:
+        r = round(r, 6)
+    return (1.0 if r > 0.99999 else r), ""
+
+
+def _scalar(n: np.ndarray, b: np.ndarray, compat: bool) -> MetricResult:
+    """0-d pair: msprobe skips the inf/NaN step, keeps native dtypes, reports ratios as Nan."""
+    n, b = np.array(n), np.array(b)  # writable 0-d copies
+    n0, b0 = n.copy(), b.copy()
+    with np.errstate(all="ignore"):
+        if _is_float(b.dtype):
+            rn, rb = n, b
+        else:
+            rn, rb = n.astype(np.float64), b.astype(np.float64)
+        zero = rb == 0
+        eps = np.finfo(rb.dtype).eps
+        rb[zero] += eps
+        rn[zero] += eps
+        rel = np.abs(np.divide(rn - rb, rb))
+        if not compat:
+            n, b = n0, b0
+        if n.dtype == np.bool_:
+            n, b = n.astype(np.float64), b.astype(np.float64)
+        mae = r12(np.max(np.abs(n - b)))
+        m = np.max(rel)
+    if m != m:
+        mre: Cell = NAN_TEXT
+        msg = MSG_SCALAR_0D + MSG_MAXREL_NAN
+    else:
+        mre, msg = r12(m), MSG_SCALAR_0D
+    return MetricResult(
+        UNSUPPORTED, mae, mre, NAN_TEXT, NAN_TEXT,
+        accuracy(UNSUPPORTED, mae, compat=compat), msg, "scalar",
+    )  # fmt: skip
+
+
+# ------------------------------------------------------------------------------------ entry
+
+
+def _flat_chunks(arr: np.ndarray, chunk: int, start: int, stop: int) -> Iterator[np.ndarray]:
+    flat = arr.reshape(-1)
+    for s in range(start, stop, chunk):
+        yield np.array(flat[s : min(stop, s + chunk)])  # writable copy
+
+
+def compare_arrays(npu: np.ndarray, bench: np.ndarray, *, compat: bool, chunk: int = DEFAULT_CHUNK) -> MetricResult:
+    """All metrics of one pair of in-memory arrays (bfloat16 already widened to float32).
+
+    Args:
+        npu: the NPU tensor.
+        bench: the bench tensor.
+        compat: reproduce msprobe 1.1.0 exactly (True) or msq's corrected behaviour (False).
+        chunk: elements per chunk; tensors up to this size match msprobe bit for bit.
+
+    Returns:
+        The :class:`MetricResult` of the row (without the fuzzy-match suffix).
+    """
+    npu, bench = np.asarray(npu), np.asarray(bench)
+    status = classify(npu.shape, bench.shape)
+    if status == "empty":
+        return _empty(compat)
+    if status == "shape":
+        return _shape(compat)
+    if status == "scalar":
+        return _scalar(npu, bench, compat)
+    st = Stats()
+    for nc, bc in zip(_flat_chunks(npu, chunk, 0, npu.size), _flat_chunks(bench, chunk, 0, bench.size)):
+        _chunk(nc, bc, st, compat)
+        if st.nanpos:
+            break
+    return finish(st, compat=compat)
+
+
+def precheck(npu: TensorMeta, bench: TensorMeta, *, compat: bool) -> MetricResult | None:
+    """The row when shapes alone decide it (empty, shape mismatch, 0-d), else None."""
+    status = classify(npu.shape, bench.shape)
+    if status == "empty":
+        return _empty(compat)
+    if status == "shape":
+        return _shape(compat)
+    if status == "scalar":
+        return _scalar(to_array(npu), to_array(bench), compat)
+    return None
+
+
+def range_stats(
+    npu: TensorMeta, bench: TensorMeta, start: int, stop: int, *, compat: bool, chunk: int = DEFAULT_CHUNK
+) -> Stats:
+    """Aggregates over the flat elements ``[start, stop)`` of a pair that passed :func:`precheck`."""
+    st = Stats()
+    n_reader, b_reader = ChunkReader(npu, chunk), ChunkReader(bench, chunk)
+    for nc, bc in zip(n_reader.chunks(start, stop), b_reader.chunks(start, stop)):
+        _chunk(nc, bc, st, compat)
+        if st.nanpos:
+            break
+    return st
+
+
+def compare_metas(npu: TensorMeta, bench: TensorMeta, *, compat: bool, chunk: int = DEFAULT_CHUNK) -> MetricResult:
+    """All metrics of one pair of tensor files, streamed chunk by chunk from disk."""
+    fixed = precheck(npu, bench, compat=compat)
+    if fixed is not None:
+        return fixed
+    return finish(range_stats(npu, bench, 0, npu.numel, compat=compat, chunk=chunk), compat=compat)

@@ -1,0 +1,69 @@
+"""Read a ``.npy`` tensor file (MindSpore dumps) without pickles: header parse, then mmap or bytes."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+from numpy.lib import format as npformat
+
+from msq.errors import TensorFileError
+from msq.tensors.meta import SMALL_FILE_BYTES, TensorMeta, check_extent, file_size, to_array
+
+
+def inspect_npy(path: str) -> TensorMeta:
+    """Parse a ``.npy`` header and return where the array's elements are.
+
+    Args:
+        path: the ``.npy`` file.
+
+    Returns:
+        The array's :class:`TensorMeta` (small files carry their bytes in ``data``).
+
+    Raises:
+        TensorFileError: not a .npy file, object dtype (would need a pickle), or truncated.
+    """
+    size = file_size(path)
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read() if size <= SMALL_FILE_BYTES else None
+            stream = io.BytesIO(data) if data is not None else fh
+            dtype, shape, fortran, offset = _header(path, stream)
+    except OSError as exc:
+        raise TensorFileError(f"{path}: cannot read tensor file ({exc.strerror or exc})") from exc
+    strides = None
+    if fortran and len(shape) > 1:
+        strides, step = [], 1
+        for d in shape:
+            strides.append(step)
+            step *= d
+        strides = tuple(strides)
+    meta = TensorMeta(path, dtype, False, shape, strides, offset, data)
+    check_extent(meta, (len(data) if data is not None else size) - offset, "the .npy header")
+    return meta
+
+
+def _header(path: str, stream: io.IOBase) -> tuple[np.dtype, tuple[int, ...], bool, int]:
+    try:
+        version = npformat.read_magic(stream)
+        if version == (1, 0):
+            shape, fortran, dtype = npformat.read_array_header_1_0(stream)
+        elif version == (2, 0):
+            shape, fortran, dtype = npformat.read_array_header_2_0(stream)
+        else:
+            raise ValueError(f"unsupported .npy format version {version}")
+    except ValueError as exc:
+        raise TensorFileError(f"{path}: not a valid .npy file ({exc}); expected a numpy array dump") from None
+    if dtype.hasobject:
+        raise TensorFileError(
+            f"{path}: holds an object array (dtype {dtype}), which needs a pickle to load; "
+            "msq only loads numeric .npy arrays"
+        )
+    if dtype.names is not None or dtype.subdtype is not None:
+        raise TensorFileError(f"{path}: holds a structured array (dtype {dtype}); expected a numeric array")
+    return dtype, tuple(shape), bool(fortran), stream.tell()
+
+
+def load_npy(path: str) -> np.ndarray:
+    """The array in a ``.npy`` file, read-only (a memory map for large files)."""
+    return to_array(inspect_npy(path))

@@ -1,0 +1,449 @@
+"""Read a ``torch.save`` file holding one tensor, without importing torch and without running it.
+
+A ``.pt`` file is a zip archive (members stored uncompressed)::
+
+    <root>/data.pkl      pickle: torch._utils._rebuild_tensor_v2(<persistent storage id>, offset, size, stride, ...)
+    <root>/data/<key>    raw storage bytes
+    <root>/byteorder     "little" or "big"
+
+The pickle is run by a restricted unpickler: the only globals it can name are the tensor rebuild
+functions, storage types, dtypes, ``torch.Size`` and ``collections.OrderedDict``, each replaced by
+an inert stand-in that records the layout. Anything else from outside ``torch`` is refused with
+:class:`TensorFileError` before it can run. A ``torch.*`` name the fast path does not know (a
+quantized or sparse tensor, say) is handed to ``torch.load(weights_only=True)``, torch's own safe
+loader, imported lazily. The result must be one tensor; dicts, lists and scalars are refused.
+"""
+
+from __future__ import annotations
+
+import collections
+import io
+import os
+import pickle
+import struct
+import zipfile
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from msq.errors import TensorFileError
+from msq.tensors.meta import TensorMeta, check_extent, file_size, read_small, to_array
+
+_STORAGE_DTYPES = {
+    "FloatStorage": np.float32,
+    "DoubleStorage": np.float64,
+    "HalfStorage": np.float16,
+    "BFloat16Storage": np.uint16,  # widened to float32 on read
+    "ByteStorage": np.uint8,
+    "CharStorage": np.int8,
+    "ShortStorage": np.int16,
+    "IntStorage": np.int32,
+    "LongStorage": np.int64,
+    "BoolStorage": np.bool_,
+    "ComplexFloatStorage": np.complex64,
+    "ComplexDoubleStorage": np.complex128,
+}
+
+# dtypes that _rebuild_tensor_v3 names explicitly (storage is then untyped bytes)
+_TORCH_DTYPES = {
+    "float32": np.float32, "float": np.float32, "float64": np.float64, "double": np.float64,
+    "float16": np.float16, "half": np.float16, "bfloat16": np.uint16,
+    "uint8": np.uint8, "int8": np.int8, "int16": np.int16, "short": np.int16,
+    "int32": np.int32, "int": np.int32, "int64": np.int64, "long": np.int64, "bool": np.bool_,
+    "uint16": np.uint16, "uint32": np.uint32, "uint64": np.uint64,
+    "complex64": np.complex64, "cfloat": np.complex64, "complex128": np.complex128,
+    "cdouble": np.complex128,
+}  # fmt: skip
+
+
+class _NeedsTorch(Exception):
+    """The pickle names a torch object the fast path does not model; torch's safe loader may."""
+
+
+@dataclass(frozen=True)
+class _StorageType:
+    name: str
+    dtype: np.dtype | None  # None: untyped (bytes); the dtype then comes from _rebuild_tensor_v3
+    bf16: bool
+
+
+@dataclass(frozen=True)
+class _TorchDType:
+    name: str
+
+
+@dataclass(frozen=True)
+class _Storage:
+    key: str
+    stype: _StorageType
+    numel: int
+
+
+class _TensorStub:
+    """What the restricted unpickler builds instead of a tensor: its layout, nothing else."""
+
+    __slots__ = ("storage", "offset", "shape", "stride", "dtype", "bf16")
+
+    def __init__(
+        self, storage: _Storage, offset: int, shape: tuple, stride: tuple, dtype: Any, bf16: bool
+    ) -> None:
+        self.storage, self.offset, self.shape, self.stride = storage, offset, shape, stride
+        self.dtype, self.bf16 = dtype, bf16
+
+    def __setstate__(self, state: object) -> None:
+        raise _Refused("a BUILD instruction on a tensor (tensor subclasses are not supported)")
+
+
+class _TensorClass:
+    """Stand-in for ``torch.Tensor`` as named by ``_rebuild_from_type_v2``."""
+
+
+class _Refused(Exception):
+    pass
+
+
+def _ints(value: object, what: str) -> tuple[int, ...]:
+    if not isinstance(value, (tuple, list)) or not all(type(v) is int for v in value):
+        raise _Refused(f"a tensor {what} that is not a tuple of integers")
+    return tuple(value)
+
+
+def _rebuild_v2(storage: object, offset: object, size: object, stride: object, *_: object) -> _TensorStub:
+    if not isinstance(storage, _Storage) or storage.stype.dtype is None or type(offset) is not int:
+        raise _Refused("a tensor rebuilt from something that is not a typed storage")
+    stype = storage.stype
+    return _TensorStub(storage, offset, _ints(size, "size"), _ints(stride, "stride"), stype.dtype, stype.bf16)
+
+
+def _rebuild_v3(
+    storage: object, offset: object, size: object, stride: object, _rg: object, _hooks: object,
+    dtype: object, *_: object,
+) -> _TensorStub:  # fmt: skip
+    if not isinstance(storage, _Storage) or not isinstance(dtype, _TorchDType) or type(offset) is not int:
+        raise _Refused("a tensor rebuilt from something that is not a storage")
+    np_dtype = _TORCH_DTYPES.get(dtype.name)
+    if np_dtype is None:
+        raise _Refused(f"dtype torch.{dtype.name}, which numpy cannot represent")
+    return _TensorStub(
+        storage, offset, _ints(size, "size"), _ints(stride, "stride"), np.dtype(np_dtype),
+        dtype.name == "bfloat16",
+    )  # fmt: skip
+
+
+def _rebuild_parameter(data: object, *_: object) -> object:
+    return data
+
+
+def _rebuild_from_type_v2(func: object, new_type: object, args: object, state: object) -> object:
+    if new_type is not _TensorClass or state or not callable(func) or not isinstance(args, tuple):
+        raise _Refused("a tensor subclass or a tensor with extra attributes")
+    if func not in (_rebuild_v2, _rebuild_v3, _rebuild_parameter):
+        raise _Refused("an unexpected rebuild function")
+    return func(*args)
+
+
+def _size(*args: object) -> tuple:
+    return tuple(*args)
+
+
+_GLOBALS: dict[tuple[str, str], object] = {
+    ("torch._utils", "_rebuild_tensor_v2"): _rebuild_v2,
+    ("torch._utils", "_rebuild_tensor_v3"): _rebuild_v3,
+    ("torch._utils", "_rebuild_parameter"): _rebuild_parameter,
+    ("torch._utils", "_rebuild_parameter_with_state"): _rebuild_parameter,
+    ("torch._tensor", "_rebuild_from_type_v2"): _rebuild_from_type_v2,
+    ("torch", "Tensor"): _TensorClass,
+    ("torch", "Size"): _size,
+    ("torch.storage", "UntypedStorage"): _StorageType("UntypedStorage", None, False),
+    ("collections", "OrderedDict"): collections.OrderedDict,
+}
+for _name, _dt in _STORAGE_DTYPES.items():
+    _GLOBALS[("torch", _name)] = _StorageType(_name, np.dtype(_dt), _name == "BFloat16Storage")
+for _name in _TORCH_DTYPES:
+    _GLOBALS[("torch", _name)] = _TorchDType(_name)
+
+
+class _Unpickler(pickle.Unpickler):
+    def find_class(self, module: str, name: str) -> Any:
+        found = _GLOBALS.get((module, name))
+        if found is not None:
+            return found
+        if module == "torch" or module.startswith("torch."):
+            raise _NeedsTorch(f"{module}.{name}")
+        raise _Refused(f"the global {module}.{name}")
+
+    def persistent_load(self, pid: Any) -> Any:
+        if (
+            not isinstance(pid, tuple)
+            or len(pid) != 5
+            or pid[0] != "storage"
+            or not isinstance(pid[1], _StorageType)
+            or not isinstance(pid[2], str)
+            or type(pid[4]) is not int
+        ):
+            raise _Refused(f"a persistent id that is not a storage reference: {pid!r:.80}")
+        return _Storage(pid[2], pid[1], pid[4])
+
+
+# --------------------------------------------------------------------------------------- zip
+
+
+_EOCD = struct.Struct("<4s4H2LH")
+_EOCD64_LOC = struct.Struct("<4sLQL")
+_EOCD64 = struct.Struct("<4sQ2H2L4Q")
+_CDIR = struct.Struct("<4s4B4HL2L5H2L")
+_CDIR_LENGTHS = struct.Struct("<3H")  # name, extra, comment lengths at offset 28 of a record
+_LOCAL = struct.Struct("<4s2B4HL2L2H")
+
+
+class _Zip:
+    """Minimal reader of a zip's central directory, over bytes in memory or an open file.
+
+    zipfile is the reference, but opening a ZipFile costs more than the rest of a small-tensor
+    compare; this reads only what a torch archive needs and checks every offset against the size.
+    """
+
+    def __init__(self, path: str, fh: io.BufferedReader | None, data: bytes | None, size: int) -> None:
+        self.path, self.fh, self.data, self.size = path, fh, data, size
+        self.members = self._directory()
+
+    def read_at(self, offset: int, n: int) -> bytes:
+        if offset < 0 or offset + n > self.size:
+            raise self._bad("a record points past the end of the file")
+        if self.data is not None:
+            return self.data[offset : offset + n]
+        assert self.fh is not None
+        self.fh.seek(offset)
+        return self.fh.read(n)
+
+    def _bad(self, why: str) -> TensorFileError:
+        return TensorFileError(
+            f"{self.path}: not a complete torch.save archive ({why}); "
+            "the file is truncated or corrupt, dump it again"
+        )
+
+    def _directory(self) -> dict[str, int]:
+        """member name -> position of its record in the central directory (``self.cdir``)."""
+        tail_start = max(0, self.size - _EOCD.size - 65535)
+        if self.data is not None:
+            tail, base = self.data, 0
+        else:
+            tail, base = self.read_at(tail_start, self.size - tail_start), tail_start
+        pos = tail.rfind(b"PK\x05\x06", tail_start - base)
+        if pos < 0 or pos + _EOCD.size > len(tail):
+            raise self._bad("no zip end-of-directory record")
+        _, _, _, _, count, cd_size, cd_off, _ = _EOCD.unpack_from(tail, pos)
+        eocd_at = base + pos
+        if count == 0xFFFF or cd_size == 0xFFFFFFFF or cd_off == 0xFFFFFFFF:
+            count, cd_size, cd_off = self._zip64_directory(eocd_at)
+        self.cdir = cdir = self.read_at(cd_off, cd_size)
+        members: dict[str, int] = {}
+        at, end, lengths = 0, len(cdir), _CDIR_LENGTHS.unpack_from
+        for _ in range(count):
+            if at + 46 > end or cdir[at : at + 4] != b"PK\x01\x02":
+                raise self._bad("a damaged central directory")
+            nlen, xlen, clen = lengths(cdir, at + 28)
+            members[cdir[at + 46 : at + 46 + nlen].decode("utf-8", "replace")] = at
+            at += 46 + nlen + xlen + clen
+        return members
+
+    def entry(self, name: str) -> tuple[int, int, int, int]:
+        """(method, compressed size, size, local header offset) of a member."""
+        at = self.members[name]
+        f = _CDIR.unpack_from(self.cdir, at)
+        size, csize, header = f[11], f[10], f[18]
+        if 0xFFFFFFFF in (size, csize, header):
+            extra = self.cdir[at + 46 + f[12] : at + 46 + f[12] + f[13]]
+            size, csize, header = _zip64_extra(extra, size, csize, header)
+        return f[6], csize, size, header
+
+    def _zip64_directory(self, eocd_at: int) -> tuple[int, int, int]:
+        loc = self.read_at(eocd_at - _EOCD64_LOC.size, _EOCD64_LOC.size)
+        sig, _, rec_at, _ = _EOCD64_LOC.unpack(loc)
+        if sig != b"PK\x06\x07":
+            raise self._bad("a zip64 archive without its locator")
+        rec = _EOCD64.unpack(self.read_at(rec_at, _EOCD64.size))
+        if rec[0] != b"PK\x06\x06":
+            raise self._bad("a damaged zip64 end-of-directory record")
+        return rec[7], rec[8], rec[9]
+
+    def data_offset(self, name: str) -> int:
+        _, csize, _, header = self.entry(name)
+        head = self.read_at(header, 30)
+        if head[:4] != b"PK\x03\x04":
+            raise self._bad(f"a damaged local header for {name}")
+        nlen, xlen = _LOCAL.unpack(head)[-2:]
+        start = header + 30 + nlen + xlen
+        if start + csize > self.size:
+            raise self._bad(f"member {name} extends past the end of the file")
+        return start
+
+    def read_member(self, name: str) -> bytes:
+        method, csize, _, _ = self.entry(name)
+        raw = self.read_at(self.data_offset(name), csize)
+        if method == zipfile.ZIP_STORED:
+            return raw
+        if method == zipfile.ZIP_DEFLATED:
+            import zlib  # noqa: PLC0415
+
+            return zlib.decompress(raw, -15)
+        raise self._bad(f"member {name} uses unsupported compression method {method}")
+
+
+def _zip64_extra(extra: bytes, size: int, csize: int, header: int) -> tuple[int, int, int]:
+    at = 0
+    while at + 4 <= len(extra):
+        tag, length = struct.unpack_from("<2H", extra, at)
+        if tag == 1:
+            vals = list(struct.unpack_from(f"<{length // 8}Q", extra, at + 4))
+            if size == 0xFFFFFFFF and vals:
+                size = vals.pop(0)
+            if csize == 0xFFFFFFFF and vals:
+                csize = vals.pop(0)
+            if header == 0xFFFFFFFF and vals:
+                header = vals.pop(0)
+        at += 4 + length
+    return size, csize, header
+
+
+# ------------------------------------------------------------------------------------ public
+
+
+def inspect_pt(path: str) -> TensorMeta:
+    """Parse a ``torch.save`` file holding one tensor and return where its elements are.
+
+    Args:
+        path: the ``.pt`` file.
+
+    Returns:
+        The tensor's :class:`TensorMeta`; small files carry their bytes in ``data``.
+
+    Raises:
+        TensorFileError: the file is not a torch archive, is truncated, holds something other
+            than one plain tensor, or its pickle names anything outside the allowed torch set.
+    """
+    try:
+        data = read_small(path)
+        if data is not None:
+            return _inspect(path, None, data, len(data))
+        with open(path, "rb") as fh:
+            return _inspect(path, fh, None, file_size(path))
+    except _NeedsTorch as exc:
+        return _torch_fallback(path, str(exc))
+    except OSError as exc:
+        raise TensorFileError(f"{path}: cannot read tensor file ({exc.strerror or exc})") from exc
+
+
+def _inspect(path: str, fh: io.BufferedReader | None, data: bytes | None, size: int) -> TensorMeta:
+    if size < 4 or _head(fh, data) != b"PK\x03\x04":
+        if _head(fh, data)[:1] == b"\x80":  # legacy (pre-1.6) torch.save: a bare pickle stream
+            raise _NeedsTorch("legacy torch.save format")
+        raise TensorFileError(f"{path}: not a torch.save archive (no zip header); expected a .pt tensor file")
+    z = _Zip(path, fh, data, size)
+    pkl = [m for m in z.members if m.endswith("/data.pkl") and m.count("/") == 1]
+    if len(pkl) != 1:
+        raise z._bad("no <archive>/data.pkl member")
+    root = pkl[0][: -len("data.pkl")]
+    stub = _unpickle(path, z.read_member(pkl[0]))
+    little = root + "byteorder" not in z.members or z.read_member(root + "byteorder").strip() != b"big"
+    return _meta_from_stub(path, z, root, stub, little, data)
+
+
+def _head(fh: io.BufferedReader | None, data: bytes | None) -> bytes:
+    if data is not None:
+        return data[:4]
+    assert fh is not None
+    fh.seek(0)
+    return fh.read(4)
+
+
+def _unpickle(path: str, payload: bytes) -> _TensorStub:
+    try:
+        obj = _Unpickler(io.BytesIO(payload)).load()
+    except _Refused as exc:
+        raise TensorFileError(
+            f"{path}: refused to load: its pickle uses {exc}; only plain tensors are accepted "
+            "(this file may be malicious, or not a msprobe tensor dump)"
+        ) from None
+    except _NeedsTorch:
+        raise
+    except Exception as exc:  # a malformed pickle stream, wrong arity, ...
+        raise TensorFileError(f"{path}: the tensor pickle (data.pkl) is corrupt: {exc}") from None
+    if not isinstance(obj, _TensorStub):
+        raise TensorFileError(
+            f"{path}: holds a {type(obj).__name__}, expected a single tensor (torch.save(tensor))"
+        )
+    return obj
+
+
+def _meta_from_stub(
+    path: str, z: _Zip, root: str, stub: _TensorStub, little: bool, data: bytes | None
+) -> TensorMeta:
+    name = f"{root}data/{stub.storage.key}"
+    if name not in z.members:
+        raise z._bad(f"storage data/{stub.storage.key} is missing")
+    method, _, avail, _ = z.entry(name)
+    if method != zipfile.ZIP_STORED:  # never written by torch; decode in memory
+        data = z.read_member(name)
+        start, avail = 0, len(data)
+    else:
+        start = z.data_offset(name)
+    dtype = np.dtype(stub.dtype).newbyteorder("<" if little else ">")
+    if len(stub.shape) != len(stub.stride):
+        raise TensorFileError(f"{path}: tensor size and stride have different lengths; corrupt file")
+    contiguous = _is_c_contiguous(stub.shape, stub.stride)
+    meta = TensorMeta(
+        path=path,
+        dtype=dtype,
+        bf16=stub.bf16,
+        shape=stub.shape,
+        strides=None if contiguous else stub.stride,
+        offset=start + stub.offset * dtype.itemsize,
+        data=data,
+    )
+    if stub.offset < 0:
+        raise TensorFileError(f"{path}: negative storage offset; corrupt file")
+    check_extent(meta, avail - stub.offset * dtype.itemsize, "the tensor layout")
+    return meta
+
+
+def _is_c_contiguous(shape: tuple[int, ...], stride: tuple[int, ...]) -> bool:
+    expect = 1
+    for d, s in zip(reversed(shape), reversed(stride)):
+        if d != 1 and s != expect:
+            return False
+        expect *= d
+    return True
+
+
+def _torch_fallback(path: str, why: str) -> TensorMeta:
+    """Load with ``torch.load(weights_only=True)`` (torch's own allow-list) and wrap the result."""
+    try:
+        import torch  # noqa: PLC0415  (lazy: importing torch costs ~1.6 s)
+    except ImportError:
+        raise TensorFileError(
+            f"{path}: uses {why}, which msq reads only through torch; install torch==2.13.0"
+        ) from None
+    try:
+        obj = torch.load(path, weights_only=True, map_location="cpu")
+    except Exception as exc:
+        raise TensorFileError(f"{path}: torch refused to load it safely (weights_only): {exc}") from None
+    if not isinstance(obj, torch.Tensor):
+        raise TensorFileError(f"{path}: holds a {type(obj).__name__}, expected a single tensor")
+    t = obj.detach()
+    if t.dtype == torch.bfloat16:
+        t = t.float()
+    try:
+        arr = np.ascontiguousarray(t.resolve_conj().resolve_neg().numpy())
+    except (TypeError, RuntimeError) as exc:
+        raise TensorFileError(f"{path}: tensor of {t.dtype} cannot be compared: {exc}") from None
+    return TensorMeta(path, arr.dtype, False, tuple(arr.shape), None, 0, arr.tobytes())
+
+
+def load_pt(path: str) -> np.ndarray:
+    """The tensor in a ``.pt`` file as a numpy array (bfloat16 widened to float32).
+
+    The array is read-only: a view over the file's bytes or a memory map where possible.
+    """
+    return to_array(inspect_pt(path))

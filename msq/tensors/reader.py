@@ -1,0 +1,25 @@
+"""One entry point for tensor files: ``.pt`` (torch.save) or ``.npy``, chosen by suffix."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from msq.errors import TensorFileError
+from msq.tensors.meta import TensorMeta, to_array
+from msq.tensors.npyfile import inspect_npy
+from msq.tensors.ptfile import inspect_pt
+
+
+def inspect_tensor(path: str) -> TensorMeta:
+    """Parse a tensor file's header (``.pt``/``.pth`` or ``.npy``) and return its layout."""
+    lower = str(path).lower()
+    if lower.endswith((".pt", ".pth")):
+        return inspect_pt(str(path))
+    if lower.endswith(".npy"):
+        return inspect_npy(str(path))
+    raise TensorFileError(f"{path}: unknown tensor file type; expected a .pt or .npy file")
+
+
+def load_tensor(path: str) -> np.ndarray:
+    """The tensor in ``path`` as a read-only numpy array (bfloat16 widened to float32)."""
+    return to_array(inspect_tensor(path))
