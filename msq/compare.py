@@ -45,6 +45,7 @@ class CompareResult:
     seconds: float = 0.0
     npu_path: str = ""
     bench_path: str = ""
+    title: str = ""
     con: duckdb.DuckDBPyConnection | None = field(default=None, repr=False)
 
 

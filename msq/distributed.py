@@ -1,0 +1,223 @@
+"""Multi-card and multi-step compares: rank (and step) directories paired, each pair a compare.
+
+Ranks and steps are independent jobs: msq runs them in a process pool (one machine) and reports a
+failing pair without losing the others. ``--compat msprobe-1.1`` keeps 1.1.0's rules: its rank-name
+pattern (which rejects rank10 and above), string order, abort on a stray entry or a failing pair.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from msq.compare import CompareResult, options_from_kwargs, run_compare
+from msq.config import Options, SingleInput
+from msq.errors import InputError, MsqError, UsageError
+
+log = logging.getLogger("msq")
+
+_COMPAT_RANK = re.compile(r"^rank(?:0|[0-9][1-9]*)?$")
+_RANK = re.compile(r"^rank(\d*)$")
+_STEP = re.compile(r"^step(\d+)$")
+
+
+@dataclass
+class PairJob:
+    """One rank pair to compare."""
+
+    npu: tuple[Path, Path | None]    # dump.json, stack.json
+    bench: tuple[Path, Path | None]
+    suffix: str
+    title: str
+
+
+def _rank_number(name: str) -> int:
+    digits = _RANK.match(name)
+    return int(digits.group(1)) if digits and digits.group(1) else -1
+
+
+def list_ranks(step_dir: Path, compat: bool) -> list[str]:
+    """Rank directory names of a step directory, in pairing order."""
+    try:
+        entries = sorted(os.listdir(step_dir))
+    except OSError as err:
+        raise InputError(f"{step_dir}: cannot list the step directory: {err.strerror}") from None
+    if compat:
+        for name in entries:
+            if not _COMPAT_RANK.match(name):
+                raise InputError(f"{step_dir}: contains '{name}', which is not a rank directory "
+                                 "(msprobe 1.1 accepts rank, rank0-rank9 style names only); "
+                                 "remove it or compare without --compat")
+        return entries
+    ranks = []
+    for name in entries:
+        if _RANK.match(name) and (step_dir / name).is_dir():
+            ranks.append(name)
+        else:
+            log.warning("%s: skipping '%s': not a rank directory", step_dir, name)
+    return sorted(ranks, key=_rank_number)
+
+
+def pick_files(rank_dir: Path, compat: bool) -> tuple[Path, Path | None]:
+    """The dump.json and stack.json of a rank directory."""
+    if not compat:
+        dump, stack = rank_dir / "dump.json", rank_dir / "stack.json"
+        if not dump.is_file():
+            raise InputError(f"{rank_dir}: no dump.json; is this a msprobe rank directory?")
+        return dump, (stack if stack.is_file() else None)
+    jsons = [rank_dir / n for n in sorted(os.listdir(rank_dir)) if n.endswith(".json")]
+    dumps = [p for p in jsons if p.name != "construct.json" and "stack" not in str(p)]
+    stacks = [p for p in jsons if "stack" in str(p)]
+    if not jsons or not dumps:
+        raise InputError(f"{rank_dir}: no dump file found; expected dump.json")
+    # 1.1.0 takes the first json whose path holds "stack", else the last json it saw
+    return dumps[0], (stacks[0] if stacks else jsons[-1])
+
+
+def pair_ranks(npu_step: Path, bench_step: Path, compat: bool, prefix: str = "") -> list[PairJob]:
+    """Pair the rank directories of two step directories (spec §7)."""
+    npu_ranks, bench_ranks = list_ranks(npu_step, compat), list_ranks(bench_step, compat)
+    if compat:
+        if len(npu_ranks) != len(bench_ranks):
+            raise InputError(f"{npu_step} has {len(npu_ranks)} ranks but {bench_step} has "
+                             f"{len(bench_ranks)}; compare matching runs or pair the ranks "
+                             "yourself with msq.compare()")
+        pairs = list(zip(npu_ranks, bench_ranks))
+    else:
+        pairs = _pair_by_number(npu_step, bench_step, npu_ranks, bench_ranks)
+    jobs = []
+    for npu_rank, bench_rank in pairs:
+        npu = pick_files(npu_step / npu_rank, compat)
+        bench = pick_files(bench_step / bench_rank, compat)
+        jobs.append(PairJob(npu, bench, f"{prefix}_{npu_rank}-{bench_rank}",
+                            f"{prefix.lstrip('_') + ' ' if prefix else ''}{npu_rank}-{bench_rank}"))
+    return jobs
+
+
+def _pair_by_number(npu_step: Path, bench_step: Path, npu_ranks: list[str],
+                    bench_ranks: list[str]) -> list[tuple[str, str]]:
+    if not npu_ranks or not bench_ranks:
+        raise InputError(f"no rank directories in {npu_step if not npu_ranks else bench_step}; "
+                         "point npu_path/bench_path at a step directory (holding rank0, rank1, ...)")
+    bench_by_num = {_rank_number(r): r for r in bench_ranks}
+    npu_by_num = {_rank_number(r): r for r in npu_ranks}
+    common = [n for n in sorted(npu_by_num) if n in bench_by_num]
+    if len(npu_ranks) != len(bench_ranks) or len(common) != len(npu_ranks):
+        if not common:
+            if len(npu_ranks) == len(bench_ranks):
+                log.warning("rank names differ between %s and %s: pairing them in order",
+                            npu_step, bench_step)
+                return list(zip(npu_ranks, bench_ranks))
+            raise InputError(f"{npu_step} has ranks {npu_ranks} and {bench_step} has {bench_ranks}: "
+                             "no rank in common; pair them yourself with msq.compare()")
+        only = sorted(set(npu_by_num) ^ set(bench_by_num))
+        log.warning("ranks %s are present on one side only (%s vs %s): comparing the %d ranks in "
+                    "common", ", ".join(f"rank{n}" for n in only), npu_step, bench_step, len(common))
+    return [(npu_by_num[n], bench_by_num[n]) for n in common]
+
+
+def discover_jobs(npu_dir: Path, bench_dir: Path, compat: bool) -> list[PairJob]:
+    """A step directory (rank dirs inside), a dump root (step dirs inside) or a rank directory."""
+    if (npu_dir / "dump.json").is_file() and (bench_dir / "dump.json").is_file():
+        return [PairJob(pick_files(npu_dir, False), pick_files(bench_dir, False), "", "")]
+    npu_steps = _steps(npu_dir)
+    if npu_steps and not compat:
+        bench_steps = _steps(bench_dir)
+        common = [s for s in npu_steps if s in bench_steps]
+        missing = sorted(set(npu_steps) ^ set(bench_steps))
+        if missing:
+            log.warning("steps %s are present on one side only; comparing %d common steps",
+                        ", ".join(missing), len(common))
+        if not common:
+            raise InputError(f"{npu_dir} and {bench_dir} have no step directory in common")
+        jobs = []
+        for step in common:
+            jobs += pair_ranks(npu_dir / step, bench_dir / step, compat, prefix=f"_{step}")
+        return jobs
+    return pair_ranks(npu_dir, bench_dir, compat)
+
+
+def _steps(root: Path) -> list[str]:
+    names = [n for n in os.listdir(root) if _STEP.match(n) and (root / n).is_dir()]
+    return sorted(names, key=lambda n: int(n[4:]))
+
+
+def _run_job(job: PairJob, output_dir: Path, opts: Options) -> CompareResult | str:
+    try:
+        inp = SingleInput(job.npu[0], job.bench[0], job.npu[1])
+        result = run_compare(inp, output_dir, opts, suffix=job.suffix)
+        result.con = None
+        result.title = job.title
+        return result
+    except MsqError as err:
+        return f"{job.title}: {err}"
+
+
+def run_jobs(jobs: list[PairJob], output_dir: Path, opts: Options) -> list[CompareResult]:
+    """Run rank pairs; in compat mode one after another, stopping at the first failure."""
+    if opts.is_compat:
+        results = []
+        for job in jobs:
+            out = _run_job(job, output_dir, opts)
+            if isinstance(out, str):
+                raise InputError(out)
+            results.append(out)
+        return results
+    tensor_mode = any((j.npu[0].parent / "dump_tensor_data").is_dir() for j in jobs)
+    workers = 1 if tensor_mode else min(len(jobs), opts.workers or os.cpu_count() or 1)
+    if workers <= 1:
+        outs = [_run_job(j, output_dir, opts) for j in jobs]
+    else:
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            outs = list(pool.map(_run_job, jobs, [output_dir] * len(jobs), [opts] * len(jobs)))
+    failures = [o for o in outs if isinstance(o, str)]
+    for failure in failures:
+        log.error("pair failed: %s", failure)
+    results = [o for o in outs if not isinstance(o, str)]
+    if failures and not results:
+        raise InputError(f"every rank pair failed; first: {failures[0]}")
+    return results
+
+
+def run_dir_compare(npu_dir: Path, bench_dir: Path, output_dir: Path,
+                    opts: Options) -> list[CompareResult]:
+    """Compare directories (CLI directory mode)."""
+    from msq.export.outputs import ensure_output_dir
+
+    ensure_output_dir(output_dir)
+    if opts.data_mapping is not None:
+        log.warning("-dm applies to single-card compares only; ignored for directories")
+        opts.data_mapping = None
+    jobs = discover_jobs(npu_dir, bench_dir, opts.is_compat)
+    if not jobs:
+        raise InputError(f"nothing to compare in {npu_dir} and {bench_dir}")
+    return run_jobs(jobs, output_dir, opts)
+
+
+def compare_distributed(npu_dump_dir: str | Path, bench_dump_dir: str | Path,
+                        output_path: str | Path, **kwargs: Any) -> list[CompareResult]:
+    """Compare every rank pair of two step directories (msprobe's ``compare_distributed``).
+
+    Args:
+        npu_dump_dir: NPU step directory (holding rank0, rank1, ...) or a dump root of steps.
+        bench_dump_dir: bench directory of the same kind.
+        output_path: output directory.
+        **kwargs: ``stack_mode``, ``auto_analyze``, ``fuzzy_match``, ``compat``, ``workers``, ...
+
+    Returns:
+        One :class:`CompareResult` per compared pair.
+    """
+    if "suffix" in kwargs:
+        raise UsageError("argument 'suffix' is not supported by compare_distributed")
+    opts = options_from_kwargs(kwargs.pop("stack_mode", False), kwargs.pop("auto_analyze", True),
+                               kwargs.pop("fuzzy_match", False), kwargs)
+    npu, bench = Path(npu_dump_dir), Path(bench_dump_dir)
+    for path in (npu, bench):
+        if not path.is_dir():
+            raise InputError(f"{path}: not a directory; compare_distributed takes step directories")
+    return run_dir_compare(npu, bench, Path(output_path), opts)
