@@ -165,18 +165,8 @@ def _stat_table(jobs: Sequence[Job]) -> pa.Table:
     return pa.table(arrays, schema=STAT_ROWS)
 
 
-def _f32_repr(values: pa.Array) -> pa.Array:
-    """numpy's ``str()`` of each float32: the text 1.1.0 puts before the ``%``."""
-    floats = values.to_numpy(zero_copy_only=False)
-    nulls = values.is_null().to_numpy(zero_copy_only=False)
-    return pa.array([None if null else str(np.float32(value))
-                     for value, null in zip(floats, nulls)], pa.string())
-
-
 def _connect(tables: dict[str, pa.Table]) -> duckdb.DuckDBPyConnection:
     con = db.connect()
-    con.create_function("msq_f32_repr", _f32_repr, [duckdb.sqltype("FLOAT")],
-                        duckdb.sqltype("VARCHAR"), type="arrow")
     for name, table in tables.items():
         con.register("arrow_in", table)
         con.execute(f"CREATE TABLE {name} AS SELECT * FROM arrow_in")

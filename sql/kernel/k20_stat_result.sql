@@ -1,5 +1,8 @@
--- description: Kernel STATISTIC-mode result (spec §8.3): float32 absolute diffs of max/min/mean/L2, relative errors as "<float32 text>%", and Accuracy = No when MaxDiff / (max(npu max, bench max) + 1e-10) > 0.5; write it ordered by row_order.
--- Needs msq_f32_repr(FLOAT) -> VARCHAR (numpy's str() of a float32, registered by msq.kernel).
+-- description: Kernel STATISTIC-mode result (spec §8.3): float32 absolute diffs of max/min/mean/L2, relative errors as "<text>%", and Accuracy = No when MaxDiff / (max(npu max, bench max) + 1e-10) > 0.5; write it ordered by row_order.
+-- Number types follow 1.1.0 under its numpy 1.x (the msprobe baseline): the statistics are
+-- float32, |n - b| and diff / bench stay float32, but "* 100" and "+ 1e-10" (Python numbers)
+-- widen to float64. The relative text is Python's repr() of that float64, which is DuckDB's
+-- DOUBLE -> VARCHAR text except for NaN's sign.
 -- DuckDB orders NaN above every number, so each comparison that may see a NaN says so: a NaN
 -- compares false in 1.1.0's numpy code.
 WITH checked AS (
@@ -28,8 +31,19 @@ diffs AS (
              THEN bench_max ELSE npu_max END AS larger_max
     FROM checked
 ),
-magnitudes AS (
-    SELECT *, max_diff / (larger_max + CAST(1e-10 AS FLOAT)) AS magnitude FROM diffs
+ratios AS (
+    SELECT *,
+        CAST(max_diff AS DOUBLE) / (CAST(larger_max AS DOUBLE) + 1e-10) AS magnitude,
+        -- diff / bench only for a positive bench (else the integer 0: text "0%")
+        CASE WHEN NOT isnan(bench_max) AND bench_max > 0
+             THEN CAST(max_diff / bench_max AS DOUBLE) * 100 END AS max_rel,
+        CASE WHEN NOT isnan(bench_min) AND bench_min > 0
+             THEN CAST(min_diff / bench_min AS DOUBLE) * 100 END AS min_rel,
+        CASE WHEN NOT isnan(bench_mean) AND bench_mean > 0
+             THEN CAST(mean_diff / bench_mean AS DOUBLE) * 100 END AS mean_rel,
+        CASE WHEN NOT isnan(bench_norm) AND bench_norm > 0
+             THEN CAST(norm_diff / bench_norm AS DOUBLE) * 100 END AS norm_rel
+    FROM diffs
 )
 SELECT
     rank,
@@ -57,21 +71,20 @@ SELECT
     min_diff AS "Min diff",
     mean_diff AS "Mean diff",
     norm_diff AS "L2norm diff",
-    -- diff / bench only for a positive bench, else the integer 0 (text "0%")
     CASE WHEN check_message <> '' THEN NULL
-         WHEN NOT isnan(bench_max) AND bench_max > 0
-             THEN msq_f32_repr(max_diff / bench_max * 100) || '%'
-         ELSE '0%' END AS "MaxRelativeErr",
+         WHEN max_rel IS NULL THEN '0%'
+         WHEN isnan(max_rel) THEN 'nan%'
+         ELSE CAST(max_rel AS VARCHAR) || '%' END AS "MaxRelativeErr",
     CASE WHEN check_message <> '' THEN NULL
-         WHEN NOT isnan(bench_min) AND bench_min > 0
-             THEN msq_f32_repr(min_diff / bench_min * 100) || '%'
-         ELSE '0%' END AS "MinRelativeErr",
+         WHEN min_rel IS NULL THEN '0%'
+         WHEN isnan(min_rel) THEN 'nan%'
+         ELSE CAST(min_rel AS VARCHAR) || '%' END AS "MinRelativeErr",
     CASE WHEN check_message <> '' THEN NULL
-         WHEN NOT isnan(bench_mean) AND bench_mean > 0
-             THEN msq_f32_repr(mean_diff / bench_mean * 100) || '%'
-         ELSE '0%' END AS "MeanRelativeErr",
+         WHEN mean_rel IS NULL THEN '0%'
+         WHEN isnan(mean_rel) THEN 'nan%'
+         ELSE CAST(mean_rel AS VARCHAR) || '%' END AS "MeanRelativeErr",
     CASE WHEN check_message <> '' THEN NULL
-         WHEN NOT isnan(bench_norm) AND bench_norm > 0
-             THEN msq_f32_repr(norm_diff / bench_norm * 100) || '%'
-         ELSE '0%' END AS "NormRelativeErr"
-FROM magnitudes
+         WHEN norm_rel IS NULL THEN '0%'
+         WHEN isnan(norm_rel) THEN 'nan%'
+         ELSE CAST(norm_rel AS VARCHAR) || '%' END AS "NormRelativeErr"
+FROM ratios
