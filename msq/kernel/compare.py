@@ -137,12 +137,13 @@ def _npy_table(jobs: Sequence[Job], roots: dict[str, Root]) -> pa.Table:
     return pa.table(columns, schema=NPY_FILES)
 
 
-def _stat_table(jobs: Sequence[Job]) -> pa.Table:
+def _stat_table(jobs: Sequence[Job], roots: dict[str, Root]) -> pa.Table:
     parts = []
     for side in SIDES:
         for job in (j for j in jobs if j.mode is Mode.STATISTIC):
             rows = StatRows()
             for folder in (job.npu_dirs if side == "npu" else job.bench_dirs):
+                roots[side].check_inside(folder.path / STATISTIC_FILE)
                 read_statistic_csv(folder.path / STATISTIC_FILE, rows)
             parts.append((side, job, rows))
     columns: dict[str, list[object]] = {name: [] for name in STAT_ROWS.names}
@@ -255,7 +256,7 @@ def compare_kernel(npu_root: str | os.PathLike[str], bench_root: str | os.PathLi
         return []
     empty_metrics = NPY_METRICS.empty_table()
     con = _connect({"kernel_npy_files": _npy_table(jobs, roots),
-                    "kernel_stat_rows": _stat_table(jobs),
+                    "kernel_stat_rows": _stat_table(jobs, roots),
                     "kernel_npy_metrics": empty_metrics})
     try:
         if any(job.mode is Mode.NPY for job in jobs):

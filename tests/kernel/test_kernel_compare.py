@@ -359,6 +359,14 @@ def test_symlink_out_of_the_root_is_refused(tmp_path: Path) -> None:
     assert len(run_one(tmp_path)) == 3
 
 
+def test_statistic_csv_linked_out_of_the_root_is_refused(tmp_path: Path) -> None:
+    outside = write_csv(tmp_path / "elsewhere", [stat_row("a", 1, (1.0, 1.0, 1.0, 1.0))])
+    os.symlink(outside, kbk_dir(tmp_path / "npu") / "statistic.csv")
+    write_csv(kbk_dir(tmp_path / "bench"), [stat_row("a", 1, (1.0, 1.0, 1.0, 1.0))])
+    with pytest.raises(InputError, match="outside the dump root"):
+        compare_kernel(tmp_path / "npu", tmp_path / "bench", tmp_path / "out")
+
+
 def test_pickled_npy_is_refused(tmp_path: Path) -> None:
     npu, bench = kbk_dir(tmp_path / "npu"), kbk_dir(tmp_path / "bench")
     save(npu, "op", 1, np.array([{"a": 1}], dtype=object))
