@@ -122,13 +122,40 @@ def prepare(con: duckdb.DuckDBPyConnection, inp: SingleInput, opts: Options) -> 
     bench = SideDump(inp.bench_json, read_dump(inp.bench_json))
     mode = detect_mode(npu, bench)
     db.run_schema(con)
-    con.execute("INSERT INTO settings VALUES (?, ?, ?, ?, ?)",
-                [mode, opts.is_compat, opts.fuzzy_match, opts.stack_mode, False])
+    framework = resolve_framework(opts, npu)
+    api_map = framework == "mindspore" and bool(opts.api_mapping)
+    cell_map = framework == "mindspore" and bool(opts.cell_mapping)
+    con.execute("INSERT INTO settings VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [mode, opts.is_compat, opts.fuzzy_match, opts.stack_mode,
+                 is_cross_framework(opts, bench, api_map, cell_map), api_map, cell_map])
     load_side(con, "npu", npu, mode, opts.is_compat)
     load_side(con, "bench", bench, mode, opts.is_compat)
+    con.execute("UPDATE tensors SET match_name = disp_name")
     load_stacks(con, inp.stack_json)
     db.load_views(con)
+    if api_map or cell_map:
+        from msq.mindspore import apply_ms_mappings
+
+        apply_ms_mappings(con, opts)
     return mode, npu, bench
+
+
+def resolve_framework(opts: Options, npu: SideDump) -> str:
+    """The NPU side's framework: as given, else told by the dump itself (MindSpore names/types)."""
+    if opts.framework != "pytorch" or opts.api_mapping or opts.cell_mapping:
+        return "mindspore" if (opts.api_mapping or opts.cell_mapping) else opts.framework
+    from msq.mindspore import looks_like_mindspore
+
+    return "mindspore" if looks_like_mindspore(npu.doc) else "pytorch"
+
+
+def is_cross_framework(opts: Options, bench: SideDump, api_map: bool, cell_map: bool) -> bool:
+    """MindSpore vs PyTorch dtype names are translated only in a cross-framework compare (§3.7)."""
+    if opts.data_mapping is not None:
+        from msq.mindspore import bench_has_pt_files
+
+        return bench_has_pt_files(bench.path)
+    return api_map or cell_map
 
 
 def pair_rows(con: duckdb.DuckDBPyConnection, opts: Options) -> None:

@@ -29,8 +29,7 @@ class RowBuffer:
     cols: dict[str, list[Any]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        names = ["op_seq", "row_in_op", "name", "disp_name", "fuzzy_name", "io", "disp_io",
-                 "dtype", "shape",
+        names = ["op_seq", "row_in_op", "name", "disp_name", "io", "disp_io", "dtype", "shape",
                  "md5", "data_name", "is_tensor", "numel"]
         for stat in STATS:
             names += [f"{stat}_num", f"{stat}_kind", f"{stat}_str"]
@@ -213,7 +212,6 @@ class Flattener:
         self._row_in_op += 1
         cols["name"].append(name)
         cols["disp_name"].append(disp)
-        cols["fuzzy_name"].append(fuzzy_name(disp))
         cols["io"].append(io)
         cols["disp_io"].append(disp_io)
         cols["dtype"].append(dtype)
@@ -234,20 +232,3 @@ def _py_type_name(value: Any) -> str:
         return "NoneType"
     return type(value).__name__
 
-
-def _drop_call_count(name: str, word: str) -> str:
-    pieces = name.split(word)
-    head = pieces[0].rsplit(".", 2)[0]
-    return head + (pieces[1] if len(pieces) > 1 else "")
-
-
-def fuzzy_name(name: str) -> str:
-    """The name with its call counter (APIs) or class name (modules) removed (spec §3.3).
-
-    The direction tag keeps "forward" and "backward" names from ever comparing equal.
-    """
-    if "forward" in name:
-        return "F:" + _drop_call_count(name, "forward")
-    if "backward" in name:
-        return "B:" + _drop_call_count(name, "backward")
-    return "E:" + name

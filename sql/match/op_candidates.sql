@@ -17,7 +17,9 @@ row_checks AS (
     bool_and(tn.shape IS NOT DISTINCT FROM tb.shape
              AND (tn.dtype IS NOT DISTINCT FROM tb.dtype OR dtype_tolerated(tn.dtype, tb.dtype))) AS loose_struct
   FROM named p
-  JOIN tensors tn ON tn.side = 'npu' AND tn.op_seq = p.npu_op
+  JOIN (SELECT * REPLACE (CASE WHEN (SELECT cross_framework FROM settings) THEN ms_to_torch_dtype(dtype)
+                              ELSE dtype END AS dtype)
+        FROM tensors) tn ON tn.side = 'npu' AND tn.op_seq = p.npu_op
   JOIN tensors tb ON tb.side = 'bench' AND tb.op_seq = p.bench_op AND tb.row_in_op = tn.row_in_op
   GROUP BY ALL
 )

@@ -58,3 +58,21 @@ CREATE OR REPLACE MACRO metric_cell(x, txt) AS (
 CREATE OR REPLACE MACRO finite_or_text(txt, num) AS (
   CASE replace(txt, chr(9), '') WHEN 'inf' THEN 'inf'::DOUBLE WHEN '-inf' THEN '-inf'::DOUBLE
        WHEN 'nan' THEN 'nan'::DOUBLE ELSE num END);
+-- -f: a name without its call counter (APIs) or class name (modules), spec §3.3. The F:/B:/E:
+-- tag keeps forward, backward and other names apart, as msprobe compares them per direction.
+CREATE OR REPLACE MACRO drop_call_count(name, word) AS (
+  regexp_replace(split_part(name, word, 1), '(\.[^.]*){1,2}$', '')
+  || CASE WHEN len(string_split(name, word)) > 1 THEN split_part(name, word, 2) ELSE '' END);
+CREATE OR REPLACE MACRO fuzzy_rename(name) AS (
+  CASE WHEN contains(name, 'forward') THEN 'F:' || drop_call_count(name, 'forward')
+       WHEN contains(name, 'backward') THEN 'B:' || drop_call_count(name, 'backward')
+       ELSE 'E:' || name END);
+-- MindSpore dtype names as PyTorch writes them (cross-framework compares, spec §3.7).
+CREATE OR REPLACE MACRO ms_to_torch_dtype(d) AS (
+  CASE d WHEN 'Int8' THEN 'torch.int8' WHEN 'UInt8' THEN 'torch.uint8' WHEN 'Int16' THEN 'torch.int16'
+         WHEN 'UInt16' THEN 'torch.uint16' WHEN 'Int32' THEN 'torch.int32' WHEN 'UInt32' THEN 'torch.uint32'
+         WHEN 'Int64' THEN 'torch.int64' WHEN 'UInt64' THEN 'torch.uint64'
+         WHEN 'Float16' THEN 'torch.float16' WHEN 'Float32' THEN 'torch.float32'
+         WHEN 'Float64' THEN 'torch.float64' WHEN 'Bool' THEN 'torch.bool'
+         WHEN 'BFloat16' THEN 'torch.bfloat16' WHEN 'Complex64' THEN 'torch.complex64'
+         WHEN 'Complex128' THEN 'torch.complex128' ELSE d END);

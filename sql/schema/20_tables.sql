@@ -4,7 +4,9 @@ CREATE TABLE IF NOT EXISTS settings (
   compat BOOLEAN,        -- reproduce msprobe 1.1.0 exactly
   fuzzy BOOLEAN,
   stack BOOLEAN,
-  cross_framework BOOLEAN
+  cross_framework BOOLEAN,
+  api_mapping BOOLEAN,   -- -am given (built-in table, plus mappings rows of kind 'api_user')
+  cell_mapping BOOLEAN   -- -cm given (Cell -> Module, plus mappings rows of kind 'cell')
 );
 -- One row per dump.json entry, in execution order.
 CREATE TABLE IF NOT EXISTS ops (

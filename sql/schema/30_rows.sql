@@ -3,7 +3,7 @@ CREATE TABLE IF NOT EXISTS tensors (
   side VARCHAR, row_seq BIGINT, op_seq INTEGER, row_in_op INTEGER,
   name VARCHAR,          -- statistics-style name (drives the input/output struct split)
   disp_name VARCHAR,     -- displayed / matched name (real-data mode: the data_name stem)
-  fuzzy_name VARCHAR,    -- name with the call counter removed (-f)
+  match_name VARCHAR,    -- name used for matching (MindSpore mappings rewrite the NPU side)
   io VARCHAR, disp_io VARCHAR,
   dtype VARCHAR, shape VARCHAR, md5 VARCHAR, data_name VARCHAR,
   is_tensor BOOLEAN, numel BIGINT,
