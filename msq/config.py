@@ -75,10 +75,17 @@ def check_compat(value: str | None) -> str | None:
 
 
 def _resolve(base: Path, value: Any, key: str, source: Path) -> Path:
+    """A path from compare.json: absolute, else relative to the working directory (as msprobe
+    reads it), else relative to compare.json's own folder (so a shipped compare.json works from
+    anywhere)."""
     if not isinstance(value, str) or not value:
         raise InputError(f"{source}: '{key}' must be a non-empty path string, got {value!r}")
     path = Path(value)
-    return path if path.is_absolute() else base / path
+    if path.is_absolute():
+        return path
+    if not (base / path).exists() and source.is_file() and (source.parent / path).exists():
+        return source.parent / path
+    return base / path
 
 
 def parse_compare_json(path: Path) -> SingleInput | DirInput:
