@@ -9,7 +9,9 @@ are read whole (one ``read`` call is cheaper than an mmap for a few KiB) and kee
 from __future__ import annotations
 
 import io
+import math
 import os
+import stat
 from dataclasses import dataclass
 from typing import Iterator
 
@@ -21,7 +23,7 @@ from msq.errors import TensorFileError
 SMALL_FILE_BYTES = 1 << 20
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False, slots=True)
 class TensorMeta:
     """Location and layout of one tensor's elements inside a file.
 
@@ -45,10 +47,7 @@ class TensorMeta:
 
     @property
     def numel(self) -> int:
-        n = 1
-        for d in self.shape:
-            n *= d
-        return n
+        return math.prod(self.shape)
 
     @property
     def value_dtype(self) -> np.dtype:
@@ -195,20 +194,28 @@ def check_extent(meta: TensorMeta, available: int, what: str) -> None:
         )
 
 
-def read_small(path: str) -> bytes | None:
-    """The whole file if it is at most SMALL_FILE_BYTES long, else None (one open, fstat, read)."""
-    fd = os.open(path, os.O_RDONLY)
+def read_small(path: str, *, nofollow: bool = False) -> bytes | None:
+    """The whole file if it is at most SMALL_FILE_BYTES long, else None (open, fstat, read).
+
+    Raises:
+        OSError: as ``os.open`` does (FileNotFoundError; ELOOP for a symlink with ``nofollow``).
+        TensorFileError: the path is not a regular file.
+    """
+    fd = os.open(path, os.O_RDONLY | (os.O_NOFOLLOW if nofollow else 0))
     try:
-        size = os.fstat(fd).st_size
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise TensorFileError(f"{path}: is not a regular file; expected a tensor file")
+        size = st.st_size
         if size > SMALL_FILE_BYTES:
             return None
-        chunks = [os.read(fd, size)]
-        while sum(len(c) for c in chunks) < size:  # short reads: only on exotic filesystems
-            more = os.read(fd, size)
+        data = os.read(fd, size)
+        while len(data) < size:  # short reads: only on exotic filesystems
+            more = os.read(fd, size - len(data))
             if not more:
                 break
-            chunks.append(more)
-        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+            data += more
+        return data
     finally:
         os.close(fd)
 

@@ -32,6 +32,9 @@ Cell = Union[float, str]
 #: Elements per chunk: the working set (two inputs, two float64 copies, the relative error and a
 #: mask) stays around L2 size while the per-chunk Python overhead stays negligible.
 DEFAULT_CHUNK = 1 << 17
+#: Tensors above this many elements are aggregated per range of this size, the ranges merged in
+#: order. The pool runs ranges on different workers; fixed boundaries keep results identical.
+DEFAULT_RANGE = 1 << 23
 
 NONE_TEXT = "None"
 UNSUPPORTED = "unsupported"
@@ -297,38 +300,132 @@ def finish(st: Stats, *, compat: bool) -> MetricResult:
     """Turn the aggregates of a whole (>= 1-d, same-shape, non-empty) pair into the row."""
     if st.nanpos:
         return _nanpos(compat)
-    cos, cos_msg = _cosine(st)
-    mae = r12(st.amax)
-    if st.rnan:
+    return _row_of(
+        st.numel, st.dot_nb, st.dot_nn, st.dot_bb, st.amax,  # type: ignore[arg-type]
+        math.nan if st.rnan else st.rmax, st.c1, st.c5, compat,
+    )  # fmt: skip
+
+
+def _row_of(
+    numel: int, nb: float, nn: float, bb: float, amax: float, rmax: float, c1: int, c5: int,
+    compat: bool,
+) -> MetricResult:  # fmt: skip
+    """The row of a pair from its aggregates (``rmax`` NaN: the relative error had a NaN)."""
+    cos, cos_msg = _cosine(numel, float(nb), float(nn), float(bb))
+    mae = r12(amax)
+    if rmax != rmax:
         mre: Cell = NAN_TEXT
         rel_msg = MSG_MAXREL_NAN
     else:
-        mre, rel_msg = r12(st.rmax), ""
-    r1, r5 = r12(np.int64(st.c1) / st.numel), r12(np.int64(st.c5) / st.numel)
+        mre, rel_msg = r12(rmax), ""
+    # Python int / int is the correctly rounded quotient, as msprobe's int64 / int is
     return MetricResult(
-        cos, mae, mre, r1, r5, accuracy(cos, mae, compat=compat), cos_msg + rel_msg, "ok"
-    )
+        cos, mae, mre, r12(c1 / numel), r12(c5 / numel), accuracy(cos, mae, compat=compat),
+        cos_msg + rel_msg, "ok",
+    )  # fmt: skip
 
 
-def _cosine(st: Stats) -> tuple[Cell, str]:
-    if st.numel == 1:
+def _cosine(numel: int, nb: float, nn: float, bb: float) -> tuple[Cell, str]:
+    # Python floats give the IEEE results numpy gives (sqrt, *, /), without errstate overhead;
+    # a*b > 0 here, and overflow yields inf/nan as in numpy.
+    if numel == 1:
         return UNSUPPORTED, MSG_LEN1
-    with np.errstate(all="ignore"):
-        a = np.sqrt(np.float64(st.dot_nn))
-        b = np.sqrt(np.float64(st.dot_bb))
-        if a <= _EPS64 and b <= _EPS64:
-            return 1.0, ""
-        if a <= _EPS64:
-            return NAN_TEXT, MSG_COS_BOTH_ZERO_NPU
-        if b <= _EPS64:
-            return NAN_TEXT, MSG_COS_ZERO_BENCH
-        c = np.float64(st.dot_nb) / (a * b)
+    a, b = math.sqrt(nn), math.sqrt(bb)
+    if a <= _EPS64 and b <= _EPS64:
+        return 1.0, ""
+    if a <= _EPS64:
+        return NAN_TEXT, MSG_COS_BOTH_ZERO_NPU
+    if b <= _EPS64:
+        return NAN_TEXT, MSG_COS_ZERO_BENCH
+    c = nb / (a * b)
     if c != c:
         return NAN_TEXT, MSG_COS_NAN
     r = r12(c)
     if r > 0.9999:
         r = round(r, 6)
     return (1.0 if r > 0.99999 else r), ""
+
+
+def compare_many(pairs: list[tuple[np.ndarray, np.ndarray]], *, compat: bool) -> list[MetricResult]:
+    """Metrics of many small same-shape, non-empty, >= 1-d pairs, vectorised across the pairs.
+
+    Per-call numpy overhead dominates small tensors, so pairs with the same dtypes are
+    concatenated and every elementwise step runs once for the whole group; maxima and counts are
+    per-pair ``reduceat``s and the dot products per-pair ``np.dot`` calls, so every result is the
+    one :func:`compare_arrays` (and msprobe) gives. Keep the total size of ``pairs`` moderate
+    (the caller batches): the group buffers are its size.
+
+    Args:
+        pairs: (npu, bench) arrays, flattened or not, of equal shapes.
+        compat: msprobe 1.1.0 behaviour or msq's default.
+
+    Returns:
+        One :class:`MetricResult` per pair, in order.
+    """
+    out: list[MetricResult | None] = [None] * len(pairs)
+    groups: dict[tuple[np.dtype, np.dtype], list[int]] = {}
+    for i, (n, b) in enumerate(pairs):
+        groups.setdefault((n.dtype, b.dtype), []).append(i)
+    for idx in groups.values():
+        for i, res in zip(idx, _group(pairs, idx, compat)):
+            out[i] = res
+    return out  # type: ignore[return-value]
+
+
+def _group(pairs: list[tuple[np.ndarray, np.ndarray]], idx: list[int], compat: bool) -> list[MetricResult]:
+    ns = [pairs[i][0].reshape(-1) for i in idx]
+    bs = [pairs[i][1].reshape(-1) for i in idx]
+    N, B = np.concatenate(ns), np.concatenate(bs)
+    sizes = [x.shape[0] for x in ns]
+    starts = np.zeros(len(sizes), dtype=np.intp)
+    np.cumsum(sizes[:-1], out=starts[1:])
+    if _has_inf_nan(N) or _has_inf_nan(B):  # rare: take the exact per-pair path
+        return [compare_arrays(n, b, compat=compat) for n, b in zip(ns, bs)]
+    bench_float = _is_float(B.dtype)
+    N64, B64 = N.astype(np.float64), B.astype(np.float64)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        zero = B == 0
+        if bench_float:
+            if zero.any():
+                eps = np.finfo(B.dtype).eps
+                B[zero] += eps
+                N[zero] += eps
+                if compat:
+                    N64[zero], B64[zero] = N[zero], B[zero]
+            rel = np.subtract(N, B)
+            np.divide(rel, B, out=rel)
+        else:
+            ns64, bs64 = N64, B64
+            if zero.any():
+                ns64, bs64 = N64.copy(), B64.copy()
+                bs64[zero] += _EPS64
+                ns64[zero] += _EPS64
+            rel = np.subtract(ns64, bs64)
+            np.divide(rel, bs64, out=rel)
+    np.abs(rel, out=rel)
+    rmax = np.maximum.reduceat(rel, starts).tolist()
+    c1 = np.add.reduceat(rel < 0.001, starts, dtype=np.int64).tolist()
+    c5 = np.add.reduceat(rel < 0.005, starts, dtype=np.int64).tolist()
+    diff = np.subtract(N64, B64)
+    np.abs(diff, out=diff)
+    amax = np.maximum.reduceat(diff, starts).tolist()
+    dot = np.dot
+    rows = []
+    for j, (s, k) in enumerate(zip(starts.tolist(), sizes)):
+        n64, b64 = N64[s : s + k], B64[s : s + k]
+        rows.append(
+            _row_of(k, dot(n64, b64), dot(n64, n64), dot(b64, b64), amax[j], rmax[j], c1[j], c5[j], compat)
+        )
+    return rows
+
+
+def _has_inf_nan(x: np.ndarray) -> bool:
+    if not _is_float(x.dtype):
+        return False
+    # one BLAS pass: a finite sum of squares proves the data finite; an infinite or NaN one (data
+    # with inf/NaN, or merely huge values) is confirmed with the exact elementwise test
+    s = np.dot(x, x) if x.dtype != np.float16 else np.dot(x.astype(np.float32), x.astype(np.float32))
+    return not math.isfinite(s) and not bool(np.isfinite(x).all())
 
 
 def _scalar(n: np.ndarray, b: np.ndarray, compat: bool) -> MetricResult:
@@ -391,12 +488,23 @@ def compare_arrays(npu: np.ndarray, bench: np.ndarray, *, compat: bool, chunk: i
         return _shape(compat)
     if status == "scalar":
         return _scalar(npu, bench, compat)
-    st = Stats()
-    for nc, bc in zip(_flat_chunks(npu, chunk, 0, npu.size), _flat_chunks(bench, chunk, 0, bench.size)):
-        _chunk(nc, bc, st, compat)
-        if st.nanpos:
+    total = Stats()
+    for start in range(0, npu.size, range_size(chunk)):
+        stop = min(npu.size, start + range_size(chunk))
+        st = Stats()
+        for nc, bc in zip(_flat_chunks(npu, chunk, start, stop), _flat_chunks(bench, chunk, start, stop)):
+            _chunk(nc, bc, st, compat)
+            if st.nanpos:
+                break
+        total.merge(st)
+        if total.nanpos:
             break
-    return finish(st, compat=compat)
+    return finish(total, compat=compat)
+
+
+def range_size(chunk: int) -> int:
+    """Elements per range for a chunk size: DEFAULT_RANGE rounded down to whole chunks."""
+    return max(chunk, DEFAULT_RANGE // chunk * chunk)
 
 
 def precheck(npu: TensorMeta, bench: TensorMeta, *, compat: bool) -> MetricResult | None:
@@ -429,4 +537,10 @@ def compare_metas(npu: TensorMeta, bench: TensorMeta, *, compat: bool, chunk: in
     fixed = precheck(npu, bench, compat=compat)
     if fixed is not None:
         return fixed
-    return finish(range_stats(npu, bench, 0, npu.numel, compat=compat, chunk=chunk), compat=compat)
+    total = Stats()
+    step = range_size(chunk)
+    for start in range(0, npu.numel, step):
+        total.merge(range_stats(npu, bench, start, min(npu.numel, start + step), compat=compat, chunk=chunk))
+        if total.nanpos:
+            break
+    return finish(total, compat=compat)

@@ -8,14 +8,15 @@ import numpy as np
 from numpy.lib import format as npformat
 
 from msq.errors import TensorFileError
-from msq.tensors.meta import SMALL_FILE_BYTES, TensorMeta, check_extent, file_size, to_array
+from msq.tensors.meta import TensorMeta, check_extent, file_size, read_small, to_array
 
 
-def inspect_npy(path: str) -> TensorMeta:
+def inspect_npy(path: str, data: bytes | None = None) -> TensorMeta:
     """Parse a ``.npy`` header and return where the array's elements are.
 
     Args:
         path: the ``.npy`` file.
+        data: the whole file when the caller already read it (small files), else None.
 
     Returns:
         The array's :class:`TensorMeta` (small files carry their bytes in ``data``).
@@ -23,12 +24,16 @@ def inspect_npy(path: str) -> TensorMeta:
     Raises:
         TensorFileError: not a .npy file, object dtype (would need a pickle), or truncated.
     """
-    size = file_size(path)
     try:
-        with open(path, "rb") as fh:
-            data = fh.read() if size <= SMALL_FILE_BYTES else None
-            stream = io.BytesIO(data) if data is not None else fh
-            dtype, shape, fortran, offset = _header(path, stream)
+        if data is None:
+            data = read_small(path)
+        if data is not None:
+            size = len(data)
+            dtype, shape, fortran, offset = _header(path, io.BytesIO(data))
+        else:
+            size = file_size(path)
+            with open(path, "rb") as fh:
+                dtype, shape, fortran, offset = _header(path, fh)
     except OSError as exc:
         raise TensorFileError(f"{path}: cannot read tensor file ({exc.strerror or exc})") from exc
     strides = None
@@ -39,7 +44,7 @@ def inspect_npy(path: str) -> TensorMeta:
             step *= d
         strides = tuple(strides)
     meta = TensorMeta(path, dtype, False, shape, strides, offset, data)
-    check_extent(meta, (len(data) if data is not None else size) - offset, "the .npy header")
+    check_extent(meta, size - offset, "the .npy header")
     return meta
 
 

@@ -8,10 +8,14 @@ here: it is reported as missing so the metrics layer can write msprobe's NO_DATA
 
 from __future__ import annotations
 
+import errno
+import functools
 import os
+import stat
 from pathlib import Path
 
 from msq.errors import TensorFileError
+from msq.tensors.meta import read_small
 
 TENSOR_DIR_NAME = "dump_tensor_data"
 
@@ -21,7 +25,7 @@ def tensor_dir_for(dump_json: str | os.PathLike[str]) -> Path:
     return Path(dump_json).parent / TENSOR_DIR_NAME
 
 
-def resolve_tensor_file(tensor_dir: str | os.PathLike[str], name: str) -> Path | None:
+def resolve_tensor_file(tensor_dir: str | os.PathLike[str], name: str) -> str | None:
     """The path of ``name`` inside ``tensor_dir``, or None when no such file exists.
 
     Args:
@@ -38,21 +42,31 @@ def resolve_tensor_file(tensor_dir: str | os.PathLike[str], name: str) -> Path |
     """
     if not isinstance(name, str) or not name or "\x00" in name:
         raise TensorFileError(f"{tensor_dir}: invalid tensor file name {name!r} in the dump")
-    parts = name.replace("\\", "/").split("/")
-    if os.path.isabs(name) or name.startswith(("/", "\\")) or any(p in ("", ".", "..") for p in parts):
-        raise TensorFileError(
-            f"{tensor_dir}: tensor file name {name!r} from the dump leaves the tensor directory; "
-            "names must be plain file names inside dump_tensor_data"
-        )
-    root = Path(tensor_dir)
-    path = root.joinpath(*parts)
-    if not os.path.lexists(path):
+    plain = "/" not in name and "\\" not in name
+    if not plain:
+        parts = name.replace("\\", "/").split("/")
+        if name.startswith(("/", "\\")) or os.path.isabs(name) or any(p in ("", ".", "..") for p in parts):
+            raise TensorFileError(
+                f"{tensor_dir}: tensor file name {name!r} from the dump leaves the tensor directory; "
+                "names must be plain file names inside dump_tensor_data"
+            )
+        name = os.path.join(*parts)
+    elif name in (".", ".."):
+        raise TensorFileError(f"{tensor_dir}: invalid tensor file name {name!r} in the dump")
+    path = os.path.join(os.fspath(tensor_dir), name)
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
         return None
-    real_root = os.path.realpath(root)
+    except OSError as exc:
+        raise TensorFileError(f"{path}: cannot access tensor file ({exc.strerror})") from exc
+    if plain and stat.S_ISREG(st.st_mode):
+        return path  # a plain file directly in the directory: nothing to resolve
+    real_root = _real_dir(os.fspath(tensor_dir))
     real = os.path.realpath(path)
     if os.path.commonpath([real_root, real]) != real_root:
         raise TensorFileError(
-            f"{path}: is a symlink to {real}, outside the tensor directory {real_root}; "
+            f"{path}: resolves to {real}, outside the tensor directory {real_root}; "
             "refusing to read it"
         )
     if not os.path.exists(real):
@@ -60,3 +74,40 @@ def resolve_tensor_file(tensor_dir: str | os.PathLike[str], name: str) -> Path |
     if not os.path.isfile(real):
         raise TensorFileError(f"{path}: is not a regular file; expected a tensor file")
     return path
+
+
+@functools.lru_cache(maxsize=64)
+def _real_dir(directory: str) -> str:
+    return os.path.realpath(directory)
+
+
+def read_confined(tensor_dir: str | os.PathLike[str], name: str) -> tuple[str, bytes | None] | None:
+    """Locate ``name`` in ``tensor_dir`` and read it when small, in as few system calls as possible.
+
+    A plain name is opened directly with ``O_NOFOLLOW``: success proves a regular file inside the
+    directory, so the usual case costs one open. A symlink (or a name with separators) goes
+    through :func:`resolve_tensor_file`'s checks first.
+
+    Returns:
+        None when the file is missing, else ``(path, data)`` where ``data`` is the whole file if it
+        is small (see ``meta.SMALL_FILE_BYTES``) and None otherwise.
+
+    Raises:
+        TensorFileError: as :func:`resolve_tensor_file`, or the file cannot be read.
+    """
+    if isinstance(name, str) and name and "/" not in name and "\\" not in name and "\x00" not in name and name not in (".", ".."):
+        path = os.path.join(os.fspath(tensor_dir), name)
+        try:
+            return path, read_small(path, nofollow=True)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            if exc.errno != errno.ELOOP:
+                raise TensorFileError(f"{path}: cannot read tensor file ({exc.strerror})") from exc
+    found = resolve_tensor_file(tensor_dir, name)
+    if found is None:
+        return None
+    try:
+        return found, read_small(found)
+    except OSError as exc:
+        raise TensorFileError(f"{found}: cannot read tensor file ({exc.strerror})") from exc

@@ -206,7 +206,41 @@ class _Zip:
 
     def __init__(self, path: str, fh: io.BufferedReader | None, data: bytes | None, size: int) -> None:
         self.path, self.fh, self.data, self.size = path, fh, data, size
-        self.members = self._directory()
+        self.cdir = b""
+        self._members: dict[str, int] | None = None
+        self._count = self._locate_directory()
+
+    @property
+    def members(self) -> dict[str, int]:
+        """member name -> position of its record in the central directory (``self.cdir``)."""
+        if self._members is None:
+            self._members = self._directory()
+        return self._members
+
+    def find(self, name: str) -> int | None:
+        """Record position of the member called ``name``, or None (fast search, then full walk)."""
+        want = name.encode()
+        pos = self.cdir.find(want)
+        while pos >= 0:
+            at = pos - 46
+            if at >= 0 and self.cdir[at : at + 4] == b"PK\x01\x02" and _CDIR_LENGTHS.unpack_from(self.cdir, at + 28)[0] == len(want):
+                return at
+            pos = self.cdir.find(want, pos + 1)
+        return self.members.get(name)
+
+    def find_pickle(self) -> tuple[str, int]:
+        """Name and record position of the one ``<root>/data.pkl`` member."""
+        pos = self.cdir.find(b"/data.pkl")
+        if pos >= 0:
+            at = self.cdir.rfind(b"PK\x01\x02", 0, pos)
+            if at >= 0 and _CDIR_LENGTHS.unpack_from(self.cdir, at + 28)[0] == pos + 9 - at - 46:
+                name = self.cdir[at + 46 : pos + 9].decode("utf-8", "replace")
+                if name.count("/") == 1 and self.cdir.find(b"/data.pkl", pos + 1) < 0:
+                    return name, at
+        found = [m for m in self.members if m.endswith("/data.pkl") and m.count("/") == 1]
+        if len(found) != 1:
+            raise self._bad("no single <archive>/data.pkl member")
+        return found[0], self.members[found[0]]
 
     def read_at(self, offset: int, n: int) -> bytes:
         if offset < 0 or offset + n > self.size:
@@ -223,8 +257,7 @@ class _Zip:
             "the file is truncated or corrupt, dump it again"
         )
 
-    def _directory(self) -> dict[str, int]:
-        """member name -> position of its record in the central directory (``self.cdir``)."""
+    def _locate_directory(self) -> int:
         tail_start = max(0, self.size - _EOCD.size - 65535)
         if self.data is not None:
             tail, base = self.data, 0
@@ -234,13 +267,16 @@ class _Zip:
         if pos < 0 or pos + _EOCD.size > len(tail):
             raise self._bad("no zip end-of-directory record")
         _, _, _, _, count, cd_size, cd_off, _ = _EOCD.unpack_from(tail, pos)
-        eocd_at = base + pos
         if count == 0xFFFF or cd_size == 0xFFFFFFFF or cd_off == 0xFFFFFFFF:
-            count, cd_size, cd_off = self._zip64_directory(eocd_at)
-        self.cdir = cdir = self.read_at(cd_off, cd_size)
+            count, cd_size, cd_off = self._zip64_directory(base + pos)
+        self.cdir = self.read_at(cd_off, cd_size)
+        return count
+
+    def _directory(self) -> dict[str, int]:
+        cdir = self.cdir
         members: dict[str, int] = {}
         at, end, lengths = 0, len(cdir), _CDIR_LENGTHS.unpack_from
-        for _ in range(count):
+        for _ in range(self._count):
             if at + 46 > end or cdir[at : at + 4] != b"PK\x01\x02":
                 raise self._bad("a damaged central directory")
             nlen, xlen, clen = lengths(cdir, at + 28)
@@ -248,9 +284,8 @@ class _Zip:
             at += 46 + nlen + xlen + clen
         return members
 
-    def entry(self, name: str) -> tuple[int, int, int, int]:
-        """(method, compressed size, size, local header offset) of a member."""
-        at = self.members[name]
+    def entry(self, at: int) -> tuple[int, int, int, int]:
+        """(method, compressed size, size, local header offset) of the record at ``at``."""
         f = _CDIR.unpack_from(self.cdir, at)
         size, csize, header = f[11], f[10], f[18]
         if 0xFFFFFFFF in (size, csize, header):
@@ -268,8 +303,8 @@ class _Zip:
             raise self._bad("a damaged zip64 end-of-directory record")
         return rec[7], rec[8], rec[9]
 
-    def data_offset(self, name: str) -> int:
-        _, csize, _, header = self.entry(name)
+    def data_offset(self, at: int, name: str) -> int:
+        _, csize, _, header = self.entry(at)
         head = self.read_at(header, 30)
         if head[:4] != b"PK\x03\x04":
             raise self._bad(f"a damaged local header for {name}")
@@ -279,9 +314,9 @@ class _Zip:
             raise self._bad(f"member {name} extends past the end of the file")
         return start
 
-    def read_member(self, name: str) -> bytes:
-        method, csize, _, _ = self.entry(name)
-        raw = self.read_at(self.data_offset(name), csize)
+    def read_member(self, at: int, name: str) -> bytes:
+        method, csize, _, _ = self.entry(at)
+        raw = self.read_at(self.data_offset(at, name), csize)
         if method == zipfile.ZIP_STORED:
             return raw
         if method == zipfile.ZIP_DEFLATED:
@@ -310,11 +345,12 @@ def _zip64_extra(extra: bytes, size: int, csize: int, header: int) -> tuple[int,
 # ------------------------------------------------------------------------------------ public
 
 
-def inspect_pt(path: str) -> TensorMeta:
+def inspect_pt(path: str, data: bytes | None = None) -> TensorMeta:
     """Parse a ``torch.save`` file holding one tensor and return where its elements are.
 
     Args:
         path: the ``.pt`` file.
+        data: the whole file when the caller already read it (small files), else None.
 
     Returns:
         The tensor's :class:`TensorMeta`; small files carry their bytes in ``data``.
@@ -324,7 +360,8 @@ def inspect_pt(path: str) -> TensorMeta:
             than one plain tensor, or its pickle names anything outside the allowed torch set.
     """
     try:
-        data = read_small(path)
+        if data is None:
+            data = read_small(path)
         if data is not None:
             return _inspect(path, None, data, len(data))
         with open(path, "rb") as fh:
@@ -341,12 +378,11 @@ def _inspect(path: str, fh: io.BufferedReader | None, data: bytes | None, size: 
             raise _NeedsTorch("legacy torch.save format")
         raise TensorFileError(f"{path}: not a torch.save archive (no zip header); expected a .pt tensor file")
     z = _Zip(path, fh, data, size)
-    pkl = [m for m in z.members if m.endswith("/data.pkl") and m.count("/") == 1]
-    if len(pkl) != 1:
-        raise z._bad("no <archive>/data.pkl member")
-    root = pkl[0][: -len("data.pkl")]
-    stub = _unpickle(path, z.read_member(pkl[0]))
-    little = root + "byteorder" not in z.members or z.read_member(root + "byteorder").strip() != b"big"
+    pkl_name, pkl_at = z.find_pickle()
+    root = pkl_name[: -len("data.pkl")]
+    stub = _unpickle(path, z.read_member(pkl_at, pkl_name))
+    order_at = z.find(root + "byteorder")
+    little = order_at is None or z.read_member(order_at, "byteorder").strip() != b"big"
     return _meta_from_stub(path, z, root, stub, little, data)
 
 
@@ -358,7 +394,22 @@ def _head(fh: io.BufferedReader | None, data: bytes | None) -> bytes:
     return fh.read(4)
 
 
+_STUB_CACHE: dict[bytes, _TensorStub] = {}
+
+
 def _unpickle(path: str, payload: bytes) -> _TensorStub:
+    # Dumps hold many tensors of one shape, whose data.pkl bytes are identical: parse each once.
+    cached = _STUB_CACHE.get(payload)
+    if cached is not None:
+        return cached
+    stub = _unpickle_new(path, payload)
+    if len(_STUB_CACHE) >= 4096:
+        _STUB_CACHE.clear()
+    _STUB_CACHE[payload] = stub
+    return stub
+
+
+def _unpickle_new(path: str, payload: bytes) -> _TensorStub:
     try:
         obj = _Unpickler(io.BytesIO(payload)).load()
     except _Refused as exc:
@@ -381,30 +432,37 @@ def _meta_from_stub(
     path: str, z: _Zip, root: str, stub: _TensorStub, little: bool, data: bytes | None
 ) -> TensorMeta:
     name = f"{root}data/{stub.storage.key}"
-    if name not in z.members:
+    at = z.find(name)
+    if at is None:
         raise z._bad(f"storage data/{stub.storage.key} is missing")
-    method, _, avail, _ = z.entry(name)
+    method, _, avail, _ = z.entry(at)
     if method != zipfile.ZIP_STORED:  # never written by torch; decode in memory
-        data = z.read_member(name)
+        data = z.read_member(at, name)
         start, avail = 0, len(data)
     else:
-        start = z.data_offset(name)
-    dtype = np.dtype(stub.dtype).newbyteorder("<" if little else ">")
-    if len(stub.shape) != len(stub.stride):
+        start = z.data_offset(at, name)
+    return _layout(path, stub, little, start, avail, data)
+
+
+_DTYPES: dict[tuple[np.dtype, bool], np.dtype] = {}
+
+
+def _layout(path: str, stub: _TensorStub, little: bool, start: int, avail: int, data: bytes | None) -> TensorMeta:
+    """The meta of a tensor whose storage bytes are ``[start, start + avail)`` of the file/data."""
+    dtype = _DTYPES.get((stub.dtype, little))
+    if dtype is None:
+        dtype = _DTYPES[(stub.dtype, little)] = np.dtype(stub.dtype).newbyteorder("<" if little else ">")
+    shape, stride, offset = stub.shape, stub.stride, stub.offset
+    if len(shape) != len(stride):
         raise TensorFileError(f"{path}: tensor size and stride have different lengths; corrupt file")
-    contiguous = _is_c_contiguous(stub.shape, stub.stride)
-    meta = TensorMeta(
-        path=path,
-        dtype=dtype,
-        bf16=stub.bf16,
-        shape=stub.shape,
-        strides=None if contiguous else stub.stride,
-        offset=start + stub.offset * dtype.itemsize,
-        data=data,
-    )
-    if stub.offset < 0:
+    if offset < 0:
         raise TensorFileError(f"{path}: negative storage offset; corrupt file")
-    check_extent(meta, avail - stub.offset * dtype.itemsize, "the tensor layout")
+    item = dtype.itemsize
+    meta = TensorMeta(
+        path, dtype, stub.bf16, shape, None if _is_c_contiguous(shape, stride) else stride,
+        start + offset * item, data,
+    )  # fmt: skip
+    check_extent(meta, avail - offset * item, "the tensor layout")
     return meta
 
 

@@ -10,13 +10,16 @@ from msq.tensors.npyfile import inspect_npy
 from msq.tensors.ptfile import inspect_pt
 
 
-def inspect_tensor(path: str) -> TensorMeta:
-    """Parse a tensor file's header (``.pt``/``.pth`` or ``.npy``) and return its layout."""
+def inspect_tensor(path: str, data: bytes | None = None) -> TensorMeta:
+    """Parse a tensor file's header (``.pt``/``.pth`` or ``.npy``) and return its layout.
+
+    ``data`` is the whole file when the caller already read it (see ``paths.read_confined``).
+    """
     lower = str(path).lower()
     if lower.endswith((".pt", ".pth")):
-        return inspect_pt(str(path))
+        return inspect_pt(str(path), data)
     if lower.endswith(".npy"):
-        return inspect_npy(str(path))
+        return inspect_npy(str(path), data)
     raise TensorFileError(f"{path}: unknown tensor file type; expected a .pt or .npy file")
 
 

@@ -1,0 +1,360 @@
+"""Compute the real-data metrics of many tensor pairs on all cores, with bounded memory.
+
+Scheduling: jobs are cut, in order, into batches of small tasks (a few dozen pairs each, so the
+per-task IPC cost is amortised). A worker computes every pair of a batch whose tensors have at
+most ``range_elems`` elements; a larger pair is handed back to the parent, which splits it into
+fixed ``range_elems`` element ranges, farms the ranges out, and merges their aggregates in range
+order. Range boundaries do not depend on the worker count, so results are identical whatever the
+machine. Every worker streams its tensors chunk by chunk, so memory stays at a few chunks per
+worker whatever the dump size.
+
+Workers are processes (``fork`` on Linux, so nothing is re-imported); a handful of small jobs is
+computed in the calling process instead, where a pool would cost more than it saves.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import sys
+import time
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass
+from typing import Callable, Iterable, Sequence, Union
+
+import numpy as np
+import pyarrow as pa
+
+from msq.errors import TensorFileError
+from msq.tensors import blas
+from msq.tensors.meta import TensorMeta, read_small, to_array
+from msq.tensors.metrics import (
+    DEFAULT_CHUNK,
+    MetricResult,
+    Stats,
+    compare_many,
+    finish,
+    no_data,
+    precheck,
+    range_size,
+    range_stats,
+)
+from msq.tensors.paths import read_confined
+from msq.tensors.reader import inspect_tensor
+
+#: Pairs per task for small tensors.
+BATCH_JOBS = 64
+#: Pairs up to this many elements are computed together, vectorised across the pairs...
+SMALL_ELEMS = 1 << 16
+#: ...in groups of about this many elements (bounds the group buffers).
+GROUP_ELEMS = 1 << 18
+#: At most this many jobs whose files total at most INLINE_BYTES are computed without a pool.
+INLINE_JOBS = 64
+INLINE_BYTES = 64 << 20
+
+METRIC_COLUMNS = ("cosine", "max_abs_err", "max_rel_err", "one_thousandth", "five_thousandth")
+
+SCHEMA = pa.schema(
+    [pa.field("job_id", pa.int64(), nullable=False)]
+    + [f for m in METRIC_COLUMNS for f in (pa.field(m, pa.float64()), pa.field(f"{m}_text", pa.string()))]
+    + [pa.field("accuracy", pa.string()), pa.field("err_message", pa.string()), pa.field("status", pa.string())]
+)
+
+Progress = Union[None, bool, Callable[[int, int], None]]
+
+
+@dataclass(frozen=True)
+class TensorJob:
+    """One row to compute.
+
+    Attributes:
+        job_id: the caller's key for the row (returned in ``job_id``).
+        npu_file: NPU tensor file name (inside ``npu_dir``), or a path when ``npu_dir`` is None;
+            None when the row has no real data (unmatched, non-tensor argument): NO_DATA row
+            "No bench data matched.".
+        bench_file: same for the bench side.
+        npu_dir: the NPU side's ``dump_tensor_data`` directory; names are confined to it.
+        bench_dir: same for the bench side.
+        data_name: the NPU Data_name cell, named in "Dump file: <data_name> not found." when either
+            file is missing (msprobe reports a missing bench file under the NPU name); defaults
+            to ``npu_file``.
+    """
+
+    job_id: int
+    npu_file: str | None
+    bench_file: str | None
+    npu_dir: str | None = None
+    bench_dir: str | None = None
+    data_name: str | None = None
+
+
+# ------------------------------------------------------------------------------ worker side
+
+_Row = tuple  # (job_id, cos, mae, mre, r1, r5, accuracy, err_message, status)
+
+
+def _locate(directory: str | None, name: str) -> tuple[str, bytes | None] | None:
+    if directory is not None:
+        return read_confined(directory, name)
+    try:
+        return name, read_small(name)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise TensorFileError(f"{name}: cannot read tensor file ({exc.strerror})") from exc
+
+
+def _row(job_id: int, r: MetricResult) -> _Row:
+    return (job_id, r.cosine, r.max_abs_err, r.max_rel_err, r.one_thousandth, r.five_thousandth,
+            r.accuracy, r.err_message, r.status)  # fmt: skip
+
+
+def _open_job(job: TensorJob, compat: bool) -> MetricResult | tuple[TensorMeta, TensorMeta]:
+    """The row when it is decided without reading elements, else both tensors' metas."""
+    if job.npu_file is None or job.bench_file is None:
+        return no_data(None, compat=compat)
+    npu = _locate(job.npu_dir, job.npu_file)
+    bench = _locate(job.bench_dir, job.bench_file)
+    if npu is None or bench is None:
+        return no_data(job.data_name or job.npu_file, compat=compat)
+    n_meta, b_meta = inspect_tensor(*npu), inspect_tensor(*bench)
+    decided = precheck(n_meta, b_meta, compat=compat)
+    return decided if decided is not None else (n_meta, b_meta)
+
+
+def _run_batch(
+    jobs: Sequence[TensorJob], compat: bool, chunk: int, range_elems: int
+) -> tuple[list[_Row], list[tuple[int, TensorMeta, TensorMeta]]]:
+    """Compute a batch; pairs above ``range_elems`` come back unfinished for range splitting.
+
+    Small pairs are collected and computed together by :func:`compare_many` (one set of numpy
+    calls per group instead of per pair); medium ones are streamed one by one.
+    """
+    rows: list[_Row] = []
+    big: list[tuple[int, TensorMeta, TensorMeta]] = []
+    small: list[tuple[int, np.ndarray, np.ndarray]] = []
+    small_elems = 0
+    with blas.single_threaded():
+        for job in jobs:
+            opened = _open_job(job, compat)
+            if isinstance(opened, MetricResult):
+                rows.append(_row(job.job_id, opened))
+                continue
+            n_meta, b_meta = opened
+            numel = n_meta.numel
+            if numel > range_elems:
+                big.append((job.job_id, n_meta, b_meta))
+            elif numel <= SMALL_ELEMS:
+                small.append((job.job_id, to_array(n_meta), to_array(b_meta)))
+                small_elems += numel
+                if small_elems >= GROUP_ELEMS:
+                    rows.extend(_run_small(small, compat))
+                    small, small_elems = [], 0
+            else:
+                st = range_stats(n_meta, b_meta, 0, numel, compat=compat, chunk=chunk)
+                rows.append(_row(job.job_id, finish(st, compat=compat)))
+        rows.extend(_run_small(small, compat))
+    return rows, big
+
+
+def _run_small(small: list[tuple[int, np.ndarray, np.ndarray]], compat: bool) -> list[_Row]:
+    if not small:
+        return []
+    results = compare_many([(n, b) for _, n, b in small], compat=compat)
+    return [_row(job_id, r) for (job_id, _, _), r in zip(small, results)]
+
+
+def _run_range(
+    n_meta: TensorMeta, b_meta: TensorMeta, start: int, stop: int, compat: bool, chunk: int
+) -> Stats:
+    with blas.single_threaded():
+        return range_stats(n_meta, b_meta, start, stop, compat=compat, chunk=chunk)
+
+
+# ------------------------------------------------------------------------------ parent side
+
+
+def default_workers() -> int:
+    """All cores this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def _mp_context() -> multiprocessing.context.BaseContext:
+    methods = multiprocessing.get_all_start_methods()
+    return multiprocessing.get_context("fork" if "fork" in methods else methods[0])
+
+
+class _Progress:
+    def __init__(self, total: int, progress: Progress) -> None:
+        self.total, self.done, self.last = total, 0, 0.0
+        self.callback: Callable[[int, int], None] | None = None
+        if callable(progress):
+            self.callback = progress
+        elif progress or (progress is None and sys.stderr.isatty()):
+            self.callback = self._bar
+
+    def advance(self, n: int) -> None:
+        self.done += n
+        if self.callback is not None:
+            self.callback(self.done, self.total)
+
+    def _bar(self, done: int, total: int) -> None:
+        now = time.monotonic()
+        if done < total and now - self.last < 0.1:
+            return
+        self.last = now
+        pct = 100 * done // max(total, 1)
+        sys.stderr.write(f"\rmsq: tensor metrics {done}/{total} ({pct}%)")
+        if done >= total:
+            sys.stderr.write("\n")
+        sys.stderr.flush()
+
+
+def compute_metrics(
+    jobs: Iterable[TensorJob],
+    *,
+    compat: bool,
+    workers: int | None = None,
+    progress: Progress = None,
+    chunk: int = DEFAULT_CHUNK,
+    range_elems: int | None = None,
+) -> pa.Table:
+    """Compute the real-data metrics of every job, in parallel.
+
+    Args:
+        jobs: the rows to compute (see :class:`TensorJob`); job ids need not be contiguous.
+        compat: msprobe 1.1.0 behaviour (True) or msq's default (False); see ``docs/tensors.md``.
+        workers: processes to use; default all cores. 1 computes everything in this process.
+        progress: None shows a progress line on stderr when it is a TTY; True/False force it
+            on/off; a callable gets ``(done, total)`` after each finished batch or tensor.
+        chunk: elements per kernel chunk (tensors up to this size match msprobe bit for bit).
+        range_elems: pairs above this many elements are split into ranges of this size (rounded
+            to whole chunks; default ``DEFAULT_RANGE``), run on different workers and merged in
+            order, so results do not depend on ``workers``.
+
+    Returns:
+        An Arrow table with one row per job, in input order: ``job_id`` (int64), for each metric
+        ``cosine, max_abs_err, max_rel_err, one_thousandth, five_thousandth`` a float64 column
+        (null when the cell is text) and ``<metric>_text`` (the text, else null), then
+        ``accuracy``, ``err_message`` (without the fuzzy-match suffix) and ``status``
+        (no_data / empty / shape / nanpos / scalar / ok).
+
+    Raises:
+        TensorFileError: a tensor file is unsafe, corrupt or unreadable; the compare stops.
+    """
+    jobs = list(jobs)
+    range_elems = range_size(chunk) if range_elems is None else max(chunk, range_elems // chunk * chunk)
+    workers = default_workers() if workers is None else max(1, workers)
+    bar = _Progress(len(jobs), progress)
+    if workers == 1 or _fits_inline(jobs):
+        rows = _compute_inline(jobs, compat, chunk, range_elems, bar)
+    else:
+        rows = _compute_pool(jobs, compat, chunk, range_elems, workers, bar)
+    order = {job.job_id: i for i, job in enumerate(jobs)}
+    rows.sort(key=lambda r: order[r[0]])
+    return _to_table(rows)
+
+
+def _fits_inline(jobs: list[TensorJob]) -> bool:
+    if len(jobs) > INLINE_JOBS:
+        return False
+    total = 0
+    for job in jobs:
+        for d, f in ((job.npu_dir, job.npu_file), (job.bench_dir, job.bench_file)):
+            if f is None:
+                continue
+            try:
+                total += os.stat(os.path.join(d, f) if d is not None else f).st_size
+            except OSError:
+                continue
+    return total <= INLINE_BYTES
+
+
+def _compute_inline(
+    jobs: list[TensorJob], compat: bool, chunk: int, range_elems: int, bar: _Progress
+) -> list[_Row]:
+    rows, big = _run_batch(jobs, compat, chunk, range_elems)
+    bar.advance(len(rows))
+    for job_id, n_meta, b_meta in big:  # same ranges as the pool would use: same results
+        parts = [
+            _run_range(n_meta, b_meta, start, min(n_meta.numel, start + range_elems), compat, chunk)
+            for start in range(0, n_meta.numel, range_elems)
+        ]
+        rows.append(_row(job_id, _merge(parts, compat)))
+        bar.advance(1)
+    return rows
+
+
+def _compute_pool(
+    jobs: list[TensorJob], compat: bool, chunk: int, range_elems: int, workers: int, bar: _Progress
+) -> list[_Row]:
+    rows: list[_Row] = []
+    pending: dict[Future, tuple] = {}
+    partial: dict[int, list[Stats | None]] = {}
+    with ProcessPoolExecutor(max_workers=workers, mp_context=_mp_context()) as pool:
+        try:
+            for s in range(0, len(jobs), BATCH_JOBS):
+                batch = jobs[s : s + BATCH_JOBS]
+                pending[pool.submit(_run_batch, batch, compat, chunk, range_elems)] = ("batch",)
+            while pending:
+                done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for fut in done:
+                    kind = pending.pop(fut)
+                    if kind[0] == "batch":
+                        got, big = fut.result()
+                        rows.extend(got)
+                        bar.advance(len(got))
+                        for job_id, n_meta, b_meta in big:
+                            _submit_ranges(pool, pending, partial, job_id, n_meta, b_meta, compat, chunk, range_elems)
+                    else:
+                        _, job_id, index = kind
+                        parts = partial[job_id]
+                        parts[index] = fut.result()
+                        if all(p is not None for p in parts):
+                            rows.append(_row(job_id, _merge(parts, compat)))  # type: ignore[arg-type]
+                            del partial[job_id]
+                            bar.advance(1)
+        except BaseException:
+            for fut in pending:
+                fut.cancel()
+            raise
+    return rows
+
+
+def _submit_ranges(
+    pool: ProcessPoolExecutor, pending: dict, partial: dict, job_id: int,
+    n_meta: TensorMeta, b_meta: TensorMeta, compat: bool, chunk: int, range_elems: int,
+) -> None:  # fmt: skip
+    starts = list(range(0, n_meta.numel, range_elems))
+    partial[job_id] = [None] * len(starts)
+    for index, start in enumerate(starts):
+        stop = min(n_meta.numel, start + range_elems)
+        fut = pool.submit(_run_range, n_meta, b_meta, start, stop, compat, chunk)
+        pending[fut] = ("range", job_id, index)
+
+
+def _merge(parts: list[Stats], compat: bool) -> MetricResult:
+    total = Stats()
+    for part in parts:
+        total.merge(part)
+    return finish(total, compat=compat)
+
+
+def _to_table(rows: list[_Row]) -> pa.Table:
+    cols: dict[str, list] = {name: [] for name in SCHEMA.names}
+    for row in rows:
+        cols["job_id"].append(row[0])
+        for name, cell in zip(METRIC_COLUMNS, row[1:6]):
+            if isinstance(cell, str):
+                cols[name].append(None)
+                cols[f"{name}_text"].append(cell)
+            else:
+                cols[name].append(float(cell))
+                cols[f"{name}_text"].append(None)
+        cols["accuracy"].append(row[6])
+        cols["err_message"].append(row[7])
+        cols["status"].append(row[8])
+    return pa.table(cols, schema=SCHEMA)
