@@ -106,7 +106,7 @@ def _cell_sql(ref: str, column: str, type_name: str) -> str:
     return _text_cell_sql(ref, f"CAST({col} AS VARCHAR)")
 
 
-def _rows_query(con: duckdb.DuckDBPyConnection, spec: SheetSpec) -> str:
+def _rows_query(con: duckdb.DuckDBPyConnection, spec: SheetSpec, max_rows: int) -> str:
     types = dict(con.execute(f"SELECT column_name, column_type FROM (DESCRIBE {spec.query})").fetchall())
     cells = " || ".join(_cell_sql(_col_letter(i), c, types[c]) for i, c in enumerate(spec.columns))
     marks = spec.marks_query or "SELECT NULL::BIGINT AS out_seq, NULL::VARCHAR AS mark WHERE false"
@@ -119,8 +119,8 @@ def _rows_query(con: duckdb.DuckDBPyConnection, spec: SheetSpec) -> str:
         FROM q LEFT JOIN mk ON mk.out_seq = q.out_seq
       ),
       numbered AS (
-        SELECT *, (_i // {EXCEL_MAX_ROWS - 1}) AS _sheet,
-               CAST(_i % {EXCEL_MAX_ROWS - 1} + 2 AS VARCHAR) AS _r
+        SELECT *, (_i // {max_rows - 1}) AS _sheet,
+               CAST(_i % {max_rows - 1} + 2 AS VARCHAR) AS _r
         FROM styled
       )
       SELECT _sheet, '<row r="' || _r || '">' || {cells} || '</row>' AS xml
@@ -204,11 +204,26 @@ def _finish_package(zf: zipfile.ZipFile, n_sheets: int) -> None:
 
 
 def write_xlsx(con: duckdb.DuckDBPyConnection, spec: SheetSpec, path: Path,
-               on_extra_sheet: Callable[[int], None] | None = None) -> int:
-    """Write the workbook atomically (temp name, then rename); return the number of sheets."""
+               on_extra_sheet: Callable[[int], None] | None = None,
+               max_rows: int | None = None) -> int:
+    """Write the workbook atomically (temp name, then rename); return the number of sheets.
+
+    Args:
+        con: the compare's connection.
+        spec: the query, columns, headers and marks to write.
+        path: the workbook to write.
+        on_extra_sheet: called with the sheet number each time the rows continue on a new sheet.
+        max_rows: rows per sheet, header included (default Excel's 1,048,576; read at call time).
+
+    Returns:
+        The number of sheets written.
+    """
+    rows_per_sheet = max_rows if max_rows is not None else EXCEL_MAX_ROWS
+    if rows_per_sheet < 2:
+        raise ExportError(f"max_rows must leave room for the header and a row, got {rows_per_sheet}")
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        n_sheets = _write_package(con, spec, tmp, on_extra_sheet)
+        n_sheets = _write_package(con, spec, tmp, on_extra_sheet, rows_per_sheet)
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
@@ -217,12 +232,12 @@ def write_xlsx(con: duckdb.DuckDBPyConnection, spec: SheetSpec, path: Path,
 
 
 def _write_package(con: duckdb.DuckDBPyConnection, spec: SheetSpec, tmp: Path,
-                   on_extra_sheet: Callable[[int], None] | None) -> int:
+                   on_extra_sheet: Callable[[int], None] | None, max_rows: int) -> int:
     header = _header_xml(spec.headers)
     try:
         cursor = con.cursor()
         _register_udf(cursor)
-        cursor.execute(_rows_query(con, spec))
+        cursor.execute(_rows_query(con, spec, max_rows))
     except duckdb.Error as err:
         raise ExportError(f"cannot render the workbook rows: {err}") from err
     n_sheets = 0
