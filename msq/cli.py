@@ -121,6 +121,56 @@ def compare_cmd(ctx: click.Context, compare_json: Path | None, input_path: Path 
         sys.exit(int(ExitStatus.ACCURACY_GATE))
 
 
+_DB_OPTION = click.option(
+    "--db", "db_path", type=click.Path(path_type=Path), envvar="MSQ_DB",
+    help="History database (default: $MSQ_DB, else msq.duckdb in the working directory).")
+_FORMAT_OPTION = click.option(
+    "--format", "fmt", type=click.Choice(["table", "csv", "json", "parquet"]), default="table",
+    show_default=True, help="table (fixed-width text), csv, json (an array) or parquet (needs -o).")
+_OUTPUT_OPTION = click.option("-o", "--output", type=click.Path(path_type=Path), default=None,
+                              help="Write the result to this file instead of printing it.")
+
+
+@main.command("sql")
+@click.argument("query")
+@_DB_OPTION
+@_FORMAT_OPTION
+@_OUTPUT_OPTION
+@click.option("-q", "--quiet", is_flag=True, help="Only warnings and errors on stderr.")
+@click.option("-v", "--verbose", count=True, help="More log lines.")
+@handle_errors
+def sql_cmd(query: str, db_path: Path | None, fmt: str, output: Path | None, quiet: bool,
+            verbose: int) -> None:
+    """Run a read-only SQL QUERY on the history database (tables compares, result_rows; views
+    runs, op_trend, first_divergence, regressions; see docs/schema.md)."""
+    from msq import history
+
+    setup_logging(verbose, quiet)
+    text = history.run_sql(history.resolve_db_path(db_path), query, fmt, output)
+    if text is not None:
+        click.echo(text, nl=False)
+
+
+@main.command("runs")
+@_DB_OPTION
+@click.option("--label", default=None, help="Only the compares recorded with this label.")
+@_FORMAT_OPTION
+@_OUTPUT_OPTION
+@click.option("-q", "--quiet", is_flag=True, help="Only warnings and errors on stderr.")
+@click.option("-v", "--verbose", count=True, help="More log lines.")
+@handle_errors
+def runs_cmd(db_path: Path | None, label: str | None, fmt: str, output: Path | None, quiet: bool,
+             verbose: int) -> None:
+    """List the compares recorded in the history database: id, time, label, mode, rank, step,
+    rows, red, yellow and the first suspect."""
+    from msq import history
+
+    setup_logging(verbose, quiet)
+    text = history.run_sql(history.resolve_db_path(db_path), history.runs_sql(label), fmt, output)
+    if text is not None:
+        click.echo(text, nl=False)
+
+
 def _mapping_flag(value: str | None) -> str | bool | None:
     if value is None:
         return None

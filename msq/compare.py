@@ -194,6 +194,11 @@ def run_single(inp: SingleInput, output_dir: Path, opts: Options, suffix: str = 
         log.warning("Can`t match any op: no rows to compare; no workbook written")
     else:
         write_outputs(con, mode, output_dir, opts, suffix, stamp, result)
+    if opts.record:  # the history database (msq/history.py); after the outputs exist
+        from msq.history import RecordContext, record_compare
+
+        record_compare(con, RecordContext(inp, opts, result, output_dir, started,
+                                          resolve_framework(opts, npu)))
     result.seconds = time.time() - started
     result.con = con
     return result

@@ -1,0 +1,579 @@
+"""The history database: every compare kept in a DuckDB file, queried with ``msq sql`` / ``msq runs``.
+
+Recording happens from the compare's own in-memory connection: the history file is ATTACHed,
+the compare's metadata and all its output rows are written with one ``INSERT ... SELECT`` each,
+in one transaction, and the file is detached again so that other processes can take their turn.
+DuckDB lets one process at a time open a file for writing; a process that finds the file locked
+waits with backoff (``MSQ_DB_TIMEOUT`` seconds, default 60) instead of failing.
+
+The schema lives in ``sql/history_schema/`` (tables), ``sql/history/`` (views kept in the file)
+and ``sql/history_record/`` (views over the compare's tables that produce the rows to insert).
+``meta.schema_version`` is checked on every open: an older file is migrated with the scripts in
+``sql/history_migrate/v<N>.sql``, a newer or unknown one is refused. See docs/schema.md.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import os
+import random
+import re
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from importlib.abc import Traversable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import duckdb
+
+from msq import __version__, db
+from msq.errors import HistoryError, SqlFileError, UsageError
+
+if TYPE_CHECKING:
+    from msq.compare import CompareResult
+    from msq.config import Options, SingleInput
+
+log = logging.getLogger("msq")
+
+SCHEMA_VERSION = 1
+DB_FILE = "msq.duckdb"
+ALIAS = "msq_history"
+DEFAULT_TIMEOUT = 60.0
+QUERY_FORMATS = ("table", "csv", "json", "parquet")
+T = TypeVar("T")
+
+_RANK = re.compile(r"^rank(\d+)$")
+_STEP = re.compile(r"^step(\d+)$")
+
+
+# --------------------------------------------------------------------------------------------
+# where the database is, and how long to wait for it
+
+
+def resolve_db_path(db_opt: str | Path | None, output_dir: Path | None = None) -> Path:
+    """The history file: ``db_opt`` (``--db`` / ``db=``), else ``$MSQ_DB``, else ``msq.duckdb``.
+
+    Args:
+        db_opt: the path given by the user, if any.
+        output_dir: the compare's output directory (the default's folder); the working directory
+            when None (``msq sql``, ``msq runs``).
+
+    Returns:
+        The database path (not necessarily existing).
+    """
+    chosen = db_opt or os.environ.get("MSQ_DB")
+    if chosen:
+        return Path(chosen)
+    return (output_dir or Path(".")) / DB_FILE
+
+
+def lock_timeout(timeout: float | None = None) -> float:
+    """Seconds to wait for a locked database: the argument, else ``$MSQ_DB_TIMEOUT``, else 60."""
+    if timeout is not None:
+        return timeout
+    raw = os.environ.get("MSQ_DB_TIMEOUT")
+    if raw is None:
+        return DEFAULT_TIMEOUT
+    try:
+        value = float(raw)
+    except ValueError:
+        raise UsageError(f"MSQ_DB_TIMEOUT must be a number of seconds, got {raw!r}") from None
+    if value < 0:
+        raise UsageError(f"MSQ_DB_TIMEOUT must be 0 or more seconds, got {raw!r}")
+    return value
+
+
+def _is_lock_error(err: BaseException) -> bool:
+    text = str(err)
+    return "Could not set lock" in text or "Conflicting lock" in text
+
+
+def _first_lines(err: BaseException) -> str:
+    """DuckDB's message up to its first blank line (drops the LINE/caret excerpt), on one line."""
+    head = str(err).strip().split("\n\n", 1)[0]
+    return " ".join(line.strip() for line in head.splitlines() if line.strip())
+
+
+def with_lock_retry(action: Callable[[], T], path: Path, timeout: float) -> T:
+    """Run ``action`` (an open or ATTACH of ``path``), retrying while another process holds the lock.
+
+    Args:
+        action: opens the database; raises duckdb.IOException when the file is locked.
+        path: the database, for messages.
+        timeout: seconds to keep trying.
+
+    Returns:
+        What ``action`` returned.
+    """
+    deadline = time.monotonic() + timeout
+    delay = 0.05
+    waited = False
+    while True:
+        try:
+            return action()
+        except duckdb.IOException as err:
+            if not _is_lock_error(err):
+                raise _open_error(path, err) from None
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise HistoryError(
+                    f"{path}: the history database is still locked by another process after "
+                    f"{timeout:g} s ({_first_lines(err)}); try again later, raise MSQ_DB_TIMEOUT, "
+                    "or record elsewhere with --db / skip with --no-history") from None
+            if not waited:
+                log.info("%s: another process is using the history database; waiting up to %g s",
+                         path, timeout)
+                waited = True
+            # jitter keeps two waiting processes from retrying in lockstep
+            time.sleep(min(remaining, delay * random.uniform(0.5, 1.0)))
+            delay = min(delay * 2, 1.0)
+        except duckdb.Error as err:
+            raise _open_error(path, err) from None
+
+
+def _open_error(path: Path, err: BaseException) -> HistoryError:
+    text = _first_lines(err)
+    if "not a valid DuckDB database" in text:
+        return HistoryError(f"{path}: exists but is not a DuckDB database; choose another --db")
+    return HistoryError(f"{path}: cannot open the history database: {text}")
+
+
+# --------------------------------------------------------------------------------------------
+# schema: create, check, migrate
+
+
+def _migration_folder() -> Traversable | Path:
+    return db.sql_root() / "history_migrate"
+
+
+def _tables(con: duckdb.DuckDBPyConnection, catalog: str) -> set[str]:
+    rows = con.execute("SELECT table_name FROM duckdb_tables() WHERE database_name = ?",
+                       [catalog]).fetchall()
+    views = con.execute("SELECT view_name FROM duckdb_views() WHERE database_name = ? "
+                        "AND NOT internal", [catalog]).fetchall()
+    return {r[0] for r in rows} | {f"view:{v[0]}" for v in views}
+
+
+def stored_version(con: duckdb.DuckDBPyConnection, catalog: str, path: Path) -> int | None:
+    """The file's schema version; None for an empty database. Refuses unknown databases.
+
+    Args:
+        con: a connection where the history file is the catalog ``catalog``.
+        catalog: the file's catalog name.
+        path: the file, for messages.
+
+    Returns:
+        The stored ``schema_version``, or None when the database holds nothing yet.
+    """
+    names = _tables(con, catalog)
+    if not names:
+        return None
+    if "meta" not in names:
+        raise HistoryError(f"{path}: a DuckDB database but not an msq history (no meta table); "
+                           "choose another --db")
+    value = _scalar(con, f'SELECT value FROM "{catalog}".main.meta WHERE key = ?',
+                    ["schema_version"])
+    try:
+        return int(value) if value is not None else -1
+    except ValueError:
+        return -1
+
+
+def check_version(version: int | None, path: Path) -> None:
+    """Refuse a file written by a newer msq (or with an unreadable version)."""
+    if version is None or 1 <= version <= SCHEMA_VERSION:
+        return
+    if version > SCHEMA_VERSION:
+        raise HistoryError(f"{path}: history schema version {version} is newer than this msq "
+                           f"understands ({SCHEMA_VERSION}); upgrade msq or choose another --db")
+    raise HistoryError(f"{path}: unknown history schema version in its meta table; "
+                       "choose another --db")
+
+
+def ensure_schema(con: duckdb.DuckDBPyConnection, catalog: str, path: Path) -> None:
+    """Create, check or migrate the schema; the caller holds a transaction and ``USE catalog``."""
+    version = stored_version(con, catalog, path)
+    check_version(version, path)
+    if version is None:
+        db.run_schema(con, "history_schema")
+        con.execute("INSERT INTO meta VALUES ('schema_version', ?), ('created_at', ?), "
+                    "('created_by', ?)", [str(SCHEMA_VERSION), _now().isoformat(),
+                                          f"msq {__version__}"])
+        return
+    for target in range(version + 1, SCHEMA_VERSION + 1):
+        _migrate(con, target, path)
+
+
+def _migrate(con: duckdb.DuckDBPyConnection, target: int, path: Path) -> None:
+    script = _migration_folder() / f"v{target}.sql"
+    if not script.is_file():
+        raise HistoryError(f"{path}: no migration to history schema version {target} "
+                           f"(missing sql/history_migrate/v{target}.sql)")
+    try:
+        con.execute(script.read_text(encoding="utf-8"))
+    except duckdb.Error as err:
+        raise HistoryError(f"{path}: migrating to history schema version {target} failed: "
+                           f"{_first_lines(err)}; the file was left unchanged") from err
+    con.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", [str(target)])
+    log.info("%s: history schema migrated to version %d", path, target)
+
+
+def _load_history_views(con: duckdb.DuckDBPyConnection) -> None:
+    # Inside a transaction a failed statement aborts it, so no retry-on-missing-view here: the
+    # files are loaded in name order and must not depend on a later one.
+    for name, body, origin in db.iter_stage("history"):
+        db.create_view(con, name, body, origin)
+
+
+# --------------------------------------------------------------------------------------------
+# recording one compare
+
+
+def parse_rank_step(dump_json: Path) -> tuple[int | None, int | None]:
+    """Rank and step from ``.../step<S>/rank<R>/dump.json``; None where the folder is absent."""
+    rank_match = _RANK.match(dump_json.parent.name)
+    if not rank_match:
+        return None, None
+    step_match = _STEP.match(dump_json.parent.parent.name)
+    return int(rank_match.group(1)), (int(step_match.group(1)) if step_match else None)
+
+
+def _mapping_text(value: Any) -> str | None:
+    if value is None or value is False:
+        return None
+    if value is True:
+        return "builtin"
+    if isinstance(value, dict):
+        return json.dumps(value, ensure_ascii=False, sort_keys=True)
+    return str(value)
+
+
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc)
+
+
+def _abs(path: Path | None) -> str | None:
+    return None if path is None else str(Path(path).absolute())
+
+
+@dataclass
+class RecordContext:
+    """What is known about a compare besides its tables: inputs, options, result, timing."""
+
+    inp: SingleInput
+    opts: Options
+    result: CompareResult
+    output_dir: Path
+    started: float
+    framework: str
+
+
+def compare_row(ctx: RecordContext, con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
+    """The ``compares`` row of one compare (without its id)."""
+    rank, step = parse_rank_step(Path(ctx.inp.npu_json))
+    cross = _scalar(con, "SELECT cross_framework FROM settings")
+    res, opts = ctx.result, ctx.opts
+    return {
+        "started_at": dt.datetime.fromtimestamp(ctx.started, dt.timezone.utc),
+        "seconds": round(time.time() - ctx.started, 3),
+        "label": opts.label, "mode": res.mode, "framework": ctx.framework,
+        "compat": opts.compat, "fuzzy": opts.fuzzy_match, "stack": opts.stack_mode,
+        "auto_analyze": opts.auto_analyze, "cross_framework": bool(cross),
+        "data_mapping": _mapping_text(opts.data_mapping),
+        "api_mapping": _mapping_text(opts.api_mapping),
+        "cell_mapping": _mapping_text(opts.cell_mapping),
+        "layer_mapping": _mapping_text(opts.layer_mapping),
+        "npu_path": _abs(ctx.inp.npu_json), "bench_path": _abs(ctx.inp.bench_json),
+        "stack_path": _abs(ctx.inp.stack_json), "rank": rank, "step": step,
+        "msq_version": __version__, "output_dir": _abs(ctx.output_dir),
+        "files": [_abs(f) for f in res.files], "n_rows": res.rows, "n_matched": res.matched,
+        "n_npu_only": res.unmatched_npu, "n_bench_only": res.unmatched_bench,
+        "n_red": res.red, "n_yellow": res.yellow,
+        "suspect_line": None if res.suspect_line == "NA" else int(res.suspect_line),
+        "suspect": None if res.suspect == "NA" else res.suspect,
+    }
+
+
+def record_compare(con: duckdb.DuckDBPyConnection, ctx: RecordContext,
+                   timeout: float | None = None) -> int:
+    """Record one finished compare (its metadata and every output row) into the history file.
+
+    Args:
+        con: the compare's connection (result views loaded).
+        ctx: inputs, options and result of the compare.
+        timeout: seconds to wait for a locked file (default ``$MSQ_DB_TIMEOUT`` or 60).
+
+    Returns:
+        The new ``compare_id``.
+    """
+    path = resolve_db_path(ctx.opts.db, ctx.output_dir)
+    if not path.parent.is_dir():
+        raise HistoryError(f"{path}: its folder does not exist; create it or choose another --db")
+    row = compare_row(ctx, con)
+    rows_sql = prepare_rows(con, ctx.result.mode)
+    try:
+        with_lock_retry(lambda: con.execute(f"ATTACH '{_sql_str(path)}' AS {ALIAS}"), path,
+                        lock_timeout(timeout))
+        try:
+            compare_id = _write(con, path, row, rows_sql)
+            con.execute(f"CHECKPOINT {ALIAS}")
+        finally:
+            con.execute(f"DETACH {ALIAS}")
+    finally:
+        con.execute("DROP TABLE IF EXISTS temp.hist_result")
+    log.info("recorded compare %d (%d rows) in %s", compare_id, ctx.result.rows, path)
+    return compare_id
+
+
+def _record_sql(name: str) -> tuple[str, str]:
+    origin = f"sql/history_record/{name}.sql"
+    text = (db.sql_root() / "history_record" / f"{name}.sql").read_text(encoding="utf-8")
+    return text.rstrip().rstrip(";"), origin
+
+
+def prepare_rows(con: duckdb.DuckDBPyConnection, mode: str) -> str:
+    """Materialise the compare's rows (``temp.hist_result``); return the SELECT to insert.
+
+    The result views are deep (marks reads every result view); binding them once into a temp
+    table, and using the hist_rows file as a subquery rather than a view, keeps recording fast.
+    """
+    db.run_schema(con, "history_macros")
+    ops_sql, ops_origin = _record_sql("hist_row_ops")
+    db.create_view(con, "hist_row_ops", ops_sql, ops_origin)
+    source, origin = _record_sql(f"hist_source_{mode}")
+    try:
+        con.execute(f"CREATE OR REPLACE TEMP TABLE hist_result AS {source}")
+    except duckdb.Error as err:
+        raise SqlFileError(f"{origin}: {err}") from err
+    rows_sql, _ = _record_sql(f"hist_rows_{mode}")
+    return rows_sql
+
+
+def _write(con: duckdb.DuckDBPyConnection, path: Path, row: dict[str, Any], rows_sql: str) -> int:
+    home = _scalar(con, "SELECT current_database()")
+    con.execute("BEGIN TRANSACTION")
+    try:
+        con.execute(f"USE {ALIAS}")
+        ensure_schema(con, ALIAS, path)
+        _load_history_views(con)
+        con.execute(f'USE "{home}"')
+        compare_id = int(_scalar(con, f"SELECT coalesce(max(compare_id), 0) + 1 FROM {ALIAS}.compares"))
+        cols = ["compare_id", *row]
+        con.execute(f"INSERT INTO {ALIAS}.compares ({', '.join(cols)}) "
+                    f"VALUES ({', '.join('?' for _ in cols)})", [compare_id, *row.values()])
+        con.execute(f"INSERT INTO {ALIAS}.result_rows BY NAME "
+                    f"SELECT ?::BIGINT AS compare_id, * FROM (\n{rows_sql}\n)", [compare_id])
+        con.execute("COMMIT")
+        return compare_id
+    except BaseException as err:
+        _rollback(con, home)
+        if isinstance(err, duckdb.Error):
+            raise HistoryError(f"{path}: could not record the compare ({_first_lines(err)}); the "
+                               "outputs were written, the history was left unchanged") from err
+        raise
+
+
+def _rollback(con: duckdb.DuckDBPyConnection, home: str) -> None:
+    for statement in ("ROLLBACK", f'USE "{home}"'):
+        try:
+            con.execute(statement)
+        except duckdb.Error:
+            pass
+
+
+def _scalar(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any] = ()) -> Any:
+    # fetchall, not fetchone: DuckDB 2 refuses new work while a result is still unfinished
+    rows = con.execute(sql, list(params)).fetchall()
+    return rows[0][0] if rows else None
+
+
+def _sql_str(path: Path) -> str:
+    return str(path).replace("'", "''")
+
+
+# --------------------------------------------------------------------------------------------
+# reading: msq sql, msq runs
+
+
+def connect_read(path: Path, timeout: float | None = None) -> duckdb.DuckDBPyConnection:
+    """A read-only connection to an existing history file whose schema this msq understands."""
+    if not path.is_file():
+        raise HistoryError(f"{path}: no history database here; msq compare records into "
+                           f"{DB_FILE} in its output directory: pass that file with --db or MSQ_DB")
+    con = with_lock_retry(lambda: duckdb.connect(str(path), read_only=True), path,
+                          lock_timeout(timeout))
+    catalog = _scalar(con, "SELECT current_database()")
+    try:
+        version = stored_version(con, catalog, path)
+        if version is None:
+            raise HistoryError(f"{path}: an empty DuckDB database, no compare recorded yet")
+        check_version(version, path)
+    except BaseException:
+        con.close()
+        raise
+    return con
+
+
+@dataclass
+class Table:
+    """A query's result, fetched: column names, DuckDB type names and rows."""
+
+    columns: list[str]
+    types: list[str]
+    rows: list[tuple[Any, ...]]
+
+
+def query(path: Path, sql: str, timeout: float | None = None) -> Table:
+    """Run one read-only query against the history file and fetch its rows.
+
+    Args:
+        path: the history database.
+        sql: the query (the last statement's result is returned).
+        timeout: seconds to wait for a locked file.
+
+    Returns:
+        The fetched :class:`Table` (empty columns for a statement without a result).
+    """
+    con = connect_read(path, timeout)
+    try:
+        rel = _relation(con, sql)
+        if rel is None:
+            return Table([], [], [])
+        return Table(list(rel.columns), [str(t) for t in rel.types], _fetch(rel))
+    finally:
+        con.close()
+
+
+def _relation(con: duckdb.DuckDBPyConnection, sql: str) -> duckdb.DuckDBPyRelation | None:
+    try:
+        return con.cursor().sql(sql)
+    except duckdb.Error as err:
+        raise HistoryError(f"SQL error: {_first_lines(err)}") from None
+
+
+def _fetch(rel: duckdb.DuckDBPyRelation) -> list[tuple[Any, ...]]:
+    try:
+        return rel.fetchall()
+    except duckdb.Error as err:
+        raise HistoryError(f"SQL error: {_first_lines(err)}") from None
+
+
+def export(path: Path, sql: str, fmt: str, dest: Path, timeout: float | None = None) -> None:
+    """Write a query's result to ``dest`` as CSV (with header), a JSON array or Parquet.
+
+    The rows stream from the query into DuckDB's own writers; ``dest`` appears only when complete.
+    """
+    if fmt not in ("csv", "json", "parquet"):
+        raise UsageError(f"unknown export format {fmt!r}; try one of: csv, json, parquet")
+    options = {"csv": "FORMAT csv, HEADER true", "json": "FORMAT json, ARRAY true",
+               "parquet": "FORMAT parquet"}[fmt]
+    con = connect_read(path, timeout)
+    tmp = dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
+    try:
+        rel = _relation(con, sql)
+        if rel is None:
+            raise HistoryError("SQL error: the statement returns no rows to export; give a query")
+        con.register("_msq_result", rel.to_arrow_reader())
+        con.execute(f"COPY (SELECT * FROM _msq_result) TO '{_sql_str(tmp)}' ({options})")
+        os.replace(tmp, dest)
+    except duckdb.Error as err:
+        raise HistoryError(f"SQL error: {_first_lines(err)}") from None
+    finally:
+        tmp.unlink(missing_ok=True)
+        con.close()
+
+
+def export_text(path: Path, sql: str, fmt: str, timeout: float | None = None) -> str:
+    """A query's result as CSV or JSON text (same writer as :func:`export`)."""
+    if fmt == "parquet":
+        raise UsageError("parquet is binary: write it to a file with -o FILE")
+    with tempfile.TemporaryDirectory(prefix="msq-sql-") as tmp:
+        out = Path(tmp) / f"result.{fmt}"
+        export(path, sql, fmt, out, timeout)
+        return out.read_text(encoding="utf-8")
+
+
+def run_sql(path: Path, sql: str, fmt: str = "table", dest: Path | None = None,
+            timeout: float | None = None) -> str | None:
+    """``msq sql``: the result as text (``dest`` None) or written to ``dest``.
+
+    Args:
+        path: the history database.
+        sql: the query.
+        fmt: table, csv, json or parquet.
+        dest: a file to write instead of returning text.
+        timeout: seconds to wait for a locked file.
+
+    Returns:
+        The text to print, or None when written to ``dest``.
+    """
+    if fmt not in QUERY_FORMATS:
+        raise UsageError(f"unknown format {fmt!r}; try one of: {', '.join(QUERY_FORMATS)}")
+    if fmt == "table":
+        text = render_table(query(path, sql, timeout))
+        if dest is None:
+            return text
+        dest.write_text(text, encoding="utf-8")
+        return None
+    if dest is None:
+        return export_text(path, sql, fmt, timeout)
+    export(path, sql, fmt, dest, timeout)
+    return None
+
+
+RUNS_QUERY = "SELECT * FROM runs{where} ORDER BY compare_id"
+
+
+def runs_sql(label: str | None = None) -> str:
+    """The query ``msq runs`` prints (optionally one label's compares)."""
+    if label is None:
+        return RUNS_QUERY.format(where="")
+    return RUNS_QUERY.format(where=f" WHERE label = '{label.replace(chr(39), chr(39) * 2)}'")
+
+
+# --------------------------------------------------------------------------------------------
+# fixed-width text
+
+
+def format_value(value: Any) -> str:
+    """One cell as text: NULL, shortest round-trip floats, times to the second, escaped newlines."""
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, dt.datetime):
+        return value.isoformat(sep=" ", timespec="seconds")
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(format_value(v) for v in value) + "]"
+    text = str(value)
+    return text.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
+
+
+_NUMERIC = re.compile(r"^(TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT|UTINYINT|USMALLINT|UINTEGER|"
+                      r"UBIGINT|UHUGEINT|FLOAT|DOUBLE|DECIMAL.*)$")
+
+
+def render_table(table: Table) -> str:
+    """A fixed-width text table: header, dashes, rows (numbers right-aligned), row count."""
+    if not table.columns:
+        return "OK\n"
+    cells = [[format_value(v) for v in row] for row in table.rows]
+    widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(table.columns)]
+    right = [bool(_NUMERIC.match(t)) for t in table.types]
+    lines = [_line(table.columns, widths, [False] * len(widths)),
+             _line(["-" * w for w in widths], widths, right)]
+    lines += [_line(r, widths, right) for r in cells]
+    count = len(table.rows)
+    lines.append(f"({count} row{'' if count == 1 else 's'})")
+    return "\n".join(lines) + "\n"
+
+
+def _line(values: Sequence[str], widths: Sequence[int], right: Sequence[bool]) -> str:
+    parts = [v.rjust(w) if r else v.ljust(w) for v, w, r in zip(values, widths, right)]
+    return "  ".join(parts).rstrip()

@@ -1,0 +1,13 @@
+-- Cell -> typed history columns (used by the sql/history_record views in the compare's connection).
+-- The number of a cell: numbers and booleans as DOUBLE, "nan"/"inf"/"-inf" texts as NaN/inf.
+CREATE OR REPLACE MACRO hist_num(c) AS (finite_or_text(cell_text(c), cell_num(c)));
+-- The text of a cell that is text (msprobe's trailing TAB after nan/inf dropped); NULL for numbers.
+CREATE OR REPLACE MACRO hist_text(c) AS (
+  CASE WHEN union_tag(c) = 's' THEN replace(union_extract(c, 's'), chr(9), '') END);
+-- A statistics relative error "12.5%" -> 12.5; "N/A" and " " -> NULL.
+CREATE OR REPLACE MACRO hist_pct(t) AS (TRY_CAST(rtrim(t, '%') AS DOUBLE));
+CREATE OR REPLACE MACRO hist_pct_text(t) AS (CASE WHEN hist_pct(t) IS NULL THEN t END);
+-- Severity of a row, for trends and regressions: 0 pass, 1 yellow, 2 red or failing.
+CREATE OR REPLACE MACRO hist_severity(mark, failing, verdict) AS (
+  CASE WHEN mark = 'red' OR failing THEN 2 WHEN mark = 'yellow' THEN 1
+       WHEN verdict = 'pass' THEN 0 END);

@@ -1,0 +1,41 @@
+-- description: Real-data (tensor) mode output rows as typed history columns, from hist_result.
+WITH v AS (
+  SELECT r.*,
+         CASE r."Accuracy Reached or Not"
+           WHEN 'Yes' THEN 'pass' WHEN 'No' THEN 'fail' WHEN 'Unmatched' THEN 'unmatched'
+           ELSE CASE WHEN r.kind = 'matched' THEN 'none' ELSE 'unmatched' END
+         END AS verdict
+  FROM hist_result r
+)
+SELECT
+  out_seq, kind, op_name,
+  CASE WHEN kind <> 'bench_only' THEN "NPU Name" END AS npu_name,
+  CASE WHEN kind <> 'npu_only' THEN "Bench Name" END AS bench_name,
+  CASE WHEN kind <> 'bench_only' THEN "NPU Dtype" END AS npu_dtype,
+  CASE WHEN kind <> 'npu_only' THEN "Bench Dtype" END AS bench_dtype,
+  CASE WHEN kind <> 'bench_only' THEN "NPU Tensor Shape" END AS npu_shape,
+  CASE WHEN kind <> 'npu_only' THEN "Bench Tensor Shape" END AS bench_shape,
+  hist_num("Cosine") AS cosine, hist_text("Cosine") AS cosine_text,
+  hist_num("MaxAbsErr") AS max_abs_err, hist_text("MaxAbsErr") AS max_abs_err_text,
+  hist_num("MaxRelativeErr") AS max_rel_err, hist_text("MaxRelativeErr") AS max_rel_err_text,
+  hist_num("One Thousandth Err Ratio") AS one_thousandth_err_ratio,
+  hist_text("One Thousandth Err Ratio") AS one_thousandth_err_ratio_text,
+  hist_num("Five Thousandths Err Ratio") AS five_thousandths_err_ratio,
+  hist_text("Five Thousandths Err Ratio") AS five_thousandths_err_ratio_text,
+  hist_num("NPU max") AS npu_max, hist_text("NPU max") AS npu_max_text,
+  hist_num("NPU min") AS npu_min, hist_text("NPU min") AS npu_min_text,
+  hist_num("NPU mean") AS npu_mean, hist_text("NPU mean") AS npu_mean_text,
+  hist_num("NPU l2norm") AS npu_norm, hist_text("NPU l2norm") AS npu_norm_text,
+  hist_num("Bench max") AS bench_max, hist_text("Bench max") AS bench_max_text,
+  hist_num("Bench min") AS bench_min, hist_text("Bench min") AS bench_min_text,
+  hist_num("Bench mean") AS bench_mean, hist_text("Bench mean") AS bench_mean_text,
+  hist_num("Bench l2norm") AS bench_norm, hist_text("Bench l2norm") AS bench_norm_text,
+  "Accuracy Reached or Not" AS result,
+  verdict,
+  verdict = 'fail' AS failing,
+  "Err_message" AS err_message,
+  mark, mark_rules,
+  hist_severity(mark, verdict = 'fail', verdict) AS severity,
+  CASE WHEN (SELECT stack FROM settings) THEN "NPU_Stack_Info" END AS npu_stack,
+  CASE WHEN kind = 'matched' THEN "Data_name" END AS data_name
+FROM v
