@@ -167,6 +167,13 @@ def pair_rows(con: duckdb.DuckDBPyConnection, opts: Options) -> None:
         warn_missing_data_names(con, opts.is_compat)
         con.execute("INSERT INTO compare_rows SELECT * FROM row_pairs_mapped")
         return
+    # -- MindSpore user api mapping (-am FILE.yaml): its own op/row pairing (msq/ms_api_user.py)
+    from msq.ms_api_user import has_user_api, pair_rows_user_api
+
+    if has_user_api(con):
+        pair_rows_user_api(con, opts.is_compat)
+        return
+    # -- end user api mapping
     if opts.is_compat:
         write_compat_pairs(con)
     else:
@@ -184,7 +191,17 @@ def run_single(inp: SingleInput, output_dir: Path, opts: Options, suffix: str = 
     con = db.connect(threads=opts.workers)
     mode, npu, bench = prepare(con, inp, opts)
     log.info("compare mode: %s (%s)", mode, "msprobe-1.1 compat" if opts.is_compat else "default")
-    pair_rows(con, opts)
+    # -- MindSpore layer mapping (-lm): derive a data mapping, write it, compare through it
+    pair_opts = opts
+    if opts.layer_mapping and resolve_framework(opts, npu) == "mindspore":
+        from msq.layer_mapping import apply_layer_mapping
+
+        pair_opts, _ = apply_layer_mapping(con, inp, opts, output_dir)
+    elif opts.layer_mapping:
+        log.warning("-lm maps MindSpore cells to PyTorch modules; the NPU dump is not MindSpore, "
+                    "so -lm is ignored")
+    # -- end layer mapping
+    pair_rows(con, pair_opts)
     if mode == "tensor":
         fill_tensor_metrics(con, npu.tensor_dir, bench.tensor_dir, opts)
     write_windows(con, opts.is_compat)

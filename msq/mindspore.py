@@ -6,6 +6,7 @@ The mappings are rows of the ``mappings`` table; the renaming itself is the SQL 
 
 from __future__ import annotations
 
+import logging
 import re
 from functools import lru_cache
 from importlib import resources
@@ -16,8 +17,9 @@ import duckdb
 import yaml
 
 from msq.config import Options
-from msq.errors import DumpError
 from msq.mappings import load_mapping_rows, read_yaml
+
+log = logging.getLogger("msq")
 
 _MS_PREFIXES = ("Cell.", "Mint.", "MintFunctional.", "Primitive.", "Jit.")
 _PT_FILE_LINE = re.compile(r'"data_name":\s*".*\.pt"')
@@ -48,12 +50,43 @@ def bench_has_pt_files(bench_json: Path) -> bool:
 
 
 def cell_mapping_pairs(path: Path) -> list[tuple[str, str]]:
-    """A -cm YAML: ``{cell_name}.{Class}: {module_name}.{Class}`` entries."""
+    """A -cm YAML: ``{cell_name}.{Class}: {module_name}.{Class}`` entries.
+
+    A file that is not such a mapping, or an entry that is not two names, is reported and left
+    out: the default Cell -> Module rule still applies, so nothing is lost.
+    """
     doc = read_yaml(path, "cell mapping YAML")
+    if doc is None:
+        log.warning("%s: the cell mapping YAML is empty; only the Cell -> Module rule applies", path)
+        return []
     if not isinstance(doc, dict):
-        raise DumpError(f"{path}: a cell mapping must be a YAML mapping such as "
-                        f"'fc1.Dense: fc1.Linear', found a {type(doc).__name__}")
-    return [(str(k), str(v)) for k, v in doc.items()]
+        log.warning("%s: a cell mapping must be a YAML mapping such as 'fc1.Dense: fc1.Linear', "
+                    "found a %s; only the Cell -> Module rule applies", path, type(doc).__name__)
+        return []
+    pairs = []
+    for key, value in doc.items():
+        if not isinstance(key, str) or not isinstance(value, str) or not key or not value:
+            log.warning("%s: entry %r: %r: both sides must be names such as fc1.Dense and "
+                        "fc1.Linear; the entry is ignored", path, key, value)
+            continue
+        pairs.append((key, value))
+    return pairs
+
+
+def warn_unknown_cells(con: duckdb.DuckDBPyConnection, path: Path,
+                       pairs: list[tuple[str, str]]) -> None:
+    """One warning per cell YAML entry whose cell (or module) is not in its dump."""
+    keys = {side: {row[0] for row in con.execute(
+        "SELECT DISTINCT regexp_extract(op_name, ?, 1) FROM ops WHERE side = ?",
+        [rf"^{prefix}\.(.+)\.(forward|backward)\.\d+$", side]).fetchall()}
+        for side, prefix in (("npu", "Cell"), ("bench", "Module"))}
+    for cell, module in pairs:
+        if cell not in keys["npu"]:
+            log.warning("%s: entry '%s: %s': the NPU dump has no cell Cell.%s.forward.<n>; "
+                        "check the cell path and class name", path, cell, module, cell)
+        elif module not in keys["bench"]:
+            log.warning("%s: entry '%s: %s': the bench dump has no module Module.%s.forward.<n>; "
+                        "check the module path and class name", path, cell, module, module)
 
 
 def apply_ms_mappings(con: duckdb.DuckDBPyConnection, opts: Options) -> None:
@@ -65,7 +98,9 @@ def apply_ms_mappings(con: duckdb.DuckDBPyConnection, opts: Options) -> None:
 
             load_user_api_mapping(con, Path(opts.api_mapping))
     if opts.cell_mapping and not isinstance(opts.cell_mapping, bool):
-        load_mapping_rows(con, "cell", cell_mapping_pairs(Path(opts.cell_mapping)))
+        pairs = cell_mapping_pairs(Path(opts.cell_mapping))
+        load_mapping_rows(con, "cell", pairs)
+        warn_unknown_cells(con, Path(opts.cell_mapping), pairs)
     con.execute("""
         UPDATE tensors SET match_name = m.match_name
         FROM ms_match_names m

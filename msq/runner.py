@@ -18,7 +18,8 @@ def run_from_compare_json(compare_json: Path, output_dir: Path, *, framework: st
     if framework:
         kwargs["framework"] = framework
     opts = options_from_kwargs(stack_mode, auto_analyze, fuzzy_match, kwargs)
-    if opts.framework == "pytorch" and (opts.api_mapping or opts.cell_mapping):
+    # an explicit -f pytorch refuses the MindSpore mappings; without -f the dump decides
+    if framework == "pytorch" and (opts.api_mapping or opts.cell_mapping):
         raise UsageError("-am and -cm map MindSpore names; use them with -f mindspore")
     inp = parse_compare_json(compare_json)
     if isinstance(inp, SingleInput):
