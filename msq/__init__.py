@@ -12,8 +12,8 @@ __all__ = ["compare", "compare_distributed", "__version__"]
 
 
 def compare(*args: Any, **kwargs: Any) -> Any:
-    """See :func:`msq.compare.compare`."""
-    from msq.compare import compare as _compare
+    """See :func:`msq.pipeline.compare`."""
+    from msq.pipeline import compare as _compare
 
     return _compare(*args, **kwargs)
 

@@ -104,8 +104,9 @@ def input_from_mapping(doc: dict[str, Any], source: Path | str, base: Path) -> S
             raise InputError(f"{source}: missing '{key}'; compare.json needs npu_path and bench_path")
     npu = _resolve(base, doc["npu_path"], "npu_path", source)
     bench = _resolve(base, doc["bench_path"], "bench_path", source)
-    if "is_print_compare_log" in doc:
-        check_bool("is_print_compare_log", doc["is_print_compare_log"])
+    if "is_print_compare_log" in doc and not isinstance(doc["is_print_compare_log"], bool):
+        raise InputError(f"{source}: 'is_print_compare_log' must be true or false, "
+                         f"got {doc['is_print_compare_log']!r}")
     for p in (npu, bench):
         if not p.exists():
             raise InputError(f"{source}: {p} does not exist; check the path")

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from msq.compare import CompareResult, options_from_kwargs, run_compare
+from msq.pipeline import CompareResult, options_from_kwargs, run_compare
 from msq.config import Options, SingleInput
 from msq.errors import InputError, MsqError, UsageError
 

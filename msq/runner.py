@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from msq.compare import CompareResult, options_from_kwargs, run_compare
+from msq.pipeline import CompareResult, options_from_kwargs, run_compare
 from msq.config import DirInput, SingleInput, parse_compare_json
 from msq.errors import UsageError
 

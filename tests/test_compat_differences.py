@@ -116,7 +116,7 @@ def test_data_mapping_lists_unmapped_rows_and_checks_bench_names(tmp_path, caplo
 
 
 def test_data_mapping_warning_names_the_missing_bench_name(tmp_path):
-    from msq.compare import compare
+    from msq.pipeline import compare
 
     cfg = write_pair(tmp_path, ops("a"), ops("a"))
     doc = json.loads(cfg.read_text())

@@ -16,7 +16,7 @@ from msq.errors import ExportError, UsageError
 from msq.export.xlsx import SheetSpec, write_xlsx
 
 if TYPE_CHECKING:
-    from msq.compare import CompareResult
+    from msq.pipeline import CompareResult
 
 log = logging.getLogger("msq")
 
