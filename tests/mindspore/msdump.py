@@ -25,9 +25,14 @@ MS_DTYPES = {"float16": "Float16", "float32": "Float32", "float64": "Float64", "
 
 @dataclass
 class BF16:
-    """A tensor that is bfloat16 on the device (values given as float32)."""
+    """A tensor that is bfloat16 on the device; values are rounded to bfloat16 on creation."""
 
     array: np.ndarray
+
+    def __post_init__(self) -> None:
+        bits = np.ascontiguousarray(self.array, dtype=np.float32).view(np.uint32).astype(np.uint64)
+        bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000  # round to nearest even
+        self.array = bits.astype(np.uint32).view(np.float32).reshape(np.shape(self.array))
 
 
 @dataclass
@@ -204,3 +209,33 @@ def read_workbook(out: Path) -> tuple[list[str], list[dict[str, Any]]]:
 
 def data_mapping_files(out: Path) -> list[Path]:
     return sorted(out.glob("data_mapping_*.yaml"))
+
+
+# -- scenarios shared by the tests ----------------------------------------------------------------
+def arrays(seed: int = 0) -> dict[str, np.ndarray]:
+    """A few small float32 arrays with fixed values."""
+    rng = np.random.default_rng(seed)
+    return {name: rng.standard_normal(shape).astype(np.float32)
+            for name, shape in (("x", (2, 3)), ("y", (2, 3)), ("w", (4, 3)), ("b", (4,)))}
+
+
+def cross_framework_pair(tmp: Path, task: str = "statistics", md5: bool = False
+                         ) -> tuple[DumpBuilder, DumpBuilder]:
+    """MindSpore NPU ops and their PyTorch bench counterparts of spec §3.7's verified table."""
+    a = arrays()
+    x, y, w, b = a["x"], a["y"], a["w"], a["b"]
+    npu = DumpBuilder(tmp / "npu", "mindspore", task, md5)
+    bench = DumpBuilder(tmp / "bench", "pytorch", task, md5)
+    for (ms_op, pt_op), (inputs, outputs) in {
+        ("Functional.add.0.forward", "Torch.add.0.forward"): ([x, y], [x + y]),
+        ("Mint.abs.0.forward", "Torch.abs.0.forward"): ([x], [np.abs(x)]),
+        ("MintFunctional.relu.0.forward", "Functional.relu.0.forward"): ([x], [np.maximum(x, 0)]),
+        ("Functional.dense.0.forward", "Functional.linear.0.forward"): ([x, w, b], [x @ w.T + b]),
+        ("Tensor.__add__.0.forward", "Tensor.__add__.0.forward"): ([x, BF16(y)], [BF16(x + y)]),
+        ("Cell.fc1.Dense.forward.0", "Module.fc1.Linear.forward.0"): ([x], [x @ w.T + b]),
+    }.items():
+        npu.op(ms_op, inputs, {}, outputs)
+        bench.op(pt_op, inputs, {}, outputs)
+    npu.write()
+    bench.write()
+    return npu, bench
