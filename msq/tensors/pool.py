@@ -19,7 +19,7 @@ import os
 import sys
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Iterable, Sequence, Union
 
 import numpy as np
@@ -249,13 +249,14 @@ def compute_metrics(
     range_elems = range_size(chunk) if range_elems is None else max(chunk, range_elems // chunk * chunk)
     workers = default_workers() if workers is None else max(1, workers)
     bar = _Progress(len(jobs), progress)
-    if workers == 1 or _fits_inline(jobs):
-        rows = _compute_inline(jobs, compat, chunk, range_elems, bar)
+    # internally a job is known by its position, so duplicate or sparse ids need no care
+    numbered = [replace(job, job_id=i) for i, job in enumerate(jobs)]
+    if workers == 1 or _fits_inline(numbered):
+        rows = _compute_inline(numbered, compat, chunk, range_elems, bar)
     else:
-        rows = _compute_pool(jobs, compat, chunk, range_elems, workers, bar)
-    order = {job.job_id: i for i, job in enumerate(jobs)}
-    rows.sort(key=lambda r: order[r[0]])
-    return _to_table(rows)
+        rows = _compute_pool(numbered, compat, chunk, range_elems, workers, bar)
+    rows.sort(key=lambda r: r[0])
+    return _to_table(rows, [job.job_id for job in jobs])
 
 
 def _fits_inline(jobs: list[TensorJob]) -> bool:
@@ -343,10 +344,10 @@ def _merge(parts: list[Stats], compat: bool) -> MetricResult:
     return finish(total, compat=compat)
 
 
-def _to_table(rows: list[_Row]) -> pa.Table:
+def _to_table(rows: list[_Row], ids: list[int]) -> pa.Table:
     cols: dict[str, list] = {name: [] for name in SCHEMA.names}
     for row in rows:
-        cols["job_id"].append(row[0])
+        cols["job_id"].append(ids[row[0]])
         for name, cell in zip(METRIC_COLUMNS, row[1:6]):
             if isinstance(cell, str):
                 cols[name].append(None)
