@@ -15,14 +15,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
-import numpy as np
 import pyarrow as pa
 
 from msq import db
 from msq.errors import ExportError, InputError
 from msq.kernel import metrics, xlsx
 from msq.kernel.discover import STATISTIC_FILE, DumpDir, Mode, Root, discover, npy_files
-from msq.kernel.statcsv import StatRows, read_statistic_csv
+from msq.kernel.statcsv import read_statistic_csv
 
 log = logging.getLogger("msq.kernel")
 
@@ -140,30 +139,20 @@ def _npy_table(jobs: Sequence[Job], roots: dict[str, Root]) -> pa.Table:
 def _stat_table(jobs: Sequence[Job], roots: dict[str, Root]) -> pa.Table:
     parts = []
     for side in SIDES:
+        seq = 0
         for job in (j for j in jobs if j.mode is Mode.STATISTIC):
-            rows = StatRows()
             for folder in (job.npu_dirs if side == "npu" else job.bench_dirs):
                 roots[side].check_inside(folder.path / STATISTIC_FILE)
-                read_statistic_csv(folder.path / STATISTIC_FILE, rows)
-            parts.append((side, job, rows))
-    columns: dict[str, list[object]] = {name: [] for name in STAT_ROWS.names}
-    seq = {side: 0 for side in SIDES}
-    for side, job, rows in parts:
-        count = len(rows)
-        columns["side"] += [side] * count
-        columns["rank"] += [job.rank] * count
-        columns["step"] += [job.step] * count
-        columns["seq"] += range(seq[side], seq[side] + count)
-        seq[side] += count
-        for name in ("name", "compare_key", "ts", "dtype", "shape"):
-            columns[name] += getattr(rows, name)
-        for name, values in zip(("max", "min", "mean", "norm"), rows.stats):
-            columns[name] += values
-    with np.errstate(over="ignore"):  # a value beyond float32 becomes inf, as in 1.1.0
-        arrays = {name: (pa.array(np.asarray(values, dtype=np.float32))
-                         if name in ("max", "min", "mean", "norm") else values)
-                  for name, values in columns.items()}
-    return pa.table(arrays, schema=STAT_ROWS)
+                rows = read_statistic_csv(folder.path / STATISTIC_FILE)
+                count = rows.num_rows
+                head = pa.table({"side": pa.array([side] * count, pa.string()),
+                                 "rank": pa.array([job.rank] * count, pa.int32()),
+                                 "step": pa.array([job.step] * count, pa.int32()),
+                                 "seq": pa.array(range(seq, seq + count), pa.int64())})
+                seq += count
+                parts.append(pa.Table.from_arrays([*head.columns, *rows.columns],
+                                                  schema=STAT_ROWS))
+    return pa.concat_tables(parts) if parts else STAT_ROWS.empty_table()
 
 
 def _connect(tables: dict[str, pa.Table]) -> duckdb.DuckDBPyConnection:

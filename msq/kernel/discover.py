@@ -221,12 +221,13 @@ def npy_files(root: Root, folder: Path) -> list[tuple[str, NpyName]]:
     mapping = read_mapping(root, folder)
     out: list[tuple[str, NpyName]] = []
     ignored = 0
-    for name in sorted(os.listdir(folder)):
-        if not name.endswith(NPY_SUFFIX):
-            continue
-        path = folder / name
-        root.check_inside(path, TensorFileError)
-        parsed = parse_npy_name(mapping.get(name, name))
+    with os.scandir(folder) as entries:
+        files = sorted((e for e in entries if e.name.endswith(NPY_SUFFIX)), key=lambda e: e.name)
+    for entry in files:
+        path = folder / entry.name
+        if entry.is_symlink():  # the directories above were checked during discovery
+            root.check_inside(path, TensorFileError)
+        parsed = parse_npy_name(mapping.get(entry.name, entry.name))
         if parsed is None:
             ignored += 1
             continue

@@ -274,6 +274,19 @@ def test_statistic_slotless_key_pairs_by_timestamp(tmp_path: Path) -> None:
     assert [(row[6], row[10], row[16]) for row in rows] == [(4, 4, 0), (5, 5, 0)]
 
 
+@pytest.mark.parametrize("odd", [False, True])
+def test_statistic_special_values(tmp_path: Path, odd: bool) -> None:
+    # " 1.5" sends the file to the line-by-line reader; both readers must agree
+    first = " 1.5" if odd else "1.5"
+    write_csv(kbk_dir(tmp_path / "npu"), [stat_row("b", 1, (first, "True", "null", "1e40"))])  # type: ignore[arg-type]
+    write_csv(kbk_dir(tmp_path / "bench"), [stat_row("b", 1, ("1.5", "False", "null", "-inf"))])  # type: ignore[arg-type]
+    row = dict(zip(STAT_HEADER, run_one(tmp_path)[1]))
+    assert [row[k] for k in STAT_HEADER[6:10]] == [1.5, 1, None, "inf"]  # 1e40 overflows float32
+    assert [row[k] for k in STAT_HEADER[10:14]] == [1.5, 0, None, "-inf"]
+    assert [row[k] for k in STAT_HEADER[16:20]] == [0, 1, None, "inf"]
+    assert row["MinRelativeErr"] == "0%" and row["MeanRelativeErr"] == "0%"
+
+
 @pytest.mark.parametrize(("rows", "header", "where"), [
     ([], [c for c in CSV_HEADER if c != "Avg Value"], "line 1: the header has no 'Avg Value'"),
     ([stat_row("a", 1, (1.0, 1.0, 1.0, 1.0)), stat_row("b", 2, ("x1", 1.0, 1.0, 1.0))],  # type: ignore[arg-type]
