@@ -80,7 +80,7 @@ def load_npy(path: str | None, root_real: str) -> np.ndarray | None:
     if not os.path.isfile(real):
         return None
     try:
-        return np.load(real, mmap_mode="r", allow_pickle=False)
+        array = np.load(real, mmap_mode="r", allow_pickle=False)
     except ValueError as err:
         raise TensorFileError(f"{path}: cannot be read without unpickling Python objects ({err});"
                               " msq never unpickles dump files. Re-dump the tensor as a numeric "
@@ -88,6 +88,8 @@ def load_npy(path: str | None, root_real: str) -> np.ndarray | None:
     except OSError as err:
         raise TensorFileError(f"{path}: not a readable .npy file ({err}); re-dump it or remove "
                               "it from the dump directory.") from err
+    # A plain view of the mapping: numpy's memmap subclass costs a hook on every result.
+    return array.view(np.ndarray) if isinstance(array, np.memmap) else array
 
 
 def _scalar(value: np.generic) -> float:

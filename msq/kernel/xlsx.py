@@ -70,8 +70,9 @@ class _Sheets:
         return self.sheet, self.row - 1
 
 
-def write_workbook(path: Path, headers: Sequence[str], batches: Iterable[Sequence[Sequence[object]]],
-                   *, max_rows: int = EXCEL_MAX_ROWS) -> int:
+def write_workbook(path: Path, headers: Sequence[str],
+                   batches: Iterable[Sequence[Sequence[object]]], *,
+                   max_rows: int = EXCEL_MAX_ROWS) -> int:
     """Write ``headers`` and the rows of ``batches`` to ``path``; return the data row count.
 
     Args:
