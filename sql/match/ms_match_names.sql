@@ -1,4 +1,4 @@
--- description: MindSpore NPU row names rewritten for matching (spec §3.7): -cm turns Cell into Module (and applies a cell YAML), -am maps Mint/MintFunctional and the built-in API table; in the default mode an API named by a user api YAML (-am FILE) is left to that YAML (NULL here). Displayed names are unchanged.
+-- description: MindSpore NPU row names rewritten for matching (spec §3.7): -cm turns Cell into Module (and applies a cell YAML), -am maps Mint/MintFunctional and the built-in API table; in the default mode an API named by a user api YAML (-am FILE) whose PyTorch API is in the bench dump is left to that YAML (NULL here). Displayed names are unchanged.
 WITH s AS (SELECT * FROM settings),
 npu AS (
   SELECT t.row_seq, t.op_seq, t.row_in_op, t.disp_name, o.op_name
@@ -39,8 +39,12 @@ apis AS (
   LEFT JOIN mappings m ON m.kind = 'api' AND m.npu_key =
     split_part(f.first_name, '.', 1) || '.' || split_part(f.first_name, '.', 2)
 ),
+-- an entry whose PyTorch API the bench dump lacks cannot pair anything: it hides nothing
 user_apis AS (
-  SELECT DISTINCT ms_api FROM ms_user_api_args WHERE NOT (SELECT compat FROM s)
+  SELECT DISTINCT ms_api FROM ms_user_api_args
+  WHERE NOT (SELECT compat FROM s)
+    AND pt_api IN (SELECT split_part(op_name, '.', 1) || '.' || split_part(op_name, '.', 2)
+                   FROM ops WHERE side = 'bench')
 )
 SELECT y.row_seq,
   CASE WHEN (SELECT api_mapping FROM s)
