@@ -186,8 +186,16 @@ def _batches(cursor: duckdb.DuckDBPyConnection) -> Iterator[list[tuple[object, .
         yield batch
 
 
+def _materialize(con: duckdb.DuckDBPyConnection, jobs: Sequence[Job]) -> None:
+    """Compute each result view once for all (rank, step); the workbooks then read slices."""
+    for mode in {job.mode for job in jobs}:
+        view = RESULT_VIEWS[mode]
+        con.execute(f"CREATE TEMP TABLE {view}_rows AS SELECT * FROM {view} "
+                    "ORDER BY rank, step, row_order")
+
+
 def _write(con: duckdb.DuckDBPyConnection, job: Job, out: Path) -> Path | None:
-    view = RESULT_VIEWS[job.mode]
+    view = f"{RESULT_VIEWS[job.mode]}_rows"
     count = con.execute(f"SELECT count(*) FROM {view} WHERE rank = ? AND step = ?",
                         [job.rank, job.step]).fetchone()
     if not count or not count[0]:
@@ -250,6 +258,7 @@ def compare_kernel(npu_root: str | os.PathLike[str], bench_root: str | os.PathLi
     try:
         if any(job.mode is Mode.NPY for job in jobs):
             _measure(con, roots, workers)
+        _materialize(con, jobs)
         return [path for job in jobs if (path := _write(con, job, out)) is not None]
     finally:
         con.close()
