@@ -198,7 +198,15 @@ def _is_float(dtype: np.dtype) -> bool:
 
 
 def _chunk(nc: np.ndarray, bc: np.ndarray, st: Stats, compat: bool) -> None:
-    """Fold one chunk into ``st``. ``nc``/``bc`` are writable 1-D copies; they get mutated."""
+    """Fold one chunk into ``st``. ``nc``/``bc`` are writable 1-D copies; they get mutated.
+
+    The common case costs about 20 numpy passes over the chunk. Work that msprobe does on every
+    element is skipped when a cheaper aggregate proves it a no-op: a finite sum of squares proves
+    there is no inf/NaN to zero, a finite maximum relative error proves bench has no zero to
+    shift, and for float32 pairs the largest absolute difference is found from the float32
+    differences already computed for the relative error (rounding is monotonic, so only elements
+    whose rounded difference ties the chunk's maximum need the exact float64 difference).
+    """
     k = nc.shape[0]
     n64 = _WORK.get("n64", np.float64, k)
     b64 = _WORK.get("b64", np.float64, k)
@@ -213,18 +221,29 @@ def _chunk(nc: np.ndarray, bc: np.ndarray, st: Stats, compat: bool) -> None:
         np.copyto(n64, nc, casting="unsafe")
         np.copyto(b64, bc, casting="unsafe")
         nn, bb = np.dot(n64, n64), np.dot(b64, b64)
+    diff32: tuple[np.ndarray, float] | None = None
     if _is_float(bc.dtype):
-        rel, leaked = _rel_native(nc, bc, n64, b64, compat)
-        if leaked:  # compat: the ε shift reached n64/b64, so their dots are stale
+        rel, rmax, shifted, diff32 = _rel_native(nc, bc, n64, b64, compat)
+        if shifted and compat:  # the ε shift reached n64/b64, so their dots are stale
             nn, bb = np.dot(n64, n64), np.dot(b64, b64)
+        if shifted and not compat:
+            diff32 = None  # n64/b64 hold unshifted values, the float32 differences shifted ones
     else:
         rel = _rel_f64(n64, b64)
+        rmax = rel.max()
     st.add_dots(np.dot(n64, b64), nn, bb)
     st.numel += k
-    _fold_rel(rel, st)
-    diff = _WORK.get("diff", np.float64, k)
-    np.subtract(n64, b64, out=diff)
-    st.amax = max(st.amax, float(diff.max()), -float(diff.min()))
+    _fold_rel(rel, rmax, st)
+    if diff32 is None:
+        diff = _WORK.get("diff", np.float64, k)
+        np.subtract(n64, b64, out=diff)
+        st.amax = max(st.amax, float(diff.max()), -float(diff.min()))
+        return
+    d32, m32 = diff32
+    if m32 < np.float32(st.amax):  # no element can beat the running maximum
+        return
+    idx = np.flatnonzero(np.abs(d32) == m32)
+    st.amax = max(st.amax, float(np.abs(n64[idx] - b64[idx]).max()))
 
 
 def _zero_inf_nan(nc: np.ndarray, bc: np.ndarray) -> bool:
@@ -240,29 +259,42 @@ def _zero_inf_nan(nc: np.ndarray, bc: np.ndarray) -> bool:
 
 def _rel_native(
     nc: np.ndarray, bc: np.ndarray, n64: np.ndarray, b64: np.ndarray, compat: bool
-) -> tuple[np.ndarray, bool]:
+) -> tuple[np.ndarray, np.floating, bool, tuple[np.ndarray, float] | None]:
     """|(n-b)/b| in the tensors' own dtype after the ε shift where bench is 0 (bench is float).
 
     The shift is applied in place to ``nc``/``bc`` as msprobe does; with ``compat`` it is also
-    mirrored into the float64 copies. Returns the relative error and whether n64/b64 changed.
+    mirrored into the float64 copies. Returns the relative error and its maximum, whether a
+    shift happened, and for float32 pairs the float32 differences with their largest magnitude.
     """
     k = nc.shape[0]
-    zero = _WORK.get("mask", np.bool_, k)
-    np.equal(bc, 0, out=zero)
-    shifted = bool(zero.any())
-    if shifted:
-        eps = np.finfo(bc.dtype).eps
-        bc[zero] += eps
-        nc[zero] += eps
-        if compat:
-            n64[zero] = nc[zero]
-            b64[zero] = bc[zero]
-    rel = _WORK.get("rel", np.result_type(nc, bc), k)
+    rdt = np.result_type(nc, bc)
+    same32 = nc.dtype == bc.dtype == np.float32
+    rel = _WORK.get("rel", rdt, k)
+    diff = _WORK.get("d32", rdt, k) if same32 else rel
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        np.subtract(nc, bc, out=rel)
-        np.divide(rel, bc, out=rel)
-    np.abs(rel, out=rel)
-    return rel, shifted and compat
+        np.subtract(nc, bc, out=diff)
+        np.divide(diff, bc, out=rel)
+        np.abs(rel, out=rel)
+        shifted = False
+        rmax = rel.max()
+        if not math.isfinite(rmax):  # x/0 is inf or NaN: bench may have zeros
+            zero = _WORK.get("mask", np.bool_, k)
+            np.equal(bc, 0, out=zero)
+            if zero.any():
+                shifted = True
+                eps = np.finfo(bc.dtype).eps
+                bc[zero] += eps
+                nc[zero] += eps
+                if compat:
+                    n64[zero] = nc[zero]
+                    b64[zero] = bc[zero]
+                np.subtract(nc, bc, out=diff)
+                np.divide(diff, bc, out=rel)
+                np.abs(rel, out=rel)
+                rmax = rel.max()
+    if not same32:
+        return rel, rmax, shifted, None
+    return rel, rmax, shifted, (diff, max(float(diff.max()), -float(diff.min())))
 
 
 def _rel_f64(n64: np.ndarray, b64: np.ndarray) -> np.ndarray:
@@ -285,8 +317,7 @@ def _rel_f64(n64: np.ndarray, b64: np.ndarray) -> np.ndarray:
     return rel
 
 
-def _fold_rel(rel: np.ndarray, st: Stats) -> None:
-    m = rel.max()
+def _fold_rel(rel: np.ndarray, m: np.floating, st: Stats) -> None:
     if m != m:
         st.rnan = True
     else:
