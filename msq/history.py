@@ -34,7 +34,7 @@ from msq import __version__, db
 from msq.errors import HistoryError, SqlFileError, UsageError
 
 if TYPE_CHECKING:
-    from msq.compare import CompareResult
+    from msq.pipeline import CompareResult
     from msq.config import Options, SingleInput
 
 log = logging.getLogger("msq")
