@@ -108,3 +108,19 @@ def load_views(con: duckdb.DuckDBPyConnection, stages: Iterable[str] = STAGES,
     for stage in stages:
         names.extend(load_stage(con, stage, user_dirs))
     return names
+
+
+def materialize(con: duckdb.DuckDBPyConnection, view: str) -> None:
+    """Replace a view by a table of its current rows, under the same name.
+
+    DuckDB binds a view's SQL each time it is queried, so the views built on this one keep
+    working and stop recomputing it: the exporters read the same result several times.
+    """
+    row = con.execute("SELECT sql FROM duckdb_views() WHERE view_name = ? AND NOT internal",
+                      [view]).fetchone()
+    if row is None:
+        return
+    con.execute(f'CREATE TEMP TABLE "_m_{view}" AS SELECT * FROM "{view}"')
+    con.execute(f'DROP VIEW "{view}"')
+    con.execute(f'CREATE TABLE "{view}" AS SELECT * FROM "_m_{view}"')
+    con.execute(f'DROP TABLE "_m_{view}"')

@@ -21,39 +21,41 @@ STATS = ("max", "min", "mean", "norm")
 _STAT_KEYS = ("Max", "Min", "Mean", "Norm")
 
 
+_COLUMNS = ("op_seq", "row_in_op", "name", "disp_name", "io", "disp_io", "dtype", "shape", "md5",
+            "data_name", "is_tensor", "numel") + tuple(
+    f"{stat}_{part}" for stat in STATS for part in ("num", "kind", "str"))
+_TYPES = {"op_seq": pa.int32(), "row_in_op": pa.int32(), "is_tensor": pa.bool_(),
+          "numel": pa.int64()}
+
+
 @dataclass
 class RowBuffer:
-    """Column lists for the ``tensors`` table of one side, filled op by op."""
+    """Rows of the ``tensors`` table of one side, one tuple per row (columns in ``_COLUMNS``).
+
+    A tuple per row and one transpose at the end cost far less than a list append per column.
+    """
 
     side: str
-    cols: dict[str, list[Any]] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        names = ["op_seq", "row_in_op", "name", "disp_name", "io", "disp_io", "dtype", "shape",
-                 "md5", "data_name", "is_tensor", "numel"]
-        for stat in STATS:
-            names += [f"{stat}_num", f"{stat}_kind", f"{stat}_str"]
-        self.cols = {n: [] for n in names}
+    rows: list[tuple[Any, ...]] = field(default_factory=list)
 
     def __len__(self) -> int:
-        return len(self.cols["name"])
+        return len(self.rows)
 
     def to_arrow(self) -> pa.Table:
-        n = len(self)
-        types = {"op_seq": pa.int32(), "row_in_op": pa.int32(), "is_tensor": pa.bool_(),
-                 "numel": pa.int64()}
+        n = len(self.rows)
+        columns = list(zip(*self.rows)) if self.rows else [() for _ in _COLUMNS]
         arrays = {"side": pa.array([self.side] * n, pa.string()),
                   "row_seq": pa.array(range(n), pa.int64())}
-        for name, values in self.cols.items():
-            if name.endswith("_num"):
-                arrays[name] = pa.array(values, pa.float64())
-            else:
-                arrays[name] = pa.array(values, types.get(name, pa.string()))
+        for name, values in zip(_COLUMNS, columns):
+            kind = pa.float64() if name.endswith("_num") else _TYPES.get(name, pa.string())
+            arrays[name] = pa.array(values, kind)
         return pa.table(arrays)
 
 
 def _kind(value: Any) -> tuple[float | None, str, str | None]:
     """(numeric value, kind, text) of a raw JSON statistic."""
+    if type(value) is float:  # the common case first
+        return value, "f", None
     if value is None:
         return None, "n", None
     if isinstance(value, bool):
@@ -129,8 +131,7 @@ class Flattener:
         return "forward" in op_name, "backward" in op_name
 
     def _truncate(self, start: int) -> None:
-        for values in self.buf.cols.values():
-            del values[start:]
+        del self.buf.rows[start:]
         self._row_in_op = 0
 
     def _kwargs(self, kwargs: Any, op_name: str) -> None:
@@ -197,34 +198,22 @@ class Flattener:
 
     def _row(self, name: str, dtype: str | None, shape: str | None, md5: Any,
              stats: dict[str, Any], numel: int | None, data_name: str, is_tensor: bool) -> None:
-        cols = self.buf.cols
         disp = name
         if self.real_data and data_name != "-1":
             disp = data_name.rsplit(".", 1)[0] if "." in data_name else data_name
-        parts = name.split(".")
-        io = "input" if "input" in parts else "output"
-        disp_parts = disp.split(".")
-        disp_io = "input" if ("input" in disp_parts or "kwargs" in disp_parts) else "output"
         if self.fix_direction:
             io = disp_io = self._io
-        cols["op_seq"].append(self._op_seq)
-        cols["row_in_op"].append(self._row_in_op)
+        else:
+            io = "input" if "input" in name.split(".") else "output"
+            disp_parts = disp.split(".")
+            disp_io = "input" if ("input" in disp_parts or "kwargs" in disp_parts) else "output"
+        row_in_op = self._row_in_op
         self._row_in_op += 1
-        cols["name"].append(name)
-        cols["disp_name"].append(disp)
-        cols["io"].append(io)
-        cols["disp_io"].append(disp_io)
-        cols["dtype"].append(dtype)
-        cols["shape"].append(shape)
-        cols["md5"].append(None if md5 is None else str(md5))
-        cols["data_name"].append(data_name)
-        cols["is_tensor"].append(is_tensor)
-        cols["numel"].append(numel)
-        for stat in STATS:
-            num, kind, text = _kind(stats.get(stat))
-            cols[f"{stat}_num"].append(num)
-            cols[f"{stat}_kind"].append(kind)
-            cols[f"{stat}_str"].append(text)
+        self.buf.rows.append((
+            self._op_seq, row_in_op, name, disp, io, disp_io, dtype, shape,
+            None if md5 is None else str(md5), data_name, is_tensor, numel,
+            *_kind(stats.get("max")), *_kind(stats.get("min")), *_kind(stats.get("mean")),
+            *_kind(stats.get("norm"))))
 
 
 def _py_type_name(value: Any) -> str:

@@ -17,9 +17,9 @@ import duckdb
 from msq import db
 from msq.config import Options, SingleInput, check_bool, check_compat, input_from_api
 from msq.errors import DumpError, InputError
-from msq.flatten import Flattener
 from msq.highlight import write_windows
-from msq.jsonio import read_dump, read_stack
+from msq.jsonio import read_stack
+from msq.loader import SideData, read_sides
 from msq.match_compat import write_compat_pairs
 
 log = logging.getLogger("msq")
@@ -49,56 +49,20 @@ class CompareResult:
     con: duckdb.DuckDBPyConnection | None = field(default=None, repr=False)
 
 
-@dataclass
-class SideDump:
-    """One side's parsed dump."""
-
-    path: Path
-    doc: dict[str, Any]
-
-    @property
-    def task(self) -> str:
-        return str(self.doc.get("task"))
-
-    @property
-    def tensor_dir(self) -> Path:
-        return self.path.parent / "dump_tensor_data"
-
-
-def detect_mode(npu: SideDump, bench: SideDump) -> str:
+def detect_mode(npu: SideData, bench: SideData) -> str:
     """statistics, md5 or tensor (spec §1.5): md5 is decided by the NPU file alone."""
     if npu.task != bench.task:
         raise DumpError(f"the dump tasks differ ({npu.path}: {npu.task}, {bench.path}: {bench.task}); "
                         "compare two dumps taken with the same task")
     if npu.task == "tensor":
         return "tensor"
-    for entry in npu.doc["data"].values():
-        if not isinstance(entry, dict):
-            continue
-        for key, value in entry.items():
-            if isinstance(value, list) and any(isinstance(e, dict) and "md5" in e for e in value):
-                return "md5"
-            if key == "input_kwargs" and isinstance(value, dict) and "md5" in value:
-                return "md5"
-    return "statistics"
+    return "md5" if npu.has_md5 else "statistics"
 
 
-def load_side(con: duckdb.DuckDBPyConnection, side: str, dump: SideDump, mode: str,
-              compat: bool) -> None:
-    """Flatten one side's ops into the ``ops`` and ``tensors`` tables (one bulk insert each)."""
-    flat = Flattener(side, str(dump.path), real_data=mode == "tensor", fix_direction=not compat)
-    names: list[str] = []
-    counts: list[int] = []
-    for seq, (op_name, entry) in enumerate(dump.doc["data"].items()):
-        names.append(op_name)
-        counts.append(flat.add_op(seq, op_name, entry))
-    import pyarrow as pa
-
-    ops = pa.table({"side": [side] * len(names), "op_seq": pa.array(range(len(names)), pa.int32()),
-                    "op_name": names, "n_rows": pa.array(counts, pa.int32())})
-    rows = flat.buf.to_arrow()
-    con.register("_ops", ops)
-    con.register("_rows", rows)
+def load_side(con: duckdb.DuckDBPyConnection, data: SideData) -> None:
+    """Bulk-insert one side's ``ops`` and ``tensors`` rows."""
+    con.register("_ops", data.ops)
+    con.register("_rows", data.rows)
     con.execute("INSERT INTO ops SELECT * FROM _ops")
     con.execute("INSERT INTO tensors BY NAME SELECT * FROM _rows")
     con.unregister("_ops")
@@ -116,10 +80,10 @@ def load_stacks(con: duckdb.DuckDBPyConnection, stack_json: Path | None) -> None
     con.unregister("_stacks")
 
 
-def prepare(con: duckdb.DuckDBPyConnection, inp: SingleInput, opts: Options) -> tuple[str, SideDump, SideDump]:
+def prepare(con: duckdb.DuckDBPyConnection, inp: SingleInput,
+            opts: Options) -> tuple[str, SideData, SideData]:
     """Read both dumps, build tables and views; return the mode."""
-    npu = SideDump(inp.npu_json, read_dump(inp.npu_json))
-    bench = SideDump(inp.bench_json, read_dump(inp.bench_json))
+    npu, bench = read_sides(inp.npu_json, inp.bench_json, opts.is_compat)
     mode = detect_mode(npu, bench)
     db.run_schema(con)
     framework = resolve_framework(opts, npu)
@@ -128,8 +92,8 @@ def prepare(con: duckdb.DuckDBPyConnection, inp: SingleInput, opts: Options) -> 
     con.execute("INSERT INTO settings VALUES (?, ?, ?, ?, ?, ?, ?)",
                 [mode, opts.is_compat, opts.fuzzy_match, opts.stack_mode,
                  is_cross_framework(opts, bench, api_map, cell_map), api_map, cell_map])
-    load_side(con, "npu", npu, mode, opts.is_compat)
-    load_side(con, "bench", bench, mode, opts.is_compat)
+    load_side(con, npu)
+    load_side(con, bench)
     con.execute("UPDATE tensors SET match_name = disp_name")
     load_stacks(con, inp.stack_json)
     db.load_views(con)
@@ -140,16 +104,14 @@ def prepare(con: duckdb.DuckDBPyConnection, inp: SingleInput, opts: Options) -> 
     return mode, npu, bench
 
 
-def resolve_framework(opts: Options, npu: SideDump) -> str:
+def resolve_framework(opts: Options, npu: SideData) -> str:
     """The NPU side's framework: as given, else told by the dump itself (MindSpore names/types)."""
     if opts.framework != "pytorch" or opts.api_mapping or opts.cell_mapping:
         return "mindspore" if (opts.api_mapping or opts.cell_mapping) else opts.framework
-    from msq.mindspore import looks_like_mindspore
-
-    return "mindspore" if looks_like_mindspore(npu.doc) else "pytorch"
+    return "mindspore" if npu.looks_mindspore else "pytorch"
 
 
-def is_cross_framework(opts: Options, bench: SideDump, api_map: bool, cell_map: bool) -> bool:
+def is_cross_framework(opts: Options, bench: SideData, api_map: bool, cell_map: bool) -> bool:
     """MindSpore vs PyTorch dtype names are translated only in a cross-framework compare (§3.7)."""
     if opts.data_mapping is not None:
         from msq.mindspore import bench_has_pt_files
@@ -181,6 +143,18 @@ def pair_rows(con: duckdb.DuckDBPyConnection, opts: Options) -> None:
     con.execute("INSERT INTO compare_rows SELECT * FROM row_pairs")
 
 
+class _Clock:
+    """Logs how long each stage took (visible with -vv)."""
+
+    def __init__(self) -> None:
+        self.last = time.perf_counter()
+
+    def lap(self, stage: str) -> None:
+        now = time.perf_counter()
+        log.debug("stage %-10s %.2fs", stage, now - self.last)
+        self.last = now
+
+
 def run_single(inp: SingleInput, output_dir: Path, opts: Options, suffix: str = "") -> CompareResult:
     """Compare one NPU dump with one bench dump and write the outputs into ``output_dir``."""
     from msq.export.outputs import write_outputs
@@ -188,8 +162,10 @@ def run_single(inp: SingleInput, output_dir: Path, opts: Options, suffix: str = 
 
     started = time.time()
     stamp = time.strftime("%Y%m%d%H%M%S", time.localtime(started))
+    clock = _Clock()
     con = db.connect(threads=opts.workers)
     mode, npu, bench = prepare(con, inp, opts)
+    clock.lap("load")
     log.info("compare mode: %s (%s)", mode, "msprobe-1.1 compat" if opts.is_compat else "default")
     # -- MindSpore layer mapping (-lm): derive a data mapping, write it, compare through it
     pair_opts = opts
@@ -202,20 +178,29 @@ def run_single(inp: SingleInput, output_dir: Path, opts: Options, suffix: str = 
                     "so -lm is ignored")
     # -- end layer mapping
     pair_rows(con, pair_opts)
+    clock.lap("match")
     if mode == "tensor":
         fill_tensor_metrics(con, npu.tensor_dir, bench.tensor_dir, opts)
+        clock.lap("metrics")
     write_windows(con, opts.is_compat)
+    # computed once, read by the summary, the workbook, the advisor and the history
+    for view in ("rows_joined", f"result_{mode}", "marks"):
+        db.materialize(con, view)
+        clock.lap(view)
     result = CompareResult(mode=mode, npu_path=str(inp.npu_json), bench_path=str(inp.bench_json))
     summarize(con, mode, result)
+    clock.lap("summary")
     if result.rows == 0:
         log.warning("Can`t match any op: no rows to compare; no workbook written")
     else:
         write_outputs(con, mode, output_dir, opts, suffix, stamp, result)
+        clock.lap("outputs")
     if opts.record:  # the history database (msq/history.py); after the outputs exist
         from msq.history import RecordContext, record_compare
 
         record_compare(con, RecordContext(inp, opts, result, output_dir, started,
                                           resolve_framework(opts, npu)))
+        clock.lap("history")
     result.seconds = time.time() - started
     result.con = con
     return result

@@ -1,0 +1,87 @@
+"""Read one side's dump.json into Arrow tables (ops and flattened rows), both sides in parallel.
+
+Parsing and flattening are pure Python and take most of a large statistics compare; the two sides
+are independent, so a large compare reads them in two processes. Only the Arrow tables come back:
+the parsed JSON never lives in the parent.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from msq.flatten import Flattener
+from msq.jsonio import read_dump
+
+# Below this many bytes of dump.json in total, a second process costs more than it saves.
+PARALLEL_BYTES = 4 << 20
+
+
+@dataclass
+class SideData:
+    """One side of a compare, flattened."""
+
+    side: str
+    path: Path
+    task: str
+    has_md5: bool          # spec §1.5: an md5 key directly in an op's argument lists
+    looks_mindspore: bool  # MindSpore op names or tensor types
+    ops: pa.Table
+    rows: pa.Table
+
+    @property
+    def tensor_dir(self) -> Path:
+        return self.path.parent / "dump_tensor_data"
+
+
+def _has_md5(data: dict[str, Any]) -> bool:
+    for entry in data.values():
+        if not isinstance(entry, dict):
+            continue
+        for key, value in entry.items():
+            if isinstance(value, list) and any(isinstance(e, dict) and "md5" in e for e in value):
+                return True
+            if key == "input_kwargs" and isinstance(value, dict) and "md5" in value:
+                return True
+    return False
+
+
+def read_side(side: str, path: Path, compat: bool) -> SideData:
+    """Parse and flatten one dump.json."""
+    from msq.mindspore import looks_like_mindspore
+
+    doc = read_dump(path)
+    task = str(doc.get("task"))
+    flat = Flattener(side, str(path), real_data=task == "tensor", fix_direction=not compat)
+    names: list[str] = []
+    counts: list[int] = []
+    for seq, (op_name, entry) in enumerate(doc["data"].items()):
+        names.append(op_name)
+        counts.append(flat.add_op(seq, op_name, entry))
+    ops = pa.table({"side": pa.array([side] * len(names), pa.string()),
+                    "op_seq": pa.array(range(len(names)), pa.int32()),
+                    "op_name": pa.array(names, pa.string()),
+                    "n_rows": pa.array(counts, pa.int32())})
+    return SideData(side, path, task, side == "npu" and _has_md5(doc["data"]),
+                    looks_like_mindspore(doc), ops, flat.buf.to_arrow())
+
+
+def read_sides(npu: Path, bench: Path, compat: bool) -> tuple[SideData, SideData]:
+    """Both sides; in two processes when the dumps are large and two cores are free."""
+    try:
+        size = npu.stat().st_size + bench.stat().st_size
+    except OSError:
+        size = 0
+    if size < PARALLEL_BYTES or (os.cpu_count() or 1) < 2:
+        return read_side("npu", npu, compat), read_side("bench", bench, compat)
+    import multiprocessing
+
+    with ProcessPoolExecutor(max_workers=2, mp_context=multiprocessing.get_context("fork")) as pool:
+        npu_job = pool.submit(read_side, "npu", npu, compat)
+        bench_job = pool.submit(read_side, "bench", bench, compat)
+        return npu_job.result(), bench_job.result()
