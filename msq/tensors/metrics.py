@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Iterator, Union
+from typing import Iterator, NamedTuple, Union
 
 import numpy as np
 
@@ -57,8 +57,7 @@ _EPS64 = float(np.finfo(np.float64).eps)
 _FLOAT_KINDS = (np.float16, np.float32, np.float64, np.longdouble)
 
 
-@dataclass(frozen=True)
-class MetricResult:
+class MetricResult(NamedTuple):
     """The five metric cells, Accuracy Reached or Not, Err_message and a status for one row.
 
     Cells are floats or the exact texts of the spec (``"None"``, ``"unsupported"``, ``"Nan"``,

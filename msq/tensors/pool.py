@@ -105,8 +105,7 @@ def _locate(directory: str | None, name: str) -> tuple[str, bytes | None] | None
 
 
 def _row(job_id: int, r: MetricResult) -> _Row:
-    return (job_id, r.cosine, r.max_abs_err, r.max_rel_err, r.one_thousandth, r.five_thousandth,
-            r.accuracy, r.err_message, r.status)  # fmt: skip
+    return (job_id, *r)
 
 
 def _open_job(job: TensorJob, compat: bool) -> MetricResult | tuple[TensorMeta, TensorMeta]:

@@ -377,6 +377,10 @@ def _inspect(path: str, fh: io.BufferedReader | None, data: bytes | None, size: 
         if _head(fh, data)[:1] == b"\x80":  # legacy (pre-1.6) torch.save: a bare pickle stream
             raise _NeedsTorch("legacy torch.save format")
         raise TensorFileError(f"{path}: not a torch.save archive (no zip header); expected a .pt tensor file")
+    if data is not None:
+        fast = _inspect_bytes(path, data)
+        if fast is not None:
+            return fast
     z = _Zip(path, fh, data, size)
     pkl_name, pkl_at = z.find_pickle()
     root = pkl_name[: -len("data.pkl")]
@@ -384,6 +388,61 @@ def _inspect(path: str, fh: io.BufferedReader | None, data: bytes | None, size: 
     order_at = z.find(root + "byteorder")
     little = order_at is None or z.read_member(order_at, "byteorder").strip() != b"big"
     return _meta_from_stub(path, z, root, stub, little, data)
+
+
+_EOCD_TAIL = struct.Struct("<HLL")  # entries, directory size, directory offset (EOCD + 10)
+_LOCAL_LENGTHS = struct.Struct("<HH")  # name and extra lengths (local header + 26)
+
+
+def _stored(data: bytes, at: int, nlen: int) -> tuple[int, int] | None:
+    """(start, size) of the stored member whose central record is at ``at``, or None."""
+    f = _CDIR.unpack_from(data, at)
+    if f[0] != b"PK\x01\x02" or f[6] != 0 or f[12] != nlen or 0xFFFFFFFF in (f[10], f[18]):
+        return None
+    header = f[18]
+    if data[header : header + 4] != b"PK\x03\x04":
+        return None
+    ln, lx = _LOCAL_LENGTHS.unpack_from(data, header + 26)
+    start = header + 30 + ln + lx
+    return (start, f[10]) if start + f[10] <= len(data) else None
+
+
+def _named(data: bytes, lo: int, hi: int, name: bytes) -> tuple[int, int] | None:
+    pos = data.find(name, lo, hi)
+    return None if pos < lo + 46 else _stored(data, pos - 46, len(name))
+
+
+def _inspect_bytes(path: str, data: bytes) -> TensorMeta | None:
+    """The common case in one pass over a file held in memory: a stored, non-zip64 torch archive.
+
+    Every member is found through the central directory and checked against its local header.
+    Returns None for anything unusual; the general parser then handles it or names the problem.
+    """
+    size = len(data)
+    eocd = data.rfind(b"PK\x05\x06", max(0, size - 65557))
+    if eocd < 0 or eocd + 22 > size:
+        return None
+    _, cd_size, lo = _EOCD_TAIL.unpack_from(data, eocd + 10)
+    hi = lo + cd_size
+    if hi > eocd:
+        return None
+    pkl = data.find(b"/data.pkl", lo, hi)
+    head = data.rfind(b"PK\x01\x02", lo, pkl) if pkl > 0 else -1
+    if head < 0 or data.find(b"/data.pkl", pkl + 1, hi) >= 0:
+        return None
+    root = data[head + 46 : pkl + 1]
+    if root.count(b"/") != 1:
+        return None
+    member = _stored(data, head, len(root) + 8)
+    if member is None:
+        return None
+    stub = _unpickle(path, data[member[0] : member[0] + member[1]])
+    order = _named(data, lo, hi, root + b"byteorder")
+    storage = _named(data, lo, hi, root + b"data/" + stub.storage.key.encode())
+    if order is None or storage is None:
+        return None
+    little = data[order[0] : order[0] + order[1]].strip() != b"big"
+    return _layout(path, stub, little, storage[0], storage[1], data)
 
 
 def _head(fh: io.BufferedReader | None, data: bytes | None) -> bytes:
