@@ -1,0 +1,130 @@
+"""Multi-card and multi-step compares (spec §7): pairing, parallel pairs, failures, API."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import msq
+from msq.cli import main
+from tests.dumps import fwd, t, write_dump
+from tests.xlsx_read import rows
+
+
+def ranks(root: Path, n: int, *, bad_rank: int | None = None, step: str = "step0") -> None:
+    for side in ("npu", "bench"):
+        for rank in range(n):
+            mx = 9.0 if (side == "npu" and rank == bad_rank) else 1.0
+            data = {"Functional.linear.0.forward": fwd(t(), out=t(mx=mx)),
+                    "Functional.relu.0.forward": fwd(t(), out=t())}
+            write_dump(root / side / step / f"rank{rank}", data)
+
+
+def cfg(root: Path, npu: Path, bench: Path) -> Path:
+    path = root / "compare.json"
+    path.write_text(json.dumps({"npu_path": str(npu), "bench_path": str(bench)}))
+    return path
+
+
+def test_twelve_ranks_all_compared(tmp_path):
+    ranks(tmp_path, 12, bad_rank=11)
+    out = tmp_path / "out"
+    results = msq.compare_distributed(tmp_path / "npu" / "step0", tmp_path / "bench" / "step0", out,
+                                      record=False)
+    pairs = sorted(r.title for r in results)
+    assert pairs == sorted(f"rank{i}-rank{i}" for i in range(12))
+    files = sorted(p.name.rsplit("_", 1)[0] for p in out.glob("compare_result_*.xlsx"))
+    assert files == sorted(f"compare_result_rank{i}-rank{i}" for i in range(12))
+    assert len(list(out.glob("advisor_rank*_*.txt"))) == 12
+    by_title = {r.title: r for r in results}
+    assert by_title["rank11-rank11"].suspect == "Functional.linear.0.forward.output.0"
+    assert all(by_title[f"rank{i}-rank{i}"].suspect == "NA" for i in range(11))
+
+
+def test_rank_count_differs_warns_and_compares_the_common_ranks(tmp_path, caplog):
+    ranks(tmp_path, 3)
+    import shutil
+
+    shutil.rmtree(tmp_path / "bench" / "step0" / "rank2")
+    (tmp_path / "npu" / "step0" / "notes.txt").write_text("stray file")
+    out = tmp_path / "out"
+    with caplog.at_level("WARNING", logger="msq"):
+        results = msq.compare_distributed(tmp_path / "npu" / "step0", tmp_path / "bench" / "step0",
+                                          out, record=False)
+    assert sorted(r.title for r in results) == ["rank0-rank0", "rank1-rank1"]
+    text = caplog.text
+    assert "rank2" in text and "one side only" in text
+    assert "notes.txt" in text and "not a rank directory" in text
+
+
+def test_rank_count_differs_in_compat_mode_is_an_error(tmp_path):
+    ranks(tmp_path, 3)
+    import shutil
+
+    shutil.rmtree(tmp_path / "bench" / "step0" / "rank2")
+    result = CliRunner().invoke(main, ["compare", str(cfg(tmp_path, tmp_path / "npu" / "step0",
+                                                          tmp_path / "bench" / "step0")),
+                                       "-o", str(tmp_path / "out"), "--compat", "msprobe-1.1"])
+    assert result.exit_code == 1
+    assert "has 3 ranks" in result.output and "has 2" in result.output
+
+
+def test_one_failing_pair_does_not_lose_the_others(tmp_path, caplog):
+    ranks(tmp_path, 3)
+    (tmp_path / "bench" / "step0" / "rank1" / "dump.json").write_text("{broken")
+    out = tmp_path / "out"
+    with caplog.at_level("ERROR", logger="msq"):
+        results = msq.compare_distributed(tmp_path / "npu" / "step0", tmp_path / "bench" / "step0",
+                                          out, record=False)
+    assert sorted(r.title for r in results) == ["rank0-rank0", "rank2-rank2"]
+    assert "rank1-rank1" in caplog.text and "malformed JSON" in caplog.text
+    assert len(list(out.glob("compare_result_*.xlsx"))) == 2
+
+
+def test_many_steps_in_one_run(tmp_path):
+    for step in ("step0", "step1", "step2"):
+        ranks(tmp_path, 2, step=step, bad_rank=1 if step == "step2" else None)
+    out = tmp_path / "out"
+    result = CliRunner().invoke(main, ["compare", str(cfg(tmp_path, tmp_path / "npu",
+                                                          tmp_path / "bench")),
+                                       "-o", str(out), "--no-history"])
+    assert result.exit_code == 0, result.output
+    names = sorted(p.name.rsplit("_", 1)[0] for p in out.glob("compare_result_*.xlsx"))
+    assert names == [f"compare_result_step{s}_rank{r}-rank{r}" for s in range(3) for r in range(2)]
+    bad = next(out.glob("compare_result_step2_rank1-rank1_*.xlsx"))
+    assert any(r["Result"] == "Warning" for r in rows(bad))
+
+
+def test_rank_dir_given_directly(tmp_path):
+    ranks(tmp_path, 1)
+    out = tmp_path / "out"
+    results = msq.compare_distributed(tmp_path / "npu" / "step0" / "rank0",
+                                      tmp_path / "bench" / "step0" / "rank0", out, record=False)
+    assert len(results) == 1 and results[0].rows == 4
+
+
+def test_suffix_argument_refused(tmp_path):
+    with pytest.raises(msq.errors.UsageError, match="suffix"):
+        msq.compare_distributed(tmp_path, tmp_path, tmp_path / "o", suffix="_x")
+
+
+@pytest.mark.parametrize("content, expect", [
+    ("- a\n- b\n", "must be a YAML mapping"),
+    ("a: [1, 2]\n", "both names must be strings"),
+    ("a: b: c\n", "not valid YAML at line 1"),
+])
+def test_bad_data_mapping_file(tmp_path, content, expect):
+    from tests.dumps import write_pair
+
+    data = {"Functional.a.0.forward": fwd(t(), out=t())}
+    compare_json = write_pair(tmp_path, data, data)
+    mapping = tmp_path / "map.yaml"
+    mapping.write_text(content)
+    result = CliRunner().invoke(main, ["compare", str(compare_json), "-o", str(tmp_path / "o"),
+                                       "-dm", str(mapping), "--no-history"])
+    assert result.exit_code == 1
+    assert str(mapping) in result.output and expect in result.output
+    assert not list((tmp_path / "o").glob("*.xlsx"))
