@@ -40,6 +40,9 @@ log = logging.getLogger("msq")
 SKIP_FILES = ("site-packages/mindspore", "package/mindspore", "msprobe", "site-packages/torch",
               "package/torch")
 SKIP_FUNCS = ("construct", "__call__")
+# PyTorch's forward is MindSpore's construct; 1.1.0 skips only the latter, so an API inside a
+# PyTorch module gets an extra ".forward" in its scope key and never pairs (fixed by default)
+SKIP_FUNCS_DEFAULT = SKIP_FUNCS + ("forward",)
 MAX_DEPTH = 100
 EXAMPLE = "ParallelAttention: {qkv_proj: query_key_value, out_proj: dense}"
 _DIRECTION_SUFFIX = re.compile(r"\.(forward|backward)$")
@@ -103,7 +106,8 @@ def read_layer_yaml(path: Path, compat: bool) -> dict[str, dict[str, str]]:
 
 
 # -- scope keys (spec §3.8.2 step 1) ------------------------------------------------------------
-def stack_functions(frames: list[Any], func_name: str, parent_name: str) -> list[str]:
+def stack_functions(frames: list[Any], func_name: str, parent_name: str,
+                    skip_funcs: tuple[str, ...] = SKIP_FUNCS_DEFAULT) -> list[str]:
     """Function names of the frames between the API call and its parent cell, outermost first."""
     start = end = -1
     for idx, line in enumerate(frames):
@@ -119,7 +123,7 @@ def stack_functions(frames: list[Any], func_name: str, parent_name: str) -> list
         if len(parts) < 3 or any(s in parts[0] for s in SKIP_FILES):
             continue
         words = parts[2].split()
-        if len(words) < 2 or any(s in parts[2] for s in SKIP_FUNCS):
+        if len(words) < 2 or any(s in parts[2] for s in skip_funcs):
             continue
         names.append(words[1])
     return names[::-1]
@@ -147,7 +151,7 @@ def _api_key(key: str, parent: str | None, frames: Any, is_ms: bool, compat: boo
     if frames and isinstance(frames, list):
         parent_name = parent_parts[idx]
         funcs = stack_functions(frames, parts[-3], parent_name[:-1] if parent_name.endswith("s")
-                                else parent_name)
+                                else parent_name, SKIP_FUNCS if compat else SKIP_FUNCS_DEFAULT)
     joined = ".".join(parent_parts[: len(parent_parts) + idx + 1] + funcs + parts[1:-2] + parts[-3:])
     return _strip_direction(joined, compat)
 

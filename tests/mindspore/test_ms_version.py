@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from msq.compare import compare
+from msq import compare
 from msq.mindspore import looks_like_mindspore
 from tests.mindspore.msdump import BF16, DumpBuilder, api_input, arrays, compare_json, run_cli
 
@@ -86,8 +86,6 @@ def test_tensor_version_compare_reads_npy_both_sides(tmp_path: Path) -> None:
 
 def test_version_compare_through_the_api(tmp_path: Path) -> None:
     npu, bench = version_pair(tmp_path)
-    # msq.compare(...) is this function; the package attribute is shadowed by the msq.compare
-    # module once that is imported, so the tests call it by its module
     result = compare(api_input(npu, bench), tmp_path / "out", framework="mindspore", record=False)
     assert result.mode == "statistics"
     assert result.unmatched_npu == 0 and result.matched == result.rows
