@@ -137,10 +137,15 @@ def hist(tmp_path_factory: pytest.TempPathFactory) -> Path:
     base = tmp_path_factory.mktemp("history")
     jsons = build_roots(base)
     db = base / "hist.duckdb"
-    for label, compare_json in jsons.items():
-        done = msq_cmd("compare", str(compare_json), "-o", str(base / f"out_{label}"), "--db",
-                       str(db), "--label", label, "--format", "csv", "-c", "--workers", "2")
-        assert done.returncode == 0, done.stderr
+    # both runs at once: two msq processes (each with a pool of workers) share one database
+    procs = [subprocess.Popen(
+        [sys.executable, "-m", "msq.cli", "compare", str(compare_json), "-o",
+         str(base / f"out_{label}"), "--db", str(db), "--label", label, "--format", "csv", "-c"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for label, compare_json in jsons.items()]
+    for proc in procs:
+        _, err = proc.communicate(timeout=600)
+        assert proc.returncode == 0, err
     return db
 
 

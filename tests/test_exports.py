@@ -1,0 +1,171 @@
+"""Exports: CSV and Parquet carry the workbook's columns, CSV guards formulas, and a workbook past
+the per-sheet row limit continues on further sheets (each with its header) and says so."""
+
+from __future__ import annotations
+
+import csv
+import logging
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import openpyxl
+import pyarrow.parquet as pq
+import pytest
+
+import msq
+from msq.errors import ExportError
+from msq.export import xlsx
+from msq.export.xlsx import SheetSpec, write_xlsx
+from tests.golden_util import GOLDEN
+from tests.test_history import LINEAR1_OUT, model_dump, single_card, tensor, write_json
+
+FORMULAS = ["=HYPERLINK(\"http://x\",\"y\")", "+1+2", "-2+3", "@SUM(A1)", "＝1+1"]
+
+
+def outputs(out: Path) -> dict[str, Path]:
+    """The compare's output files by extension."""
+    found = {p.suffix.lstrip("."): p for p in out.glob("compare_result_*")}
+    assert set(found) == {"xlsx", "csv", "parquet"}, found
+    return found
+
+
+def xlsx_rows(path: Path) -> list[list[Any]]:
+    book = openpyxl.load_workbook(path, read_only=True)
+    rows = [list(r) for ws in book.worksheets for r in ws.iter_rows(values_only=True)]
+    book.close()
+    return rows
+
+
+def csv_rows(path: Path) -> list[list[str]]:
+    with path.open(newline="", encoding="utf-8") as f:
+        return list(csv.reader(f))
+
+
+def md5_dump(base: Path) -> Path:
+    """md5-task dumps: the statistics model with a CRC per tensor; one NPU output differs."""
+    def with_md5(doc: dict[str, Any], differ: bool) -> dict[str, Any]:
+        doc["task"] = "statistics"
+        for n, (op, entry) in enumerate(doc["data"].items()):
+            for key in ("input_args", "output"):
+                for i, arg in enumerate(entry[key]):
+                    arg["md5"] = f"{n:04x}{i:04x}"
+                    if differ and (op, key, i) == ("Functional.linear.1.forward", "output", 0):
+                        arg["md5"] = "deadbeef"
+        return doc
+
+    npu = write_json(base / "npu" / "dump.json", with_md5(model_dump(0, 0, {}, False), True))
+    bench = write_json(base / "bench" / "dump.json", with_md5(model_dump(0, 0, {}, False), False))
+    return write_json(base / "compare.json", {"npu_path": str(npu), "bench_path": str(bench)})
+
+
+def golden_tensor(base: Path) -> Path:
+    case = GOLDEN / "mlp_tensor_L1"
+    return write_json(base / "compare.json", {
+        "npu_path": str(case / "npu/step0/rank/dump.json"),
+        "bench_path": str(case / "bench/step0/rank/dump.json"),
+        "stack_path": str(case / "npu/step0/rank/stack.json")})
+
+
+def run(compare_json: Path, out: Path, **kwargs: Any) -> Any:
+    from msq.config import parse_compare_json
+
+    inp = parse_compare_json(compare_json)
+    param = {"npu_json_path": str(inp.npu_json), "bench_json_path": str(inp.bench_json)}
+    if getattr(inp, "stack_json", None):
+        param["stack_json_path"] = str(inp.stack_json)
+    return msq.compare(param, out, record=False, **kwargs)
+
+
+@pytest.mark.parametrize("mode", ["statistics", "md5", "tensor"])
+def test_csv_and_parquet_carry_the_workbook_columns(mode: str, tmp_path: Path) -> None:
+    if mode == "statistics":
+        cj = single_card(tmp_path / "dumps", {LINEAR1_OUT: {"Max": 3.0}})
+    elif mode == "md5":
+        cj = md5_dump(tmp_path / "dumps")
+    else:
+        if not (GOLDEN / "mlp_tensor_L1").is_dir():
+            pytest.fail(f"golden case missing: {GOLDEN / 'mlp_tensor_L1'}")
+        cj = golden_tensor(tmp_path)
+    result = run(cj, tmp_path / "out", formats="xlsx,csv,parquet", stack_mode=True)
+    assert result.mode == mode
+    files = outputs(tmp_path / "out")
+    book, table = xlsx_rows(files["xlsx"]), csv_rows(files["csv"])
+    parquet = pq.read_table(files["parquet"])
+    assert book[0] == table[0] == parquet.column_names
+    assert "NPU_Stack_Info" in book[0]
+    assert len(book) == len(table) == parquet.num_rows + 1 == result.rows + 1
+    names = parquet.column("NPU Name").to_pylist()
+    assert [r[0] for r in book[1:]] == [r[0] for r in table[1:]] == names
+    # the verdict column agrees in all three
+    col = book[0].index("Result" if mode != "tensor" else "Accuracy Reached or Not")
+    assert [r[col] or "" for r in book[1:]] == [r[col] for r in table[1:]] \
+        == [v or "" for v in parquet.column(col).to_pylist()]
+
+
+def test_formula_like_text_is_escaped_in_csv_only(tmp_path: Path) -> None:
+    extra = {"Functional.pad.0.forward": {
+        "input_args": [tensor([2, 2], 0)],
+        "input_kwargs": {f"k{i}": {"type": "str", "value": text} for i, text in enumerate(FORMULAS)},
+        "output": [tensor([2, 2], 0)]}}
+    cj = single_card(tmp_path / "dumps", extra=extra)
+    run(cj, tmp_path / "out", formats="xlsx,csv,parquet")
+    files = outputs(tmp_path / "out")
+    header = csv_rows(files["csv"])[0]
+    npu_max = header.index("NPU max")
+    by_name = {r[0]: r for r in csv_rows(files["csv"])[1:]}
+    for i, text in enumerate(FORMULAS):
+        assert by_name[f"Functional.pad.0.forward.input.k{i}.0"][npu_max] == "'" + text
+    # numbers that start with '-' stay numbers
+    assert by_name["Functional.linear.0.forward.input.0"][header.index("NPU min")] == "-1.0"
+    # Parquet keeps the text as it is (a number-or-text cell is a union: its text is in "s");
+    # the workbook writes it as a text cell, never a formula
+    parquet = pq.read_table(files["parquet"]).to_pylist()
+    assert [r["NPU max"]["s"] for r in parquet if ".input.k" in r["NPU Name"]] == FORMULAS
+    book = openpyxl.load_workbook(files["xlsx"])
+    cells = [row[npu_max] for row in book.active.iter_rows(min_row=2)
+             if ".input.k" in str(row[0].value)]
+    assert [c.value for c in cells] == FORMULAS
+    assert {c.data_type for c in cells} == {"s"}
+
+
+def test_xlsx_continues_on_further_sheets_with_a_header_each(tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch,
+                                                             caplog: pytest.LogCaptureFixture) -> None:
+    monkeypatch.setattr(xlsx, "EXCEL_MAX_ROWS", 6)  # 5 data rows per sheet, as if Excel's limit
+    cj = single_card(tmp_path / "dumps", {LINEAR1_OUT: {"Max": 3.0}})
+    with caplog.at_level(logging.WARNING, logger="msq"):
+        result = run(cj, tmp_path / "out", formats="xlsx,csv")
+    files = {p.suffix: p for p in (tmp_path / "out").glob("compare_result_*")}
+    book = openpyxl.load_workbook(files[".xlsx"])
+    assert book.sheetnames == ["Sheet", "Sheet2", "Sheet3"]
+    sheets = [[[c.value for c in row] for row in ws.iter_rows()] for ws in book.worksheets]
+    header = csv_rows(files[".csv"])[0]
+    assert [len(s) for s in sheets] == [6, 6, 4]
+    assert all(s[0] == header for s in sheets)
+    names = [row[0] for s in sheets for row in s[1:]]
+    assert names == [r[0] for r in csv_rows(files[".csv"])[1:]] and len(names) == result.rows == 13
+    # the red row (out_seq 9) is the last row of the second sheet, still painted
+    red = book["Sheet2"].cell(row=6, column=1)
+    assert red.value == "Functional.linear.1.forward.output.0"
+    assert red.fill.fgColor.rgb == xlsx.RED
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert any("continuing on sheet 2" in m for m in warnings)
+    assert any("continuing on sheet 3" in m for m in warnings)
+    assert any("holds 3 sheets" in m for m in warnings)
+
+
+def test_write_xlsx_row_limit_parameter(tmp_path: Path) -> None:
+    con = duckdb.connect()
+    spec = SheetSpec("SELECT range AS out_seq, CAST(range * 10 AS DOUBLE) AS v FROM range(7)", ["v"], ["V"], None)
+    seen: list[int] = []
+    path = tmp_path / "book.xlsx"
+    assert write_xlsx(con, spec, path, on_extra_sheet=seen.append, max_rows=3) == 4
+    assert seen == [2, 3, 4]
+    book = openpyxl.load_workbook(path)
+    assert [[c.value for c in r] for ws in book.worksheets for r in ws.iter_rows()] == [
+        ["V"], [0], [10], ["V"], [20], [30], ["V"], [40], [50], ["V"], [60]]
+    # the default is Excel's limit: one sheet
+    assert write_xlsx(con, spec, path) == 1
+    with pytest.raises(ExportError, match="max_rows"):
+        write_xlsx(con, spec, path, max_rows=1)
