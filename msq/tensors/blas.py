@@ -11,10 +11,18 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
-_SETTERS = ("scipy_openblas_set_num_threads64_", "openblas_set_num_threads64_", "openblas_set_num_threads")
-_GETTERS = ("scipy_openblas_get_num_threads64_", "openblas_get_num_threads64_", "openblas_get_num_threads")
+_SETTERS = (
+    "scipy_openblas_set_num_threads64_",
+    "openblas_set_num_threads64_",
+    "openblas_set_num_threads",
+)
+_GETTERS = (
+    "scipy_openblas_get_num_threads64_",
+    "openblas_get_num_threads64_",
+    "openblas_get_num_threads",
+)
 
 _api: tuple[Callable[[int], None], Callable[[], int]] | None | bool = False
 
@@ -23,7 +31,7 @@ def _find_api() -> tuple[Callable[[int], None], Callable[[], int]] | None:
     global _api
     if _api is not False:
         return _api  # type: ignore[return-value]
-    import numpy  # noqa: F401,PLC0415  (numpy's BLAS must be loaded before looking for it)
+    import numpy  # noqa: F401  (numpy's BLAS must be loaded before looking for it)
 
     _api = None
     try:

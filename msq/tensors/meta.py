@@ -12,8 +12,8 @@ import io
 import math
 import os
 import stat
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
 import numpy as np
 
@@ -157,7 +157,7 @@ class ChunkReader:
                 yield raw if self._raw is None else self._convert(raw, k)
 
 
-def _read_exact(fh: "io.RawIOBase", view: memoryview, meta: TensorMeta) -> None:
+def _read_exact(fh: io.RawIOBase, view: memoryview, meta: TensorMeta) -> None:
     got = 0
     while got < len(view):
         n = fh.readinto(view[got:])
@@ -185,7 +185,9 @@ def _storage_index(
 def check_extent(meta: TensorMeta, available: int, what: str) -> None:
     """Refuse a layout that would read outside the ``available`` bytes of its storage."""
     if any(d < 0 for d in meta.shape) or (meta.strides and any(s < 0 for s in meta.strides)):
-        raise TensorFileError(f"{meta.path}: negative size or stride in {what}; the file is corrupt")
+        raise TensorFileError(
+            f"{meta.path}: negative size or stride in {what}; the file is corrupt"
+        )
     need = meta.span * meta.dtype.itemsize
     if need > available:
         raise TensorFileError(

@@ -20,14 +20,15 @@ Two behaviours (``compat``):
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Iterator, NamedTuple, Union
+from typing import NamedTuple
 
 import numpy as np
 
 from msq.tensors.meta import ChunkReader, TensorMeta, to_array
 
-Cell = Union[float, str]
+Cell = float | str
 
 #: Elements per chunk: the working set (two inputs, two float64 copies, the relative error and a
 #: mask) stays around L2 size while the per-chunk Python overhead stays negligible.
@@ -48,7 +49,9 @@ MSG_SHAPE = "Shape of NPU and bench Tensor do not match. Skipped."
 MSG_NANPOS = "The position of inf or nan in NPU and bench Tensor do not match."
 MSG_SCALAR_0D = "This is type of scalar data, can not compare."
 MSG_LEN1 = "This tensor is scalar."
-MSG_COS_BOTH_ZERO_NPU = "Cannot compare by Cosine Similarity, All the data is Zero in npu dump data."
+MSG_COS_BOTH_ZERO_NPU = (
+    "Cannot compare by Cosine Similarity, All the data is Zero in npu dump data."
+)
 MSG_COS_ZERO_BENCH = "Cannot compare by Cosine Similarity, All the data is Zero in Bench dump data."
 MSG_COS_NAN = "Cannot compare by Cosine Similarity, the dump data has NaN."
 MSG_MAXREL_NAN = "Cannot compare by MaxRelativeError, the data contains nan in dump data."
@@ -162,7 +165,7 @@ class Stats:
         self.dot_nn = nn if self.dot_nn is None else self.dot_nn + nn
         self.dot_bb = bb if self.dot_bb is None else self.dot_bb + bb
 
-    def merge(self, other: "Stats") -> None:
+    def merge(self, other: Stats) -> None:
         """Fold in the stats of the next element range (ranges must be merged in order)."""
         self.numel += other.numel
         if other.dot_nb is not None:
@@ -317,7 +320,7 @@ def _rel_f64(n64: np.ndarray, b64: np.ndarray) -> np.ndarray:
 
 
 def _fold_rel(rel: np.ndarray, m: np.floating, st: Stats) -> None:
-    if m != m:
+    if math.isnan(m):
         st.rnan = True
     else:
         st.rmax = max(st.rmax, float(m))
@@ -343,7 +346,7 @@ def _row_of(
     """The row of a pair from its aggregates (``rmax`` NaN: the relative error had a NaN)."""
     cos, cos_msg = _cosine(numel, float(nb), float(nn), float(bb))
     mae = r12(amax)
-    if rmax != rmax:
+    if math.isnan(rmax):
         mre: Cell = NAN_TEXT
         rel_msg = MSG_MAXREL_NAN
     else:
@@ -368,7 +371,7 @@ def _cosine(numel: int, nb: float, nn: float, bb: float) -> tuple[Cell, str]:
     if b <= _EPS64:
         return NAN_TEXT, MSG_COS_ZERO_BENCH
     c = nb / (a * b)
-    if c != c:
+    if math.isnan(c):
         return NAN_TEXT, MSG_COS_NAN
     r = r12(c)
     if r > 0.9999:
@@ -402,7 +405,9 @@ def compare_many(pairs: list[tuple[np.ndarray, np.ndarray]], *, compat: bool) ->
     return out  # type: ignore[return-value]
 
 
-def _group(pairs: list[tuple[np.ndarray, np.ndarray]], idx: list[int], compat: bool) -> list[MetricResult]:
+def _group(
+    pairs: list[tuple[np.ndarray, np.ndarray]], idx: list[int], compat: bool
+) -> list[MetricResult]:
     ns = [pairs[i][0].reshape(-1) for i in idx]
     bs = [pairs[i][1].reshape(-1) for i in idx]
     N, B = np.concatenate(ns), np.concatenate(bs)
@@ -444,7 +449,17 @@ def _group(pairs: list[tuple[np.ndarray, np.ndarray]], idx: list[int], compat: b
     for j, (s, k) in enumerate(zip(starts.tolist(), sizes)):
         n64, b64 = N64[s : s + k], B64[s : s + k]
         rows.append(
-            _row_of(k, dot(n64, b64), dot(n64, n64), dot(b64, b64), amax[j], rmax[j], c1[j], c5[j], compat)
+            _row_of(
+                k,
+                dot(n64, b64),
+                dot(n64, n64),
+                dot(b64, b64),
+                amax[j],
+                rmax[j],
+                c1[j],
+                c5[j],
+                compat,
+            )
         )
     return rows
 
@@ -454,7 +469,11 @@ def _has_inf_nan(x: np.ndarray) -> bool:
         return False
     # one BLAS pass: a finite sum of squares proves the data finite; an infinite or NaN one (data
     # with inf/NaN, or merely huge values) is confirmed with the exact elementwise test
-    s = np.dot(x, x) if x.dtype != np.float16 else np.dot(x.astype(np.float32), x.astype(np.float32))
+    s = (
+        np.dot(x, x)
+        if x.dtype != np.float16
+        else np.dot(x.astype(np.float32), x.astype(np.float32))
+    )
     return not math.isfinite(s) and not bool(np.isfinite(x).all())
 
 
@@ -478,7 +497,7 @@ def _scalar(n: np.ndarray, b: np.ndarray, compat: bool) -> MetricResult:
             n, b = n.astype(np.float64), b.astype(np.float64)
         mae = r12(np.max(np.abs(n - b)))
         m = np.max(rel)
-    if m != m:
+    if math.isnan(m):
         mre: Cell = NAN_TEXT
         msg = MSG_SCALAR_0D + MSG_MAXREL_NAN
     else:
@@ -498,7 +517,9 @@ def _flat_chunks(arr: np.ndarray, chunk: int, start: int, stop: int) -> Iterator
         yield np.array(flat[s : min(stop, s + chunk)])  # writable copy
 
 
-def compare_arrays(npu: np.ndarray, bench: np.ndarray, *, compat: bool, chunk: int = DEFAULT_CHUNK) -> MetricResult:
+def compare_arrays(
+    npu: np.ndarray, bench: np.ndarray, *, compat: bool, chunk: int = DEFAULT_CHUNK
+) -> MetricResult:
     """All metrics of one pair of in-memory arrays (bfloat16 already widened to float32).
 
     Args:
@@ -522,7 +543,9 @@ def compare_arrays(npu: np.ndarray, bench: np.ndarray, *, compat: bool, chunk: i
     for start in range(0, npu.size, range_size(chunk)):
         stop = min(npu.size, start + range_size(chunk))
         st = Stats()
-        for nc, bc in zip(_flat_chunks(npu, chunk, start, stop), _flat_chunks(bench, chunk, start, stop)):
+        for nc, bc in zip(
+            _flat_chunks(npu, chunk, start, stop), _flat_chunks(bench, chunk, start, stop)
+        ):
             _chunk(nc, bc, st, compat)
             if st.nanpos:
                 break
@@ -550,7 +573,13 @@ def precheck(npu: TensorMeta, bench: TensorMeta, *, compat: bool) -> MetricResul
 
 
 def range_stats(
-    npu: TensorMeta, bench: TensorMeta, start: int, stop: int, *, compat: bool, chunk: int = DEFAULT_CHUNK
+    npu: TensorMeta,
+    bench: TensorMeta,
+    start: int,
+    stop: int,
+    *,
+    compat: bool,
+    chunk: int = DEFAULT_CHUNK,
 ) -> Stats:
     """Aggregates over the flat elements ``[start, stop)`` of a pair that passed :func:`precheck`."""
     st = Stats()
@@ -562,7 +591,9 @@ def range_stats(
     return st
 
 
-def compare_metas(npu: TensorMeta, bench: TensorMeta, *, compat: bool, chunk: int = DEFAULT_CHUNK) -> MetricResult:
+def compare_metas(
+    npu: TensorMeta, bench: TensorMeta, *, compat: bool, chunk: int = DEFAULT_CHUNK
+) -> MetricResult:
     """All metrics of one pair of tensor files, streamed chunk by chunk from disk."""
     fixed = precheck(npu, bench, compat=compat)
     if fixed is not None:
@@ -570,7 +601,9 @@ def compare_metas(npu: TensorMeta, bench: TensorMeta, *, compat: bool, chunk: in
     total = Stats()
     step = range_size(chunk)
     for start in range(0, npu.numel, step):
-        total.merge(range_stats(npu, bench, start, min(npu.numel, start + step), compat=compat, chunk=chunk))
+        total.merge(
+            range_stats(npu, bench, start, min(npu.numel, start + step), compat=compat, chunk=chunk)
+        )
         if total.nanpos:
             break
     return finish(total, compat=compat)

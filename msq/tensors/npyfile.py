@@ -58,14 +58,18 @@ def _header(path: str, stream: io.IOBase) -> tuple[np.dtype, tuple[int, ...], bo
         else:
             raise ValueError(f"unsupported .npy format version {version}")
     except ValueError as exc:
-        raise TensorFileError(f"{path}: not a valid .npy file ({exc}); expected a numpy array dump") from None
+        raise TensorFileError(
+            f"{path}: not a valid .npy file ({exc}); expected a numpy array dump"
+        ) from None
     if dtype.hasobject:
         raise TensorFileError(
             f"{path}: holds an object array (dtype {dtype}), which needs a pickle to load; "
             "msq only loads numeric .npy arrays"
         )
     if dtype.names is not None or dtype.subdtype is not None:
-        raise TensorFileError(f"{path}: holds a structured array (dtype {dtype}); expected a numeric array")
+        raise TensorFileError(
+            f"{path}: holds a structured array (dtype {dtype}); expected a numeric array"
+        )
     return dtype, tuple(shape), bool(fortran), stream.tell()
 
 

@@ -45,7 +45,11 @@ def resolve_tensor_file(tensor_dir: str | os.PathLike[str], name: str) -> str | 
     plain = "/" not in name and "\\" not in name
     if not plain:
         parts = name.replace("\\", "/").split("/")
-        if name.startswith(("/", "\\")) or os.path.isabs(name) or any(p in ("", ".", "..") for p in parts):
+        if (
+            name.startswith(("/", "\\"))
+            or os.path.isabs(name)
+            or any(p in ("", ".", "..") for p in parts)
+        ):
             raise TensorFileError(
                 f"{tensor_dir}: tensor file name {name!r} from the dump leaves the tensor directory; "
                 "names must be plain file names inside dump_tensor_data"
@@ -95,7 +99,14 @@ def read_confined(tensor_dir: str | os.PathLike[str], name: str) -> tuple[str, b
     Raises:
         TensorFileError: as :func:`resolve_tensor_file`, or the file cannot be read.
     """
-    if isinstance(name, str) and name and "/" not in name and "\\" not in name and "\x00" not in name and name not in (".", ".."):
+    if (
+        isinstance(name, str)
+        and name
+        and "/" not in name
+        and "\\" not in name
+        and "\x00" not in name
+        and name not in (".", "..")
+    ):
         path = os.path.join(os.fspath(tensor_dir), name)
         try:
             return path, read_small(path, nofollow=True)

@@ -18,9 +18,9 @@ import multiprocessing
 import os
 import sys
 import time
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, replace
-from typing import Callable, Iterable, Sequence, Union
 
 import numpy as np
 import pyarrow as pa
@@ -56,11 +56,19 @@ METRIC_COLUMNS = ("cosine", "max_abs_err", "max_rel_err", "one_thousandth", "fiv
 
 SCHEMA = pa.schema(
     [pa.field("job_id", pa.int64(), nullable=False)]
-    + [f for m in METRIC_COLUMNS for f in (pa.field(m, pa.float64()), pa.field(f"{m}_text", pa.string()))]
-    + [pa.field("accuracy", pa.string()), pa.field("err_message", pa.string()), pa.field("status", pa.string())]
+    + [
+        f
+        for m in METRIC_COLUMNS
+        for f in (pa.field(m, pa.float64()), pa.field(f"{m}_text", pa.string()))
+    ]
+    + [
+        pa.field("accuracy", pa.string()),
+        pa.field("err_message", pa.string()),
+        pa.field("status", pa.string()),
+    ]
 )
 
-Progress = Union[None, bool, Callable[[int, int], None]]
+Progress = bool | Callable[[int, int], None] | None
 
 
 @dataclass(frozen=True)
@@ -245,7 +253,9 @@ def compute_metrics(
         TensorFileError: a tensor file is unsafe, corrupt or unreadable; the compare stops.
     """
     jobs = list(jobs)
-    range_elems = range_size(chunk) if range_elems is None else max(chunk, range_elems // chunk * chunk)
+    range_elems = (
+        range_size(chunk) if range_elems is None else max(chunk, range_elems // chunk * chunk)
+    )
     workers = default_workers() if workers is None else max(1, workers)
     bar = _Progress(len(jobs), progress)
     # internally a job is known by its position, so duplicate or sparse ids need no care
@@ -308,7 +318,17 @@ def _compute_pool(
                         rows.extend(got)
                         bar.advance(len(got))
                         for job_id, n_meta, b_meta in big:
-                            _submit_ranges(pool, pending, partial, job_id, n_meta, b_meta, compat, chunk, range_elems)
+                            _submit_ranges(
+                                pool,
+                                pending,
+                                partial,
+                                job_id,
+                                n_meta,
+                                b_meta,
+                                compat,
+                                chunk,
+                                range_elems,
+                            )
                     else:
                         _, job_id, index = kind
                         parts = partial[job_id]

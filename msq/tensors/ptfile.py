@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import collections
 import io
-import os
 import pickle
 import struct
 import zipfile
@@ -83,7 +82,7 @@ class _Storage:
 class _TensorStub:
     """What the restricted unpickler builds instead of a tensor: its layout, nothing else."""
 
-    __slots__ = ("storage", "offset", "shape", "stride", "dtype", "bf16")
+    __slots__ = ("bf16", "dtype", "offset", "shape", "storage", "stride")
 
     def __init__(
         self, storage: _Storage, offset: int, shape: tuple, stride: tuple, dtype: Any, bf16: bool
@@ -109,18 +108,26 @@ def _ints(value: object, what: str) -> tuple[int, ...]:
     return tuple(value)
 
 
-def _rebuild_v2(storage: object, offset: object, size: object, stride: object, *_: object) -> _TensorStub:
+def _rebuild_v2(
+    storage: object, offset: object, size: object, stride: object, *_: object
+) -> _TensorStub:
     if not isinstance(storage, _Storage) or storage.stype.dtype is None or type(offset) is not int:
         raise _Refused("a tensor rebuilt from something that is not a typed storage")
     stype = storage.stype
-    return _TensorStub(storage, offset, _ints(size, "size"), _ints(stride, "stride"), stype.dtype, stype.bf16)
+    return _TensorStub(
+        storage, offset, _ints(size, "size"), _ints(stride, "stride"), stype.dtype, stype.bf16
+    )
 
 
 def _rebuild_v3(
     storage: object, offset: object, size: object, stride: object, _rg: object, _hooks: object,
     dtype: object, *_: object,
 ) -> _TensorStub:  # fmt: skip
-    if not isinstance(storage, _Storage) or not isinstance(dtype, _TorchDType) or type(offset) is not int:
+    if (
+        not isinstance(storage, _Storage)
+        or not isinstance(dtype, _TorchDType)
+        or type(offset) is not int
+    ):
         raise _Refused("a tensor rebuilt from something that is not a storage")
     np_dtype = _TORCH_DTYPES.get(dtype.name)
     if np_dtype is None:
@@ -204,7 +211,9 @@ class _Zip:
     compare; this reads only what a torch archive needs and checks every offset against the size.
     """
 
-    def __init__(self, path: str, fh: io.BufferedReader | None, data: bytes | None, size: int) -> None:
+    def __init__(
+        self, path: str, fh: io.BufferedReader | None, data: bytes | None, size: int
+    ) -> None:
         self.path, self.fh, self.data, self.size = path, fh, data, size
         self.cdir = b""
         self._members: dict[str, int] | None = None
@@ -223,7 +232,11 @@ class _Zip:
         pos = self.cdir.find(want)
         while pos >= 0:
             at = pos - 46
-            if at >= 0 and self.cdir[at : at + 4] == b"PK\x01\x02" and _CDIR_LENGTHS.unpack_from(self.cdir, at + 28)[0] == len(want):
+            if (
+                at >= 0
+                and self.cdir[at : at + 4] == b"PK\x01\x02"
+                and _CDIR_LENGTHS.unpack_from(self.cdir, at + 28)[0] == len(want)
+            ):
                 return at
             pos = self.cdir.find(want, pos + 1)
         return self.members.get(name)
@@ -320,7 +333,7 @@ class _Zip:
         if method == zipfile.ZIP_STORED:
             return raw
         if method == zipfile.ZIP_DEFLATED:
-            import zlib  # noqa: PLC0415
+            import zlib
 
             return zlib.decompress(raw, -15)
         raise self._bad(f"member {name} uses unsupported compression method {method}")
@@ -376,7 +389,9 @@ def _inspect(path: str, fh: io.BufferedReader | None, data: bytes | None, size: 
     if size < 4 or _head(fh, data) != b"PK\x03\x04":
         if _head(fh, data)[:1] == b"\x80":  # legacy (pre-1.6) torch.save: a bare pickle stream
             raise _NeedsTorch("legacy torch.save format")
-        raise TensorFileError(f"{path}: not a torch.save archive (no zip header); expected a .pt tensor file")
+        raise TensorFileError(
+            f"{path}: not a torch.save archive (no zip header); expected a .pt tensor file"
+        )
     if data is not None:
         fast = _inspect_bytes(path, data)
         if fast is not None:
@@ -478,7 +493,7 @@ def _unpickle_new(path: str, payload: bytes) -> _TensorStub:
         ) from None
     except _NeedsTorch:
         raise
-    except Exception as exc:  # a malformed pickle stream, wrong arity, ...
+    except Exception as exc:  # noqa: BLE001  (any malformed stream: truncated, wrong arity, ...)
         raise TensorFileError(f"{path}: the tensor pickle (data.pkl) is corrupt: {exc}") from None
     if not isinstance(obj, _TensorStub):
         raise TensorFileError(
@@ -506,14 +521,20 @@ def _meta_from_stub(
 _DTYPES: dict[tuple[np.dtype, bool], np.dtype] = {}
 
 
-def _layout(path: str, stub: _TensorStub, little: bool, start: int, avail: int, data: bytes | None) -> TensorMeta:
+def _layout(
+    path: str, stub: _TensorStub, little: bool, start: int, avail: int, data: bytes | None
+) -> TensorMeta:
     """The meta of a tensor whose storage bytes are ``[start, start + avail)`` of the file/data."""
     dtype = _DTYPES.get((stub.dtype, little))
     if dtype is None:
-        dtype = _DTYPES[(stub.dtype, little)] = np.dtype(stub.dtype).newbyteorder("<" if little else ">")
+        dtype = _DTYPES[(stub.dtype, little)] = np.dtype(stub.dtype).newbyteorder(
+            "<" if little else ">"
+        )
     shape, stride, offset = stub.shape, stub.stride, stub.offset
     if len(shape) != len(stride):
-        raise TensorFileError(f"{path}: tensor size and stride have different lengths; corrupt file")
+        raise TensorFileError(
+            f"{path}: tensor size and stride have different lengths; corrupt file"
+        )
     if offset < 0:
         raise TensorFileError(f"{path}: negative storage offset; corrupt file")
     item = dtype.itemsize
@@ -537,15 +558,17 @@ def _is_c_contiguous(shape: tuple[int, ...], stride: tuple[int, ...]) -> bool:
 def _torch_fallback(path: str, why: str) -> TensorMeta:
     """Load with ``torch.load(weights_only=True)`` (torch's own allow-list) and wrap the result."""
     try:
-        import torch  # noqa: PLC0415  (lazy: importing torch costs ~1.6 s)
+        import torch
     except ImportError:
         raise TensorFileError(
             f"{path}: uses {why}, which msq reads only through torch; install torch==2.13.0"
         ) from None
     try:
         obj = torch.load(path, weights_only=True, map_location="cpu")
-    except Exception as exc:
-        raise TensorFileError(f"{path}: torch refused to load it safely (weights_only): {exc}") from None
+    except Exception as exc:  # noqa: BLE001  (torch raises many types for a refused file)
+        raise TensorFileError(
+            f"{path}: torch refused to load it safely (weights_only): {exc}"
+        ) from None
     if not isinstance(obj, torch.Tensor):
         raise TensorFileError(f"{path}: holds a {type(obj).__name__}, expected a single tensor")
     t = obj.detach()

@@ -25,7 +25,7 @@ def _write_small(root: Path, count: int) -> list[TensorJob]:
     npu, bench = root / "npu", root / "bench"
     names = [f"Functional.op{i}.0.forward.output.0.pt" for i in range(count)]
     if not (bench / names[-1]).exists():
-        import torch  # noqa: PLC0415
+        import torch
 
         npu.mkdir(parents=True, exist_ok=True)
         bench.mkdir(parents=True, exist_ok=True)
@@ -41,7 +41,7 @@ def _write_big(root: Path, mib: int) -> list[TensorJob]:
     name = "Functional.big.0.forward.output.0.pt"
     npu, bench = root / "npu", root / "bench"
     if not (npu / name).exists():
-        import torch  # noqa: PLC0415
+        import torch
 
         npu.mkdir(parents=True, exist_ok=True)
         bench.mkdir(parents=True, exist_ok=True)
@@ -55,7 +55,9 @@ def _write_big(root: Path, mib: int) -> list[TensorJob]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("what", choices=["small", "big"])
     ap.add_argument("--dir", required=True, type=Path)
     ap.add_argument("--count", type=int, default=10000)
@@ -63,9 +65,15 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--workers", type=int, default=None)
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args(argv)
-    jobs = _write_small(args.dir, args.count) if args.what == "small" else _write_big(args.dir, args.mib)
+    jobs = (
+        _write_small(args.dir, args.count)
+        if args.what == "small"
+        else _write_big(args.dir, args.mib)
+    )
     nbytes = sum(
-        os.path.getsize(os.path.join(d, f)) for j in jobs for d, f in ((j.npu_dir, j.npu_file), (j.bench_dir, j.bench_file))
+        os.path.getsize(os.path.join(d, f))
+        for j in jobs
+        for d, f in ((j.npu_dir, j.npu_file), (j.bench_dir, j.bench_file))
     )
     for compat in (True, False):
         times = []

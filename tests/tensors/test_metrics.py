@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
+import torch  # noqa: TID253  (tests write and cross-check real .pt files)
 
 from msq.tensors.metrics import (
     MSG_COS_BOTH_ZERO_NPU,
@@ -31,50 +31,232 @@ def fp32_after(x: float, ulps: int) -> np.float32:
 # (id, npu, bench, cosine, max_abs, max_rel, 1‰, 5‰, accuracy, err_message) — spec §4.3.8, compat.
 # Rows with random data in the spec use inputs built by data/make_spec_rows.py (see its docstring).
 SPEC = [
-    ("identical", np.arange(1, 21, dtype=f32).reshape(4, 5), np.arange(1, 21, dtype=f32).reshape(4, 5),
-     1.0, 0.0, 0.0, 1.0, 1.0, "Yes", ""),
-    ("npu-all-zero", np.zeros((4, 5), f32), ROWS["random_x"],
-     "Nan", 1.541942596436, 1.0, 0.0, 0.0, "No", MSG_COS_BOTH_ZERO_NPU),
-    ("bench-all-zero", ROWS["random_x"], np.zeros((4, 5), f32),
-     0.046135742112, 1.541942596436, 12934752.0, 0.0, 0.0, "No", ""),
-    ("nan-same-position", ROWS["nan_n"], ROWS["nan_b"],
-     1.0, 0.00100004673, 0.014690210111, 0.25, 0.8, "Yes", ""),
-    ("nan-different-position", np.array([1, np.nan, 2, 3], f32), np.array([1, 2, np.nan, 3], f32),
-     "N/A", "N/A", "N/A", "N/A", "N/A", "No",
-     "The position of inf or nan in NPU and bench Tensor do not match."),
-    ("fp16-vs-fp32", ROWS["fp16_n"], ROWS["fp16_b"],
-     1.0, 0.000212848186, 0.000360129023, 1.0, 1.0, "Yes", ""),
+    (
+        "identical",
+        np.arange(1, 21, dtype=f32).reshape(4, 5),
+        np.arange(1, 21, dtype=f32).reshape(4, 5),
+        1.0,
+        0.0,
+        0.0,
+        1.0,
+        1.0,
+        "Yes",
+        "",
+    ),
+    (
+        "npu-all-zero",
+        np.zeros((4, 5), f32),
+        ROWS["random_x"],
+        "Nan",
+        1.541942596436,
+        1.0,
+        0.0,
+        0.0,
+        "No",
+        MSG_COS_BOTH_ZERO_NPU,
+    ),
+    (
+        "bench-all-zero",
+        ROWS["random_x"],
+        np.zeros((4, 5), f32),
+        0.046135742112,
+        1.541942596436,
+        12934752.0,
+        0.0,
+        0.0,
+        "No",
+        "",
+    ),
+    (
+        "nan-same-position",
+        ROWS["nan_n"],
+        ROWS["nan_b"],
+        1.0,
+        0.00100004673,
+        0.014690210111,
+        0.25,
+        0.8,
+        "Yes",
+        "",
+    ),
+    (
+        "nan-different-position",
+        np.array([1, np.nan, 2, 3], f32),
+        np.array([1, 2, np.nan, 3], f32),
+        "N/A",
+        "N/A",
+        "N/A",
+        "N/A",
+        "N/A",
+        "No",
+        "The position of inf or nan in NPU and bench Tensor do not match.",
+    ),
+    (
+        "fp16-vs-fp32",
+        ROWS["fp16_n"],
+        ROWS["fp16_b"],
+        1.0,
+        0.000212848186,
+        0.000360129023,
+        1.0,
+        1.0,
+        "Yes",
+        "",
+    ),
     ("bf16", ROWS["bf16_n"], ROWS["bf16_b"], 1.0, 0.0078125, 0.007092198357, 0.7, 0.8, "Yes", ""),
-    ("int32-plus-one", ROWS["int_n"], ROWS["int_b"], 0.997997453695, 1.0, 0.25, 0.95, 0.95, "Yes", ""),
-    ("bool", np.array([True, False, True, True]), np.array([True, True, True, True]),
-     0.866025403784, 1.0, 1.0, 0.75, 0.75, "No", ""),
-    ("empty", np.zeros(0, f32), np.zeros(0, f32),
-     "unsupported", 0.0, 0.0, 0.0, 0.0, "None", "This is empty data, can not compare."),
-    ("length-1", np.array([2.0], f32), np.array([2.5], f32),
-     "unsupported", 0.5, 0.20000000298, 0.0, 0.0, "None", "This tensor is scalar."),
-    ("0-d", np.array(f32(5.80557)), np.array(fp32_after(5.77263, 5)),
-     "unsupported", 0.032937526703, 0.005705806892, "Nan", "Nan", "None",
-     "This is type of scalar data, can not compare."),
-    ("shape-20-vs-10", np.ones(20, f32), np.ones(10, f32), *["shape unmatched"] * 5, "Unmatched",
-     "Shape of NPU and bench Tensor do not match. Skipped."),
-    ("fp32-five", np.array([0.3, 0, 1.5, -2, 0], f32), np.array([0, 0, 1.5001, -2, 0.001], f32),
-     0.992876758073, 0.300000011921, 2516582.5, 0.6, 0.6, "Yes", ""),
-    ("fp16-five", np.array([0.3, 0, 1.5, -2, 0], f16), np.array([0, 0, 1.5001, -2, 0.001], f16),
-     0.99287512897, 0.300048828125, 307.25, 0.6, 0.6, "Yes", ""),
-    ("fp16-overflow", np.array([100, 1], f16), np.array([0, 1], f16),
-     0.010976008479, 99.9990234375, math.inf, 0.5, 0.5, "No", ""),
-    ("noise-0.008", ROWS["s008_n"], ROWS["s008_b"],
-     0.999969, 0.027788579464, 10.945595741272, 0.084, 0.357, "Yes", ""),
-    ("noise-0.5", ROWS["s05_n"], ROWS["s05_b"],
-     0.891859321902, 1.69163697958, 611.401245117188, 0.001, 0.006, "No", ""),
-    ("1e11-vs-1", np.array([1e11] + [1] * 9, f32), np.ones(10, f32),
-     0.316227766045, 99999997951.0, 99999997952.0, 0.9, 0.9, "No", ""),
-]  # fmt: skip
+    (
+        "int32-plus-one",
+        ROWS["int_n"],
+        ROWS["int_b"],
+        0.997997453695,
+        1.0,
+        0.25,
+        0.95,
+        0.95,
+        "Yes",
+        "",
+    ),
+    (
+        "bool",
+        np.array([True, False, True, True]),
+        np.array([True, True, True, True]),
+        0.866025403784,
+        1.0,
+        1.0,
+        0.75,
+        0.75,
+        "No",
+        "",
+    ),
+    (
+        "empty",
+        np.zeros(0, f32),
+        np.zeros(0, f32),
+        "unsupported",
+        0.0,
+        0.0,
+        0.0,
+        0.0,
+        "None",
+        "This is empty data, can not compare.",
+    ),
+    (
+        "length-1",
+        np.array([2.0], f32),
+        np.array([2.5], f32),
+        "unsupported",
+        0.5,
+        0.20000000298,
+        0.0,
+        0.0,
+        "None",
+        "This tensor is scalar.",
+    ),
+    (
+        "0-d",
+        np.array(f32(5.80557)),
+        np.array(fp32_after(5.77263, 5)),
+        "unsupported",
+        0.032937526703,
+        0.005705806892,
+        "Nan",
+        "Nan",
+        "None",
+        "This is type of scalar data, can not compare.",
+    ),
+    (
+        "shape-20-vs-10",
+        np.ones(20, f32),
+        np.ones(10, f32),
+        *["shape unmatched"] * 5,
+        "Unmatched",
+        "Shape of NPU and bench Tensor do not match. Skipped.",
+    ),
+    (
+        "fp32-five",
+        np.array([0.3, 0, 1.5, -2, 0], f32),
+        np.array([0, 0, 1.5001, -2, 0.001], f32),
+        0.992876758073,
+        0.300000011921,
+        2516582.5,
+        0.6,
+        0.6,
+        "Yes",
+        "",
+    ),
+    (
+        "fp16-five",
+        np.array([0.3, 0, 1.5, -2, 0], f16),
+        np.array([0, 0, 1.5001, -2, 0.001], f16),
+        0.99287512897,
+        0.300048828125,
+        307.25,
+        0.6,
+        0.6,
+        "Yes",
+        "",
+    ),
+    (
+        "fp16-overflow",
+        np.array([100, 1], f16),
+        np.array([0, 1], f16),
+        0.010976008479,
+        99.9990234375,
+        math.inf,
+        0.5,
+        0.5,
+        "No",
+        "",
+    ),
+    (
+        "noise-0.008",
+        ROWS["s008_n"],
+        ROWS["s008_b"],
+        0.999969,
+        0.027788579464,
+        10.945595741272,
+        0.084,
+        0.357,
+        "Yes",
+        "",
+    ),
+    (
+        "noise-0.5",
+        ROWS["s05_n"],
+        ROWS["s05_b"],
+        0.891859321902,
+        1.69163697958,
+        611.401245117188,
+        0.001,
+        0.006,
+        "No",
+        "",
+    ),
+    (
+        "1e11-vs-1",
+        np.array([1e11] + [1] * 9, f32),
+        np.ones(10, f32),
+        0.316227766045,
+        99999997951.0,
+        99999997952.0,
+        0.9,
+        0.9,
+        "No",
+        "",
+    ),
+]
 
 
 def cells(r: MetricResult) -> tuple:
-    return (r.cosine, r.max_abs_err, r.max_rel_err, r.one_thousandth, r.five_thousandth,
-            r.accuracy, r.err_message)  # fmt: skip
+    return (
+        r.cosine,
+        r.max_abs_err,
+        r.max_rel_err,
+        r.one_thousandth,
+        r.five_thousandth,
+        r.accuracy,
+        r.err_message,
+    )
 
 
 def assert_cells(got: tuple, want: tuple) -> None:
@@ -124,14 +306,22 @@ def test_spec_missing_files_and_unmatched_rows(tmp_path: Path) -> None:
     present = "Torch.missing_bench.0.forward.output.0.pt"
     torch.save(torch.ones(3), npu_dir / present)
     jobs = [
-        TensorJob(1, "Torch.missing_npu.0.forward.output.0.pt", "Torch.missing_npu.0.forward.output.0.pt",
-                  str(npu_dir), str(bench_dir)),
+        TensorJob(
+            1,
+            "Torch.missing_npu.0.forward.output.0.pt",
+            "Torch.missing_npu.0.forward.output.0.pt",
+            str(npu_dir),
+            str(bench_dir),
+        ),
         TensorJob(2, present, present, str(npu_dir), str(bench_dir)),
         TensorJob(3, None, None),  # int/None argument, or unmatched
-    ]  # fmt: skip
+    ]
     rows = compute_metrics(jobs, compat=True, workers=1).to_pylist()
     none5 = ("None",) * 5
-    assert _cells_of_row(rows[0]) == none5 + ("None", "Dump file: Torch.missing_npu.0.forward.output.0.pt not found.")
+    assert _cells_of_row(rows[0]) == none5 + (
+        "None",
+        "Dump file: Torch.missing_npu.0.forward.output.0.pt not found.",
+    )
     assert _cells_of_row(rows[1]) == none5 + ("None", f"Dump file: {present} not found.")
     assert _cells_of_row(rows[2]) == none5 + ("None", "No bench data matched.")
     assert [r["status"] for r in rows] == ["no_data"] * 3
@@ -142,8 +332,13 @@ def test_spec_fuzzy_names_differ_identical_data(tmp_path: Path) -> None:
     (tmp_path / "b").mkdir()
     torch.save(torch.arange(1.0, 7.0), tmp_path / "n" / "Functional.relu.1.forward.output.0.pt")
     torch.save(torch.arange(1.0, 7.0), tmp_path / "b" / "Functional.relu.0.forward.output.0.pt")
-    job = TensorJob(0, "Functional.relu.1.forward.output.0.pt", "Functional.relu.0.forward.output.0.pt",
-                    str(tmp_path / "n"), str(tmp_path / "b"))  # fmt: skip
+    job = TensorJob(
+        0,
+        "Functional.relu.1.forward.output.0.pt",
+        "Functional.relu.0.forward.output.0.pt",
+        str(tmp_path / "n"),
+        str(tmp_path / "b"),
+    )
     row = compute_metrics([job], compat=True, workers=1).to_pylist()[0]
     # the caller appends " Fuzzy matching data, ..." because the names differ
     assert _cells_of_row(row) == (1.0, 0.0, 0.0, 1.0, 1.0, "Yes", "")
@@ -161,7 +356,10 @@ def test_default_cosine_and_max_abs_use_unshifted_data() -> None:
     assert (compat.cosine, compat.max_abs_err) == (0.010976008479, 99.9990234375)
     assert (default.cosine, default.max_abs_err) == (0.009999500037, 100.0)
     # the relative error (and its ratios) is the same in both modes: ε is still needed there
-    assert (default.max_rel_err, default.one_thousandth) == (compat.max_rel_err, compat.one_thousandth)
+    assert (default.max_rel_err, default.one_thousandth) == (
+        compat.max_rel_err,
+        compat.one_thousandth,
+    )
 
 
 def test_default_all_zero_bench_is_a_zero_norm_not_an_epsilon_cosine() -> None:
@@ -284,13 +482,16 @@ def test_vectorised_small_path_equals_single_pair_path(compat: bool) -> None:
     pairs = _random_pairs(np.random.default_rng(11))
     many = compare_many(pairs, compat=compat)
     for (n, b), got in zip(pairs, many):
-        assert cells(got) == cells(compare_arrays(n, b, compat=compat)) or _nan_equal(got, n, b, compat)
+        assert cells(got) == cells(compare_arrays(n, b, compat=compat)) or _nan_equal(
+            got, n, b, compat
+        )
 
 
 def _nan_equal(got: MetricResult, n: np.ndarray, b: np.ndarray, compat: bool) -> bool:
     want = compare_arrays(n, b, compat=compat)
     return all(
-        g == w or (isinstance(g, float) and isinstance(w, float) and math.isnan(g) and math.isnan(w))
+        g == w
+        or (isinstance(g, float) and isinstance(w, float) and math.isnan(g) and math.isnan(w))
         for g, w in zip(cells(got), cells(want))
     )
 
@@ -298,7 +499,9 @@ def _nan_equal(got: MetricResult, n: np.ndarray, b: np.ndarray, compat: bool) ->
 @pytest.mark.parametrize("compat", [True, False])
 def test_chunked_kernel_equals_one_chunk_up_to_dot_rounding(compat: bool) -> None:
     def eq(g: object, w: object) -> bool:
-        return g == w or (isinstance(g, float) and isinstance(w, float) and math.isnan(g) and math.isnan(w))
+        return g == w or (
+            isinstance(g, float) and isinstance(w, float) and math.isnan(g) and math.isnan(w)
+        )
 
     for n, b in _random_pairs(np.random.default_rng(5)):
         w = cells(compare_arrays(n, b, compat=compat))

@@ -21,7 +21,10 @@ def tensor_dir(tmp_path: Path) -> Path:
 
 
 def test_tensor_dir_is_next_to_dump_json(tmp_path: Path) -> None:
-    assert tensor_dir_for(tmp_path / "step0" / "rank" / "dump.json") == tmp_path / "step0" / "rank" / "dump_tensor_data"
+    assert (
+        tensor_dir_for(tmp_path / "step0" / "rank" / "dump.json")
+        == tmp_path / "step0" / "rank" / "dump_tensor_data"
+    )
 
 
 def test_plain_name_resolves(tensor_dir: Path) -> None:
@@ -35,8 +38,18 @@ def test_missing_file_is_reported_not_raised(tensor_dir: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "name", ["../secret.pt", "../../rank/dump_tensor_data/a.pt", "/etc/passwd", "sub/../../secret.pt",
-             "..", ".", "", "a\x00.pt", "..\\secret.pt"],  # fmt: skip
+    "name",
+    [
+        "../secret.pt",
+        "../../rank/dump_tensor_data/a.pt",
+        "/etc/passwd",
+        "sub/../../secret.pt",
+        "..",
+        ".",
+        "",
+        "a\x00.pt",
+        "..\\secret.pt",
+    ],
 )
 def test_escaping_names_are_refused(tensor_dir: Path, name: str) -> None:
     with pytest.raises(TensorFileError):

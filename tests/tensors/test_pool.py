@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import glob
+import itertools
 import math
 import os
 import pickle
@@ -13,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pytest
-import torch
+import torch  # noqa: TID253  (tests write and cross-check real .pt files)
 
 from msq.errors import TensorFileError
 from msq.tensors.metrics import compare_arrays
@@ -26,7 +27,13 @@ for _parent in Path(__file__).resolve().parents:
         break
 
 METRICS = ("cosine", "max_abs_err", "max_rel_err", "one_thousandth", "five_thousandth")
-CSV_COLUMNS = ("Cosine", "MaxAbsErr", "MaxRelativeErr", "One Thousandth Err Ratio", "Five Thousandths Err Ratio")
+CSV_COLUMNS = (
+    "Cosine",
+    "MaxAbsErr",
+    "MaxRelativeErr",
+    "One Thousandth Err Ratio",
+    "Five Thousandths Err Ratio",
+)
 FUZZY = " Fuzzy matching data, the comparison accuracy may be affected."
 
 
@@ -47,8 +54,11 @@ def test_schema_and_text_cells(tmp_path: Path) -> None:
     torch.save(torch.arange(4.0), b / "x.pt")
     torch.save(torch.zeros(3), n / "s.pt")
     torch.save(torch.zeros(5), b / "s.pt")
-    jobs = [TensorJob(10, "x.pt", "x.pt", str(n), str(b)), TensorJob(7, "s.pt", "s.pt", str(n), str(b)),
-            TensorJob(3, None, None)]  # fmt: skip
+    jobs = [
+        TensorJob(10, "x.pt", "x.pt", str(n), str(b)),
+        TensorJob(7, "s.pt", "s.pt", str(n), str(b)),
+        TensorJob(3, None, None),
+    ]
     table = compute_metrics(jobs, compat=False, workers=1)
     assert table.schema == SCHEMA
     assert table.schema.field("job_id").type == pa.int64()
@@ -85,7 +95,7 @@ def _many_jobs(tmp_path: Path, count: int, big: int = 0) -> list[TensorJob]:
 @pytest.mark.parametrize("compat", [True, False])
 def test_workers_and_ranges_do_not_change_results(tmp_path: Path, compat: bool) -> None:
     jobs = _many_jobs(tmp_path, 150, big=3)
-    kwargs = dict(compat=compat, chunk=1024, range_elems=8192, progress=False)
+    kwargs = {"compat": compat, "chunk": 1024, "range_elems": 8192, "progress": False}
     one = compute_metrics(jobs, workers=1, **kwargs)
     two = compute_metrics(jobs, workers=2, **kwargs)
     assert one.equals(two)
@@ -99,8 +109,16 @@ def test_pool_matches_single_pair_kernel(tmp_path: Path) -> None:
         n = torch.load(Path(job.npu_dir) / job.npu_file).numpy()
         b = torch.load(Path(job.bench_dir) / job.bench_file).numpy()
         want = compare_arrays(n, b, compat=True)
-        for m, w in zip(METRICS, (want.cosine, want.max_abs_err, want.max_rel_err,
-                                  want.one_thousandth, want.five_thousandth)):  # fmt: skip
+        for m, w in zip(
+            METRICS,
+            (
+                want.cosine,
+                want.max_abs_err,
+                want.max_rel_err,
+                want.one_thousandth,
+                want.five_thousandth,
+            ),
+        ):
             got = cell(row, m)
             if m == "cosine" and n.size > 8192 and isinstance(w, float):
                 assert abs(got - w) <= 1e-11  # ranges merge dot products in another order
@@ -112,10 +130,11 @@ def test_pool_matches_single_pair_kernel(tmp_path: Path) -> None:
 def test_progress_callback_reaches_total(tmp_path: Path) -> None:
     jobs = _many_jobs(tmp_path, 70, big=1)
     seen: list[tuple[int, int]] = []
-    compute_metrics(jobs, compat=True, workers=2, progress=lambda d, t: seen.append((d, t)),
-                    range_elems=16384)  # fmt: skip
+    compute_metrics(
+        jobs, compat=True, workers=2, progress=lambda d, t: seen.append((d, t)), range_elems=16384
+    )
     assert seen and seen[-1] == (71, 71)
-    assert all(a[0] <= b[0] for a, b in zip(seen, seen[1:]))
+    assert all(a[0] <= b[0] for a, b in itertools.pairwise(seen))
 
 
 def test_progress_bar_only_on_request(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -131,7 +150,7 @@ def test_unsafe_file_in_a_worker_stops_the_compare(tmp_path: Path) -> None:
     marker = tmp_path / "pwned"
 
     class Evil:
-        def __reduce__(self):  # noqa: ANN204
+        def __reduce__(self):
             return (os.system, (f"touch {marker}",))
 
     evil = Path(jobs[57].npu_dir) / "evil.pt"
@@ -153,8 +172,13 @@ def test_npy_against_pt_cross_framework(tmp_path: Path) -> None:
     n, b = make_dirs(tmp_path)
     np.save(n / "Cell.fc1.Dense.forward.0.input.0.npy", np.arange(6, dtype=np.float32))
     torch.save(torch.arange(6.0), b / "Module.fc1.Linear.forward.0.input.0.pt")
-    job = TensorJob(0, "Cell.fc1.Dense.forward.0.input.0.npy", "Module.fc1.Linear.forward.0.input.0.pt",
-                    str(n), str(b))  # fmt: skip
+    job = TensorJob(
+        0,
+        "Cell.fc1.Dense.forward.0.input.0.npy",
+        "Module.fc1.Linear.forward.0.input.0.pt",
+        str(n),
+        str(b),
+    )
     row = compute_metrics([job], compat=True, workers=1).to_pylist()[0]
     assert (row["cosine"], row["max_abs_err"], row["accuracy"]) == (1.0, 0.0, "Yes")
 
@@ -162,10 +186,13 @@ def test_npy_against_pt_cross_framework(tmp_path: Path) -> None:
 def test_paths_without_directories(tmp_path: Path) -> None:
     torch.save(torch.ones(3), tmp_path / "a.pt")
     rows = compute_metrics(
-        [TensorJob(0, str(tmp_path / "a.pt"), str(tmp_path / "a.pt")),
-         TensorJob(1, str(tmp_path / "a.pt"), str(tmp_path / "missing.pt"), data_name="a.pt")],
-        compat=True, workers=1,
-    ).to_pylist()  # fmt: skip
+        [
+            TensorJob(0, str(tmp_path / "a.pt"), str(tmp_path / "a.pt")),
+            TensorJob(1, str(tmp_path / "a.pt"), str(tmp_path / "missing.pt"), data_name="a.pt"),
+        ],
+        compat=True,
+        workers=1,
+    ).to_pylist()
     assert rows[0]["cosine"] == 1.0
     assert rows[1]["err_message"] == "Dump file: a.pt not found."
 
@@ -189,7 +216,11 @@ def golden_jobs(case: str, flags: str = "default") -> tuple[list[TensorJob], lis
         if r["Data_name"] == "-1":
             jobs.append(TensorJob(i, None, None))
         else:
-            jobs.append(TensorJob(i, r["NPU Name"] + ".pt", r["Bench Name"] + ".pt", npu, bench, r["Data_name"]))
+            jobs.append(
+                TensorJob(
+                    i, r["NPU Name"] + ".pt", r["Bench Name"] + ".pt", npu, bench, r["Data_name"]
+                )
+            )
     return jobs, rows
 
 
@@ -204,8 +235,14 @@ def _same(got: object, text: str) -> bool:
 
 
 @pytest.mark.parametrize(
-    "case,flags", [("mlp_tensor_L1", "default"), ("tfm_tensor_L1", "default"), ("mlp_fuzzy_tensor_L1", "f"),
-                   ("mlp_unmatched_tensor_L1", "default"), ("tfm_tensor_mix", "default")],  # fmt: skip
+    "case,flags",
+    [
+        ("mlp_tensor_L1", "default"),
+        ("tfm_tensor_L1", "default"),
+        ("mlp_fuzzy_tensor_L1", "f"),
+        ("mlp_unmatched_tensor_L1", "default"),
+        ("tfm_tensor_mix", "default"),
+    ],
 )
 def test_golden_real_data_rows_are_exact(case: str, flags: str) -> None:
     jobs, rows = golden_jobs(case, flags)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
+import torch  # noqa: TID253  (tests write and cross-check real .pt files)
 
 from msq.errors import TensorFileError
 from msq.tensors import ptfile
@@ -42,10 +42,22 @@ def save(tmp_path: Path, obj: object, name: str = "t.pt") -> str:
 
 
 DTYPES = [
-    torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int8, torch.int16,
-    torch.int32, torch.int64, torch.uint8, torch.bool, torch.complex64, torch.complex128,
-    torch.uint16, torch.uint32, torch.uint64,
-]  # fmt: skip
+    torch.float32,
+    torch.float16,
+    torch.bfloat16,
+    torch.float64,
+    torch.int8,
+    torch.int16,
+    torch.int32,
+    torch.int64,
+    torch.uint8,
+    torch.bool,
+    torch.complex64,
+    torch.complex128,
+    torch.uint16,
+    torch.uint32,
+    torch.uint64,
+]
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
@@ -80,8 +92,20 @@ def test_every_dtype_matches_torch(tmp_path: Path, dtype: torch.dtype) -> None:
         lambda: torch.nn.Parameter(torch.arange(6.0)),
         lambda: torch.arange(6.0).expand(3, 6),  # zero stride
     ],
-    ids=["0d", "0d-int", "empty", "empty-3d", "transposed", "slice", "offset", "permute",
-         "bf16-transposed", "requires-grad", "parameter", "expand"],  # fmt: skip
+    ids=[
+        "0d",
+        "0d-int",
+        "empty",
+        "empty-3d",
+        "transposed",
+        "slice",
+        "offset",
+        "permute",
+        "bf16-transposed",
+        "requires-grad",
+        "parameter",
+        "expand",
+    ],
 )
 def test_layouts_match_torch(tmp_path: Path, make) -> None:
     path = save(tmp_path, make())
@@ -125,7 +149,9 @@ def test_big_endian_archive(tmp_path: Path) -> None:
 
 
 def golden_files(case: str) -> list[str]:
-    return sorted(glob.glob(str(GOLDEN / case / "*" / "step0" / "rank" / "dump_tensor_data" / "*.pt")))
+    return sorted(
+        glob.glob(str(GOLDEN / case / "*" / "step0" / "rank" / "dump_tensor_data" / "*.pt"))
+    )
 
 
 @pytest.mark.parametrize("case", ["mlp_tensor_L1", "tfm_tensor_L1"])
@@ -143,7 +169,7 @@ class _Evil:
     def __init__(self, marker: str) -> None:
         self.marker = marker
 
-    def __reduce__(self):  # noqa: ANN204
+    def __reduce__(self):
         return (os.system, (f"touch {self.marker}",))
 
 
@@ -151,7 +177,7 @@ class _EvalEvil:
     def __init__(self, marker: str) -> None:
         self.marker = marker
 
-    def __reduce__(self):  # noqa: ANN204
+    def __reduce__(self):
         return (eval, (f"open({self.marker!r}, 'w').close()",))
 
 

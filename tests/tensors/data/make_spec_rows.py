@@ -136,7 +136,7 @@ def row_fp16_vs_fp32(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """npu = bench rounded to fp16 (fp16 tensor), bench fp32."""
     exact = (rng.integers(-900, 900, 18) / 1024).astype(f32)  # representable in fp16
     b1 = f32(0.75 + 3571 * 2.0**-24)  # |fp16(b1) - b1| = 3571 * 2**-24
-    n2, b2 = find_rel(0.000360129023, 0.25, 0.59, lambda b: b.astype(np.float16))
+    _, b2 = find_rel(0.000360129023, 0.25, 0.59, lambda b: b.astype(np.float16))
     b = np.concatenate([exact, [b1, b2]]).astype(f32)
     return b.astype(np.float16), b
 
@@ -170,14 +170,18 @@ def row_noise(rng: np.random.Generator, spec: dict) -> tuple[np.ndarray, np.ndar
     """1000 fp32 elements with prescribed maxima, ratio counts and cosine."""
     size = 1000
     b = (rng.uniform(0.4, 1.3, size) * rng.choice([-1, 1], size)).astype(f32)
-    kinds = np.array([0] * spec["c1"] + [1] * (spec["c5"] - spec["c1"]) + [2] * (size - 2 - spec["c5"]))
+    kinds = np.array(
+        [0] * spec["c1"] + [1] * (spec["c5"] - spec["c1"]) + [2] * (size - 2 - spec["c5"])
+    )
     rng.shuffle(kinds)
     kinds = np.concatenate([[2, 2], kinds])  # elements 0 and 1 carry the two maxima
     u = rng.uniform(0.05, 0.95, size)
     sign = rng.choice([-1, 1], size)
 
     def build(scale: float) -> tuple[np.ndarray, np.ndarray]:
-        r = np.where(kinds == 0, u * 0.0009, np.where(kinds == 1, 0.0011 + u * 0.0037, 0.0055 + u * scale))
+        r = np.where(
+            kinds == 0, u * 0.0009, np.where(kinds == 1, 0.0011 + u * 0.0037, 0.0055 + u * scale)
+        )
         r = np.minimum(r, spec["cap"] / np.abs(b))  # no |n - b| above the designated maximum
         n = (b * (1 + sign * r)).astype(f32)
         n[0], b[0] = spec["abs_pair"]
@@ -218,17 +222,17 @@ def main() -> None:
     out["fp16_n"], out["fp16_b"] = row_fp16_vs_fp32(rng)
     out["bf16_n"], out["bf16_b"] = row_bf16()
     out["int_n"], out["int_b"] = row_int32()
-    small = dict(
-        c1=84, c5=357, cap=0.0275, abs_pair=abs_pair(0.027788579464, 0.004, 0.0078),
-        rel_pair=find_rel(10.945595741272, 0.0021, 0.0023, lambda b: b * f32(1 + 10.945595741272)),
-        cos_coarse=0.999969, scale_hi=0.05,
-    )  # fmt: skip
+    small = {
+        "c1": 84, "c5": 357, "cap": 0.0275, "abs_pair": abs_pair(0.027788579464, 0.004, 0.0078),
+        "rel_pair": find_rel(10.945595741272, 0.0021, 0.0023, lambda b: b * f32(1 + 10.945595741272)),
+        "cos_coarse": 0.999969, "scale_hi": 0.05,
+    }  # fmt: skip
     out["s008_n"], out["s008_b"] = row_noise(rng, small)
-    large = dict(
-        c1=1, c5=6, cap=1.69, abs_pair=abs_pair(1.69163697958, 0.004, 0.0078),
-        rel_pair=find_rel(611.401245117188, 0.0021, 0.0024, lambda b: b * f32(1 + 611.401245117188)),
-        cos_coarse=0.891859321902, cos_exact=0.891859321902, scale_hi=2.0,
-    )  # fmt: skip
+    large = {
+        "c1": 1, "c5": 6, "cap": 1.69, "abs_pair": abs_pair(1.69163697958, 0.004, 0.0078),
+        "rel_pair": find_rel(611.401245117188, 0.0021, 0.0024, lambda b: b * f32(1 + 611.401245117188)),
+        "cos_coarse": 0.891859321902, "cos_exact": 0.891859321902, "scale_hi": 2.0,
+    }  # fmt: skip
     out["s05_n"], out["s05_b"] = row_noise(rng, large)
     for key in ("s008", "s05", "int", "bf16", "fp16", "nan"):
         print(key, ref(out[f"{key}_n"], out[f"{key}_b"]))
