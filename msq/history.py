@@ -1,4 +1,4 @@
-"""The history database: every compare kept in a DuckDB file, queried with ``msq sql`` / ``msq runs``.
+"""The history database: every compare kept in a DuckDB file, for ``msq sql`` and ``msq runs``.
 
 Recording happens from the compare's own in-memory connection: the history file is ATTACHed,
 the compare's metadata and all its output rows are written with one ``INSERT ... SELECT`` each,
@@ -34,8 +34,8 @@ from msq import __version__, db
 from msq.errors import HistoryError, SqlFileError, UsageError
 
 if TYPE_CHECKING:
-    from msq.pipeline import CompareResult
     from msq.config import Options, SingleInput
+    from msq.pipeline import CompareResult
 
 log = logging.getLogger("msq")
 
@@ -99,7 +99,7 @@ def _first_lines(err: BaseException) -> str:
 
 
 def with_lock_retry(action: Callable[[], T], path: Path, timeout: float) -> T:
-    """Run ``action`` (an open or ATTACH of ``path``), retrying while another process holds the lock.
+    """Run ``action`` (open or ATTACH ``path``), retrying while another process holds its lock.
 
     Args:
         action: opens the database; raises duckdb.IOException when the file is locked.
@@ -361,7 +361,8 @@ def _write(con: duckdb.DuckDBPyConnection, path: Path, row: dict[str, Any], rows
         ensure_schema(con, ALIAS, path)
         _load_history_views(con)
         con.execute(f'USE "{home}"')
-        compare_id = int(_scalar(con, f"SELECT coalesce(max(compare_id), 0) + 1 FROM {ALIAS}.compares"))
+        compare_id = int(_scalar(con, "SELECT coalesce(max(compare_id), 0) + 1 "
+                                      f"FROM {ALIAS}.compares"))
         cols = ["compare_id", *row]
         con.execute(f"INSERT INTO {ALIAS}.compares ({', '.join(cols)}) "
                     f"VALUES ({', '.join('?' for _ in cols)})", [compare_id, *row.values()])

@@ -106,7 +106,8 @@ def test_csv_and_parquet_carry_the_workbook_columns(mode: str, tmp_path: Path) -
 def test_formula_like_text_is_escaped_in_csv_only(tmp_path: Path) -> None:
     extra = {"Functional.pad.0.forward": {
         "input_args": [tensor([2, 2], 0)],
-        "input_kwargs": {f"k{i}": {"type": "str", "value": text} for i, text in enumerate(FORMULAS)},
+        "input_kwargs": {f"k{i}": {"type": "str", "value": text}
+                         for i, text in enumerate(FORMULAS)},
         "output": [tensor([2, 2], 0)]}}
     cj = single_card(tmp_path / "dumps", extra=extra)
     run(cj, tmp_path / "out", formats="xlsx,csv,parquet")
@@ -129,9 +130,8 @@ def test_formula_like_text_is_escaped_in_csv_only(tmp_path: Path) -> None:
     assert {c.data_type for c in cells} == {"s"}
 
 
-def test_xlsx_continues_on_further_sheets_with_a_header_each(tmp_path: Path,
-                                                             monkeypatch: pytest.MonkeyPatch,
-                                                             caplog: pytest.LogCaptureFixture) -> None:
+def test_xlsx_continues_on_further_sheets_with_a_header_each(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     monkeypatch.setattr(xlsx, "EXCEL_MAX_ROWS", 6)  # 5 data rows per sheet, as if Excel's limit
     cj = single_card(tmp_path / "dumps", {LINEAR1_OUT: {"Max": 3.0}})
     with caplog.at_level(logging.WARNING, logger="msq"):
@@ -157,7 +157,8 @@ def test_xlsx_continues_on_further_sheets_with_a_header_each(tmp_path: Path,
 
 def test_write_xlsx_row_limit_parameter(tmp_path: Path) -> None:
     con = duckdb.connect()
-    spec = SheetSpec("SELECT range AS out_seq, CAST(range * 10 AS DOUBLE) AS v FROM range(7)", ["v"], ["V"], None)
+    spec = SheetSpec("SELECT range AS out_seq, CAST(range * 10 AS DOUBLE) AS v FROM range(7)",
+                     ["v"], ["V"], None)
     seen: list[int] = []
     path = tmp_path / "book.xlsx"
     assert write_xlsx(con, spec, path, on_extra_sheet=seen.append, max_rows=3) == 4

@@ -179,7 +179,8 @@ def test_first_divergent_row_per_rank(hist: Path) -> None:
     # v1 diverges in one compare only: the relu row of step2/rank0 is yellow, not divergent
     out = sql(hist, "SELECT label, step, rank, npu_name, result FROM first_divergence "
                     "WHERE label = 'v1'", "--format", "csv")
-    assert csv_rows(out)[1:] == [["v1", "1", "1", "Functional.linear.1.forward.output.0", "Warning"]]
+    assert csv_rows(out)[1:] == [
+        ["v1", "1", "1", "Functional.linear.1.forward.output.0", "Warning"]]
 
 
 def test_regressions_between_labels(hist: Path) -> None:
@@ -211,7 +212,8 @@ def test_rows_are_typed_and_match_the_written_csv(hist: Path) -> None:
             "FROM result_rows WHERE compare_id = ? ORDER BY out_seq", [cid]).fetchall()
         theirs = con.execute(
             f"SELECT \"NPU Name\", \"Max diff\", \"MaxRelativeErr\", \"NPU max\", \"Bench max\", "
-            f"\"Result\", \"Err_message\" FROM read_csv('{csv_file}', all_varchar = true)").fetchall()
+            f"\"Result\", \"Err_message\" FROM read_csv('{csv_file}', all_varchar = true)"
+        ).fetchall()
     finally:
         con.close()
     assert len(ours) == len(theirs) == 13
@@ -283,7 +285,7 @@ def test_parquet_needs_a_file_and_formats_are_checked(hist: Path) -> None:
 
 def doc_queries() -> list[str]:
     text = (Path(__file__).resolve().parents[1] / "docs" / "schema.md").read_text(encoding="utf-8")
-    return re.findall(r"```sql\n(.*?)```", text, flags=re.S)
+    return re.findall(r"```sql\n(.*?)```", text, flags=re.DOTALL)
 
 
 def test_docs_schema_examples_run(hist: Path) -> None:
@@ -465,7 +467,8 @@ def test_formula_and_other_texts_round_trip(tmp_path: Path) -> None:
                              "FROM result_rows WHERE op_name = 'Functional.pad.0.forward' "
                              "ORDER BY out_seq").rows
     assert rows == [("Functional.pad.0.forward.input.0", 2.0, None, 0.0, None),
-                    ("Functional.pad.0.forward.input.mode.0", None, '=HYPERLINK("x")', None, "None"),
+                    ("Functional.pad.0.forward.input.mode.0", None, '=HYPERLINK("x")', None,
+                     "None"),
                     ("Functional.pad.0.forward.output.0", 2.0, None, 0.0, None)]
 
 
@@ -519,7 +522,7 @@ class LockHolder(logging.Handler):
             self.proc.stdin.write("go\n")
             self.proc.stdin.close()
 
-    def __enter__(self) -> LockHolder:
+    def __enter__(self) -> LockHolder:  # noqa: PYI034 (typing_extensions is not a dependency)
         logging.getLogger("msq").addHandler(self)
         return self
 
@@ -534,8 +537,8 @@ def test_a_locked_database_is_waited_for(made: tuple[Path, Path], tmp_path: Path
     with LockHolder(db) as holder:
         logging.getLogger("msq").setLevel(logging.INFO)
         run_api(cj, tmp_path / "out", db=db)
-    assert holder.waiting == [f"{db}: another process is using the history database; "
-                              "waiting up to 60 s"]
+    assert holder.waiting == [(f"{db}: another process is using the history database; "
+                               "waiting up to 60 s")]
     assert count(db) == 2
 
 
