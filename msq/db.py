@@ -41,11 +41,19 @@ def _sql_files(folder: Traversable | Path) -> list[tuple[str, str]]:
     return [(f.name[: -len(".sql")], f.read_text(encoding="utf-8")) for f in files]
 
 
-def iter_stage(stage: str, user_dirs: Iterable[Path] = ()) -> Iterator[tuple[str, str, str]]:
-    """Yield ``(view name, sql text, origin)`` of a stage; user folders override shipped files by name."""
+def iter_stage(stage: str, user_dirs: Iterable[Path] = (),
+               variants: Iterable[str] = ()) -> Iterator[tuple[str, str, str]]:
+    """Yield ``(view name, sql text, origin)`` of a stage.
+
+    ``sql/<stage>/*.sql`` always load; ``sql/<stage>/<variant>/*.sql`` only for the variants in
+    use (the compare's mode, e.g. ``statistics``), so a view may have one file per mode and a
+    compare binds only the views it can use. User folders override shipped files by name.
+    """
     chosen: dict[str, tuple[str, str]] = {}
-    for name, text in _sql_files(sql_root() / stage):
-        chosen[name] = (text, f"sql/{stage}/{name}.sql")
+    folders = [("", sql_root() / stage)] + [(v, sql_root() / stage / v) for v in variants]
+    for variant, folder in folders:
+        for name, text in _sql_files(folder):
+            chosen[name] = (text, f"sql/{stage}/{variant + '/' if variant else ''}{name}.sql")
     for user_dir in user_dirs:
         for name, text in _sql_files(Path(user_dir) / stage):
             chosen[name] = (text, str(Path(user_dir) / stage / f"{name}.sql"))
@@ -74,13 +82,14 @@ def create_view(con: duckdb.DuckDBPyConnection, name: str, body: str, origin: st
         raise SqlFileError(f"{origin}: {err}") from err
 
 
-def load_stage(con: duckdb.DuckDBPyConnection, stage: str, user_dirs: Iterable[Path] = ()) -> list[str]:
+def load_stage(con: duckdb.DuckDBPyConnection, stage: str, user_dirs: Iterable[Path] = (),
+               variants: Iterable[str] = ()) -> list[str]:
     """Create every view of one stage; return their names in load order.
 
     Views of one stage may read each other: a view whose dependency is not created yet is retried
     after the others, until a pass makes no progress (then the first error is reported).
     """
-    pending = list(iter_stage(stage, user_dirs))
+    pending = list(iter_stage(stage, user_dirs, variants))
     names: list[str] = []
     while pending:
         failed: list[tuple[str, str, str]] = []
@@ -102,11 +111,12 @@ def load_stage(con: duckdb.DuckDBPyConnection, stage: str, user_dirs: Iterable[P
 
 
 def load_views(con: duckdb.DuckDBPyConnection, stages: Iterable[str] = STAGES,
-               user_dirs: Iterable[Path] = ()) -> list[str]:
+               user_dirs: Iterable[Path] = (), variants: Iterable[str] = ()) -> list[str]:
     """Create the views of several stages in order."""
     names: list[str] = []
+    variants = list(variants)
     for stage in stages:
-        names.extend(load_stage(con, stage, user_dirs))
+        names.extend(load_stage(con, stage, user_dirs, variants))
     return names
 
 

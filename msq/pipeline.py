@@ -96,7 +96,7 @@ def prepare(con: duckdb.DuckDBPyConnection, inp: SingleInput,
     load_side(con, bench)
     con.execute("UPDATE tensors SET match_name = disp_name")
     load_stacks(con, inp.stack_json)
-    db.load_views(con)
+    db.load_views(con, variants=[mode])
     if api_map or cell_map:
         from msq.mindspore import apply_ms_mappings
 

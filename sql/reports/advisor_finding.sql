@@ -1,17 +1,6 @@
 -- description: The advisor's suspect (spec §6): the first failing row in table order and the advice for it; one row, Line NA when every row passes.
-WITH s AS (SELECT mode FROM settings),
-failing AS (
-  SELECT out_seq, "NPU Name" AS name FROM result_statistics
-    WHERE (SELECT mode FROM s) = 'statistics' AND "Result" = 'Warning'
-  UNION ALL
-  SELECT out_seq, "NPU Name" FROM result_md5
-    WHERE (SELECT mode FROM s) = 'md5' AND "Result" = 'Different'
-  UNION ALL
-  SELECT out_seq, "NPU Name" FROM result_tensor
-    WHERE (SELECT mode FROM s) = 'tensor' AND "Accuracy Reached or Not" = 'No'
-),
-first_row AS (
-  SELECT out_seq, name FROM failing ORDER BY out_seq LIMIT 1
+WITH first_row AS (
+  SELECT out_seq, name FROM failing_rows ORDER BY out_seq LIMIT 1
 ),
 deterministic AS (
   SELECT regexp_matches(name, 'conv2d|conv3d|matmul|nll_loss|layer_norm|lstm') AS hit, name, out_seq
