@@ -46,7 +46,7 @@ DEFAULT_TIMEOUT = 60.0
 QUERY_FORMATS = ("table", "csv", "json", "parquet")
 T = TypeVar("T")
 
-_RANK = re.compile(r"^rank(\d+)$")
+_RANK = re.compile(r"^rank(\d*)$")
 _STEP = re.compile(r"^step(\d+)$")
 
 
@@ -234,12 +234,13 @@ def _load_history_views(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def parse_rank_step(dump_json: Path) -> tuple[int | None, int | None]:
-    """Rank and step from ``.../step<S>/rank<R>/dump.json``; None where the folder is absent."""
+    """Rank and step from ``.../step<S>/rank<R>/dump.json``; None where absent (or ``rank``)."""
     rank_match = _RANK.match(dump_json.parent.name)
     if not rank_match:
         return None, None
     step_match = _STEP.match(dump_json.parent.parent.name)
-    return int(rank_match.group(1)), (int(step_match.group(1)) if step_match else None)
+    rank = int(rank_match.group(1)) if rank_match.group(1) else None
+    return rank, (int(step_match.group(1)) if step_match else None)
 
 
 def _mapping_text(value: Any) -> str | None:

@@ -363,7 +363,8 @@ def test_no_history_flag_writes_no_database(tmp_path: Path) -> None:
 
 def test_rank_and_step_come_from_the_dump_path() -> None:
     assert history.parse_rank_step(Path("/d/step3/rank12/dump.json")) == (12, 3)
-    assert history.parse_rank_step(Path("/d/step0/rank/dump.json")) == (None, None)
+    assert history.parse_rank_step(Path("/d/step0/rank/dump.json")) == (None, 0)
+    assert history.parse_rank_step(Path("/d/step0/dump.json")) == (None, None)
     assert history.parse_rank_step(Path("/d/run/rank1/dump.json")) == (1, None)
     assert history.parse_rank_step(Path("dump.json")) == (None, None)
 
