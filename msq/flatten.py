@@ -72,8 +72,7 @@ def _kind(value: Any) -> tuple[float | None, str, str | None]:
     return None, "o", str(value)
 
 
-def _shape_text(shape: Any) -> str:
-    return str(shape)
+_NO_STATS = (None, None, None, None)
 
 
 class Flattener:
@@ -150,7 +149,7 @@ class Flattener:
                             f"{MAX_DEPTH} levels; msprobe cannot dump such data either")
         name = f"{prefix}.{index}" if index is not None else f"{prefix}.0"
         if item is None or (isinstance(item, dict) and not item):
-            self._row(name, None, None, None, {}, None, "-1", False)
+            self._row(name, None, None, None, _NO_STATS, None, "-1", False)
         elif isinstance(item, (list, tuple)):
             base = f"{prefix}.{index}" if index is not None else prefix
             for j, elem in enumerate(item):
@@ -168,52 +167,60 @@ class Flattener:
 
     def _tensor(self, name: str, item: dict[str, Any]) -> None:
         shape = item.get("shape")
-        if not isinstance(shape, list):
+        if type(shape) is not list:
             raise DumpError(f"{self.path}: entry '{self._op}': shape of '{name}' is not a list "
                             f"({shape!r}); the dump is damaged")
-        if "requires_grad" in item and not isinstance(item["requires_grad"], bool):
+        grad = item.get("requires_grad", False)
+        if grad is not True and grad is not False:
             raise DumpError(f"{self.path}: entry '{self._op}': requires_grad of '{name}' is not "
-                            f"a boolean ({item['requires_grad']!r})")
+                            f"a boolean ({grad!r})")
         dtype = item.get("dtype")
-        stats = {s: item.get(k) for s, k in zip(STATS, _STAT_KEYS)}
         data_name = item.get("data_name", "-1")
         data_name = "-1" if data_name is None else str(data_name)
-        numel = math.prod(x for x in shape if isinstance(x, int)) if all(
-            isinstance(x, int) for x in shape) else None
-        self._row(name, None if dtype is None else str(dtype), _shape_text(shape), item.get("md5"),
-                  stats, numel, data_name, True)
+        try:
+            numel = math.prod(shape) if all(type(x) is int for x in shape) else None
+        except OverflowError:
+            numel = None
+        md5 = item.get("md5")
+        self._row(name, None if dtype is None else str(dtype), str(shape),
+                  None if md5 is None else str(md5),
+                  (item.get("Max"), item.get("Min"), item.get("Mean"), item.get("Norm")),
+                  numel, data_name, True)
 
     def _typed(self, name: str, item: dict[str, Any]) -> None:
         kind = item.get("type")
         value = item.get("value")
         if kind == "torch.Size":
-            self._row(name, "torch.Size", str(value), None, {}, None, "-1", False)
+            self._row(name, "torch.Size", str(value), None, _NO_STATS, None, "-1", False)
         elif kind == "slice":
             length = len(value) if isinstance(value, list) else 0
-            self._row(name, "slice", f"({length},)", None, {}, None, "-1", False)
+            self._row(name, "slice", f"({length},)", None, _NO_STATS, None, "-1", False)
         else:
-            stats = {s: value for s in STATS}
             dtype = f"<class '{_py_type_name(value)}'>"
-            self._row(name, dtype, "[]", None, stats, None, "-1", False)
+            self._row(name, dtype, "[]", None, (value, value, value, value), None, "-1", False)
 
-    def _row(self, name: str, dtype: str | None, shape: str | None, md5: Any,
-             stats: dict[str, Any], numel: int | None, data_name: str, is_tensor: bool) -> None:
+    def _row(self, name: str, dtype: str | None, shape: str | None, md5: str | None,
+             stats: tuple[Any, Any, Any, Any], numel: int | None, data_name: str,
+             is_tensor: bool) -> None:
         disp = name
         if self.real_data and data_name != "-1":
             disp = data_name.rsplit(".", 1)[0] if "." in data_name else data_name
         if self.fix_direction:
             io = disp_io = self._io
         else:
-            io = "input" if "input" in name.split(".") else "output"
-            disp_parts = disp.split(".")
-            disp_io = "input" if ("input" in disp_parts or "kwargs" in disp_parts) else "output"
+            # msprobe classifies by a dot-separated element named input (or kwargs)
+            io = "input" if ".input." in f".{name}." else "output"
+            dotted = f".{disp}."
+            disp_io = "input" if (".input." in dotted or ".kwargs." in dotted) else "output"
         row_in_op = self._row_in_op
         self._row_in_op += 1
-        self.buf.rows.append((
-            self._op_seq, row_in_op, name, disp, io, disp_io, dtype, shape,
-            None if md5 is None else str(md5), data_name, is_tensor, numel,
-            *_kind(stats.get("max")), *_kind(stats.get("min")), *_kind(stats.get("mean")),
-            *_kind(stats.get("norm"))))
+        mx, mn, mean, norm = stats
+        if type(mx) is float and type(mn) is float and type(mean) is float and type(norm) is float:
+            kinds: tuple[Any, ...] = (mx, "f", None, mn, "f", None, mean, "f", None, norm, "f", None)
+        else:
+            kinds = (*_kind(mx), *_kind(mn), *_kind(mean), *_kind(norm))
+        self.buf.rows.append((self._op_seq, row_in_op, name, disp, io, disp_io, dtype, shape, md5,
+                              data_name, is_tensor, numel, *kinds))
 
 
 def _py_type_name(value: Any) -> str:
