@@ -115,7 +115,7 @@ def _fixed(cells: tuple[Cell, ...], message: str, status: str, *, compat: bool) 
 def no_data(error_file: str | None = None, *, compat: bool = True) -> MetricResult:
     """The NO_DATA row: no tensor on one side (``error_file`` None) or a file not found."""
     msg = MSG_NO_BENCH if not error_file else f"Dump file: {error_file} not found."
-    return _fixed((NONE_TEXT,) * 5, msg, "no_data", compat=compat)
+    return MetricResult(*(NONE_TEXT,) * 5, NONE_TEXT, msg, "no_data")
 
 
 def _empty(compat: bool) -> MetricResult:

@@ -20,7 +20,7 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -42,8 +42,9 @@ from msq.tensors.metrics import (
 from msq.tensors.paths import read_confined
 from msq.tensors.reader import inspect_tensor
 
-#: Pairs per task for small tensors.
+#: Pairs per task: at least BATCH_JOBS, at most MAX_BATCH_JOBS, about 8 tasks per worker.
 BATCH_JOBS = 64
+MAX_BATCH_JOBS = 1024
 #: Pairs up to this many elements are computed together, vectorised across the pairs...
 SMALL_ELEMS = 1 << 16
 #: ...in groups of about this many elements (bounds the group buffers).
@@ -71,8 +72,7 @@ SCHEMA = pa.schema(
 Progress = bool | Callable[[int, int], None] | None
 
 
-@dataclass(frozen=True)
-class TensorJob:
+class TensorJob(NamedTuple):
     """One row to compute.
 
     Attributes:
@@ -259,7 +259,7 @@ def compute_metrics(
     workers = default_workers() if workers is None else max(1, workers)
     bar = _Progress(len(jobs), progress)
     # internally a job is known by its position, so duplicate or sparse ids need no care
-    numbered = [replace(job, job_id=i) for i, job in enumerate(jobs)]
+    numbered = [job._replace(job_id=i) for i, job in enumerate(jobs)]
     if workers == 1 or _fits_inline(numbered):
         rows = _compute_inline(numbered, compat, chunk, range_elems, bar)
     else:
@@ -306,8 +306,10 @@ def _compute_pool(
     partial: dict[int, list[Stats | None]] = {}
     with ProcessPoolExecutor(max_workers=workers, mp_context=_mp_context()) as pool:
         try:
-            for s in range(0, len(jobs), BATCH_JOBS):
-                batch = jobs[s : s + BATCH_JOBS]
+            # enough tasks to keep every worker busy to the end, few enough to amortise IPC
+            size = min(MAX_BATCH_JOBS, max(BATCH_JOBS, len(jobs) // (workers * 8)))
+            for s in range(0, len(jobs), size):
+                batch = jobs[s : s + size]
                 pending[pool.submit(_run_batch, batch, compat, chunk, range_elems)] = ("batch",)
             while pending:
                 done, _ = wait(pending, return_when=FIRST_COMPLETED)
