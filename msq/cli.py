@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -27,16 +28,55 @@ def handle_errors(func: F) -> F:
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        previous = _watch_sigint()
         try:
             return func(*args, **kwargs)
         except MsqError as err:
+            if _SIGINT_SEEN:
+                _interrupted()
             click.echo(f"msq: error: {err}", err=True)
             sys.exit(int(err.exit_status))
         except KeyboardInterrupt:
-            click.echo("msq: interrupted; no partial output was kept", err=True)
-            sys.exit(130)
+            _interrupted()
+        except Exception:
+            # Ctrl-C inside a DuckDB query surfaces as RuntimeError("Query interrupted"), inside
+            # a process pool as a broken pool: still an interruption, not a bug.
+            if _SIGINT_SEEN:
+                _interrupted()
+            raise
+        finally:
+            if previous is not None:
+                signal.signal(signal.SIGINT, previous)
 
     return wrapper  # type: ignore[return-value]
+
+
+_SIGINT_SEEN = False
+
+
+def _on_sigint(signum: int, frame: Any) -> None:
+    global _SIGINT_SEEN
+    _SIGINT_SEEN = True
+    raise KeyboardInterrupt
+
+
+def _watch_sigint() -> Any:
+    """Record that SIGINT arrived (then raise KeyboardInterrupt as Python does); return the old
+    handler, or None when Python's own handler is not in place (SIGINT ignored, as in a
+    background job, or not the main thread)."""
+    global _SIGINT_SEEN
+    _SIGINT_SEEN = False
+    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        return None
+    try:
+        return signal.signal(signal.SIGINT, _on_sigint)
+    except ValueError:
+        return None
+
+
+def _interrupted() -> None:
+    click.echo("msq: interrupted; no partial output was kept", err=True)
+    sys.exit(130)
 
 
 def setup_logging(verbose: int, quiet: bool) -> None:
