@@ -149,7 +149,10 @@ class ChunkReader:
     def _file_chunks(self, start: int, stop: int) -> Iterator[np.ndarray]:
         item = self.meta.dtype.itemsize
         with open(self.meta.path, "rb", buffering=0) as fh:
-            fh.seek(self.meta.offset + start * item)
+            first = self.meta.offset + start * item
+            if hasattr(os, "posix_fadvise"):  # ask for the whole range now: disk reads overlap work
+                os.posix_fadvise(fh.fileno(), first, (stop - start) * item, os.POSIX_FADV_WILLNEED)
+            fh.seek(first)
             for s in range(start, stop, self.chunk):
                 k = min(self.chunk, stop - s)
                 raw = self.buf[:k] if self._raw is None else self._raw[:k]
