@@ -177,10 +177,9 @@ class Flattener:
         dtype = item.get("dtype")
         data_name = item.get("data_name", "-1")
         data_name = "-1" if data_name is None else str(data_name)
-        try:
-            numel = math.prod(shape) if all(type(x) is int for x in shape) else None
-        except OverflowError:
-            numel = None
+        numel = math.prod(shape) if all(type(x) is int for x in shape) else None
+        if numel is not None and not -(1 << 63) <= numel < 1 << 63:
+            numel = None  # a damaged shape (Arrow's int64 cannot hold it); still shown as written
         md5 = item.get("md5")
         self._row(name, None if dtype is None else str(dtype), str(shape),
                   None if md5 is None else str(md5),
