@@ -13,12 +13,33 @@ import os
 from pathlib import Path
 from typing import Any
 
-from msq.errors import DumpError, InputError
+from msq.errors import DumpError, InputError, UsageError
 
 # A dump.json is loaded whole; past this size msq refuses it with a clear message instead of risking
 # an out-of-memory kill on a 24 GB machine (Python objects take ~10x the file size).
-MAX_JSON_BYTES = int(os.environ.get("MSQ_MAX_JSON_BYTES", str(1 << 30)))
+# MSQ_MAX_JSON_BYTES overrides it, read at each call.
+MAX_JSON_BYTES = 1 << 30
 DUMP_TASKS = ("tensor", "statistics")
+
+
+def max_json_bytes() -> int:
+    """The size limit: ``MSQ_MAX_JSON_BYTES`` when set, else :data:`MAX_JSON_BYTES`."""
+    raw = os.environ.get("MSQ_MAX_JSON_BYTES")
+    if raw is None or not raw.strip():
+        return MAX_JSON_BYTES
+    try:
+        value = int(raw)
+    except ValueError:
+        value = -1
+    if value <= 0:
+        raise UsageError(f"MSQ_MAX_JSON_BYTES must be a positive number of bytes, got {raw!r}")
+    return value
+
+
+def _size_text(n: float) -> str:
+    return f"{n / 2**30:.1f} GiB" if n >= 2**30 else f"{int(n):,} bytes"
+
+
 
 
 def read_json(path: Path, what: str) -> Any:
@@ -33,10 +54,11 @@ def read_json(path: Path, what: str) -> Any:
         raise InputError(f"{path}: expected a {what} file, found a directory")
     if size == 0:
         raise DumpError(f"{path}: {what} is empty; re-run the dump or point to the right file")
-    if size > MAX_JSON_BYTES:
+    limit = max_json_bytes()
+    if size > limit:
         raise DumpError(
-            f"{path}: {what} is {size / 2**30:.1f} GiB, above msq's {MAX_JSON_BYTES / 2**30:.1f} GiB "
-            "limit; dump fewer steps/ranks per file, or raise MSQ_MAX_JSON_BYTES if memory allows"
+            f"{path}: {what} is {_size_text(size)}, above msq's {_size_text(limit)} limit; "
+            "dump fewer steps/ranks per file, or raise MSQ_MAX_JSON_BYTES if memory allows"
         )
     try:
         with open(path, "rb") as handle:
