@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -40,10 +42,13 @@ def _size_text(n: float) -> str:
     return f"{n / 2**30:.1f} GiB" if n >= 2**30 else f"{int(n):,} bytes"
 
 
-
-
 def read_json(path: Path, what: str) -> Any:
     """Parse a JSON file, turning every failure into a one-line error that names the file."""
+    return _parse(path, what)[0]
+
+
+def _parse(path: Path, what: str) -> tuple[Any, str]:
+    """The parsed document and its text."""
     try:
         size = path.stat().st_size
     except FileNotFoundError:
@@ -72,12 +77,42 @@ def read_json(path: Path, what: str) -> Any:
         raise DumpError(f"{path}: {what} is not UTF-8 text (bad byte at line {line}); "
                         "it may be truncated or not a JSON file") from None
     try:
-        return json.loads(text)
+        doc = json.loads(text)
     except json.JSONDecodeError as err:
         raise DumpError(f"{path}: malformed JSON at line {err.lineno}, column {err.colno}: {err.msg}"
                         "; the file may be truncated or hand-edited") from None
     except RecursionError:
         raise DumpError(f"{path}: JSON nested too deeply to be a dump file") from None
+    except ValueError:  # an integer longer than Python converts (sys.get_int_max_str_digits)
+        raise DumpError(f"{path}: {what} holds an integer of more than "
+                        f"{sys.get_int_max_str_digits()} digits{_line_of(text, _LONG_INT)}; "
+                        "no dump holds such a number: the file is damaged or not a dump") from None
+    if "\\ud" in text or "\\uD" in text:
+        _check_surrogates(path, what, text, doc)
+    return doc, text
+
+
+_LONG_INT = re.compile(r"[0-9]{%d,}" % (sys.get_int_max_str_digits() + 1))
+_LONE_SURROGATE = re.compile(r"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F])"
+                             r"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}")
+
+
+def _line_of(text: str, pattern: re.Pattern[str]) -> str:
+    match = pattern.search(text)
+    return f" at line {text.count(chr(10), 0, match.start()) + 1}" if match else ""
+
+
+def _check_surrogates(path: Path, what: str, text: str, doc: Any) -> None:
+    """A \\udXXX escape without its pair decodes to a string no UTF-8 writer (Arrow, DuckDB, the
+    workbook) can store; refuse it here, by line, rather than fail later without a name."""
+    try:
+        json.dumps(doc, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise DumpError(f"{path}: {what} holds an unpaired UTF-16 surrogate escape "
+                        f"(\\ud800-\\udfff){_line_of(text, _LONE_SURROGATE)}, which is not text; "
+                        "fix or remove that string") from None
+    except (RecursionError, ValueError):
+        pass
 
 
 def read_dump(path: Path) -> dict[str, Any]:
