@@ -9,6 +9,7 @@ the file, the line and the column.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import sys
@@ -16,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from msq.errors import DumpError, InputError, UsageError
+
+log = logging.getLogger("msq")
 
 # A dump.json is loaded whole; past this size msq refuses it with a clear message instead of risking
 # an out-of-memory kill on a 24 GB machine (Python objects take ~10x the file size).
@@ -117,7 +120,7 @@ def _check_surrogates(path: Path, what: str, text: str, doc: Any) -> None:
 
 def read_dump(path: Path) -> dict[str, Any]:
     """Read and shape-check a dump.json: an object with ``task`` and an object ``data``."""
-    doc = read_json(path, "dump.json")
+    doc, text = _parse(path, "dump.json")
     if not isinstance(doc, dict):
         raise DumpError(f"{path}: expected a JSON object with 'task' and 'data', "
                         f"found a {type(doc).__name__}; is this a msprobe dump.json?")
@@ -126,6 +129,7 @@ def read_dump(path: Path) -> dict[str, Any]:
     if not isinstance(doc["data"], dict):
         raise DumpError(f"{path}: 'data' must be an object of op name -> entry, "
                         f"found a {type(doc['data']).__name__}")
+    _warn_duplicate_ops(path, text, doc["data"])
     task = doc.get("task")
     if task in ("overflow_check", "free_benchmark"):
         raise DumpError(f"{path}: task '{task}' dumps are not comparable; "
@@ -133,6 +137,37 @@ def read_dump(path: Path) -> dict[str, Any]:
     if task not in DUMP_TASKS:
         raise DumpError(f"{path}: unknown task {task!r}; expected one of: statistics, tensor")
     return doc
+
+
+def _warn_duplicate_ops(path: Path, text: str, data: dict[str, Any]) -> None:
+    """Warn about an op name that ``data`` holds twice (Python's json, like msprobe, keeps the
+    last entry, at the first one's position, and drops the other without a word).
+
+    msprobe writes ``json.dump(indent=1)``: every op name opens a line indented by two spaces, so
+    counting those lines proves a file in that layout has no duplicate for almost nothing. Any
+    other layout, or a count that differs, is parsed again keeping the key pairs.
+    """
+    if text.startswith('{\n "') and text.count('\n  "') == len(data):
+        return
+    dups: dict[int, dict[str, int]] = {}
+
+    def pairs_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        obj = dict(pairs)
+        if len(obj) != len(pairs):
+            counts: dict[str, int] = {}
+            for key, _ in pairs:
+                counts[key] = counts.get(key, 0) + 1
+            dups[id(obj)] = {k: n for k, n in counts.items() if n > 1}
+        return obj
+
+    try:
+        again = json.loads(text, object_pairs_hook=pairs_hook)
+    except (ValueError, RecursionError):
+        return
+    repeated = dups.get(id(again.get("data"))) if isinstance(again, dict) else None
+    for name, count in (repeated or {}).items():
+        log.warning("%s: op '%s' appears %d times in 'data'; msq (like msprobe) compares only its "
+                    "last entry; re-dump, or remove the stale entries", path, name, count)
 
 
 def read_stack(path: Path) -> dict[str, str]:
