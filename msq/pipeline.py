@@ -46,6 +46,8 @@ class CompareResult:
     npu_path: str = ""
     bench_path: str = ""
     title: str = ""
+    history_db: Path | None = None
+    history_id: int | None = None
     con: duckdb.DuckDBPyConnection | None = field(default=None, repr=False)
 
 
@@ -198,8 +200,11 @@ def run_single(inp: SingleInput, output_dir: Path, opts: Options, suffix: str = 
     if opts.record:  # the history database (msq/history.py); after the outputs exist
         from msq.history import RecordContext, record_compare
 
-        record_compare(con, RecordContext(inp, opts, result, output_dir, started,
-                                          resolve_framework(opts, npu)))
+        from msq.history import resolve_db_path
+
+        result.history_id = record_compare(con, RecordContext(inp, opts, result, output_dir, started,
+                                                              resolve_framework(opts, npu)))
+        result.history_db = resolve_db_path(opts.db, output_dir)
         clock.lap("history")
     result.seconds = time.time() - started
     result.con = con

@@ -28,5 +28,7 @@ def print_summary(results: Sequence[Any], *, quiet: bool = False) -> None:
             click.echo("  no suspect: every row meets the accuracy rules")
         for path in res.files:
             click.echo(f"  wrote {path}")
+        if getattr(res, "history_db", None) is not None:
+            click.echo(f"  recorded as compare {res.history_id} in {res.history_db}")
         if res.rows == 0:
             click.echo("  nothing to compare: no rows matched (no workbook written)")
