@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from msq.errors import TensorFileError
-from msq.tensors.meta import TensorMeta, check_extent, file_size, read_small, to_array
+from msq.tensors.meta import TensorMeta, file_size, read_small, to_array
 
 _STORAGE_DTYPES = {
     "FloatStorage": np.float32,
@@ -82,13 +82,14 @@ class _Storage:
 class _TensorStub:
     """What the restricted unpickler builds instead of a tensor: its layout, nothing else."""
 
-    __slots__ = ("bf16", "dtype", "offset", "shape", "storage", "stride")
+    __slots__ = ("bf16", "derived", "dtype", "offset", "shape", "storage", "stride")
 
     def __init__(
         self, storage: _Storage, offset: int, shape: tuple, stride: tuple, dtype: Any, bf16: bool
     ) -> None:
         self.storage, self.offset, self.shape, self.stride = storage, offset, shape, stride
         self.dtype, self.bf16 = dtype, bf16
+        self.derived: tuple | None = None  # (little, dtype, strides, bytes needed), see _layout
 
     def __setstate__(self, state: object) -> None:
         raise _Refused("a BUILD instruction on a tensor (tensor subclasses are not supported)")
@@ -518,32 +519,37 @@ def _meta_from_stub(
     return _layout(path, stub, little, start, avail, data)
 
 
-_DTYPES: dict[tuple[np.dtype, bool], np.dtype] = {}
-
-
 def _layout(
     path: str, stub: _TensorStub, little: bool, start: int, avail: int, data: bytes | None
 ) -> TensorMeta:
     """The meta of a tensor whose storage bytes are ``[start, start + avail)`` of the file/data."""
-    dtype = _DTYPES.get((stub.dtype, little))
-    if dtype is None:
-        dtype = _DTYPES[(stub.dtype, little)] = np.dtype(stub.dtype).newbyteorder(
-            "<" if little else ">"
+    cached = stub.derived
+    if cached is None or cached[0] != little:
+        cached = stub.derived = _derive(path, stub, little)
+    _, dtype, strides, need = cached
+    first = stub.offset * dtype.itemsize
+    if first + need > avail:
+        raise TensorFileError(
+            f"{path}: the tensor layout needs {first + need} bytes of storage but only {avail} "
+            "are present; the file is truncated or corrupt, dump it again"
         )
-    shape, stride, offset = stub.shape, stub.stride, stub.offset
+    return TensorMeta(path, dtype, stub.bf16, stub.shape, strides, start + first, data)
+
+
+def _derive(path: str, stub: _TensorStub, little: bool) -> tuple:
+    """What a layout implies, computed once per distinct data.pkl (stubs are cached and shared)."""
+    dtype = np.dtype(stub.dtype).newbyteorder("<" if little else ">")
+    shape, stride = stub.shape, stub.stride
     if len(shape) != len(stride):
         raise TensorFileError(
             f"{path}: tensor size and stride have different lengths; corrupt file"
         )
-    if offset < 0:
-        raise TensorFileError(f"{path}: negative storage offset; corrupt file")
-    item = dtype.itemsize
+    if stub.offset < 0 or any(d < 0 for d in shape) or any(s < 0 for s in stride):
+        raise TensorFileError(f"{path}: negative offset, size or stride; the file is corrupt")
     meta = TensorMeta(
-        path, dtype, stub.bf16, shape, None if _is_c_contiguous(shape, stride) else stride,
-        start + offset * item, data,
-    )  # fmt: skip
-    check_extent(meta, avail - offset * item, "the tensor layout")
-    return meta
+        path, dtype, stub.bf16, shape, None if _is_c_contiguous(shape, stride) else stride, 0
+    )
+    return little, dtype, meta.strides, meta.span * dtype.itemsize
 
 
 def _is_c_contiguous(shape: tuple[int, ...], stride: tuple[int, ...]) -> bool:

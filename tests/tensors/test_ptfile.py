@@ -298,3 +298,14 @@ def test_unknown_suffix_is_refused(tmp_path: Path) -> None:
     path.write_bytes(b"")
     with pytest.raises(TensorFileError, match="unknown tensor file type"):
         inspect_tensor(str(path))
+
+
+def test_layout_larger_than_its_storage_is_refused(tmp_path: Path) -> None:
+    src = save(tmp_path, torch.arange(8, dtype=torch.float32), "full.pt")
+    dst = tmp_path / "short.pt"
+    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w", zipfile.ZIP_STORED) as zout:
+        for info in zin.infolist():
+            data = zin.read(info)
+            zout.writestr(info.filename, data[:12] if info.filename.endswith("/data/0") else data)
+    with pytest.raises(TensorFileError, match="needs 32 bytes of storage but only 12"):
+        load_pt(str(dst))
