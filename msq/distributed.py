@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from msq.pipeline import CompareResult, options_from_kwargs, run_compare
 from msq.config import Options, SingleInput
 from msq.errors import InputError, MsqError, UsageError
+from msq.pipeline import CompareResult, options_from_kwargs, run_compare
 
 log = logging.getLogger("msq")
 

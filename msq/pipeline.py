@@ -198,9 +198,7 @@ def run_single(inp: SingleInput, output_dir: Path, opts: Options, suffix: str = 
         write_outputs(con, mode, output_dir, opts, suffix, stamp, result)
         clock.lap("outputs")
     if opts.record:  # the history database (msq/history.py); after the outputs exist
-        from msq.history import RecordContext, record_compare
-
-        from msq.history import resolve_db_path
+        from msq.history import RecordContext, record_compare, resolve_db_path
 
         result.history_id = record_compare(con, RecordContext(inp, opts, result, output_dir, started,
                                                               resolve_framework(opts, npu)))

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from msq.pipeline import CompareResult, options_from_kwargs, run_compare
 from msq.config import DirInput, SingleInput, parse_compare_json
 from msq.errors import UsageError
+from msq.pipeline import CompareResult, options_from_kwargs, run_compare
 
 
 def run_from_compare_json(compare_json: Path, output_dir: Path, *, framework: str | None = None,

@@ -87,8 +87,8 @@ def write_outputs(con: duckdb.DuckDBPyConnection, mode: str, out_dir: Path, opts
         if fmt == "xlsx":
             marks = None if mode == "md5" else "SELECT out_seq, mark FROM marks"
             sheets = write_xlsx(con, SheetSpec(query, cols, cols, marks), path,
-                                on_extra_sheet=lambda n: log.warning(
-                                    "more than 1,048,575 rows: continuing on sheet %d of %s", n, path))
+                                on_extra_sheet=lambda n, p=path: log.warning(
+                                    "more than 1,048,575 rows: continuing on sheet %d of %s", n, p))
             if sheets > 1:
                 log.warning("%s holds %d sheets (Excel's row limit)", path.name, sheets)
         else:
