@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 __version__ = "0.1.0"
-__all__ = ["compare", "compare_distributed", "__version__"]
+__all__ = ["__version__", "compare", "compare_distributed"]
 
 
 def compare(*args: Any, **kwargs: Any) -> Any:
