@@ -300,12 +300,12 @@ def gen_small(out: Path, ops: int, seed: int, red: float, yellow: float, extra: 
                  dg.float_arg(1e-05)], {}, [TS(dt, s)], [TS(dt, s)],
                 [TS(dt, s), TS(dt, [s[1]]), TS(dt, [s[1]])])
 
-    table = [("Functional.relu", 6, relu), ("Tensor.__add__", 8, add), ("Tensor.__mul__", 5, mul),
-             ("Functional.linear", 8, linear), ("Functional.linear", 0.4, linear_kw),
-             ("Tensor.view", 4, view), ("Torch.cat", 2, cat), ("Tensor.sum", 2, sum_),
-             ("Tensor.__gt__", 1, gt), ("Tensor.masked_fill", 0.5, masked_fill),
-             ("Functional.embedding", 0.5, embedding), ("Functional.cross_entropy", 0.5, cross_entropy),
-             ("Functional.layer_norm", 3, layer_norm)]
+    table = [("Functional.relu", 9, relu), ("Tensor.__add__", 2, add), ("Tensor.__mul__", 8, mul),
+             ("Functional.linear", 1.5, linear), ("Functional.linear", 0.3, linear_kw),
+             ("Tensor.view", 6, view), ("Torch.cat", 0.5, cat), ("Tensor.sum", 3, sum_),
+             ("Tensor.__gt__", 2, gt), ("Tensor.masked_fill", 0.5, masked_fill),
+             ("Functional.embedding", 0.3, embedding), ("Functional.cross_entropy", 0.3, cross_entropy),
+             ("Functional.layer_norm", 0.5, layer_norm)]
     w = np.array([t[1] for t in table], dtype=float)
     w /= w.sum()
 

@@ -194,6 +194,7 @@ def run_tool(tool: str, name: str, wdir: Path, base: list[str], extra: list[str]
     full = (["/usr/bin/time", "-v", "-o", str(timev)] if have_time else []) + argv
     (rdir / "cmd.txt").write_text(f"# cwd: {wdir}\n{shlex.join(argv)}\n")
     warm_cache(wdir)
+    load_before = os.getloadavg()[0]
     print(f"[run] {name} / {tool}: {shlex.join(argv)}", flush=True)
     res = {"workload": name, "tool": tool, "cmd": shlex.join(argv), "run_dir": str(rdir),
            "date": datetime.now().isoformat(timespec="seconds"), "nproc": os.cpu_count()}
@@ -214,7 +215,8 @@ def run_tool(tool: str, name: str, wdir: Path, base: list[str], extra: list[str]
             res["error"] = f"timeout after {timeout:.0f} s"
         wall = time.perf_counter() - t0
         poller.stop()
-    res.update(rc=rc, wall_s=round(wall, 3), peak_tree_rss_mb=round(poller.peak_kb / 1024, 1))
+    res.update(rc=rc, wall_s=round(wall, 3), peak_tree_rss_mb=round(poller.peak_kb / 1024, 1),
+               loadavg_before=round(load_before, 2), loadavg_after=round(os.getloadavg()[0], 2))
     if have_time and timev.exists():
         tv = parse_time_v(timev.read_text(errors="replace"))
         if "maxrss_kb" in tv:
@@ -222,11 +224,19 @@ def run_tool(tool: str, name: str, wdir: Path, base: list[str], extra: list[str]
         for k in ("user_s", "sys_s"):
             if k in tv:
                 res[k] = tv[k]
+        if "user_s" in tv and "sys_s" in tv:
+            res["cpu_s"] = round(tv["user_s"] + tv["sys_s"], 2)
     res["outputs"] = sorted(p.name for p in out.iterdir())
     if rc != 0 and "error" not in res:
         tail = (rdir / "stderr.txt").read_text(errors="replace").strip().splitlines()[-5:]
         res["error"] = f"exit {rc}: " + " | ".join(tail)[-400:]
     return res
+
+
+def wait_idle(limit: float) -> None:
+    t0 = time.time()
+    while limit > 0 and os.getloadavg()[0] >= 0.7 and time.time() - t0 < limit:
+        time.sleep(5)
 
 
 def speed(res: dict, meta: dict, unit: str) -> str:
@@ -242,17 +252,22 @@ def print_table(name: str, meta: dict, results: list[dict], unit: str) -> None:
     rows = meta.get("rows", {}).get("npu")
     print(f"\n== {name}: {meta['ops']['npu']} ops/side, {rows} npu rows, "
           f"both dumps {size / 1e6:.1f} MB ({size / 2**30:.2f} GiB)")
-    hdr = f"{'tool':8s} {'status':10s} {'wall s':>9s} {'peak RSS MB':>12s} {'maxRSS MB':>10s} {'speed':>14s}"
+    hdr = (f"{'tool':8s} {'status':7s} {'wall s':>9s} {'cpu s':>9s} {'peak RSS MB':>12s} "
+           f"{'maxRSS MB':>10s} {'speed':>14s} {'load':>9s}")
     print(hdr)
     print("-" * len(hdr))
     for r in results:
         status = "ok" if r.get("rc") == 0 else ("FAILED" if r.get("rc") is not None else "ERROR")
-        print(f"{r['tool']:8s} {status:10s} {r.get('wall_s', float('nan')):9.2f} "
-              f"{r.get('peak_tree_rss_mb', float('nan')):12.1f} {r.get('maxrss_mb', float('nan')):10.1f} "
-              f"{speed(r, meta, unit):>14s}")
+        nan = float("nan")
+        load = f"{r.get('loadavg_before', nan):.1f}/{r.get('loadavg_after', nan):.1f}"
+        print(f"{r['tool']:8s} {status:7s} {r.get('wall_s', nan):9.2f} {r.get('cpu_s', nan):9.2f} "
+              f"{r.get('peak_tree_rss_mb', nan):12.1f} {r.get('maxrss_mb', nan):10.1f} "
+              f"{speed(r, meta, unit):>14s} {load:>9s}")
         if r.get("error"):
             print(f"         {r['error'][:300]}")
     ok = {r["tool"]: r for r in results if r.get("rc") == 0}
+    print("(peak RSS = polled sum over the process tree; maxRSS = largest single process, "
+          "time -v; load = 1-min load average before/after)")
     if "msq" in ok and "msprobe" in ok:
         print(f"ratio msprobe/msq: wall x{ok['msprobe']['wall_s'] / ok['msq']['wall_s']:.1f}, "
               f"peak RSS x{ok['msprobe']['peak_tree_rss_mb'] / max(ok['msq']['peak_tree_rss_mb'], 1e-9):.2f}")
@@ -271,6 +286,8 @@ def main(argv=None) -> int:
     ap.add_argument("--timeout", type=float, default=7200.0, help="per run, seconds")
     ap.add_argument("--msq", help="msq command prefix (default: <repo>/.venv/bin/msq)")
     ap.add_argument("--msprobe", help="msprobe command prefix (default: bench/.venv-msprobe/bin/msprobe)")
+    ap.add_argument("--wait-idle", type=float, default=0.0, metavar="SECONDS",
+                    help="before each run wait (at most SECONDS) for the 1-min load average < 0.7")
     ap.add_argument("--extra-args", default="", help="extra arguments appended to both commands")
     ap.add_argument("--gen-python", default=str(MSPROBE_VENV / "bin" / "python"),
                     help="python with numpy+torch for the generators")
@@ -297,6 +314,7 @@ def main(argv=None) -> int:
                     res = {"workload": name, "tool": tool, "rc": None,
                            "error": "msprobe venv missing: run bash bench/setup_msprobe.sh"}
                 else:
+                    wait_idle(a.wait_idle)
                     res = run_tool(tool, name, wdir, bases[tool], extra, a.timeout)
                 res["workload_meta"] = {k: meta.get(k) for k in
                                         ("params", "ops", "rows", "tensor_rows", "total_bytes")}
