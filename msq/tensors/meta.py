@@ -206,7 +206,9 @@ def read_small(path: str, *, nofollow: bool = False) -> bytes | None:
         OSError: as ``os.open`` does (FileNotFoundError; ELOOP for a symlink with ``nofollow``).
         TensorFileError: the path is not a regular file.
     """
-    fd = os.open(path, os.O_RDONLY | (os.O_NOFOLLOW if nofollow else 0))
+    # O_NONBLOCK: opening a FIFO named like a tensor file would otherwise wait for a writer
+    # forever; it is then refused below as not a regular file (no effect on regular files).
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | (os.O_NOFOLLOW if nofollow else 0))
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
