@@ -20,8 +20,9 @@ Two behaviours (``compat``):
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
@@ -178,11 +179,11 @@ class Stats:
         self.nanpos |= other.nanpos
 
 
-@dataclass
-class _Work:
-    """Per-process scratch buffers, grown on demand and reused across chunks and tensors."""
+class _Work(threading.local):
+    """Scratch buffers per thread, grown on demand and reused across chunks and tensors."""
 
-    bufs: dict = field(default_factory=dict)
+    def __init__(self) -> None:
+        self.bufs: dict[tuple[str, np.dtype], np.ndarray] = {}
 
     def get(self, name: str, dtype: np.dtype, k: int) -> np.ndarray:
         key = (name, np.dtype(dtype))

@@ -519,3 +519,17 @@ def test_nanpos_found_in_a_late_chunk() -> None:
     b = np.ones(1000, f32)
     n[990] = np.nan
     assert compare_arrays(n, b, compat=True, chunk=64).status == "nanpos"
+
+
+def test_threads_do_not_share_scratch_buffers() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    rng = np.random.default_rng(1)
+    pairs = [
+        (rng.standard_normal(5000).astype(f32), rng.standard_normal(5000).astype(f32))
+        for _ in range(8)
+    ]
+    want = [cells(compare_arrays(n, b, compat=True, chunk=512)) for n, b in pairs]
+    with ThreadPoolExecutor(4) as ex:
+        got = list(ex.map(lambda p: cells(compare_arrays(*p, compat=True, chunk=512)), pairs * 4))
+    assert got == want * 4
