@@ -181,8 +181,11 @@ _OUTPUT_OPTION = click.option("-o", "--output", type=click.Path(path_type=Path),
 @handle_errors
 def sql_cmd(query: str, db_path: Path | None, fmt: str, output: Path | None, quiet: bool,
             verbose: int) -> None:
-    """Run a read-only SQL QUERY on the history database (tables compares, result_rows; views
-    runs, op_trend, first_divergence, regressions; see docs/schema.md)."""
+    """Query the history database with read-only SQL.
+
+    QUERY may read the tables compares and result_rows and the views runs, op_trend,
+    first_divergence and regressions (docs/schema.md).
+    """
     from msq import history
 
     setup_logging(verbose, quiet)
@@ -201,8 +204,10 @@ def sql_cmd(query: str, db_path: Path | None, fmt: str, output: Path | None, qui
 @handle_errors
 def runs_cmd(db_path: Path | None, label: str | None, fmt: str, output: Path | None, quiet: bool,
              verbose: int) -> None:
-    """List the compares recorded in the history database: id, time, label, mode, rank, step,
-    rows, red, yellow and the first suspect."""
+    """List the compares recorded in the history database.
+
+    One line per compare: id, time, label, mode, rank, step, rows, red, yellow, first suspect.
+    """
     from msq import history
 
     setup_logging(verbose, quiet)
