@@ -309,3 +309,25 @@ def test_layout_larger_than_its_storage_is_refused(tmp_path: Path) -> None:
             zout.writestr(info.filename, data[:12] if info.filename.endswith("/data/0") else data)
     with pytest.raises(TensorFileError, match="needs 32 bytes of storage but only 12"):
         load_pt(str(dst))
+
+
+def test_zip64_archive(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # torch writes zip64 records for files above 4 GiB; shrink zipfile's limits to get them small
+    src = save(tmp_path, torch.arange(300_000, dtype=torch.float32), "src.pt")
+    for size in (300_000, 12):
+        dst = tmp_path / f"z64_{size}.pt"
+        with zipfile.ZipFile(src) as zin:
+            members = [(i.filename, zin.read(i)) for i in zin.infolist()]
+        monkeypatch.setattr(zipfile, "ZIP64_LIMIT", 8)
+        monkeypatch.setattr(zipfile, "ZIP_FILECOUNT_LIMIT", 2)
+        with zipfile.ZipFile(dst, "w", zipfile.ZIP_STORED) as zout:
+            for name, data in members:
+                zout.writestr(name, data[: size * 4] if name.endswith("/data/0") else data)
+        monkeypatch.undo()
+        with open(dst, "rb") as fh:
+            assert b"PK\x06\x06" in fh.read()  # a zip64 end-of-directory record
+        if size == 12:
+            with pytest.raises(TensorFileError, match="truncated or corrupt"):
+                load_pt(str(dst))
+        else:
+            assert same(load_pt(str(dst)), expected(src))
