@@ -20,6 +20,7 @@ import collections
 import io
 import pickle
 import struct
+import warnings
 import zipfile
 from dataclasses import dataclass
 from typing import Any
@@ -570,10 +571,13 @@ def _torch_fallback(path: str, why: str) -> TensorMeta:
             f"{path}: uses {why}, which msq reads only through torch; install torch==2.13.0"
         ) from None
     try:
-        obj = torch.load(path, weights_only=True, map_location="cpu")
+        with warnings.catch_warnings():  # e.g. "Detected pickle protocol 4": the error says it all
+            warnings.simplefilter("ignore")
+            obj = torch.load(path, weights_only=True, map_location="cpu")
     except Exception as exc:  # noqa: BLE001  (torch raises many types for a refused file)
         raise TensorFileError(
-            f"{path}: torch refused to load it safely (weights_only): {exc}"
+            f"{path}: torch refused to load it safely (weights_only): {_torch_reason(exc)}; "
+            "the file may be malicious, or not a msprobe tensor dump"
         ) from None
     if not isinstance(obj, torch.Tensor):
         raise TensorFileError(f"{path}: holds a {type(obj).__name__}, expected a single tensor")
@@ -585,6 +589,16 @@ def _torch_fallback(path: str, why: str) -> TensorMeta:
     except (TypeError, RuntimeError) as exc:
         raise TensorFileError(f"{path}: tensor of {t.dtype} cannot be compared: {exc}") from None
     return TensorMeta(path, arr.dtype, False, tuple(arr.shape), None, 0, arr.tobytes())
+
+
+_TORCH_BOILERPLATE = ("Weights only load failed", "Please file an issue", "Check the documentation")
+
+
+def _torch_reason(exc: Exception) -> str:
+    """The specific line(s) of torch's multi-paragraph refusal, on one line."""
+    lines = [line.strip() for line in str(exc).splitlines()]
+    kept = [line for line in lines if line and not line.startswith(_TORCH_BOILERPLATE)]
+    return " ".join(kept or [line for line in lines if line][:1]) or type(exc).__name__
 
 
 def load_pt(path: str) -> np.ndarray:
