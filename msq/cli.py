@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 import click
 
 from msq import __version__
-from msq.errors import ExitStatus, MsqError
+from msq.errors import ExitStatus, MsqError, printable
 
 F = TypeVar("F", bound=Callable[..., Any])
 log = logging.getLogger("msq")
@@ -34,7 +34,7 @@ def handle_errors(func: F) -> F:
         except MsqError as err:
             if _SIGINT_SEEN:
                 _interrupted()
-            click.echo(f"msq: error: {err}", err=True)
+            click.echo(f"msq: error: {printable(str(err))}", err=True)
             sys.exit(int(err.exit_status))
         except KeyboardInterrupt:
             _interrupted()
@@ -79,10 +79,18 @@ def _interrupted() -> None:
     sys.exit(130)
 
 
+class _PrintableFormatter(logging.Formatter):
+    """Log lines carry op names from the dump: keep them on one line, escapes shown, not run."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:  # noqa: N802  (logging's name)
+        return printable(super().formatMessage(record))
+
+
 def setup_logging(verbose: int, quiet: bool) -> None:
     level = logging.WARNING if quiet else (logging.DEBUG if verbose > 1 else logging.INFO)
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(asctime)s [%(levelname)s] %(message)s", "%Y-%m-%d %H:%M:%S"))
+    handler.setFormatter(_PrintableFormatter("%(asctime)s [%(levelname)s] %(message)s",
+                                             "%Y-%m-%d %H:%M:%S"))
     root = logging.getLogger("msq")
     root.handlers[:] = [handler]
     root.setLevel(level)

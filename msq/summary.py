@@ -7,6 +7,8 @@ from typing import Any
 
 import click
 
+from msq.errors import printable
+
 
 def print_summary(results: Sequence[Any], *, quiet: bool = False) -> None:
     """One block per compare: rows, matches, marks, the first suspect and the files written."""
@@ -23,7 +25,7 @@ def print_summary(results: Sequence[Any], *, quiet: bool = False) -> None:
                    f"{f', {res.unmatched_bench} bench-only' if res.unmatched_bench else ''}), "
                    f"{res.red} red, {res.yellow} yellow, {res.seconds:.1f}s")
         if res.suspect != "NA":
-            click.echo(f"  first suspect: row {res.suspect_line}: {res.suspect}")
+            click.echo(f"  first suspect: row {res.suspect_line}: {printable(str(res.suspect))}")
         else:
             click.echo("  no suspect: every row meets the accuracy rules")
         for path in res.files:
