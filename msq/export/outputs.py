@@ -104,7 +104,9 @@ def write_table(con: duckdb.DuckDBPyConnection, query: str, cols: list[str], pat
     """CSV or Parquet with the workbook's columns; CSV cells that look like formulas are quoted."""
     select = ", ".join(_csv_expr(c) if fmt == "csv" else f'"{c}"' for c in cols)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    options = "FORMAT csv, HEADER true" if fmt == "csv" else "FORMAT parquet"
+    # Every CSV cell quoted: where ';' is the list separator, a spreadsheet splits an unquoted
+    # "a;=1+1" into two cells and evaluates the second.
+    options = "FORMAT csv, HEADER true, FORCE_QUOTE *" if fmt == "csv" else "FORMAT parquet"
     try:
         con.execute(f"COPY (SELECT {select} FROM ({query})) TO '{_sql_str(tmp)}' ({options})")
         os.replace(tmp, path)
@@ -115,9 +117,11 @@ def write_table(con: duckdb.DuckDBPyConnection, query: str, cols: list[str], pat
 
 def _csv_expr(col: str) -> str:
     text = f'CAST("{col}" AS VARCHAR)'
-    # A spreadsheet opening the CSV would evaluate =, +, - or @ at the start of a text cell; a
-    # leading apostrophe keeps it text. Numbers (e.g. -1.5) are not touched.
-    return (f"CASE WHEN TRY_CAST({text} AS DOUBLE) IS NULL AND regexp_matches({text}, '^[=+\\-@＝＋－＠]') "
+    # A spreadsheet opening the CSV would evaluate =, +, - or @ at the start of a text cell (also
+    # after a leading tab or CR, which it strips); a leading apostrophe keeps it text. Numbers
+    # (e.g. -1.5) are not touched.
+    return (f"CASE WHEN TRY_CAST({text} AS DOUBLE) IS NULL "
+            f"AND regexp_matches({text}, '^[=+\\-@＝＋－＠\t\r]') "
             f"THEN '''' || {text} ELSE {text} END AS \"{col}\"")
 
 
