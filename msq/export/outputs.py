@@ -117,9 +117,9 @@ def write_table(con: duckdb.DuckDBPyConnection, query: str, cols: list[str], pat
 
 def _csv_expr(col: str) -> str:
     text = f'CAST("{col}" AS VARCHAR)'
-    # A spreadsheet opening the CSV would evaluate =, +, - or @ at the start of a text cell (also
-    # after a leading tab or CR, which it strips); a leading apostrophe keeps it text. Numbers
-    # (e.g. -1.5) are not touched.
+    # A spreadsheet opening the CSV would evaluate =, +, - or @ at the start of a text cell; a
+    # leading tab or CR is prefixed too (OWASP: some readers strip it, then evaluate). A leading
+    # apostrophe keeps the cell text. Numbers (e.g. -1.5) are not touched.
     return (f"CASE WHEN TRY_CAST({text} AS DOUBLE) IS NULL "
             f"AND regexp_matches({text}, '^[=+\\-@＝＋－＠\t\r]') "
             f"THEN '''' || {text} ELSE {text} END AS \"{col}\"")
