@@ -53,7 +53,8 @@ def ensure_output_dir(path: Path) -> None:
     except FileExistsError:
         raise ExportError(f"{path}: exists and is not a directory; choose another -o") from None
     except OSError as err:
-        raise ExportError(f"{path}: cannot create the output directory: {err.strerror}") from None
+        raise ExportError(f"{path}: cannot create the output directory ({err.strerror}); "
+                          "choose another -o") from None
     if not path.is_dir():
         raise ExportError(f"{path}: is not a directory; choose another -o")
     try:
