@@ -1,0 +1,208 @@
+"""Outputs are safe to open and never half-written.
+
+* Text from a dump that starts like a formula (``= + - @`` and the full-width ``＝＋－＠``) in op
+  names, str arguments and stack lines is written as text: in the workbook an inline-string cell
+  (openpyxl type ``s``, never a formula) with Excel's quote prefix; in CSV a leading ``'`` and every
+  cell quoted. msprobe 1.1.0 aborts the whole compare on such text instead.
+* Workbook, CSV and Parquet are written under a hidden temporary name and renamed when complete;
+  a failure or interruption while writing leaves neither the file nor the temporary.
+* An output directory (or history file) that cannot be written is refused before any work.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import openpyxl
+import pytest
+
+import msq
+from msq.export import outputs as outputs_mod
+from msq.export import xlsx as xlsx_mod
+from tests.dumps import fwd, t, write_pair
+from tests.hostile.helpers import cli, compare, error_line, good_pair, outputs, sides
+
+FORMULA_NAMES = ["=HYPERLINK(\"http://x\",\"y\").0.forward", "+Functional.a.0.forward",
+                 "-Functional.b.0.forward", "@SUM(A1).0.forward", "＝Functional.c.0.forward",
+                 "＋Functional.d.0.forward", "－Functional.e.0.forward", "＠Functional.f.0.forward"]
+FORMULA_VALUES = ["=1+1", "+cmd|' /C calc'!A0", "-2+3", "@SUM(A1)", "＝1+1", "＋1", "－1", "＠x",
+                  "\t=1+1", "a;=1+1"]
+FORMULA_START = tuple("=+-@＝＋－＠")
+CSV_RISKY_START = FORMULA_START + ("\t", "\r")  # some CSV readers strip these, then evaluate
+
+
+def hostile_pair(root: Path) -> Path:
+    """Every formula-like op name, str argument and stack line, on both sides."""
+    data: dict[str, Any] = {}
+    for name in FORMULA_NAMES:
+        data[name] = fwd(t(), out=t(),
+                         **{f"k{i}": {"type": "str", "value": v} for i, v in enumerate(FORMULA_VALUES)})
+    stack = {name: [f"=cmd|' /C calc'!A0, line {i}", "@SUM(A1)"] for i, name in enumerate(data)}
+    return write_pair(root, data, data, stack=stack)
+
+
+def is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("compat", [False, True], ids=["default", "compat"])
+def test_formula_like_text_is_written_as_text(tmp_path: Path, compat: bool) -> None:
+    cfg = hostile_pair(tmp_path)
+    out = tmp_path / "out"
+    flags = ["-s", "--format", "xlsx,csv"] + (["--compat", "msprobe-1.1"] if compat else [])
+    code, text = compare(cfg, out, *flags)
+    assert code == 0, text
+    book = next(out.glob("compare_result_*.xlsx"))
+    # no formula anywhere in the package
+    with zipfile.ZipFile(book) as archive:
+        sheet = archive.read("xl/worksheets/sheet1.xml").decode()
+    assert "<f>" not in sheet and "<f " not in sheet
+    ws = openpyxl.load_workbook(book).active
+    header = [c.value for c in ws[1]]
+    risky = [c for row in ws.iter_rows(min_row=2) for c in row
+             if isinstance(c.value, str) and c.value.startswith(FORMULA_START)]
+    names = {c.value for c in risky if c.column == 1}
+    assert {n.rsplit(".0.forward", 1)[0] for n in names} >= {
+        n.rsplit(".0.forward", 1)[0] for n in FORMULA_NAMES}
+    values = {c.value for c in risky if header[c.column - 1] == "NPU max"}
+    assert values == {v for v in FORMULA_VALUES if v.startswith(FORMULA_START)}
+    # (a cell starting with a tab is an inline string too; Excel does not read it as a formula)
+    assert {c.data_type for c in risky} == {"s"}
+    assert all(c.quotePrefix for c in risky), [c.value for c in risky if not c.quotePrefix]
+    stacks = {c.value for row in ws.iter_rows(min_row=2) for c in row
+              if header[c.column - 1] == "NPU_Stack_Info" and c.value not in (None, "None")}
+    assert stacks and all("=cmd|' /C calc'!A0" in s for s in stacks)
+    # CSV: the same cells, prefixed with an apostrophe; every cell quoted
+    table = next(out.glob("compare_result_*.csv"))
+    raw = table.read_text(encoding="utf-8")
+    assert all(line.startswith('"') for line in raw.splitlines() if line)
+    assert '"a;=1+1"' in raw
+    got = list(csv.reader(raw.splitlines(keepends=True)))
+    assert got[0] == header
+    for line in got[1:]:
+        for cell in line:
+            assert not cell.startswith(CSV_RISKY_START) or is_number(cell), cell
+    csv_names = {line[0] for line in got[1:]}
+    assert {"'" + n for n in names} <= csv_names
+    col = header.index("NPU max")
+    assert {line[col] for line in got[1:] if line[col].startswith("'")} == \
+        {"'" + v for v in FORMULA_VALUES if v.startswith(CSV_RISKY_START)}
+
+
+def test_negative_numbers_stay_numbers(tmp_path: Path) -> None:
+    data = {"Functional.a.0.forward": fwd(t(mx=-0.5, mn=-1.5), out=t())}
+    cfg = write_pair(tmp_path, data, data)
+    code, text = compare(cfg, tmp_path / "out", "--format", "xlsx,csv")
+    assert code == 0, text
+    ws = openpyxl.load_workbook(next((tmp_path / "out").glob("*.xlsx"))).active
+    header = [c.value for c in ws[1]]
+    cell = ws.cell(row=2, column=header.index("NPU min") + 1)
+    assert (cell.value, cell.data_type, cell.quotePrefix) == (-1.5, "n", False)
+    rows = list(csv.reader((next((tmp_path / "out").glob("*.csv"))).open(encoding="utf-8")))
+    assert rows[1][header.index("NPU min")] == "-1.5"
+
+
+# ------------------------------------------------------------------------------ atomic writes
+
+
+def api_compare(cfg: Path, out: Path, **kw: Any) -> Any:
+    doc = json.loads(cfg.read_text())
+    return msq.compare({"npu_json_path": doc["npu_path"], "bench_json_path": doc["bench_path"]},
+                       out, record=False, **kw)
+
+
+def test_outputs_appear_only_complete_under_their_name(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each output is renamed into place from a hidden temporary in the same folder, after it is
+    complete: at the moment of the rename the final name does not exist yet."""
+    renames: list[tuple[str, str, bool, int]] = []
+    real = os.replace
+
+    def spy(src: Any, dst: Any) -> None:
+        renames.append((Path(src).name, Path(dst).name, Path(dst).exists(), Path(src).stat().st_size))
+        if str(dst).endswith(".xlsx"):
+            zipfile.ZipFile(src).testzip()  # a whole zip, central directory included
+        real(src, dst)
+
+    monkeypatch.setattr(os, "replace", spy)
+    result = api_compare(good_pair(tmp_path), tmp_path / "out", formats="xlsx,csv,parquet")
+    finals = sorted(p.name for p in result.files)
+    assert sorted(dst for _, dst, _, _ in renames) == finals
+    for src, dst, existed, size in renames:
+        assert src.startswith(f".{dst}.") and src.endswith(".tmp") and not existed and size > 0
+    assert outputs(tmp_path / "out") == finals
+
+
+@pytest.mark.parametrize("failure", [KeyboardInterrupt, OSError])
+def test_failure_while_writing_the_workbook_leaves_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, failure: type[BaseException]) -> None:
+    def broken(zf: zipfile.ZipFile, n_sheets: int) -> None:
+        raise failure("disk full" if failure is OSError else "")
+
+    monkeypatch.setattr(xlsx_mod, "_finish_package", broken)
+    with pytest.raises(failure):
+        api_compare(good_pair(tmp_path), tmp_path / "out")
+    assert outputs(tmp_path / "out") == []
+
+
+def test_failure_while_writing_the_csv_leaves_nothing(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(src: Any, dst: Any) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(outputs_mod.os, "replace", broken)
+    with pytest.raises(KeyboardInterrupt):
+        api_compare(good_pair(tmp_path), tmp_path / "out", formats="csv")
+    assert outputs(tmp_path / "out") == []
+
+
+# ------------------------------------------------------------------------------ unwritable places
+
+
+def test_unwritable_output_directory_is_refused_before_reading(tmp_path: Path) -> None:
+    """Tests run as root, for whom chmod blocks nothing: use places no one can write. The NPU
+    dump is broken too, and the output error comes first: nothing was read."""
+    cfg = good_pair(tmp_path)
+    sides(cfg)[0].write_text("{")
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    cases = {
+        blocker / "out": f"{blocker / 'out'}: cannot create the output directory (Not a "
+                         "directory); choose another -o",
+        Path("/proc/msq-out"): "/proc/msq-out: cannot create the output directory (No such file "
+                               "or directory); choose another -o",
+        Path("/proc/self"): "/proc/self: output directory is not writable (No such file or "
+                            "directory); fix its permissions or choose another -o",
+        blocker: f"{blocker}: exists and is not a directory; choose another -o",
+    }
+    for out, message in cases.items():
+        code, text = compare(cfg, out)
+        assert (code, error_line(text)) == (1, f"msq: error: {message}")
+
+
+def test_unusable_history_file_is_refused_before_comparing(tmp_path: Path) -> None:
+    cfg = good_pair(tmp_path)
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a database")
+    out = tmp_path / "out"
+    cases = {
+        blocker / "h.duckdb": f"{blocker / 'h.duckdb'}: its folder does not exist; create it or "
+                              "choose another --db",
+        Path("/proc/h.duckdb"): "/proc/h.duckdb: cannot create the history database there (No "
+                                "such file or directory); choose another --db, or --no-history",
+        blocker: f"{blocker}: exists but is not a DuckDB database; choose another --db",
+        tmp_path: f"{tmp_path}: is not a file; choose another --db",
+    }
+    for db, message in cases.items():
+        code, text = cli("compare", str(cfg), "-o", str(out), "--db", str(db))
+        assert (code, error_line(text)) == (1, f"msq: error: {message}")
+        assert outputs(out) == []
