@@ -29,6 +29,7 @@ def sql_root() -> Traversable:
 def connect(path: str | Path | None = None, *, threads: int | None = None) -> duckdb.DuckDBPyConnection:
     """Open an in-memory (or file) DuckDB database."""
     con = duckdb.connect(str(path) if path else ":memory:")
+    con.execute("SET enable_progress_bar = false")  # msq prints its own progress, on a TTY only
     if threads:
         con.execute(f"SET threads = {int(threads)}")
     return con

@@ -119,10 +119,10 @@ def test_formula_like_text_is_escaped_in_csv_only(tmp_path: Path) -> None:
         assert by_name[f"Functional.pad.0.forward.input.k{i}.0"][npu_max] == "'" + text
     # numbers that start with '-' stay numbers
     assert by_name["Functional.linear.0.forward.input.0"][header.index("NPU min")] == "-1.0"
-    # Parquet keeps the text as it is (a number-or-text cell is a union: its text is in "s");
+    # Parquet keeps the text as it is (a number-or-text column is text there);
     # the workbook writes it as a text cell, never a formula
     parquet = pq.read_table(files["parquet"]).to_pylist()
-    assert [r["NPU max"]["s"] for r in parquet if ".input.k" in r["NPU Name"]] == FORMULAS
+    assert [r["NPU max"] for r in parquet if ".input.k" in r["NPU Name"]] == FORMULAS
     book = openpyxl.load_workbook(files["xlsx"])
     cells = [row[npu_max] for row in book.active.iter_rows(min_row=2)
              if ".input.k" in str(row[0].value)]

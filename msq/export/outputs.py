@@ -103,7 +103,7 @@ def write_outputs(con: duckdb.DuckDBPyConnection, mode: str, out_dir: Path, opts
 def write_table(con: duckdb.DuckDBPyConnection, query: str, cols: list[str], path: Path,
                 fmt: str) -> None:
     """CSV or Parquet with the workbook's columns; CSV cells that look like formulas are quoted."""
-    select = ", ".join(_csv_expr(c) if fmt == "csv" else f'"{c}"' for c in cols)
+    select = ", ".join(_csv_expr(c) if fmt == "csv" else _parquet_expr(c) for c in cols)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     # Every CSV cell quoted: where ';' is the list separator, a spreadsheet splits an unquoted
     # "a;=1+1" into two cells and evaluates the second.
@@ -114,6 +114,12 @@ def write_table(con: duckdb.DuckDBPyConnection, query: str, cols: list[str], pat
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def _parquet_expr(col: str) -> str:
+    # A number-or-text workbook column becomes text in Parquet (as in the CSV); the typed numbers
+    # are in the history database's result_rows.
+    return f'CAST("{col}" AS VARCHAR) AS "{col}"'
 
 
 def _csv_expr(col: str) -> str:

@@ -85,7 +85,7 @@ def _text_cell_sql(ref: str, expr: str) -> str:
 
 def _num_cell_sql(ref: str, expr: str) -> str:
     return (f"CASE WHEN {expr} IS NULL THEN '' ELSE '<c r=\"{ref}' || _r || '\"' || _st || '><v>' "
-            f"|| printf('%.16g', {expr}) || '</v></c>' END")
+            f"|| printf('%.16g', CAST({expr} AS DOUBLE)) || '</v></c>' END")
 
 
 def _cell_sql(ref: str, column: str, type_name: str) -> str:
