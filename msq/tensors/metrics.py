@@ -159,6 +159,7 @@ class Stats:
     c1: int = 0
     c5: int = 0
     nanpos: bool = False
+    zeros_seen: bool = False  # a hint for the next chunk (bench had zeros), not a result
 
     def add_dots(self, nb: float, nn: float, bb: float) -> None:
         # start from the first chunk's value (not 0.0 + value) so one chunk equals np.dot exactly
@@ -213,6 +214,16 @@ def _chunk(nc: np.ndarray, bc: np.ndarray, st: Stats, compat: bool) -> None:
     whose rounded difference ties the chunk's maximum need the exact float64 difference).
     """
     k = nc.shape[0]
+    bench_float = _is_float(bc.dtype)
+    early = False
+    if compat and bench_float and st.zeros_seen:
+        # bench had zeros before: shift before widening, so n64/b64 and their dots are made once
+        # (inf/NaN positions zeroed below are still shifted later, as msprobe orders it)
+        zero = _WORK.get("mask", np.bool_, k)
+        np.equal(bc, 0, out=zero)
+        if zero.any():
+            _shift(nc, bc, zero, np.finfo(bc.dtype).eps)
+            early = True
     n64 = _WORK.get("n64", np.float64, k)
     b64 = _WORK.get("b64", np.float64, k)
     np.copyto(n64, nc, casting="unsafe")
@@ -227,12 +238,14 @@ def _chunk(nc: np.ndarray, bc: np.ndarray, st: Stats, compat: bool) -> None:
         np.copyto(b64, bc, casting="unsafe")
         nn, bb = np.dot(n64, n64), np.dot(b64, b64)
     diff32: tuple[np.ndarray, float] | None = None
-    if _is_float(bc.dtype):
-        rel, rmax, shifted, diff32 = _rel_native(nc, bc, n64, b64, compat)
+    if bench_float:
+        zeros_first = st.zeros_seen and not compat
+        rel, rmax, shifted, diff32 = _rel_native(nc, bc, n64, b64, compat, zeros_first)
         if shifted and compat:  # the ε shift reached n64/b64, so their dots are stale
             nn, bb = np.dot(n64, n64), np.dot(b64, b64)
         if shifted and not compat:
             diff32 = None  # n64/b64 hold unshifted values, the float32 differences shifted ones
+        st.zeros_seen |= shifted or early
     else:
         rel = _rel_f64(n64, b64)
         rmax = rel.max()
@@ -263,42 +276,72 @@ def _zero_inf_nan(nc: np.ndarray, bc: np.ndarray) -> bool:
 
 
 def _rel_native(
-    nc: np.ndarray, bc: np.ndarray, n64: np.ndarray, b64: np.ndarray, compat: bool
+    nc: np.ndarray,
+    bc: np.ndarray,
+    n64: np.ndarray,
+    b64: np.ndarray,
+    compat: bool,
+    zeros_first: bool = False,
 ) -> tuple[np.ndarray, np.floating, bool, tuple[np.ndarray, float] | None]:
     """|(n-b)/b| in the tensors' own dtype after the ε shift where bench is 0 (bench is float).
 
     The shift is applied in place to ``nc``/``bc`` as msprobe does; with ``compat`` it is also
     mirrored into the float64 copies. Returns the relative error and its maximum, whether a
     shift happened, and for float32 pairs the float32 differences with their largest magnitude.
+    Bench zeros are looked for only when the relative error is not finite (x/0), or up front
+    with ``zeros_first`` (earlier chunks had zeros, so the optimistic pass would be wasted).
     """
     k = nc.shape[0]
     rdt = np.result_type(nc, bc)
     same32 = nc.dtype == bc.dtype == np.float32
     rel = _WORK.get("rel", rdt, k)
     diff = _WORK.get("d32", rdt, k) if same32 else rel
+    shifted = False
+    if zeros_first:
+        shifted = _shift_zeros(nc, bc, n64, b64, compat)
     np.subtract(nc, bc, out=diff)
     np.divide(diff, bc, out=rel)
     np.abs(rel, out=rel)
-    shifted = False
     rmax = rel.max()
-    if not math.isfinite(rmax):  # x/0 is inf or NaN: bench may have zeros
-        zero = _WORK.get("mask", np.bool_, k)
-        np.equal(bc, 0, out=zero)
-        if zero.any():
-            shifted = True
-            eps = np.finfo(bc.dtype).eps
-            bc[zero] += eps
-            nc[zero] += eps
-            if compat:
-                n64[zero] = nc[zero]
-                b64[zero] = bc[zero]
-            np.subtract(nc, bc, out=diff)
-            np.divide(diff, bc, out=rel)
-            np.abs(rel, out=rel)
-            rmax = rel.max()
+    if not math.isfinite(rmax) and _shift_zeros(nc, bc, n64, b64, compat):
+        shifted = True  # x/0 was inf or NaN: bench had zeros
+        np.subtract(nc, bc, out=diff)
+        np.divide(diff, bc, out=rel)
+        np.abs(rel, out=rel)
+        rmax = rel.max()
     if not same32:
         return rel, rmax, shifted, None
     return rel, rmax, shifted, (diff, max(float(diff.max()), -float(diff.min())))
+
+
+def _shift_zeros(
+    nc: np.ndarray, bc: np.ndarray, n64: np.ndarray, b64: np.ndarray, compat: bool
+) -> bool:
+    """Shift where bench is 0 (mirrored into n64/b64 with ``compat``); False if there is none."""
+    zero = _WORK.get("mask", np.bool_, nc.shape[0])
+    np.equal(bc, 0, out=zero)
+    if not zero.any():
+        return False
+    _shift(nc, bc, zero, np.finfo(bc.dtype).eps)
+    if compat:  # masked copies are slower than full ones here
+        np.copyto(n64, nc, casting="unsafe")
+        np.copyto(b64, bc, casting="unsafe")
+    return True
+
+
+def _shift(n: np.ndarray, b: np.ndarray, zero: np.ndarray, eps: np.floating) -> None:
+    """msprobe's ``b[zero] += eps; n[zero] += eps``, as plain arithmetic (masked numpy
+    operations cost 10x a full pass).
+
+    Adding ``eps * zero`` changes exactly the masked elements: elsewhere it adds 0.0, which leaves
+    every value as it was except that it turns -0.0 into +0.0 in ``n`` (never observable in any
+    metric: they all go through |x| or sums that start from +0.0). ``eps`` is a numpy scalar of
+    the bench dtype, so ``n + eps`` promotes as in msprobe, and the unsafe cast back into ``n``'s
+    dtype is what fancy-index assignment does (int npu data truncates, as there).
+    """
+    step = np.multiply(zero, eps)
+    np.add(b, step, out=b, casting="unsafe")
+    np.add(n, step, out=n, casting="unsafe")
 
 
 def _rel_f64(n64: np.ndarray, b64: np.ndarray) -> np.ndarray:
@@ -309,8 +352,7 @@ def _rel_f64(n64: np.ndarray, b64: np.ndarray) -> np.ndarray:
     rel = _WORK.get("rel", np.float64, k)
     if zero.any():
         ns, bs = n64.copy(), b64.copy()
-        bs[zero] += _EPS64
-        ns[zero] += _EPS64
+        _shift(ns, bs, zero, np.float64(_EPS64))
         np.subtract(ns, bs, out=rel)
         np.divide(rel, bs, out=rel)
     else:
@@ -418,24 +460,22 @@ def _group(
     if _has_inf_nan(N) or _has_inf_nan(B):  # rare: take the exact per-pair path
         return [compare_arrays(n, b, compat=compat) for n, b in zip(ns, bs)]
     bench_float = _is_float(B.dtype)
+    zero = B == 0
+    shift = bool(zero.any())
     N64, B64 = N.astype(np.float64), B.astype(np.float64)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        zero = B == 0
         if bench_float:
-            if zero.any():
-                eps = np.finfo(B.dtype).eps
-                B[zero] += eps
-                N[zero] += eps
-                if compat:
-                    N64[zero], B64[zero] = N[zero], B[zero]
+            if shift:
+                _shift(N, B, zero, np.finfo(B.dtype).eps)
+                if compat:  # the in-place shift reaches Cosine and MaxAbsErr
+                    N64, B64 = N.astype(np.float64), B.astype(np.float64)
             rel = np.subtract(N, B)
             np.divide(rel, B, out=rel)
         else:
             ns64, bs64 = N64, B64
-            if zero.any():
+            if shift:
                 ns64, bs64 = N64.copy(), B64.copy()
-                bs64[zero] += _EPS64
-                ns64[zero] += _EPS64
+                _shift(ns64, bs64, zero, np.float64(_EPS64))
             rel = np.subtract(ns64, bs64)
             np.divide(rel, bs64, out=rel)
     np.abs(rel, out=rel)

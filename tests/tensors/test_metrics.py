@@ -533,3 +533,22 @@ def test_threads_do_not_share_scratch_buffers() -> None:
     with ThreadPoolExecutor(4) as ex:
         got = list(ex.map(lambda p: cells(compare_arrays(*p, compat=True, chunk=512)), pairs * 4))
     assert got == want * 4
+
+
+@pytest.mark.parametrize("compat", [True, False])
+@pytest.mark.parametrize("dtypes", [(f32, f32), (f16, f32), (f32, f16), (f16, f16)])
+def test_chunks_with_zeros_then_inf_nan_match_one_chunk(compat: bool, dtypes: tuple) -> None:
+    rng = np.random.default_rng(9)
+    b = rng.standard_normal(400)
+    n = b + rng.standard_normal(400) * 0.01
+    b[rng.random(400) < 0.2] = 0  # zeros from the first chunks on
+    n[::37] = 0.0
+    late = np.arange(200, 400, 23)
+    n[late], b[late] = np.nan, np.nan  # zeroed, then shifted, in later chunks
+    n[late + 5], b[late + 5] = np.inf, -np.inf
+    n, b = n.astype(dtypes[0]), b.astype(dtypes[1])
+    whole = cells(compare_arrays(n, b, compat=compat))
+    for chunk in (7, 50, 128):
+        part = cells(compare_arrays(n, b, compat=compat, chunk=chunk))
+        assert part[1:] == whole[1:]
+        assert abs(part[0] - whole[0]) <= 2e-12
