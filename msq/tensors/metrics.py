@@ -243,8 +243,6 @@ def _chunk(nc: np.ndarray, bc: np.ndarray, st: Stats, compat: bool) -> None:
         rel, rmax, shifted, diff32 = _rel_native(nc, bc, n64, b64, compat, zeros_first)
         if shifted and compat:  # the ε shift reached n64/b64, so their dots are stale
             nn, bb = np.dot(n64, n64), np.dot(b64, b64)
-        if shifted and not compat:
-            diff32 = None  # n64/b64 hold unshifted values, the float32 differences shifted ones
         st.zeros_seen |= shifted or early
     else:
         rel = _rel_f64(n64, b64)
@@ -296,17 +294,24 @@ def _rel_native(
     same32 = nc.dtype == bc.dtype == np.float32
     rel = _WORK.get("rel", rdt, k)
     diff = _WORK.get("d32", rdt, k) if same32 else rel
-    shifted = False
-    if zeros_first:
-        shifted = _shift_zeros(nc, bc, n64, b64, compat)
+    # ``diff`` must hold the differences of the values n64/b64 hold (for MaxAbsErr): with compat
+    # the shift is mirrored into n64/b64; without, n64/b64 stay unshifted, so diff is taken before
+    # any shift and the shifted difference goes straight into ``rel``.
     np.subtract(nc, bc, out=diff)
-    np.divide(diff, bc, out=rel)
+    shifted = zeros_first and _shift_zeros(nc, bc, n64, b64, compat)
+    if shifted:
+        np.subtract(nc, bc, out=rel)
+        np.divide(rel, bc, out=rel)
+    else:
+        np.divide(diff, bc, out=rel)
     np.abs(rel, out=rel)
     rmax = rel.max()
     if not math.isfinite(rmax) and _shift_zeros(nc, bc, n64, b64, compat):
         shifted = True  # x/0 was inf or NaN: bench had zeros
-        np.subtract(nc, bc, out=diff)
-        np.divide(diff, bc, out=rel)
+        np.subtract(nc, bc, out=rel)
+        if compat and same32:
+            np.copyto(diff, rel)
+        np.divide(rel, bc, out=rel)
         np.abs(rel, out=rel)
         rmax = rel.max()
     if not same32:

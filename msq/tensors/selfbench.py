@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
+import resource
 import time
 from pathlib import Path
 
-from msq.tensors.pool import TensorJob, compute_metrics
+from msq.tensors.pool import TensorJob, compute_metrics, default_workers
 
 SHAPES = [(16,), (4, 16), (32, 16), (8, 32, 4), (64, 64), (128,)]
 
@@ -76,17 +76,29 @@ def main(argv: list[str] | None = None) -> None:
         for d, f in ((j.npu_dir, j.npu_file), (j.bench_dir, j.bench_file))
     )
     for compat in (True, False):
-        times = []
+        runs = []
         for _ in range(args.repeat):
+            p0, c0 = _cpu(resource.RUSAGE_SELF), _cpu(resource.RUSAGE_CHILDREN)
             t0 = time.perf_counter()
             compute_metrics(jobs, compat=compat, workers=args.workers, progress=False)
-            times.append(time.perf_counter() - t0)
-        best = min(times)
+            wall = time.perf_counter() - t0
+            runs.append(
+                (wall, _cpu(resource.RUSAGE_SELF) - p0, _cpu(resource.RUSAGE_CHILDREN) - c0)
+            )
+        wall, parent, children = min(runs)
+        # what the run takes when the cores are not shared with other work
+        free = max(parent + children / (args.workers or default_workers()), parent) + 0.1
         print(
-            f"{args.what} compat={compat}: best {best:.3f}s of {[round(t, 3) for t in times]}  "
-            f"{len(jobs) / best:,.0f} rows/s  {nbytes / best / 1e9:.2f} GB/s",
-            file=sys.stdout,
+            f"{args.what} compat={compat}: wall {wall:.2f}s (best of {args.repeat}), "
+            f"cpu parent {parent:.2f}s workers {children:.2f}s | "
+            f"wall: {len(jobs) / wall:,.0f} rows/s {nbytes / wall / 1e9:.2f} GB/s | "
+            f"idle-box estimate {free:.2f}s: {len(jobs) / free:,.0f} rows/s {nbytes / free / 1e9:.2f} GB/s"
         )
+
+
+def _cpu(who: int) -> float:
+    r = resource.getrusage(who)
+    return r.ru_utime + r.ru_stime
 
 
 if __name__ == "__main__":
