@@ -344,7 +344,9 @@ def _shift(n: np.ndarray, b: np.ndarray, zero: np.ndarray, eps: np.floating) -> 
     the bench dtype, so ``n + eps`` promotes as in msprobe, and the unsafe cast back into ``n``'s
     dtype is what fancy-index assignment does (int npu data truncates, as there).
     """
-    step = np.multiply(zero, eps)
+    step = _WORK.get("step", eps.dtype, zero.shape[0])
+    np.copyto(step, zero.view(np.uint8))  # 0/1; converting from uint8 is 3x faster than from bool
+    np.multiply(step, eps, out=step)
     np.add(b, step, out=b, casting="unsafe")
     np.add(n, step, out=n, casting="unsafe")
 
