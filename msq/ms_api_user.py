@@ -162,22 +162,55 @@ def has_user_api(con: duckdb.DuckDBPyConnection) -> bool:
 def pair_rows_user_api(con: duckdb.DuckDBPyConnection, compat: bool) -> None:
     """Fill ``op_pairs`` and ``compare_rows`` when a user api mapping is loaded."""
     if compat:
-        write_compat_pairs_user(con)
+        used = write_compat_pairs_user(con)
         con.execute("INSERT INTO compare_rows SELECT * FROM row_pairs")
     else:
-        con.execute("INSERT INTO op_pairs SELECT * FROM ms_op_pairs")
+        add_user_pairs(con)
         con.execute("INSERT INTO compare_rows SELECT * FROM ms_row_pairs")
-    warn_unused_entries(con, compat)
+        used = {row[0] for row in con.execute("""
+            SELECT DISTINCT e.entry FROM op_pairs p
+            JOIN ops n ON n.side = 'npu' AND n.op_seq = p.npu_op
+            JOIN ops b ON b.side = 'bench' AND b.op_seq = p.bench_op
+            JOIN ms_user_api_args e
+              ON e.ms_api = split_part(n.op_name, '.', 1) || '.' || split_part(n.op_name, '.', 2)
+             AND e.pt_api = split_part(b.op_name, '.', 1) || '.' || split_part(b.op_name, '.', 2)
+            WHERE p.how = 'api_user'""").fetchall()}
+    warn_unused_entries(con, used)
 
 
-def write_compat_pairs_user(con: duckdb.DuckDBPyConnection) -> None:
-    """1.1.0's streaming walk with the user entries deciding the op pairs they cover."""
+def add_user_pairs(con: duckdb.DuckDBPyConnection) -> None:
+    """Default mode: the default pairing first, then the user entries pair what it left over.
+
+    Each step is materialized in ``op_pairs`` so that the (possibly costly) default pairing runs
+    once; a pair made by an entry is marked ``how = 'api_user'``.
+    """
+    con.execute("INSERT INTO op_pairs SELECT * FROM op_pairs_default")
+    pairs = con.sql("SELECT npu_op, bench_op FROM ms_user_api_pairs").to_arrow_table()
+    if pairs.num_rows == 0:
+        return
+    con.register("_user_pairs", pairs)
+    con.execute("""UPDATE op_pairs SET bench_op = u.bench_op, how = 'api_user'
+                   FROM _user_pairs u WHERE op_pairs.npu_op = u.npu_op""")
+    con.execute("""DELETE FROM op_pairs WHERE npu_op IS NULL
+                   AND bench_op IN (SELECT bench_op FROM _user_pairs)""")
+    con.unregister("_user_pairs")
+    ordered = con.sql("SELECT * FROM ms_op_pairs").to_arrow_table()
+    con.execute("DELETE FROM op_pairs")
+    con.register("_ordered", ordered)
+    con.execute("INSERT INTO op_pairs SELECT * FROM _ordered")
+    con.unregister("_ordered")
+
+
+def write_compat_pairs_user(con: duckdb.DuckDBPyConnection) -> set[int]:
+    """1.1.0's streaming walk with the user entries deciding the op pairs they cover; returns the
+    entries that made at least one candidate pair."""
     import pyarrow as pa
 
     from msq.match_compat import stream_match
 
-    can_match = set(con.execute("SELECT npu_op, bench_op FROM ms_user_api_compat_candidates")
-                    .fetchall())
+    candidates = con.execute(
+        "SELECT entry, npu_op, bench_op FROM ms_user_api_compat_candidates").fetchall()
+    can_match = {(n, b) for _, n, b in candidates}
     sides = {side: con.execute("SELECT op_seq, n_rows FROM ops WHERE side = ? ORDER BY op_seq",
                                [side]).fetchall() for side in ("npu", "bench")}
     pairs = stream_match(sides["npu"], sides["bench"], can_match)
@@ -188,20 +221,22 @@ def write_compat_pairs_user(con: duckdb.DuckDBPyConnection) -> None:
         "how": ["matched" if p[1] is not None else "unmatched_npu" for p in pairs]}))
     con.execute("INSERT INTO op_pairs SELECT * FROM _user_pairs")
     con.unregister("_user_pairs")
+    return {e for e, _, _ in candidates if e is not None}
 
 
-def warn_unused_entries(con: duckdb.DuckDBPyConnection, compat: bool) -> None:
+def warn_unused_entries(con: duckdb.DuckDBPyConnection, used: set[int]) -> None:
     """Warn about entries whose two APIs are in the dumps but that paired no op."""
-    view = "ms_user_api_compat_candidates" if compat else "ms_user_api_pairs"
-    rows = con.execute(f"""
+    rows = con.execute("""
         WITH e AS (SELECT DISTINCT entry, ms_api, pt_api FROM ms_user_api_args),
-        apis AS (SELECT DISTINCT side, api FROM ms_user_api_rows)
+        apis AS (SELECT DISTINCT side, split_part(op_name, '.', 1) || '.'
+                                       || split_part(op_name, '.', 2) AS api FROM ops)
         SELECT e.entry, e.ms_api, e.pt_api FROM e
         WHERE e.ms_api IN (SELECT api FROM apis WHERE side = 'npu')
           AND e.pt_api IN (SELECT api FROM apis WHERE side = 'bench')
-          AND e.entry NOT IN (SELECT entry FROM {view} WHERE entry IS NOT NULL)
         ORDER BY e.entry""").fetchall()
     for number, ms_api, pt_api in rows:
+        if number in used:
+            continue
         log.warning("api mapping entry %d (%s -> %s): no %s op paired with a %s op; check the "
                     "positions, the call counts and the shapes/dtypes of the listed arguments",
                     number, ms_api, pt_api, ms_api, pt_api)

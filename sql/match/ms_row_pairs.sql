@@ -1,7 +1,15 @@
 -- description: row_pairs with the user api mapping applied (default mode): in an op pair made by an entry, each listed NPU position meets its listed bench position; NPU rows the entry does not list stay, without a bench row.
+-- one entry per (ms_api, pt_api): the pair's two APIs name it
 WITH up AS (
-  SELECT p.ord, u.entry, u.npu_op, u.bench_op
-  FROM op_pairs p JOIN ms_user_api_pairs u ON u.npu_op = p.npu_op AND u.bench_op = p.bench_op
+  SELECT p.ord, e.entry, p.npu_op, p.bench_op
+  FROM op_pairs p
+  JOIN (SELECT DISTINCT side, op_seq, api FROM ms_user_api_rows) n
+    ON n.side = 'npu' AND n.op_seq = p.npu_op
+  JOIN (SELECT DISTINCT side, op_seq, api FROM ms_user_api_rows) b
+    ON b.side = 'bench' AND b.op_seq = p.bench_op
+  JOIN (SELECT DISTINCT entry, ms_api, pt_api FROM ms_user_api_args) e
+    ON e.ms_api = n.api AND e.pt_api = b.api
+  WHERE p.how = 'api_user'
 ),
 plain AS (
   SELECT ord, out_seq AS sub, npu_row, bench_row, kind, stack_here
