@@ -10,8 +10,8 @@ import pytest
 import torch  # noqa: TID253  (tests write and cross-check real .pt files)
 
 from msq.tensors.metrics import (
-    MSG_COS_BOTH_ZERO_NPU,
     MSG_COS_ZERO_BENCH,
+    MSG_COS_ZERO_NPU,
     MetricResult,
     accuracy,
     compare_arrays,
@@ -53,7 +53,7 @@ SPEC = [
         0.0,
         0.0,
         "No",
-        MSG_COS_BOTH_ZERO_NPU,
+        MSG_COS_ZERO_NPU,
     ),
     (
         "bench-all-zero",
@@ -378,7 +378,7 @@ def test_default_zero_norm_side_is_never_yes() -> None:
     default = compare_arrays(np.zeros(4, f32), small, compat=False)
     assert compat.cosine == "Nan" and compat.accuracy == "Yes"  # msprobe's float("Nan") bug
     assert default.cosine == "Nan" and default.accuracy == "No"
-    assert compat.err_message == default.err_message == MSG_COS_BOTH_ZERO_NPU
+    assert compat.err_message == default.err_message == MSG_COS_ZERO_NPU
 
 
 def test_both_sides_all_zero_is_yes_in_both_modes() -> None:
