@@ -131,7 +131,7 @@ def stack_functions(frames: list[Any], func_name: str, parent_name: str,
 
 def _strip_direction(key: str, compat: bool) -> str:
     if compat:  # 1.1.0 strips *characters* of ".forward"/".backward" from both ends
-        return key.strip(".forward").strip(".backward")
+        return key.strip(".forward").strip(".backward")  # noqa: B005, PLE1310 (1.1.0's bug)
     return _DIRECTION_SUFFIX.sub("", key)
 
 
@@ -150,8 +150,8 @@ def _api_key(key: str, parent: str | None, frames: Any, is_ms: bool, compat: boo
     funcs: list[str] = []
     if frames and isinstance(frames, list):
         parent_name = parent_parts[idx]
-        funcs = stack_functions(frames, parts[-3], parent_name[:-1] if parent_name.endswith("s")
-                                else parent_name, SKIP_FUNCS if compat else SKIP_FUNCS_DEFAULT)
+        funcs = stack_functions(frames, parts[-3], parent_name.removesuffix("s"),
+                                SKIP_FUNCS if compat else SKIP_FUNCS_DEFAULT)
     joined = ".".join(parent_parts[: len(parent_parts) + idx + 1] + funcs + parts[1:-2] + parts[-3:])
     return _strip_direction(joined, compat)
 

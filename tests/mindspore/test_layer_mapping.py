@@ -12,8 +12,15 @@ import yaml
 
 from msq import compare
 from msq.layer_mapping import Scope, layer_pairs, scope_keys, stack_functions
-from tests.mindspore.msdump import (DumpBuilder, api_input, arrays, compare_json,
-                                    data_mapping_files, frame, run_cli)
+from tests.mindspore.msdump import (
+    DumpBuilder,
+    api_input,
+    arrays,
+    compare_json,
+    data_mapping_files,
+    frame,
+    run_cli,
+)
 
 MS_LIB = "/usr/lib/python3/site-packages/mindspore/ops/function.py"
 PT_LIB = "/usr/lib/python3/site-packages/torch/functional.py"

@@ -22,6 +22,10 @@ FOO_BAR = """
 """
 
 
+ENTRY = ("- {{ms_api: Functional.foo, pt_api: Torch.bar, ms_args: {args}, pt_args: [0], "
+         "ms_output: [], pt_output: []}}\n")
+
+
 def user_pair(tmp: Path, task: str = "statistics") -> Path:
     """Functional.foo(w, x, 3) -> (x@w.T, x) on MindSpore; Torch.bar(x, w) -> x@w.T on PyTorch;
     add with swapped arguments; an op no entry names."""
@@ -59,10 +63,8 @@ def write(tmp: Path, text: str) -> Path:
      "entry 1: missing pt_args, ms_output, pt_output"),
     ("- {ms_api: foo, pt_api: Torch.bar, ms_args: [0], pt_args: [0], ms_output: [], pt_output: []}\n",
      "entry 1: 'ms_api' must be an API name"),
-    ("- {ms_api: Functional.foo, pt_api: Torch.bar, ms_args: 0, pt_args: [0], ms_output: [],"
-     " pt_output: []}\n", "entry 1: 'ms_args' must be a list of argument positions"),
-    ("- {ms_api: Functional.foo, pt_api: Torch.bar, ms_args: [-1], pt_args: [0], ms_output: [],"
-     " pt_output: []}\n", "entry 1: 'ms_args' must be a list of argument positions"),
+    (ENTRY.format(args="0"), "entry 1: 'ms_args' must be a list of argument positions"),
+    (ENTRY.format(args="[-1]"), "entry 1: 'ms_args' must be a list of argument positions"),
     ("- [\n", "not valid YAML at line"),
 ])
 def test_malformed_file_is_an_error_naming_file_and_entry(tmp_path: Path, text: str,

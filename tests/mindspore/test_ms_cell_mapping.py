@@ -58,14 +58,15 @@ def test_compat_misses_nested_arguments(cells: Path, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("text, warning", [
-    ("- fc1.Dense\n- fc1.Linear\n", "a cell mapping must be a YAML mapping such as 'fc1.Dense: "
-                                    "fc1.Linear', found a list; only the Cell -> Module rule applies"),
+    ("- fc1.Dense\n- fc1.Linear\n", ("a cell mapping must be a YAML mapping such as 'fc1.Dense: "
+                                     "fc1.Linear', found a list; only the Cell -> Module rule "
+                                     "applies")),
     ("", "the cell mapping YAML is empty"),
     ("fc1.Dense: [fc1.Linear]\n", "entry 'fc1.Dense': ['fc1.Linear']: both sides must be names"),
-    ("fc9.Dense: fc9.Linear\n", "entry 'fc9.Dense: fc9.Linear': the NPU dump has no cell "
-                                "Cell.fc9.Dense.forward.<n>"),
-    ("relu.ReLU: relu.Relu\n", "entry 'relu.ReLU: relu.Relu': the bench dump has no module "
-                               "Module.relu.Relu.forward.<n>"),
+    ("fc9.Dense: fc9.Linear\n", ("entry 'fc9.Dense: fc9.Linear': the NPU dump has no cell "
+                                 "Cell.fc9.Dense.forward.<n>")),
+    ("relu.ReLU: relu.Relu\n", ("entry 'relu.ReLU: relu.Relu': the bench dump has no module "
+                                "Module.relu.Relu.forward.<n>")),
 ], ids=["list", "empty", "bad_value", "no_cell", "no_module"])
 def test_bad_yaml_is_warned_nothing_lost(cells: Path, tmp_path: Path, text: str,
                                          warning: str) -> None:
