@@ -226,3 +226,29 @@ def test_compat_pairs_rows_positionally(stat_case: Path, tmp_path: Path) -> None
     assert run.pairs()[:2] == [("Functional.foo.0.forward.input.0", "Torch.bar.0.forward.input.0"),
                                ("Functional.foo.0.forward.input.1", "Torch.bar.0.forward.input.1")]
     assert run.pairs()[3] == ("Functional.foo.0.forward.output.0", "Torch.bar.0.forward.output.0")
+
+
+def test_version_compare_with_a_renamed_api(tmp_path: Path) -> None:
+    """MindSpore against MindSpore where an API was renamed: the YAML pairs it (both sides' dtype
+    names read alike), and each side's tensor file is found by its own extension (.npy both)."""
+    a = arrays(5)
+    x, y = a["x"], a["y"]
+    npu = DumpBuilder(tmp_path / "npu", "mindspore", "tensor")
+    bench = DumpBuilder(tmp_path / "bench", "mindspore", "tensor")
+    npu.op("Functional.foo.0.forward", [x, y], {}, [x + y])
+    bench.op("Functional.foo_v2.0.forward", [y, x], {}, [x + y])
+    npu.write()
+    bench.write()
+    path = write(tmp_path, "- {ms_api: Functional.foo, pt_api: Functional.foo_v2, "
+                           "ms_args: [0, 1], pt_args: [1, 0], ms_output: [0], pt_output: [0]}\n")
+    compare = compare_json(tmp_path, npu, bench)
+    run = run_cli(compare, tmp_path / "out", "-am", str(path), "--workers", "1")
+    assert run.exit_code == 0, run.output
+    rows = run.by_npu()
+    assert rows["Functional.foo.0.forward.input.0"]["Bench Name"] == \
+        "Functional.foo_v2.0.forward.input.1"
+    assert (rows["Functional.foo.0.forward.input.0"]["Cosine"],
+            rows["Functional.foo.0.forward.output.0"]["MaxAbsErr"]) == (1, 0)
+    compat = run_cli(compare, tmp_path / "compat", "-am", str(path), "--compat", "msprobe-1.1",
+                     "--workers", "1")
+    assert compat.by_npu()["Functional.foo.0.forward.input.0"]["Bench Name"] == "N/A"
