@@ -246,8 +246,9 @@ def test_runs_lists_every_compare_as_a_table(hist: Path) -> None:
 
 
 def test_sql_formats_carry_the_same_rows(hist: Path, tmp_path: Path) -> None:
+    # the two runs record concurrently, so compare ids interleave: order by what they mean
     query = ("SELECT compare_id, label, step, rank, n_red FROM compares "
-             "WHERE n_red > 0 ORDER BY compare_id")
+             "WHERE n_red > 0 ORDER BY label, step, rank")
     as_json = json.loads(sql(hist, query, "--format", "json"))
     as_csv = csv_rows(sql(hist, query, "--format", "csv"))
     sql(hist, query, "--format", "parquet", "-o", str(tmp_path / "r.parquet"))
