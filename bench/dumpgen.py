@@ -145,21 +145,21 @@ def stack_frames(op_name: str, k: int) -> list[str]:
     src = _USER_LINES[k % len(_USER_LINES)]
     layer = k % 24
     frames = [
-        f"File {SITE}/msprobe/pytorch/hook_module/{fname}, line {line}, in {func}, \n"
-        f" return {cls}(op_name, hook)(*args, **kwargs)",
+        (f"File {SITE}/msprobe/pytorch/hook_module/{fname}, line {line}, in {func}, \n"
+         f" return {cls}(op_name, hook)(*args, **kwargs)"),
         f"File /workspace/model/blocks.py, line {100 + (k * 7) % 400}, in forward, \n {src}",
-        f"File {SITE}/torch/nn/modules/module.py, line 1789, in _call_impl, \n"
-        " return forward_call(*args, **kwargs)",
-        f"File {SITE}/torch/nn/modules/module.py, line 1778, in _wrapped_call_impl, \n"
-        " return self._call_impl(*args, **kwargs)",
+        (f"File {SITE}/torch/nn/modules/module.py, line 1789, in _call_impl, \n"
+         " return forward_call(*args, **kwargs)"),
+        (f"File {SITE}/torch/nn/modules/module.py, line 1778, in _wrapped_call_impl, \n"
+         " return self._call_impl(*args, **kwargs)"),
     ]
     if layer % 3 == 0:
         frames += [
             f"File /workspace/model/gpt.py, line {200 + layer}, in forward, \n x = block(x)",
-            f"File {SITE}/torch/nn/modules/module.py, line 1789, in _call_impl, \n"
-            " return forward_call(*args, **kwargs)",
-            f"File {SITE}/torch/nn/modules/module.py, line 1778, in _wrapped_call_impl, \n"
-            " return self._call_impl(*args, **kwargs)",
+            (f"File {SITE}/torch/nn/modules/module.py, line 1789, in _call_impl, \n"
+             " return forward_call(*args, **kwargs)"),
+            (f"File {SITE}/torch/nn/modules/module.py, line 1778, in _wrapped_call_impl, \n"
+             " return self._call_impl(*args, **kwargs)"),
         ]
     frames += [
         "File /workspace/train.py, line 141, in train_step, \n loss = model(*batch)",
@@ -193,7 +193,7 @@ class RankWriter:
 
     def save_tensor(self, data_name: str, tensor: Any) -> int:
         """torch.save a plain contiguous CPU tensor as msprobe does; returns the file size."""
-        import torch  # noqa: PLC0415  (statistics workloads do not need torch)
+        import torch  # statistics workloads do not need torch
 
         assert self.tensor_dir is not None
         path = self.tensor_dir / data_name

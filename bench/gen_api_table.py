@@ -36,7 +36,7 @@ HEADER = """\
 
 def render() -> str:
     version = metadata.version("mindstudio-probe")
-    import msprobe  # noqa: PLC0415
+    import msprobe
 
     src = Path(msprobe.__file__).resolve().parent.parent / SOURCE
     with open(src, encoding="utf-8") as f:

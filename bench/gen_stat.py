@@ -29,8 +29,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import dumpgen as dg  # noqa: E402
-from dumpgen import BF16, BOOL, F16, F32, I64  # noqa: E402
+import dumpgen as dg
+from dumpgen import BF16, BOOL, F16, F32, I64
 
 FLOATS = (F32, F16, BF16)
 
@@ -38,7 +38,7 @@ FLOATS = (F32, F16, BF16)
 class T:
     """A tensor placeholder in an op template; `kind` shapes its statistics."""
 
-    __slots__ = ("dtype", "shape", "rg", "kind")
+    __slots__ = ("dtype", "kind", "rg", "shape")
 
     def __init__(self, dtype: str, shape: list[int], rg: bool = True, kind: str = "normal"):
         self.dtype, self.shape, self.rg, self.kind = dtype, list(shape), rg, kind
@@ -237,7 +237,7 @@ def b_lstm(r, dt):
 
 
 def b_all_reduce(r, dt):
-    B, S, H = _dims(r)
+    _b, _s, H = _dims(r)
     return [T(F32, [H, H], False)], {"op": None}, [T(F32, [H, H], False), None]
 
 
@@ -246,7 +246,7 @@ def b_conv2d(r, dt):
     C, O = int(r.choice([32, 64, 128, 256])), int(r.choice([64, 128, 256, 512]))
     HW, k = int(r.choice([14, 28, 56, 112])), int(r.choice([1, 3]))
     s = int(r.choice([1, 2]))
-    pair = lambda v: [dg.int_arg(v), dg.int_arg(v)]  # noqa: E731
+    pair = lambda v: [dg.int_arg(v), dg.int_arg(v)]
     return ([T(dt, [B, C, HW, HW], bool(r.random() < 0.3)), T(dt, [O, C, k, k]), T(dt, [O]),
              pair(s), pair(k // 2), pair(1), dg.int_arg(1)], {},
             [T(dt, [B, O, HW // s, HW // s])])
@@ -397,7 +397,7 @@ def npu_stats(t: T, st: tuple, r: np.random.Generator, level: str) -> tuple:
     return mx2, mn2, mean2, norm2
 
 
-def materialize(spec, r: np.random.Generator, grad: bool, level: str, side_vals: dict):
+def materialize(spec, r: np.random.Generator, grad: bool, level: str):
     """Turn a template structure into (bench_json, npu_json), sharing one draw of statistics."""
     if isinstance(spec, T):
         st = bench_stats(spec, r, grad)
@@ -411,10 +411,10 @@ def materialize(spec, r: np.random.Generator, grad: bool, level: str, side_vals:
                             min_finite=mn_fin)
         return b, n
     if isinstance(spec, list):
-        pairs = [materialize(x, r, grad, level, side_vals) for x in spec]
+        pairs = [materialize(x, r, grad, level) for x in spec]
         return [p[0] for p in pairs], [p[1] for p in pairs]
     if isinstance(spec, dict) and spec and "type" not in spec:  # kwargs dict
-        pairs = {k: materialize(v, r, grad, level, side_vals) for k, v in spec.items()}
+        pairs = {k: materialize(v, r, grad, level) for k, v in spec.items()}
         return {k: p[0] for k, p in pairs.items()}, {k: p[1] for k, p in pairs.items()}
     # non-tensor element, null or {}: identical on both sides (fresh copies)
     return (dict(spec) if isinstance(spec, dict) else spec), (dict(spec) if isinstance(spec, dict) else spec)
@@ -456,7 +456,7 @@ def generate(out: Path, ops: int, seed: int, red: float, yellow: float, overflow
     weights /= weights.sum()
     builders = {t[0]: t[2] for t in TEMPLATES}
     base_ops = ops - extra  # ops per side excluding the side-only extras
-    n_fwd = max(1, int(round(base_ops / (1.0 + bwd_frac))))
+    n_fwd = max(1, round(base_ops / (1.0 + bwd_frac)))
     choice = r.choice(len(names), size=n_fwd, p=weights)
     dtypes = r.choice([F32, F16, BF16], size=n_fwd, p=[0.75, 0.15, 0.10])
     levels = r.choice(["ok", "yellow", "red", "overflow"], size=n_fwd * 2,
@@ -494,9 +494,9 @@ def generate(out: Path, ops: int, seed: int, red: float, yellow: float, overflow
         c = extra_count[side]
         extra_count[side] += 1
         name = f"{api}.{c}.forward"
-        (b_in, n_in) = materialize(args, r, False, "ok", {})
-        (b_kw, n_kw) = materialize(kwargs, r, False, "ok", {})
-        (b_out, n_out) = materialize(outs, r, False, "ok", {})
+        (b_in, n_in) = materialize(args, r, False, "ok")
+        (b_kw, n_kw) = materialize(kwargs, r, False, "ok")
+        (b_out, n_out) = materialize(outs, r, False, "ok")
         if side == "npu":
             npu_w.add(name, {"input_args": n_in, "input_kwargs": n_kw, "output": n_out},
                       dg.stack_frames(name, k))
@@ -512,9 +512,9 @@ def generate(out: Path, ops: int, seed: int, red: float, yellow: float, overflow
             add_extra("bench", i)
         lvl = str(levels[li])
         li += 1
-        b_in, n_in = materialize(args, r, False, "ok", {})
-        b_kw, n_kw = materialize(kwargs, r, False, "ok", {})
-        b_out, n_out = materialize(outs, r, False, lvl, {})
+        b_in, n_in = materialize(args, r, False, "ok")
+        b_kw, n_kw = materialize(kwargs, r, False, "ok")
+        b_out, n_out = materialize(outs, r, False, lvl)
         op = f"{name}.forward"
         frames = dg.stack_frames(op, i)
         bench_w.add(op, {"input_args": b_in, "input_kwargs": b_kw, "output": b_out}, frames)
@@ -522,8 +522,8 @@ def generate(out: Path, ops: int, seed: int, red: float, yellow: float, overflow
     for name, gin, gout in bwd:
         lvl = str(levels[li % len(levels)])
         li += 1
-        b_gi, n_gi = materialize(gin, r, True, "ok", {})
-        b_go, n_go = materialize(gout, r, True, lvl, {})
+        b_gi, n_gi = materialize(gin, r, True, "ok")
+        b_go, n_go = materialize(gout, r, True, lvl)
         op = f"{name}.backward"
         bench_w.add(op, {"input": b_gi, "output": b_go})
         npu_w.add(op, {"input": n_gi, "output": n_go})

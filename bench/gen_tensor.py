@@ -25,11 +25,11 @@ import time
 from pathlib import Path
 
 import numpy as np
-import torch
+import torch  # noqa: TID253  (a benchmark tool, not part of msq)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import dumpgen as dg  # noqa: E402
-from dumpgen import BF16, BOOL, F16, F32, I64  # noqa: E402
+import dumpgen as dg
+from dumpgen import BF16, BOOL, F16, F32, I64
 
 TORCH_DT = {F32: torch.float32, F16: torch.float16, BF16: torch.bfloat16, I64: torch.int64,
             BOOL: torch.bool}
@@ -42,7 +42,7 @@ torch.set_num_threads(2)
 class TS:
     """Tensor spec inside an op template. kind: normal|relu|zeros|ones|ids|mask|scalar|masked."""
 
-    __slots__ = ("dtype", "shape", "kind", "rg", "level")
+    __slots__ = ("dtype", "kind", "level", "rg", "shape")
 
     def __init__(self, dtype, shape, kind="normal", rg=True, level=None):
         self.dtype, self.shape, self.kind, self.rg, self.level = dtype, list(shape), kind, rg, level
