@@ -12,4 +12,4 @@ SELECT
   stat_flag(n_max, n_max_k, b_max, b_max_k) OR stat_flag(n_min, n_min_k, b_min, b_min_k)
     OR stat_flag(n_mean, n_mean_k, b_mean, b_mean_k)
     OR stat_flag(n_norm, n_norm_k, b_norm, b_norm_k) AS flagged
-FROM rows_joined j
+FROM display_rows j

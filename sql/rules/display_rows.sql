@@ -1,0 +1,18 @@
+-- description: Each output row with the cells every mode shows alike: names, dtypes, shapes and the eight statistics (N/A on the missing side, None for a null value), spec §5.4.
+SELECT
+  j.*,
+  CASE WHEN kind = 'bench_only' THEN 'N/A' ELSE npu_name END AS "NPU Name",
+  CASE WHEN kind = 'npu_only' THEN 'N/A' ELSE bench_name END AS "Bench Name",
+  CASE WHEN kind = 'bench_only' THEN 'N/A' ELSE coalesce(npu_dtype, 'None') END AS "NPU Dtype",
+  CASE WHEN kind = 'npu_only' THEN 'N/A' ELSE coalesce(bench_dtype, 'None') END AS "Bench Dtype",
+  CASE WHEN kind = 'bench_only' THEN 'N/A' ELSE coalesce(npu_shape, 'None') END AS "NPU Tensor Shape",
+  CASE WHEN kind = 'npu_only' THEN 'N/A' ELSE coalesce(bench_shape, 'None') END AS "Bench Tensor Shape",
+  CASE WHEN kind = 'bench_only' THEN text_cell('N/A') ELSE stat_cell(n_max, n_max_k, n_max_s) END AS "NPU max",
+  CASE WHEN kind = 'bench_only' THEN text_cell('N/A') ELSE stat_cell(n_min, n_min_k, n_min_s) END AS "NPU min",
+  CASE WHEN kind = 'bench_only' THEN text_cell('N/A') ELSE stat_cell(n_mean, n_mean_k, n_mean_s) END AS "NPU mean",
+  CASE WHEN kind = 'bench_only' THEN text_cell('N/A') ELSE stat_cell(n_norm, n_norm_k, n_norm_s) END AS "NPU l2norm",
+  CASE WHEN kind = 'npu_only' THEN text_cell('N/A') ELSE stat_cell(b_max, b_max_k, b_max_s) END AS "Bench max",
+  CASE WHEN kind = 'npu_only' THEN text_cell('N/A') ELSE stat_cell(b_min, b_min_k, b_min_s) END AS "Bench min",
+  CASE WHEN kind = 'npu_only' THEN text_cell('N/A') ELSE stat_cell(b_mean, b_mean_k, b_mean_s) END AS "Bench mean",
+  CASE WHEN kind = 'npu_only' THEN text_cell('N/A') ELSE stat_cell(b_norm, b_norm_k, b_norm_s) END AS "Bench l2norm"
+FROM rows_joined j
