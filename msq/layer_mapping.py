@@ -367,9 +367,12 @@ def derive_data_mapping(con: duckdb.DuckDBPyConnection, inp: SingleInput, layer_
     return default_row_mapping(con, default_op_pairs(pairs, npu_ops, bench_ops))
 
 
-def write_data_mapping(mapping: dict[str, str | None], output_dir: Path) -> Path:
-    """``<output>/data_mapping_{YYYYmmddHHMMSS}.yaml`` (insertion order, null = no bench row)."""
-    path = Path(os.path.realpath(output_dir)) / f"data_mapping_{time.strftime('%Y%m%d%H%M%S')}.yaml"
+def write_data_mapping(mapping: dict[str, str | None], output_dir: Path,
+                       suffix: str = "") -> Path:
+    """``<output>/data_mapping{suffix}_{YYYYmmddHHMMSS}.yaml`` (insertion order, null = no bench
+    row); the suffix (``_rank0-rank0`` in a directory compare) keeps rank pairs apart."""
+    stamp = time.strftime("%Y%m%d%H%M%S")
+    path = Path(os.path.realpath(output_dir)) / f"data_mapping{suffix}_{stamp}.yaml"
     if path.exists():
         path.unlink()
     with open(path, "w", encoding="utf-8") as handle:
@@ -379,12 +382,12 @@ def write_data_mapping(mapping: dict[str, str | None], output_dir: Path) -> Path
 
 
 def apply_layer_mapping(con: duckdb.DuckDBPyConnection, inp: SingleInput, opts: Options,
-                        output_dir: Path) -> tuple[Options, Path]:
+                        output_dir: Path, suffix: str = "") -> tuple[Options, Path]:
     """Derive and write the data mapping; return options that compare through it (-dm path)."""
     if opts.data_mapping is not None:
         log.warning("-lm replaces -dm: the data mapping %s is not used", opts.data_mapping)
     mapping = derive_data_mapping(con, inp, Path(opts.layer_mapping or ""), opts.is_compat)
-    path = write_data_mapping(mapping, output_dir)
+    path = write_data_mapping(mapping, output_dir, suffix)
     missing = [n for n, b in mapping.items() if b is None]
     if missing:
         log.warning("-lm: %d NPU row(s) have no PyTorch counterpart (null in %s), e.g. %s",

@@ -174,7 +174,7 @@ def run_single(inp: SingleInput, output_dir: Path, opts: Options, suffix: str = 
     if opts.layer_mapping and resolve_framework(opts, npu) == "mindspore":
         from msq.layer_mapping import apply_layer_mapping
 
-        pair_opts, _ = apply_layer_mapping(con, inp, opts, output_dir)
+        pair_opts, _ = apply_layer_mapping(con, inp, opts, output_dir, suffix)
     elif opts.layer_mapping:
         log.warning("-lm maps MindSpore cells to PyTorch modules; the NPU dump is not MindSpore, "
                     "so -lm is ignored")

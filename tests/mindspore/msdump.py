@@ -43,13 +43,14 @@ class DumpBuilder:
     framework: str = "mindspore"  # or "pytorch"
     task: str = "statistics"  # or "tensor"
     md5: bool = False
+    rank: str = "rank"  # the rank directory: "rank" (single card) or "rank0", "rank1", ...
     data: dict[str, Any] = field(default_factory=dict)
     stack: dict[str, list[str]] = field(default_factory=dict)
     construct: dict[str, str | None] = field(default_factory=dict)
 
     @property
     def rank_dir(self) -> Path:
-        return self.root / "step0" / "rank"
+        return self.root / "step0" / self.rank
 
     @property
     def json_path(self) -> Path:
@@ -196,11 +197,11 @@ def run_cli(compare: Path, out: Path, *flags: str, framework: str | None = "mind
 
 
 def read_workbook(out: Path) -> tuple[list[str], list[dict[str, Any]]]:
-    """The single compare_result_*.xlsx in ``out`` as (header, rows); empty when none."""
+    """The compare_result_*.xlsx in ``out`` as (header, rows); empty unless there is exactly one
+    (a directory compare writes one per rank pair)."""
     books = sorted(out.glob("compare_result_*.xlsx")) if out.is_dir() else []
-    if not books:
+    if len(books) != 1:
         return [], []
-    assert len(books) == 1, books
     sheet = openpyxl.load_workbook(books[0]).worksheets[0]
     values = [[c.value for c in row] for row in sheet.iter_rows()]
     header = [str(h) for h in values[0]]

@@ -293,3 +293,31 @@ def test_pytorch_npu_dump_ignores_lm(tmp_path: Path) -> None:
     assert "-lm is ignored" in run.output
     assert not data_mapping_files(tmp_path / "out")
     assert all(n == b for n, b in run.pairs())
+
+
+def test_directory_compare_writes_one_mapping_per_rank(tmp_path: Path) -> None:
+    """Step directories with two ranks: each rank pair derives its own data mapping file."""
+    import json
+
+    a = arrays(10)
+    x, y = a["x"], a["y"]
+    for rank in ("rank0", "rank1"):
+        npu = DumpBuilder(tmp_path / "npu", "mindspore", rank=rank)
+        bench = DumpBuilder(tmp_path / "bench", "pytorch", rank=rank)
+        npu.op("Cell.net.fc.Dense.forward.0", [x], {}, [x + y], parent=None)
+        bench.op("Module.net.linear.Linear.forward.0", [x], {}, [x + y], parent=None)
+        npu.write()
+        bench.write()
+    (tmp_path / "layer.yaml").write_text("Cell: {net: net}\nnet: {fc: linear}\n")
+    compare_file = tmp_path / "compare.json"
+    compare_file.write_text(json.dumps({"npu_path": str(tmp_path / "npu" / "step0"),
+                                        "bench_path": str(tmp_path / "bench" / "step0")}))
+    run = run_cli(compare_file, tmp_path / "out", "-lm", str(tmp_path / "layer.yaml"))
+    assert run.exit_code == 0, run.output
+    files = sorted(p.name for p in data_mapping_files(tmp_path / "out"))
+    assert [f.rsplit("_", 1)[0] for f in files] == ["data_mapping_rank0-rank0",
+                                                    "data_mapping_rank1-rank1"]
+    for path in data_mapping_files(tmp_path / "out"):
+        assert yaml.safe_load(path.read_text()) == {
+            "Cell.net.fc.Dense.forward.0.input.0": "Module.net.linear.Linear.forward.0.input.0",
+            "Cell.net.fc.Dense.forward.0.output.0": "Module.net.linear.Linear.forward.0.output.0"}
