@@ -121,3 +121,15 @@ def test_tensor_data_mapping_npy_against_pt(tensor_pair: Path, tmp_path: Path) -
     assert cell["Err_message"].endswith(FUZZY)
     # abs(x) input is x, the same tensor as add's first input
     assert rows["Mint.abs.0.forward.input.0"]["MaxAbsErr"] == 0
+
+
+def test_md5_cross_framework(tmp_path: Path) -> None:
+    npu, bench = cross_framework_pair(tmp_path, md5=True)
+    run = run_cli(compare_json(tmp_path, npu, bench), tmp_path / "out", "-am", "-cm")
+    assert run.exit_code == 0, run.output
+    assert "NPU MD5" in run.header
+    rows = run.by_npu()
+    dense = rows["Functional.dense.0.forward.input.1"]
+    assert dense["Bench Name"] == "Functional.linear.0.forward.input.1"
+    assert dense["NPU MD5"] == dense["BENCH MD5"] and dense["Result"] == "pass"
+    assert rows["Cell.fc1.Dense.forward.0.input.0"]["Result"] == "N/A"

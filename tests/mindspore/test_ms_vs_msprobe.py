@@ -107,6 +107,12 @@ def test_cross_framework_tensor(tmp_path: Path) -> None:
     assert diff_sheets(got, want) == []
 
 
+def test_cross_framework_md5(tmp_path: Path) -> None:
+    npu, bench = cross_framework_pair(tmp_path, md5=True)
+    got, want = both(compare_json(tmp_path, npu, bench), tmp_path, ["-am"], api_mapping=True)
+    assert diff_sheets(got, want) == []
+
+
 def test_version_compare_tensor(tmp_path: Path) -> None:
     from tests.mindspore.test_ms_version import version_pair
 
