@@ -1,0 +1,242 @@
+"""Interrupted runs: Ctrl-C (SIGINT) in the middle of a compare leaves no partial output, no
+leftover process and no damaged history database.
+
+The compares run as real processes under ``timeout -s INT``. To interrupt at a known stage, the
+test waits for msq's log line of that stage and then sends SIGINT to ``timeout``, which forwards it
+to msq and to the whole process group (the pool workers too), exactly as its own timer would.
+The large real-data dump costs almost no disk: every NPU tensor file is a hard link to one 8 MB
+file, every bench tensor file to another, so the compare reads ~3 GB from the page cache.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import numpy as np
+import pytest
+
+from tests.dumps import fwd, t, write_dump, write_pair
+from tests.hostile.helpers import OP, cli, outputs, save_pt, tensor_arg
+from tests.xlsx_read import only_xlsx, rows
+
+MSQ = [sys.executable, "-m", "msq.cli"]
+pytestmark = pytest.mark.skipif(not Path("/usr/bin/timeout").exists() and
+                                not Path("/bin/timeout").exists(), reason="needs coreutils timeout")
+
+
+def big_tensor_side(folder: Path, n_ops: int, numel: int, seed: int) -> Path:
+    tdir = folder / "dump_tensor_data"
+    tdir.mkdir(parents=True)
+    arr = np.random.default_rng(seed).standard_normal(numel).astype(np.float32)
+    source = tdir / "_one.pt"
+    save_pt(source, arr)
+    entry = tensor_arg("x", arr[:4])
+    entry["shape"] = [numel]
+    data: dict[str, Any] = {}
+    for i in range(n_ops):
+        op = f"Functional.relu.{i}.forward"
+        os.link(source, tdir / f"{op}.input.0.pt")
+        data[op] = {"input_args": [dict(entry, data_name=f"{op}.input.0.pt")],
+                    "input_kwargs": {}, "output": []}
+    source.unlink()
+    return write_dump(folder, data, task="tensor")
+
+
+def big_tensor_pair(root: Path, n_ops: int = 200, numel: int = 2_000_000) -> Path:
+    npu = big_tensor_side(root / "npu" / "step0" / "rank", n_ops, numel, 1)
+    bench = big_tensor_side(root / "bench" / "step0" / "rank", n_ops, numel, 2)
+    cfg = root / "compare.json"
+    cfg.write_text(json.dumps({"npu_path": str(npu), "bench_path": str(bench)}))
+    return cfg
+
+
+def children(pid: int) -> list[int]:
+    out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(pid)], capture_output=True,
+                         text=True).stdout
+    return [int(p) for p in out.split()]
+
+
+def group(pgid: int) -> list[str]:
+    out = subprocess.run(["ps", "-o", "pid=,args=", "-g", str(pgid)], capture_output=True,
+                         text=True).stdout
+    return [line for line in out.splitlines() if line.strip()]
+
+
+def interrupt(args: list[str], when: str, workers: bool = False, delay: float = 0.0,
+              budget: float = 120) -> tuple[int, str, float]:
+    """Run ``msq compare args -v`` under ``timeout -s INT``; once ``when`` is logged (and, with
+    ``workers``, once msq has child processes) and ``delay`` seconds later, SIGINT. Returns
+    status, stderr, and seconds from SIGINT to exit."""
+    proc = subprocess.Popen(
+        ["timeout", "-s", "INT", str(int(budget)), *MSQ, "compare", *args, "-v"],
+        stderr=subprocess.PIPE, text=True, start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    assert proc.stderr is not None
+    seen = []
+    for line in proc.stderr:
+        seen.append(line)
+        if when in line:
+            break
+    else:
+        proc.wait()
+        pytest.fail(f"msq ended before {when!r}: {''.join(seen)}")
+    if workers:
+        msq_pid = children(proc.pid)[0]
+        deadline = time.monotonic() + 60
+        while not children(msq_pid) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert children(msq_pid), "msq never started its workers"
+    time.sleep(delay)
+    os.kill(proc.pid, signal.SIGINT)
+    sent = time.monotonic()
+    try:
+        rest = proc.stderr.read()
+        status = proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        pytest.fail("msq hung after SIGINT")
+    took = time.monotonic() - sent
+    deadline = time.monotonic() + 10
+    while group(proc.pid) and time.monotonic() < deadline:  # workers reaped shortly after
+        time.sleep(0.1)
+    assert group(proc.pid) == [], f"processes left behind: {group(proc.pid)}"
+    return status, "".join(seen) + rest, took
+
+
+def history(db: Path) -> list[tuple[int, int, int]]:
+    """(compare_id, n_rows, rows stored) of every compare; opening it proves it is not damaged."""
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return con.execute("""
+            SELECT c.compare_id, c.n_rows, count(r.out_seq)
+            FROM compares c LEFT JOIN result_rows r USING (compare_id)
+            GROUP BY ALL ORDER BY 1""").fetchall()
+    finally:
+        con.close()
+
+
+def assert_interrupted(status: int, err: str) -> None:
+    assert status == 130, err
+    assert "Traceback" not in err, err
+    assert err.rstrip().splitlines()[-1] == "msq: interrupted; no partial output was kept"
+
+
+def small_first_compare(root: Path, db: Path) -> None:
+    """One complete compare recorded in ``db`` before the interrupted one."""
+    data = {OP: fwd(t(), out=t())}
+    code, text = cli("compare", str(write_pair(root, data, data)), "-o", str(root / "out"),
+                     "--db", str(db), "-q")
+    assert code == 0, text
+    assert history(db) == [(1, 2, 2)]
+
+
+@pytest.mark.slow
+def test_interrupt_during_tensor_metrics(tmp_path: Path) -> None:
+    """The main case: a large real-data compare, SIGINT while the pool computes metrics."""
+    db = tmp_path / "history.duckdb"
+    small_first_compare(tmp_path / "first", db)
+    cfg = big_tensor_pair(tmp_path / "big")
+    out = tmp_path / "out"
+    status, err, took = interrupt([str(cfg), "-o", str(out), "--db", str(db), "--workers", "2"],
+                                  "compare mode: tensor", workers=True)
+    assert_interrupted(status, err)
+    assert "Compare result is" not in err
+    assert outputs(out) == []            # no workbook, no advisor, no temporary file
+    assert history(db) == [(1, 2, 2)]    # opens; holds only the complete compare
+    assert took < 30
+
+
+@pytest.mark.slow
+def test_interrupt_while_loading_in_two_processes(tmp_path: Path) -> None:
+    """Dumps above 4 MB are read by two processes: both stop, nothing is written."""
+    data = {f"Functional.op{i}.0.forward": fwd(t(), t(), out=[t(), t()]) for i in range(2200)}
+    cfg = write_pair(tmp_path, data, data)
+    assert sum(p.stat().st_size for p in tmp_path.glob("*/step0/rank/dump.json")) > 4 << 20
+    out = tmp_path / "out"
+    status, err, _ = _interrupt_loading(cfg, out)
+    assert_interrupted(status, err)
+    assert outputs(out) == []
+
+
+@pytest.mark.slow
+def test_interrupt_inside_a_duckdb_query(tmp_path: Path) -> None:
+    """Right after loading, msq is inside DuckDB (matching, rule views): Ctrl-C there surfaced as
+    RuntimeError("Query interrupted") with a traceback and exit 1."""
+    data = {f"Functional.op{i}.0.forward": fwd(t(), t(), out=[t(), t()]) for i in range(3000)}
+    cfg = write_pair(tmp_path, data, data)
+    out = tmp_path / "out"
+    status, err, _ = interrupt([str(cfg), "-o", str(out), "--no-history"],
+                               "compare mode: statistics", delay=0.3)
+    assert_interrupted(status, err)
+    assert outputs(out) == []
+
+
+def _interrupt_loading(cfg: Path, out: Path) -> tuple[int, str, float]:
+    """Nothing is logged before loading ends: wait for the loader's two processes instead."""
+    proc = subprocess.Popen(["timeout", "-s", "INT", "120", *MSQ, "compare", str(cfg), "-o",
+                             str(out), "--no-history", "-v"],
+                            stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        kids = children(proc.pid)
+        if kids and len(children(kids[0])) >= 2:
+            break
+        time.sleep(0.02)
+    else:
+        pytest.fail("the loader processes never started")
+    os.kill(proc.pid, signal.SIGINT)
+    sent = time.monotonic()
+    assert proc.stderr is not None
+    err = proc.stderr.read()
+    status = proc.wait(timeout=60)
+    time.sleep(0.5)
+    assert group(proc.pid) == [], group(proc.pid)
+    assert "compare mode" not in err  # it was stopped while loading
+    return status, err, time.monotonic() - sent
+
+
+def test_interrupt_inside_the_history_transaction(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Deterministic: Ctrl-C after the compare's row went into the history but before its
+    output rows did. The transaction rolls back; the workbook, complete, stays."""
+    from msq import history as hist
+
+    db = tmp_path / "history.duckdb"
+    small_first_compare(tmp_path / "first", db)
+
+    class Interrupting:
+        """The compare's connection, with Ctrl-C arriving before the result_rows INSERT."""
+
+        def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
+            self._con = con
+
+        def execute(self, sql: str, *args: Any) -> Any:
+            if sql.startswith(f"INSERT INTO {hist.ALIAS}.result_rows"):
+                assert self._con.execute(f"SELECT count(*) FROM {hist.ALIAS}.compares"
+                                         ).fetchall() == [(2,)]
+                raise KeyboardInterrupt
+            return self._con.execute(sql, *args)
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self._con, name)
+
+    real = hist.record_compare
+    monkeypatch.setattr(hist, "record_compare",
+                        lambda con, ctx, *a: real(Interrupting(con), ctx, *a))  # type: ignore[arg-type]
+    data = {OP: fwd(t(mx=3.0), out=t())}
+    out = tmp_path / "out"
+    code, text = cli("compare", str(write_pair(tmp_path / "second", data, {OP: fwd(t(), out=t())})),
+                     "-o", str(out), "--db", str(db), "-q")
+    assert code == 130 and text.strip() == "msq: interrupted; no partial output was kept"
+    assert history(db) == [(1, 2, 2)]
+    assert len(rows(only_xlsx(out))) == 2  # written before the history, complete
+    assert [n for n in outputs(out) if n.startswith(".") or n.endswith(".tmp")] == []
