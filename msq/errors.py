@@ -57,9 +57,10 @@ class HistoryError(MsqError):
 # Control characters (line breaks, terminal escape sequences) from a dump must not reach a
 # terminal raw: an op name could otherwise split an error line or retitle the user's window.
 _UNPRINTABLE = {c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F, *range(0x80, 0xA0)) if c != 0x09}
-_UNPRINTABLE.update({0x2028: "\\u2028", 0x2029: "\\u2029"})
+_UNPRINTABLE.update({0x0A: " ", 0x2028: "\\u2028", 0x2029: "\\u2029"})
 
 
 def printable(text: str) -> str:
-    """``text`` for a terminal line: control characters shown as ``\\xNN`` escapes."""
+    """``text`` for one terminal line: line breaks become spaces, other control characters
+    ``\\xNN`` escapes."""
     return text.translate(_UNPRINTABLE)
