@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import re
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -85,19 +88,37 @@ def write_outputs(con: duckdb.DuckDBPyConnection, mode: str, out_dir: Path, opts
     base = f"compare_result{suffix}_{stamp}"
     for fmt in check_formats(opts.formats):
         path = out_dir / f"{base}.{fmt}"
-        if fmt == "xlsx":
-            marks = None if mode == "md5" else "SELECT out_seq, mark FROM marks"
-            sheets = write_xlsx(con, SheetSpec(query, cols, cols, marks), path,
-                                on_extra_sheet=lambda n, p=path: log.warning(
-                                    "more than 1,048,575 rows: continuing on sheet %d of %s", n, p))
-            if sheets > 1:
-                log.warning("%s holds %d sheets (Excel's row limit)", path.name, sheets)
-        else:
-            write_table(con, query, cols, path, fmt)
+        with _writing(path):
+            if fmt == "xlsx":
+                marks = None if mode == "md5" else "SELECT out_seq, mark FROM marks"
+                sheets = write_xlsx(con, SheetSpec(query, cols, cols, marks), path,
+                                    on_extra_sheet=lambda n, p=path: log.warning(
+                                        "more than 1,048,575 rows: continuing on sheet %d of %s",
+                                        n, p))
+                if sheets > 1:
+                    log.warning("%s holds %d sheets (Excel's row limit)", path.name, sheets)
+            else:
+                write_table(con, query, cols, path, fmt)
         result.files.append(path)
         log.info("Compare result is %s", path)
     if opts.auto_analyze:
-        result.files.append(write_advisor(out_dir, suffix, result))
+        with _writing(out_dir / f"advisor{suffix}_*.txt"):
+            result.files.append(write_advisor(out_dir, suffix, result))
+
+
+@contextlib.contextmanager
+def _writing(path: Path) -> Iterator[None]:
+    """A full disk or a vanished folder while writing: one line naming the file, no traceback
+    (the writers have already removed their temporary file)."""
+    try:
+        yield
+    except (OSError, duckdb.IOException) as err:
+        reason = err.strerror if isinstance(err, OSError) else None
+        if reason is None:  # DuckDB's COPY: '... "errno":"28"}' carries the system's reason
+            found = re.search(r'"errno":\s*"(\d+)"', str(err))
+            reason = os.strerror(int(found.group(1))) if found else str(err).splitlines()[0]
+        raise ExportError(f"{path}: cannot write it ({reason}); check the free space and "
+                          "permissions of the output directory, or choose another -o") from None
 
 
 def write_table(con: duckdb.DuckDBPyConnection, query: str, cols: list[str], path: Path,
@@ -143,7 +164,11 @@ def write_advisor(out_dir: Path, suffix: str, result: CompareResult) -> Path:
     text = (f"Line: {result.suspect_line}\nSuspect Nodes: {result.suspect}\n"
             f"Expert Advice: {result.advice}\n")
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     log.info("The advisor summary is saved in: %s", path)
     return path
