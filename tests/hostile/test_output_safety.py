@@ -12,8 +12,13 @@
 from __future__ import annotations
 
 import csv
+import errno
 import json
 import os
+import resource
+import signal
+import subprocess
+import sys
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -22,6 +27,7 @@ import openpyxl
 import pytest
 
 import msq
+from msq.errors import ExportError
 from msq.export import outputs as outputs_mod
 from msq.export import xlsx as xlsx_mod
 from tests.dumps import fwd, t, write_pair
@@ -146,12 +152,40 @@ def test_outputs_appear_only_complete_under_their_name(tmp_path: Path,
 def test_failure_while_writing_the_workbook_leaves_nothing(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, failure: type[BaseException]) -> None:
     def broken(zf: zipfile.ZipFile, n_sheets: int) -> None:
-        raise failure("disk full" if failure is OSError else "")
+        raise OSError(errno.ENOSPC, "No space left on device") if failure is OSError \
+            else KeyboardInterrupt()
 
     monkeypatch.setattr(xlsx_mod, "_finish_package", broken)
-    with pytest.raises(failure):
+    with pytest.raises(KeyboardInterrupt if failure is KeyboardInterrupt else ExportError) as err:
         api_compare(good_pair(tmp_path), tmp_path / "out")
+    if failure is OSError:
+        assert str(err.value).endswith(".xlsx: cannot write it (No space left on device); check "
+                                       "the free space and permissions of the output directory, "
+                                       "or choose another -o")
     assert outputs(tmp_path / "out") == []
+
+
+@pytest.mark.parametrize("fmt", ["xlsx", "csv", "parquet"])
+def test_disk_full_while_writing_is_one_line_and_leaves_nothing(tmp_path: Path, fmt: str) -> None:
+    """A real write failure: the process may not write files above 4 KiB (RLIMIT_FSIZE, the
+    way a full disk fails a write), so every output of a 200-row compare fails mid-write."""
+    data = {f"Functional.op{i}.0.forward": fwd(t(), out=t()) for i in range(100)}
+    cfg = write_pair(tmp_path, data, data)
+    out = tmp_path / "out"
+
+    def small_files() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # then write() fails with EFBIG
+        resource.setrlimit(resource.RLIMIT_FSIZE, (4 << 10, 4 << 10))
+
+    proc = subprocess.run([sys.executable, "-m", "msq.cli", "compare", str(cfg), "-o", str(out),
+                           "--no-history", "-q", "--format", fmt], capture_output=True, text=True,
+                          preexec_fn=small_files, timeout=300)
+    assert proc.returncode == 1, proc.stderr
+    line = error_line(proc.stderr)
+    assert line.startswith(f"msq: error: {out}/compare_result_") and line.endswith(
+        f".{fmt}: cannot write it (File too large); check the free space and permissions of the "
+        "output directory, or choose another -o")
+    assert outputs(out) == []
 
 
 def test_failure_while_writing_the_csv_leaves_nothing(tmp_path: Path,
