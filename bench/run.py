@@ -6,7 +6,8 @@
     python3 bench/run.py tensor-small             # real data: 5,000 ops / ~10k tensor rows per side
     python3 bench/run.py all                      # the three, in that order
     options: --only msq|msprobe, --regen, --ops N, --gb X, --repeat N, --timeout S,
-             --msq "CMD", --msprobe "CMD", --extra-args "ARGS" (appended to both commands)
+             --msq "CMD", --msprobe "CMD", --extra-args "ARGS" (appended to both commands),
+             --msq-args "ARGS" / --msprobe-args "ARGS" (one tool only), --wait-idle S
 
 Each workload lives in bench/work/<name>/ (generated on first use, or when its parameters change,
 or with --regen). Each tool is run as a subprocess with the workload directory as cwd:
@@ -289,6 +290,9 @@ def main(argv=None) -> int:
     ap.add_argument("--wait-idle", type=float, default=0.0, metavar="SECONDS",
                     help="before each run wait (at most SECONDS) for the 1-min load average < 0.7")
     ap.add_argument("--extra-args", default="", help="extra arguments appended to both commands")
+    ap.add_argument("--msq-args", default="",
+                    help='extra arguments for msq only, e.g. "--compat msprobe-1.1"')
+    ap.add_argument("--msprobe-args", default="", help="extra arguments for msprobe only")
     ap.add_argument("--gen-python", default=str(MSPROBE_VENV / "bin" / "python"),
                     help="python with numpy+torch for the generators")
     a = ap.parse_args(argv)
@@ -315,7 +319,8 @@ def main(argv=None) -> int:
                            "error": "msprobe venv missing: run bash bench/setup_msprobe.sh"}
                 else:
                     wait_idle(a.wait_idle)
-                    res = run_tool(tool, name, wdir, bases[tool], extra, a.timeout)
+                    own = shlex.split(a.msq_args if tool == "msq" else a.msprobe_args)
+                    res = run_tool(tool, name, wdir, bases[tool], extra + own, a.timeout)
                 res["workload_meta"] = {k: meta.get(k) for k in
                                         ("params", "ops", "rows", "tensor_rows", "total_bytes")}
                 results.append(res)
