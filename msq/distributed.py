@@ -193,6 +193,10 @@ def run_dir_compare(npu_dir: Path, bench_dir: Path, output_dir: Path,
     if opts.data_mapping is not None:
         log.warning("-dm applies to single-card compares only; ignored for directories")
         opts.data_mapping = None
+    if opts.is_compat and (opts.api_mapping or opts.cell_mapping or opts.layer_mapping):
+        # 1.1.0's directory compare passes none of the MindSpore mappings on
+        log.warning("--compat msprobe-1.1: -am/-cm/-lm are ignored for directories, as in 1.1.0")
+        opts.api_mapping = opts.cell_mapping = opts.layer_mapping = None
     jobs = discover_jobs(npu_dir, bench_dir, opts.is_compat)
     if not jobs:
         raise InputError(f"nothing to compare in {npu_dir} and {bench_dir}")
