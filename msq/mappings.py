@@ -6,6 +6,7 @@ A mapping is data: it is loaded into the ``mappings`` table and applied by SQL j
 from __future__ import annotations
 
 import logging
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -22,9 +23,12 @@ MAX_YAML_BYTES = 10 << 20
 def read_yaml(path: Path, what: str) -> Any:
     """``yaml.safe_load`` a mapping file with errors that name the file and the line."""
     try:
-        size = path.stat().st_size
+        info = path.stat()
     except OSError:
         raise DumpError(f"{path}: {what} not found; check the path") from None
+    size = info.st_size
+    if not stat.S_ISREG(info.st_mode):  # a directory failed with a traceback, a FIFO hung
+        raise DumpError(f"{path}: {what} is not a regular file; give the path of a YAML file")
     if size > MAX_YAML_BYTES:
         raise DumpError(f"{path}: {what} is {size} bytes; a mapping file above 10 MiB is "
                         "almost certainly the wrong file")
@@ -33,6 +37,8 @@ def read_yaml(path: Path, what: str) -> Any:
             return yaml.safe_load(handle)
     except UnicodeDecodeError:
         raise DumpError(f"{path}: {what} is not UTF-8 text") from None
+    except OSError as err:
+        raise DumpError(f"{path}: cannot read {what} ({err.strerror}); check the path") from None
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
