@@ -20,6 +20,21 @@ log = logging.getLogger("msq")
 MAX_YAML_BYTES = 10 << 20
 
 
+class _MappingLoader(yaml.SafeLoader):
+    """safe_load, except that an alias may only repeat a scalar: aliases of lists or mappings
+    nest without bound ("billion laughs") and blew up the first message that printed a value."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            node = self.anchors.get(event.anchor)
+            if node is not None and not isinstance(node, yaml.ScalarNode):
+                raise yaml.composer.ComposerError(
+                    None, None, f"an alias (*{event.anchor}) of a list or mapping, which msq does "
+                    "not expand in mapping files", event.start_mark)
+        return super().compose_node(parent, index)
+
+
 def read_yaml(path: Path, what: str) -> Any:
     """``yaml.safe_load`` a mapping file with errors that name the file and the line."""
     try:
@@ -34,7 +49,7 @@ def read_yaml(path: Path, what: str) -> Any:
                         "almost certainly the wrong file")
     try:
         with open(path, encoding="utf-8") as handle:
-            return yaml.safe_load(handle)
+            return yaml.load(handle, Loader=_MappingLoader)  # noqa: S506  (a SafeLoader)
     except UnicodeDecodeError:
         raise DumpError(f"{path}: {what} is not UTF-8 text") from None
     except OSError as err:
