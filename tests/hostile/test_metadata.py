@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from pathlib import Path
 from typing import Any
 
@@ -361,3 +362,39 @@ def test_stack_json_without_the_op_leaves_the_cell_empty(tmp_path: Path) -> None
     code, text = compare(cfg, tmp_path / "out", "-s")
     assert code == 0, text
     assert {r["NPU_Stack_Info"] for r in rows(only_xlsx(tmp_path / "out"))} <= {"None", None}
+
+
+# ------------------------------------------------------------------------------ mapping files
+
+
+@pytest.mark.parametrize("kind", ["directory", "fifo"])
+def test_mapping_path_that_is_not_a_file(tmp_path: Path, kind: str) -> None:
+    """A directory crashed with IsADirectoryError; a FIFO hung the compare."""
+    cfg = good_pair(tmp_path)
+    mapping = tmp_path / "map.yaml"
+    mapping.mkdir() if kind == "directory" else os.mkfifo(mapping)
+    code, text = compare(cfg, tmp_path / "out", "-dm", str(mapping), "-q")
+    assert (code, error_line(text)) == (1, f"msq: error: {mapping}: data mapping YAML is not a "
+                                           "regular file; give the path of a YAML file")
+
+
+def test_mapping_with_a_billion_laughs_is_refused(tmp_path: Path) -> None:
+    """Aliases of lists nest 9**9 strings into 2 KB; printing one in an error ate all memory."""
+    lines = ["x:", '  - &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    for prev, name in zip("abcdefgh", "bcdefghi"):
+        lines.append(f"  - &{name} [" + ",".join([f"*{prev}"] * 9) + "]")
+    mapping = tmp_path / "map.yaml"
+    mapping.write_text("\n".join(lines) + "\n")
+    code, text = compare(good_pair(tmp_path), tmp_path / "out", "-dm", str(mapping), "-q")
+    assert (code, error_line(text)) == (
+        1, f"msq: error: {mapping}: data mapping YAML is not valid YAML at line 3, column 9: an "
+           "alias (*a) of a list or mapping, which msq does not expand in mapping files")
+
+
+def test_mapping_with_a_scalar_alias_still_works(tmp_path: Path) -> None:
+    mapping = tmp_path / "map.yaml"
+    mapping.write_text(f"{OP}.input.0: &x {OP}.input.0\n{OP}.output.0: *x\n")
+    code, text = compare(good_pair(tmp_path), tmp_path / "out", "-dm", str(mapping), "-q")
+    assert code == 0, text
+    got = [(r["NPU Name"], r["Bench Name"]) for r in rows(only_xlsx(tmp_path / "out"))]
+    assert got == [(f"{OP}.input.0", f"{OP}.input.0"), (f"{OP}.output.0", f"{OP}.input.0")]
