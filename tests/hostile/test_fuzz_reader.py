@@ -2,7 +2,7 @@
 ``jsonio.read_stack`` on arbitrary bytes, mutated msprobe dumps and arbitrary JSON in dump shape.
 
 The only acceptable outcomes are a result or an :class:`MsqError`; any other exception (a crash
-that would print a traceback) fails. CI runs 60 inputs per target (a few seconds); for a longer hunt (or the coverage-guided
+that would print a traceback) fails. CI runs 100 inputs per target (a few seconds); for a longer hunt (or the coverage-guided
 ``fuzz_atheris.py``)::
 
     MSQ_FUZZ_EXAMPLES=20000 python -m pytest tests/hostile/test_fuzz_reader.py
@@ -23,7 +23,7 @@ from msq.errors import MsqError
 from msq.jsonio import read_stack
 from msq.loader import read_side
 
-EXAMPLES = int(os.environ.get("MSQ_FUZZ_EXAMPLES", "60"))
+EXAMPLES = int(os.environ.get("MSQ_FUZZ_EXAMPLES", "100"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 SEED_DUMP = (Path(__file__).parents[3] / "shared/golden/tfm_md5_L1/npu/step0/rank/dump.json")

@@ -29,7 +29,7 @@ import msq
 from msq.loader import read_side
 from tests.dumps import write_dump
 
-EXAMPLES = int(os.environ.get("MSQ_PROPERTY_EXAMPLES", "5"))
+EXAMPLES = int(os.environ.get("MSQ_PROPERTY_EXAMPLES", "10"))
 
 DTYPES = ["torch.float32", "torch.float16", "torch.bfloat16", "torch.int64", "torch.bool"]
 stat_values = st.one_of(st.floats(-4, 4, allow_nan=False), st.none(),
