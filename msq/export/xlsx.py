@@ -14,9 +14,12 @@ Text that starts like a formula also gets Excel's quote-prefix style, so editing
 from __future__ import annotations
 
 import os
+import re
 import zipfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import groupby
+from operator import itemgetter
 from pathlib import Path
 
 import duckdb
@@ -27,7 +30,6 @@ EXCEL_MAX_ROWS = 1_048_576
 RED, YELLOW = "FFFF0000", "00FFFF00"
 _FORMULA_START = "=+-@＝＋－＠"
 # XML 1.0 forbids most control characters; Excel's own escape is _xHHHH_.
-_CONTROL_SET = frozenset(c for c in range(32) if c not in (9, 10, 13))
 
 
 @dataclass(frozen=True)
@@ -50,65 +52,68 @@ def _col_letter(index: int) -> str:
 
 
 def _escape_sql(expr: str) -> str:
-    out = f"replace(replace(replace({expr}, '&', '&amp;'), '<', '&lt;'), '>', '&gt;')"
-    out = f"replace({out}, chr(13), '&#13;')"
-    # Control characters are rare; a Python function escapes them only where they occur.
-    return (f"CASE WHEN regexp_matches({expr}, '[\\x00-\\x08\\x0b\\x0c\\x0e-\\x1f]') "
-            f"THEN msq_xml_escape({expr}) ELSE {out} END")
+    # Control characters and CR are escaped on the rendered XML in Python (see _fix_controls):
+    # they are rare, and a regular expression per cell would cost more than the rest of a cell.
+    return f"replace(replace(replace({expr}, '&', '&amp;'), '<', '&lt;'), '>', '&gt;')"
+
+
+_CONTROLS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\r]")
+
+
+def _fix_controls(xml: str) -> str:
+    """Excel's _xHHHH_ escape for control characters, &#13; for CR (markup never holds them)."""
+    if not _CONTROLS.search(xml):
+        return xml
+    return _CONTROLS.sub(lambda m: "&#13;" if m.group() == "\r" else f"_x{ord(m.group()):04X}_", xml)
 
 
 def xml_escape(text: str) -> str:
     """Escape text for an inline-string cell, control characters as Excel's _xHHHH_."""
-    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    text = text.replace("\r", "&#13;")
-    return "".join(f"_x{ord(ch):04X}_" if ord(ch) in _CONTROL_SET else ch for ch in text)
+    return _fix_controls(text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;"))
 
 
-def _register_udf(con: duckdb.DuckDBPyConnection) -> None:
-    try:
-        con.create_function("msq_xml_escape", xml_escape, [duckdb.sqltype("VARCHAR")],
-                            duckdb.sqltype("VARCHAR"), side_effects=False)
-    except duckdb.CatalogException:
-        pass  # already registered on this connection
-
-
-def _text_cell_sql(ref: str, expr: str) -> str:
-    quote = "regexp_matches(" + expr + ", '^[" + _FORMULA_START.replace("-", "\\-") + "]')"
+def _text_cell_sql(expr: str) -> str:
+    # Cells carry no r="A2" reference: a reader places them in order, so every column gets a cell
+    # (an empty one is <c/>), which keeps the sheet XML small.
+    formula = " OR ".join(f"left({expr}, 1) = '{ch}'" for ch in _FORMULA_START)
+    edge = (f"left({expr}, 1) IN (' ', chr(9), chr(10)) OR right({expr}, 1) IN (' ', chr(9), chr(10))")
     return (
-        f"CASE WHEN {expr} IS NULL OR {expr} = '' THEN "
-        f"(CASE WHEN _st = '' THEN '' ELSE '<c r=\"{ref}' || _r || '\"' || _st || '/>' END) "
-        f"ELSE '<c r=\"{ref}' || _r || '\"' || (CASE WHEN {quote} THEN _stq ELSE _st END) "
-        f"|| ' t=\"inlineStr\"><is><t xml:space=\"preserve\">' || {_escape_sql(expr)} "
-        f"|| '</t></is></c>' END"
+        f"CASE WHEN {expr} IS NULL OR {expr} = '' THEN '<c' || _st || '/>' "
+        f"ELSE '<c' || (CASE WHEN {formula} THEN _stq ELSE _st END) "
+        f"|| (CASE WHEN {edge} THEN ' t=\"inlineStr\"><is><t xml:space=\"preserve\">' "
+        f"ELSE ' t=\"inlineStr\"><is><t>' END) || {_escape_sql(expr)} || '</t></is></c>' END"
     )
 
 
-def _num_cell_sql(ref: str, expr: str) -> str:
-    return (f"CASE WHEN {expr} IS NULL THEN '' ELSE '<c r=\"{ref}' || _r || '\"' || _st || '><v>' "
+def _num_cell_sql(expr: str) -> str:
+    return (f"CASE WHEN {expr} IS NULL THEN '<c' || _st || '/>' ELSE '<c' || _st || '><v>' "
             f"|| printf('%.16g', CAST({expr} AS DOUBLE)) || '</v></c>' END")
 
 
-def _cell_sql(ref: str, column: str, type_name: str) -> str:
+def _bool_cell_sql(expr: str) -> str:
+    return (f"CASE WHEN {expr} IS NULL THEN '<c' || _st || '/>' ELSE '<c' || _st || "
+            f"' t=\"b\"><v>' || (CASE WHEN {expr} THEN '1' ELSE '0' END) || '</v></c>' END")
+
+
+def _cell_sql(column: str, type_name: str) -> str:
     col = f'"{column}"'
     if type_name.startswith("UNION"):
         return (
             f"CASE union_tag({col}) "
-            f"WHEN 'n' THEN {_num_cell_sql(ref, f'union_extract({col}, {chr(39)}n{chr(39)})')} "
-            f"WHEN 'b' THEN '<c r=\"{ref}' || _r || '\"' || _st || ' t=\"b\"><v>' || "
-            f"(CASE WHEN union_extract({col}, 'b') THEN '1' ELSE '0' END) || '</v></c>' "
-            f"ELSE {_text_cell_sql(ref, f'union_extract({col}, {chr(39)}s{chr(39)})')} END"
+            f"WHEN 'n' THEN {_num_cell_sql(f'union_extract({col}, {chr(39)}n{chr(39)})')} "
+            f"WHEN 'b' THEN {_bool_cell_sql(f'union_extract({col}, {chr(39)}b{chr(39)})')} "
+            f"ELSE {_text_cell_sql(f'union_extract({col}, {chr(39)}s{chr(39)})')} END"
         )
     if type_name in ("DOUBLE", "FLOAT", "BIGINT", "INTEGER", "HUGEINT", "SMALLINT", "TINYINT"):
-        return _num_cell_sql(ref, col)
+        return _num_cell_sql(col)
     if type_name == "BOOLEAN":
-        return (f"CASE WHEN {col} IS NULL THEN '' ELSE '<c r=\"{ref}' || _r || '\"' || _st || "
-                f"' t=\"b\"><v>' || (CASE WHEN {col} THEN '1' ELSE '0' END) || '</v></c>' END")
-    return _text_cell_sql(ref, f"CAST({col} AS VARCHAR)")
+        return _bool_cell_sql(col)
+    return _text_cell_sql(f"CAST({col} AS VARCHAR)")
 
 
 def _rows_query(con: duckdb.DuckDBPyConnection, spec: SheetSpec, max_rows: int) -> str:
     types = dict(con.execute(f"SELECT column_name, column_type FROM (DESCRIBE {spec.query})").fetchall())
-    cells = " || ".join(_cell_sql(_col_letter(i), c, types[c]) for i, c in enumerate(spec.columns))
+    cells = " || ".join(_cell_sql(c, types[c]) for c in spec.columns)
     marks = spec.marks_query or "SELECT NULL::BIGINT AS out_seq, NULL::VARCHAR AS mark WHERE false"
     return f"""
       WITH q AS ({spec.query}), mk AS ({marks}),
@@ -236,7 +241,6 @@ def _write_package(con: duckdb.DuckDBPyConnection, spec: SheetSpec, tmp: Path,
     header = _header_xml(spec.headers)
     try:
         cursor = con.cursor()
-        _register_udf(cursor)
         cursor.execute(_rows_query(con, spec, max_rows))
     except duckdb.Error as err:
         raise ExportError(f"cannot render the workbook rows: {err}") from err
@@ -248,7 +252,7 @@ def _write_package(con: duckdb.DuckDBPyConnection, spec: SheetSpec, tmp: Path,
             batch = cursor.fetchmany(20000)
             if not batch:
                 break
-            for sheet_no, xml in batch:
+            for sheet_no, rows in groupby(batch, key=itemgetter(0)):
                 if sheet_no != current:
                     if sheet is not None:
                         sheet.write(_SHEET_TAIL.encode())
@@ -259,7 +263,8 @@ def _write_package(con: duckdb.DuckDBPyConnection, spec: SheetSpec, tmp: Path,
                         on_extra_sheet(sheet_no + 1)
                     sheet = zf.open(f"xl/worksheets/sheet{n_sheets}.xml", "w", force_zip64=True)
                     sheet.write((_SHEET_HEAD + header).encode())
-                sheet.write(xml.encode())
+                assert sheet is not None
+                sheet.write(_fix_controls("".join(xml for _, xml in rows)).encode())
         if sheet is None:
             n_sheets = 1
             zf.writestr("xl/worksheets/sheet1.xml", _SHEET_HEAD + header + _SHEET_TAIL)
