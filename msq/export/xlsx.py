@@ -57,7 +57,8 @@ def _escape_sql(expr: str) -> str:
     return f"replace(replace(replace({expr}, '&', '&amp;'), '<', '&lt;'), '>', '&gt;')"
 
 
-_CONTROLS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\r]")
+# U+FFFE/U+FFFF are not XML characters either: one in a dump string made the workbook unreadable
+_CONTROLS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\r\ufffe\uffff]")
 
 
 def _fix_controls(xml: str) -> str:
