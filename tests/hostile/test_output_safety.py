@@ -240,3 +240,18 @@ def test_unusable_history_file_is_refused_before_comparing(tmp_path: Path) -> No
         code, text = cli("compare", str(cfg), "-o", str(out), "--db", str(db))
         assert (code, error_line(text)) == (1, f"msq: error: {message}")
         assert outputs(out) == []
+
+
+def test_characters_xml_cannot_hold_keep_the_workbook_readable(tmp_path: Path) -> None:
+    """Control characters and the non-characters U+FFFE/U+FFFF (valid JSON escapes) become Excel's
+    _xHHHH_ escapes; U+FFFF used to make the sheet XML invalid."""
+    name = "Functional.a\uffff\ufffe\x01\x1b.0.forward"
+    data = {name: fwd(t(), {"type": "str", "value": "x\uffff\x00y"}, out=t())}
+    cfg = write_pair(tmp_path, data, data)
+    code, text = compare(cfg, tmp_path / "out", "-q")
+    assert code == 0, text
+    book = openpyxl.load_workbook(next((tmp_path / "out").glob("*.xlsx")))
+    got = [(row[0].value, row[14].value) for row in book.active.iter_rows(min_row=2)]
+    escaped = "Functional.a_xFFFF__xFFFE__x0001__x001B_.0.forward"
+    assert got == [(f"{escaped}.input.0", 1), (f"{escaped}.input.1", "x_xFFFF__x0000_y"),
+                   (f"{escaped}.output.0", 1)]
