@@ -83,9 +83,18 @@ def _resolve(base: Path, value: Any, key: str, source: Path) -> Path:
     path = Path(value)
     if path.is_absolute():
         return path
-    if not (base / path).exists() and source.is_file() and (source.parent / path).exists():
+    if not _exists(base / path, source) and source.is_file() \
+            and _exists(source.parent / path, source):
         return source.parent / path
     return base / path
+
+
+def _exists(path: Path, source: Path) -> bool:
+    """``path.exists()``, but a name too long for the system is an error naming it, not a crash."""
+    try:
+        return path.exists()
+    except OSError as err:
+        raise InputError(f"{source}: {str(path)[:200]}: {err.strerror}; check the path") from None
 
 
 def parse_compare_json(path: Path) -> SingleInput | DirInput:
@@ -108,7 +117,7 @@ def input_from_mapping(doc: dict[str, Any], source: Path | str, base: Path) -> S
         raise InputError(f"{source}: 'is_print_compare_log' must be true or false, "
                          f"got {doc['is_print_compare_log']!r}")
     for p in (npu, bench):
-        if not p.exists():
+        if not _exists(p, source):
             raise InputError(f"{source}: {p} does not exist; check the path")
     if npu.is_file() != bench.is_file():
         raise InputError(f"{source}: npu_path and bench_path must both be dump.json files or both "
