@@ -280,12 +280,22 @@ def check_history_target(opts: Options, output_dir: Path) -> None:
     """A history file that cannot be created would fail the run after the whole compare (the
     outputs written, exit 1): find out before it starts. Schema and locks are checked later, when
     the file is opened."""
-    import tempfile
-
     from msq.errors import HistoryError
     from msq.history import resolve_db_path
 
     path = resolve_db_path(opts.db, output_dir)
+    try:
+        _check_db_file(path)
+    except OSError as err:  # e.g. a name too long for the file system
+        raise HistoryError(f"{str(path)[:200]}: cannot use it as the history database "
+                           f"({err.strerror}); choose another --db, or --no-history") from None
+
+
+def _check_db_file(path: Path) -> None:
+    import tempfile
+
+    from msq.errors import HistoryError
+
     if path.exists():
         if not path.is_file():
             raise HistoryError(f"{path}: is not a file; choose another --db")
