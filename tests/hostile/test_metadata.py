@@ -398,3 +398,23 @@ def test_mapping_with_a_scalar_alias_still_works(tmp_path: Path) -> None:
     assert code == 0, text
     got = [(r["NPU Name"], r["Bench Name"]) for r in rows(only_xlsx(tmp_path / "out"))]
     assert got == [(f"{OP}.input.0", f"{OP}.input.0"), (f"{OP}.output.0", f"{OP}.input.0")]
+
+
+# ------------------------------------------------------------------------------ compare.json paths
+
+
+@pytest.mark.parametrize("value, expect", [
+    ("x" * 300, ": File name too long; check the path"),
+    ("a\u0000b", "does not exist; check the path"),
+    (5, "'npu_path' must be a non-empty path string, got 5"),
+    ("/dev/zero", "npu_path and bench_path must both be dump.json files or both directories"),
+])
+def test_compare_json_path_values(tmp_path: Path, value: Any, expect: str) -> None:
+    """A name too long for the file system crashed with OSError from Path.exists()."""
+    cfg = good_pair(tmp_path)
+    doc = json.loads(cfg.read_text())
+    doc["npu_path"] = value
+    cfg.write_text(json.dumps(doc))
+    code, text = compare(cfg, tmp_path / "out")
+    line = error_line(text)
+    assert code == 1 and line.startswith(f"msq: error: {cfg}: ") and expect in line

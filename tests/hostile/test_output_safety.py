@@ -217,6 +217,8 @@ def test_unwritable_output_directory_is_refused_before_reading(tmp_path: Path) -
         Path("/proc/self"): "/proc/self: output directory is not writable (No such file or "
                             "directory); fix its permissions or choose another -o",
         blocker: f"{blocker}: exists and is not a directory; choose another -o",
+        tmp_path / ("o" * 300): f"{tmp_path / ('o' * 300)}: cannot create the output directory "
+                                "(File name too long); choose another -o",
     }
     for out, message in cases.items():
         code, text = compare(cfg, out)
@@ -235,6 +237,8 @@ def test_unusable_history_file_is_refused_before_comparing(tmp_path: Path) -> No
                                 "such file or directory); choose another --db, or --no-history",
         blocker: f"{blocker}: exists but is not a DuckDB database; choose another --db",
         tmp_path: f"{tmp_path}: is not a file; choose another --db",
+        tmp_path / ("h" * 300): f"{tmp_path / ('h' * 300)}"[:200] + ": cannot use it as the "
+        "history database (File name too long); choose another --db, or --no-history",
     }
     for db, message in cases.items():
         code, text = cli("compare", str(cfg), "-o", str(out), "--db", str(db))
