@@ -11,6 +11,7 @@ import logging
 import signal
 import sys
 from collections.abc import Callable
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -38,6 +39,13 @@ def handle_errors(func: F) -> F:
             sys.exit(int(err.exit_status))
         except KeyboardInterrupt:
             _interrupted()
+        except BrokenProcessPool:
+            if _SIGINT_SEEN:
+                _interrupted()
+            # a worker (dump reader, tensor metrics, rank pair) was killed: the OOM killer, mostly
+            click.echo("msq: error: a worker process died (killed by the system, most often for "
+                       "lack of memory); free memory, compare smaller dumps, or use fewer --workers", err=True)
+            sys.exit(int(ExitStatus.ERROR))
         except Exception:
             # Ctrl-C inside a DuckDB query surfaces as RuntimeError("Query interrupted"), inside
             # a process pool as a broken pool: still an interruption, not a bug.
