@@ -252,3 +252,24 @@ def test_interrupt_inside_the_history_transaction(tmp_path: Path,
     assert history(db) == [(1, 2, 2)]
     assert len(rows(only_xlsx(out))) == 2  # written before the history, complete
     assert [n for n in outputs(out) if n.startswith(".") or n.endswith(".tmp")] == []
+
+
+@pytest.mark.slow
+def test_a_killed_worker_is_one_line(tmp_path: Path) -> None:
+    """The OOM killer taking a loader process: BrokenProcessPool was a traceback."""
+    data = {f"Functional.op{i}.0.forward": fwd(t(), t(), out=[t(), t()]) for i in range(2200)}
+    cfg = write_pair(tmp_path, data, data)
+    out = tmp_path / "out"
+    proc = subprocess.Popen([*MSQ, "compare", str(cfg), "-o", str(out), "--no-history", "-q"],
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.monotonic() + 60
+    while not children(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    os.kill(children(proc.pid)[0], signal.SIGKILL)
+    assert proc.stderr is not None
+    err = proc.stderr.read()
+    assert proc.wait(timeout=60) == 1
+    assert err.strip() == ("msq: error: a worker process died (killed by the system, most often "
+                           "for lack of memory); free memory, compare smaller dumps, or use fewer "
+                           "--workers")
+    assert outputs(out) == []
