@@ -39,6 +39,10 @@ def handle_errors(func: F) -> F:
             sys.exit(int(err.exit_status))
         except KeyboardInterrupt:
             _interrupted()
+        except MemoryError:
+            click.echo("msq: error: out of memory; free memory, compare smaller dumps, or use "
+                       "fewer --workers", err=True)
+            sys.exit(int(ExitStatus.ERROR))
         except BrokenProcessPool:
             if _SIGINT_SEEN:
                 _interrupted()

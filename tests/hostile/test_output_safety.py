@@ -259,3 +259,17 @@ def test_characters_xml_cannot_hold_keep_the_workbook_readable(tmp_path: Path) -
     escaped = "Functional.a_xFFFF__xFFFE__x0001__x001B_.0.forward"
     assert got == [(f"{escaped}.input.0", 1), (f"{escaped}.input.1", "x_xFFFF__x0000_y"),
                    (f"{escaped}.output.0", 1)]
+
+
+def test_out_of_memory_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A memory limit (ulimit -v, a cgroup) stopping an allocation: MemoryError was a traceback."""
+    import msq.pipeline
+
+    def no_memory(*args: Any) -> Any:
+        raise MemoryError
+
+    monkeypatch.setattr(msq.pipeline, "read_sides", no_memory)
+    code, text = compare(good_pair(tmp_path), tmp_path / "out", "-q")
+    assert (code, error_line(text)) == (1, "msq: error: out of memory; free memory, compare "
+                                           "smaller dumps, or use fewer --workers")
+    assert outputs(tmp_path / "out") == []
