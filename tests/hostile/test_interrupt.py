@@ -116,7 +116,7 @@ def interrupt(args: list[str], when: str, workers: bool = False, delay: float = 
         os.killpg(proc.pid, signal.SIGKILL)
         pytest.fail("msq hung after SIGINT")
     took = time.monotonic() - sent
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 30
     while group(proc.pid) and time.monotonic() < deadline:  # workers reaped shortly after
         time.sleep(0.1)
     assert group(proc.pid) == [], f"processes left behind: {group(proc.pid)}"
@@ -163,7 +163,7 @@ def test_interrupt_during_tensor_metrics(tmp_path: Path) -> None:
     assert "Compare result is" not in err
     assert outputs(out) == []            # no workbook, no advisor, no temporary file
     assert history(db) == [(1, 2, 2)]    # opens; holds only the complete compare
-    assert took < 30
+    assert took < 45, f"{took:.1f} s from SIGINT to exit"
 
 
 @pytest.mark.slow
@@ -210,9 +210,11 @@ def _interrupt_loading(cfg: Path, out: Path) -> tuple[int, str, float]:
     assert proc.stderr is not None
     err = proc.stderr.read()
     status = proc.wait(timeout=60)
-    time.sleep(0.5)
+    deadline = time.monotonic() + 30
+    while group(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
     assert group(proc.pid) == [], group(proc.pid)
-    assert "compare mode" not in err  # it was stopped while loading
+    assert "compare mode" not in err, err  # it was stopped while loading
     return status, err, time.monotonic() - sent
 
 
