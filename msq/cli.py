@@ -94,7 +94,7 @@ def _interrupted() -> None:
 class _PrintableFormatter(logging.Formatter):
     """Log lines carry op names from the dump: keep them on one line, escapes shown, not run."""
 
-    def formatMessage(self, record: logging.LogRecord) -> str:  # noqa: N802  (logging's name)
+    def formatMessage(self, record: logging.LogRecord) -> str:  # logging's method name
         return printable(super().formatMessage(record))
 
 

@@ -95,7 +95,7 @@ def _parse(path: Path, what: str) -> tuple[Any, str]:
     return doc, text
 
 
-_LONG_INT = re.compile(r"[0-9]{%d,}" % (sys.get_int_max_str_digits() + 1))
+_LONG_INT = re.compile(rf"[0-9]{{{sys.get_int_max_str_digits() + 1},}}")
 _LONE_SURROGATE = re.compile(r"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F])"
                              r"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}")
 

@@ -49,7 +49,7 @@ def read_yaml(path: Path, what: str) -> Any:
                         "almost certainly the wrong file")
     try:
         with open(path, encoding="utf-8") as handle:
-            return yaml.load(handle, Loader=_MappingLoader)  # noqa: S506  (a SafeLoader)
+            return yaml.load(handle, Loader=_MappingLoader)  # a SafeLoader subclass
     except UnicodeDecodeError:
         raise DumpError(f"{path}: {what} is not UTF-8 text") from None
     except OSError as err:

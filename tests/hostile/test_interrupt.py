@@ -89,8 +89,7 @@ def interrupt(args: list[str], when: str, workers: bool = False, delay: float = 
     status, stderr, and seconds from SIGINT to exit."""
     proc = subprocess.Popen(
         ["timeout", "-s", "INT", str(int(budget)), *MSQ, "compare", *args, "-v"],
-        stderr=subprocess.PIPE, text=True, start_new_session=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        stderr=subprocess.PIPE, text=True, start_new_session=True)
     assert proc.stderr is not None
     seen = []
     for line in proc.stderr:
@@ -195,8 +194,7 @@ def _interrupt_loading(cfg: Path, out: Path) -> tuple[int, str, float]:
     """Nothing is logged before loading ends: wait for the loader's two processes instead."""
     proc = subprocess.Popen(["timeout", "-s", "INT", "120", *MSQ, "compare", str(cfg), "-o",
                              str(out), "--no-history", "-v"],
-                            stderr=subprocess.PIPE, text=True, start_new_session=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         kids = children(proc.pid)

@@ -77,8 +77,8 @@ def test_the_damaged_side_is_named(tmp_path: Path, side: str) -> None:
     ("3", "found a int"),
     ("null", "found a NoneType"),
     ('{"task": "statistics"}', "no 'data' key; is this a msprobe dump.json?"),
-    ('{"task": "statistics", "data": null}', "'data' must be an object of op name -> entry, "
-                                             "found a NoneType"),
+    ('{"task": "statistics", "data": null}', ("'data' must be an object of op name -> entry, "
+                                             "found a NoneType")),
     ('{"task": "statistics", "data": "ops"}', "found a str"),
     ('{"data": {}}', "unknown task None; expected one of: statistics, tensor"),
 ])
@@ -87,13 +87,13 @@ def test_wrong_top_level_shape(tmp_path: Path, content: str, expect: str) -> Non
 
 
 @pytest.mark.parametrize("entry, expect", [
-    ([1, 2], "entry 'Functional.relu.0.forward': expected an object with input/output lists, "
-             "found a list"),
+    ([1, 2], ("entry 'Functional.relu.0.forward': expected an object with input/output lists, "
+             "found a list")),
     ("relu", "found a str"),
     (None, "found a NoneType"),
     (True, "found a bool"),
-    ({"input_args": "x"}, "argument 'Functional.relu.0.forward.input.0' is a bare str, "
-                          "expected an object or a list"),
+    ({"input_args": "x"}, ("argument 'Functional.relu.0.forward.input.0' is a bare str, "
+                          "expected an object or a list")),
     ({"input_args": [7]}, "argument 'Functional.relu.0.forward.input.0' is a bare int"),
     ({"input_args": [], "input_kwargs": "x"}, "input_kwargs must be an object, found a str"),
     ({"output": 1.5}, "argument 'Functional.relu.0.forward.output.0' is a bare float"),
@@ -156,8 +156,8 @@ def test_eleven_levels_deep_is_refused(tmp_path: Path, where: str) -> None:
 
 @pytest.mark.parametrize("levels", [2_000, 200_000])
 def test_nesting_beyond_the_parser_is_refused(tmp_path: Path, levels: int) -> None:
-    content = '{"task": "statistics", "data": {"%s": {"input_args": %s%s}}}' % (
-        OP, "[" * levels, "]" * levels)
+    content = (f'{{"task": "statistics", "data": {{"{OP}": {{"input_args": '
+               f'{"[" * levels}{"]" * levels}}}}}}}')
     assert "JSON nested too deeply to be a dump file" in refused(tmp_path, content)
 
 
@@ -274,8 +274,8 @@ def test_duplicate_op_name_warns_and_compares_the_last_entry(
     assert side.rows.column("name").to_pylist()[:3] == [f"{OP}.input.0", f"{OP}.input.1",
                                                         f"{OP}.output.0"]
     warned = [r.getMessage() for r in caplog.records]
-    assert warned == [f"{npu}: op '{OP}' appears 2 times in 'data'; msq (like msprobe) compares "
-                      "only its last entry; re-dump, or remove the stale entries"]
+    assert warned == [(f"{npu}: op '{OP}' appears 2 times in 'data'; msq (like msprobe) compares "
+                      "only its last entry; re-dump, or remove the stale entries")]
     code, text = compare(cfg, tmp_path / "out")
     assert code == 0 and f"op '{OP}' appears 2 times" in text
     assert [r["NPU Name"] for r in rows(only_xlsx(tmp_path / "out"))][:3] == \
@@ -341,9 +341,9 @@ def test_bad_size_limit_setting_is_a_usage_error(tmp_path: Path, value: str) -> 
 
 @pytest.mark.parametrize("content, expect", [
     ('["File a.py, line 1"]', "expected an object of op name -> list of frames, found a list"),
-    ('{"%s": "File a.py, line 1"}' % OP, f"entry '{OP}': expected a list of frames, found a str"),
-    ('{"%s": {"0": "File a.py"}}' % OP, "expected a list of frames, found a dict"),
-    ('{"%s": ["File a.py"' % OP, "malformed JSON at line 1, column"),
+    (f'{{"{OP}": "File a.py, line 1"}}', f"entry '{OP}': expected a list of frames, found a str"),
+    (f'{{"{OP}": {{"0": "File a.py"}}}}', "expected a list of frames, found a dict"),
+    (f'{{"{OP}": ["File a.py"', "malformed JSON at line 1, column"),
     ("", "stack.json is empty"),
 ])
 def test_stack_json_of_the_wrong_shape(tmp_path: Path, content: str, expect: str) -> None:
@@ -374,8 +374,8 @@ def test_mapping_path_that_is_not_a_file(tmp_path: Path, kind: str) -> None:
     mapping = tmp_path / "map.yaml"
     mapping.mkdir() if kind == "directory" else os.mkfifo(mapping)
     code, text = compare(cfg, tmp_path / "out", "-dm", str(mapping), "-q")
-    assert (code, error_line(text)) == (1, f"msq: error: {mapping}: data mapping YAML is not a "
-                                           "regular file; give the path of a YAML file")
+    assert (code, error_line(text)) == (1, (f"msq: error: {mapping}: data mapping YAML is not a "
+                                           "regular file; give the path of a YAML file"))
 
 
 def test_mapping_with_a_billion_laughs_is_refused(tmp_path: Path) -> None:
@@ -387,8 +387,8 @@ def test_mapping_with_a_billion_laughs_is_refused(tmp_path: Path) -> None:
     mapping.write_text("\n".join(lines) + "\n")
     code, text = compare(good_pair(tmp_path), tmp_path / "out", "-dm", str(mapping), "-q")
     assert (code, error_line(text)) == (
-        1, f"msq: error: {mapping}: data mapping YAML is not valid YAML at line 3, column 9: an "
-           "alias (*a) of a list or mapping, which msq does not expand in mapping files")
+        1, (f"msq: error: {mapping}: data mapping YAML is not valid YAML at line 3, column 9: an "
+           "alias (*a) of a list or mapping, which msq does not expand in mapping files"))
 
 
 def test_mapping_with_a_scalar_alias_still_works(tmp_path: Path) -> None:

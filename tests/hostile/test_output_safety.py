@@ -179,7 +179,7 @@ def test_disk_full_while_writing_is_one_line_and_leaves_nothing(tmp_path: Path, 
 
     proc = subprocess.run([sys.executable, "-m", "msq.cli", "compare", str(cfg), "-o", str(out),
                            "--no-history", "-q", "--format", fmt], capture_output=True, text=True,
-                          preexec_fn=small_files, timeout=300)
+                          preexec_fn=small_files, timeout=300, check=False)
     assert proc.returncode == 1, proc.stderr
     line = error_line(proc.stderr)
     assert line.startswith(f"msq: error: {out}/compare_result_") and line.endswith(
@@ -270,6 +270,6 @@ def test_out_of_memory_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 
     monkeypatch.setattr(msq.pipeline, "read_sides", no_memory)
     code, text = compare(good_pair(tmp_path), tmp_path / "out", "-q")
-    assert (code, error_line(text)) == (1, "msq: error: out of memory; free memory, compare "
-                                           "smaller dumps, or use fewer --workers")
+    assert (code, error_line(text)) == (1, ("msq: error: out of memory; free memory, compare "
+                                           "smaller dumps, or use fewer --workers"))
     assert outputs(tmp_path / "out") == []

@@ -18,7 +18,15 @@ import numpy as np
 import pytest
 
 from tests.hostile.helpers import (
-    OP, compare, error_line, outputs, set_data_name, sides, tensor_file, tensor_pair)
+    OP,
+    compare,
+    error_line,
+    outputs,
+    set_data_name,
+    sides,
+    tensor_file,
+    tensor_pair,
+)
 from tests.xlsx_read import only_xlsx, rows
 
 A = np.arange(6, dtype=np.float32).reshape(2, 3) + 1
@@ -31,7 +39,7 @@ class RunsCode:
     def __init__(self, marker: Path) -> None:
         self.marker = marker
 
-    def __reduce__(self):  # noqa: ANN204
+    def __reduce__(self) -> tuple[object, tuple[str]]:
         return (os.system, (f"touch {self.marker}",))
 
 
@@ -127,8 +135,8 @@ def test_truncated_pt_is_refused(tmp_path: Path, keep: float) -> None:
 
 @pytest.mark.parametrize("cut, expect", [
     (20, "not a valid .npy file (EOF: reading array header"),
-    (-4, "the .npy header needs 24 bytes of storage but only 20 are present; the file is "
-         "truncated or corrupt, dump it again"),
+    (-4, ("the .npy header needs 24 bytes of storage but only 20 are present; the file is "
+          "truncated or corrupt, dump it again")),
 ])
 def test_truncated_npy_is_refused(tmp_path: Path, cut: int, expect: str) -> None:
     cfg = one_op(tmp_path, ".npy")
