@@ -127,11 +127,10 @@ def materialize(con: duckdb.DuckDBPyConnection, view: str) -> None:
     DuckDB binds a view's SQL each time it is queried, so the views built on this one keep
     working and stop recomputing it: the exporters read the same result several times.
     """
-    row = con.execute("SELECT sql FROM duckdb_views() WHERE view_name = ? AND NOT internal",
+    row = con.execute("SELECT 1 FROM duckdb_views() WHERE view_name = ? AND NOT internal",
                       [view]).fetchone()
     if row is None:
         return
-    con.execute(f'CREATE TEMP TABLE "_m_{view}" AS SELECT * FROM "{view}"')
-    con.execute(f'DROP VIEW "{view}"')
-    con.execute(f'CREATE TABLE "{view}" AS SELECT * FROM "_m_{view}"')
-    con.execute(f'DROP TABLE "_m_{view}"')
+    con.execute(f'ALTER VIEW "{view}" RENAME TO "_src_{view}"')
+    con.execute(f'CREATE TABLE "{view}" AS SELECT * FROM "_src_{view}"')
+    con.execute(f'DROP VIEW "_src_{view}"')

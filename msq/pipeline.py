@@ -186,7 +186,7 @@ def run_single(inp: SingleInput, output_dir: Path, opts: Options, suffix: str = 
         clock.lap("metrics")
     write_windows(con, opts.is_compat)
     # computed once, read by the summary, the workbook, the advisor and the history
-    for view in ("rows_joined", f"result_{mode}", "marks"):
+    for view in (f"result_{mode}", "marks"):
         db.materialize(con, view)
         clock.lap(view)
     result = CompareResult(mode=mode, npu_path=str(inp.npu_json), bench_path=str(inp.bench_json))
