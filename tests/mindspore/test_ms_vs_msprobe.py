@@ -10,7 +10,6 @@ of extra NPU rows under a user api mapping, docs/mindspore.md).
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -19,34 +18,12 @@ import pytest
 
 from tests.golden_util import diff_sheets
 from tests.mindspore.msdump import compare_json, cross_framework_pair, data_mapping_files, run_cli
+from tests.msprobe_oracle import MINDSPORE_STUB, ORACLE_MARKS, VENV_PYTHON
 
-VENV_PYTHON = Path(__file__).resolve().parents[2] / "bench" / ".venv-msprobe" / "bin" / "python"
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(os.environ.get("MSQ_MSPROBE_ORACLE") != "1",
-                       reason="opt-in: set MSQ_MSPROBE_ORACLE=1 (needs bench/.venv-msprobe)"),
-]
+pytestmark = ORACLE_MARKS
 
-RUNNER = r'''
+RUNNER = MINDSPORE_STUB + r'''
 import sys, json, types, importlib.abc, importlib.machinery
-class _Meta(type):
-    def __getattr__(cls, name):
-        if name.startswith("__"): raise AttributeError(name)
-        return _Meta(name, (), {"__init__": lambda self, *a, **k: None})
-class _Stub(types.ModuleType):
-    __path__ = []
-    def __getattr__(self, name):
-        if name.startswith("__"): raise AttributeError(name)
-        value = _Meta(name, (), {"__init__": lambda self, *a, **k: None})
-        setattr(self, name, value)
-        return value
-class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    def find_spec(self, fullname, path, target=None):
-        if fullname == "mindspore" or fullname.startswith("mindspore."):
-            return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
-    def create_module(self, spec): return _Stub(spec.name)
-    def exec_module(self, module): pass
-sys.meta_path.insert(0, _Finder())
 from msprobe.mindspore.compare.ms_compare import ms_compare
 args = json.loads(sys.argv[1])
 ms_compare(args.pop("input"), args.pop("out"), **args)
