@@ -579,3 +579,41 @@ def render_table(table: Table) -> str:
 def _line(values: Sequence[str], widths: Sequence[int], right: Sequence[bool]) -> str:
     parts = [v.rjust(w) if r else v.ljust(w) for v, w, r in zip(values, widths, right)]
     return "  ".join(parts).rstrip()
+
+
+def check_target(db_opt: str | Path | None, output_dir: Path) -> None:
+    """A history file that cannot be created would fail the run after the whole compare (the
+    outputs written, exit 1): find out before it starts. Schema and locks are checked later, when
+    the file is opened."""
+
+    path = resolve_db_path(db_opt, output_dir)
+    try:
+        _check_db_file(path)
+    except OSError as err:  # e.g. a name too long for the file system
+        raise HistoryError(f"{str(path)[:200]}: cannot use it as the history database "
+                           f"({err.strerror}); choose another --db, or --no-history") from None
+
+
+def _check_db_file(path: Path) -> None:
+    import tempfile
+
+    if path.exists():
+        if not path.is_file():
+            raise HistoryError(f"{path}: is not a file; choose another --db")
+        try:
+            with open(path, "rb") as handle:
+                magic = handle.read(12)[8:]
+        except OSError as err:
+            raise HistoryError(f"{path}: cannot read the history database ({err.strerror}); "
+                               "choose another --db, or --no-history") from None
+        if magic != b"DUCK":  # DuckDB's file header: 8 bytes of checksum, then "DUCK"
+            raise HistoryError(f"{path}: exists but is not a DuckDB database; choose another --db")
+        return
+    if not path.parent.is_dir():
+        raise HistoryError(f"{path}: its folder does not exist; create it or choose another --db")
+    try:
+        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=".msq-write-test-"):
+            pass
+    except OSError as err:
+        raise HistoryError(f"{path}: cannot create the history database there ({err.strerror}); "
+                           "choose another --db, or --no-history") from None

@@ -270,49 +270,9 @@ def run_compare(inp: SingleInput, output_dir: Path, opts: Options, suffix: str =
 
     ensure_output_dir(output_dir)
     if opts.record:
-        check_history_target(opts, output_dir)
+        from msq.history import check_target
+
+        check_target(opts.db, output_dir)
     if not inp.npu_json.is_file() or not inp.bench_json.is_file():
         raise InputError(f"{inp.npu_json} / {inp.bench_json}: both must be dump.json files")
     return run_single(inp, output_dir, opts, suffix)
-
-
-def check_history_target(opts: Options, output_dir: Path) -> None:
-    """A history file that cannot be created would fail the run after the whole compare (the
-    outputs written, exit 1): find out before it starts. Schema and locks are checked later, when
-    the file is opened."""
-    from msq.errors import HistoryError
-    from msq.history import resolve_db_path
-
-    path = resolve_db_path(opts.db, output_dir)
-    try:
-        _check_db_file(path)
-    except OSError as err:  # e.g. a name too long for the file system
-        raise HistoryError(f"{str(path)[:200]}: cannot use it as the history database "
-                           f"({err.strerror}); choose another --db, or --no-history") from None
-
-
-def _check_db_file(path: Path) -> None:
-    import tempfile
-
-    from msq.errors import HistoryError
-
-    if path.exists():
-        if not path.is_file():
-            raise HistoryError(f"{path}: is not a file; choose another --db")
-        try:
-            with open(path, "rb") as handle:
-                magic = handle.read(12)[8:]
-        except OSError as err:
-            raise HistoryError(f"{path}: cannot read the history database ({err.strerror}); "
-                               "choose another --db, or --no-history") from None
-        if magic != b"DUCK":  # DuckDB's file header: 8 bytes of checksum, then "DUCK"
-            raise HistoryError(f"{path}: exists but is not a DuckDB database; choose another --db")
-        return
-    if not path.parent.is_dir():
-        raise HistoryError(f"{path}: its folder does not exist; create it or choose another --db")
-    try:
-        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=".msq-write-test-"):
-            pass
-    except OSError as err:
-        raise HistoryError(f"{path}: cannot create the history database there ({err.strerror}); "
-                           "choose another --db, or --no-history") from None
