@@ -29,6 +29,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from msq.tensors import fused
 from msq.tensors.meta import ChunkReader, TensorMeta, to_array
 
 Cell = float | str
@@ -631,7 +632,14 @@ def range_stats(
     compat: bool,
     chunk: int = DEFAULT_CHUNK,
 ) -> Stats:
-    """Aggregates over the flat elements ``[start, stop)`` of a pair that passed :func:`precheck`."""
+    """Aggregates over the flat elements ``[start, stop)`` of a pair that passed :func:`precheck`.
+
+    Pairs larger than one chunk go through the one-pass C kernel where it covers them
+    (:mod:`msq.tensors.fused`); pairs up to one chunk keep the numpy kernel's exact BLAS dots.
+    """
+    p = fused.plan(npu, bench) if npu.numel > chunk else None
+    if p is not None:
+        return _fused_range(npu, bench, start, stop, p, compat, chunk)
     st = Stats()
     n_reader, b_reader = ChunkReader(npu, chunk), ChunkReader(bench, chunk)
     with np.errstate(all="ignore"):  # once per range: errstate costs more than a small chunk
@@ -639,6 +647,34 @@ def range_stats(
             _chunk(nc, bc, st, compat)
             if st.nanpos:
                 break
+    return st
+
+
+def _fused_range(
+    npu: TensorMeta, bench: TensorMeta, start: int, stop: int, p: fused.Plan, compat: bool,
+    chunk: int,
+) -> Stats:  # fmt: skip
+    """:func:`range_stats` by the C kernel, one call per chunk (dots merged in chunk order, as
+    the numpy kernel merges them); a chunk holding an inf or NaN is redone by the numpy kernel."""
+    st = Stats()
+    n_raw, b_raw = fused.raw_range(npu, start, stop), fused.raw_range(bench, start, stop)
+    for s in range(0, stop - start, chunk):
+        nr, br = n_raw[s : s + chunk], b_raw[s : s + chunk]
+        got = fused.stats(nr, br, p, compat)
+        if got is None:
+            with np.errstate(all="ignore"):
+                _chunk(fused.values(nr, p.npu_kind), fused.values(br, p.bench_kind), st, compat)
+            if st.nanpos:
+                break
+            continue
+        nb, nn, bb, amax, rmax, rnan, c1, c5, _ = got
+        st.add_dots(nb, nn, bb)
+        st.numel += nr.shape[0]
+        st.amax = max(st.amax, amax)
+        st.rmax = max(st.rmax, rmax)
+        st.rnan |= bool(rnan)
+        st.c1 += c1
+        st.c5 += c5
     return st
 
 

@@ -49,6 +49,9 @@ MAX_BATCH_JOBS = 1024
 SMALL_ELEMS = 1 << 16
 #: ...in groups of about this many elements (bounds the group buffers).
 GROUP_ELEMS = 1 << 18
+#: Pairs above this many elements go back to the parent and run as tasks of their own (one per
+#: range), so that large pairs spread over all workers instead of queueing in one batch.
+HANDOFF_ELEMS = 1 << 20
 #: At most this many jobs whose files total at most INLINE_BYTES are computed without a pool.
 INLINE_JOBS = 64
 INLINE_BYTES = 64 << 20
@@ -132,7 +135,7 @@ def _open_job(job: TensorJob, compat: bool) -> MetricResult | tuple[TensorMeta, 
 def _run_batch(
     jobs: Sequence[TensorJob], compat: bool, chunk: int, range_elems: int
 ) -> tuple[list[_Row], list[tuple[int, TensorMeta, TensorMeta]]]:
-    """Compute a batch; pairs above ``range_elems`` come back unfinished for range splitting.
+    """Compute a batch; pairs above ``HANDOFF_ELEMS`` come back unfinished, to be run as ranges.
 
     Small pairs are collected and computed together by :func:`compare_many` (one set of numpy
     calls per group instead of per pair); medium ones are streamed one by one.
@@ -149,7 +152,7 @@ def _run_batch(
                 continue
             n_meta, b_meta = opened
             numel = n_meta.numel
-            if numel > range_elems:
+            if numel > min(range_elems, HANDOFF_ELEMS):
                 big.append((job.job_id, n_meta, b_meta))
             elif numel <= SMALL_ELEMS:
                 small.append((job.job_id, to_array(n_meta), to_array(b_meta)))

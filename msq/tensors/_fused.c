@@ -1,0 +1,386 @@
+/*
+ * msq.tensors._fused: every real-data metric aggregate of a tensor pair in ONE pass over memory.
+ *
+ * The numpy kernel (metrics.py) makes ~20 passes per chunk; this loop reads each element pair once
+ * and produces the same aggregates: the three dot products, the largest |n-b|, the largest relative
+ * error |(n'-b')/b'| (n', b': after the epsilon shift where bench is 0) in the tensors' own dtype,
+ * and the counts of relative errors below the 1/1000 and 5/1000 thresholds.
+ *
+ * Exactness: every elementwise value is the one numpy (and so msprobe 1.1.0) computes: float32
+ * arithmetic for float32/bfloat16 pairs, float16 arithmetic for float16 pairs done as numpy does it
+ * (widen to float32, operate, round to float16 to nearest even), float64 for the dot products and
+ * the absolute difference. Maxima and counts are therefore identical to the numpy kernel. The dot
+ * products are summed in a fixed order of our own (8 interleaved lanes, combined pairwise), not
+ * BLAS's, so Cosine may differ from a single np.dot in the last bits; metrics.py only uses this
+ * kernel for tensors larger than one chunk, where the numpy kernel is not bit-exact either.
+ *
+ * Determinism: the AVX2/F16C loop and the portable loop perform the same IEEE operations in the
+ * same order (lane j of the 8 accumulators takes elements i with i % 8 == j), and the build
+ * disables floating-point contraction (-ffp-contract=off), so results do not depend on the CPU.
+ *
+ * Elements that are inf or NaN are not handled here: the call reports them and the caller redoes
+ * that chunk with the numpy kernel, which applies msprobe's position check.
+ *
+ * Interface (buffers are C-contiguous, native byte order, same element count):
+ *   stats(npu, bench, npu_kind, bench_kind, compat, eps, t1, t5) -> tuple | None
+ *     kinds: 0 float32, 1 bfloat16 (raw uint16 bits), 2 float16 (raw uint16 bits);
+ *     float16 must pair with float16, float32/bfloat16 with float32/bfloat16.
+ *     eps: the bench dtype's machine epsilon; t1, t5: 0.001 and 0.005 in the compute dtype.
+ *     Returns (dot_nb, dot_nn, dot_bb, max_abs, max_rel, rel_nan, c1, c5, had_zero), or None
+ *     when an element is inf or NaN (the caller then uses the numpy kernel for these elements).
+ *   isa() -> "avx2" | "generic";  use_generic(flag) forces the portable loop (tests).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#define MSQ_X86 1
+#include <immintrin.h>
+#else
+#define MSQ_X86 0
+#endif
+
+enum { KIND_F32 = 0, KIND_BF16 = 1, KIND_F16 = 2 };
+#define LANES 8
+/* lane counters are int32 in the vector loop: flush them at least this often (elements) */
+#define FLUSH_ELEMS (1 << 24)
+
+typedef struct {
+    double nb[LANES], nn[LANES], bb[LANES];
+    double amax;
+    float rmax;
+    int rnan, bad, zero;
+    int64_t c1, c5;
+} Acc;
+
+static void acc_init(Acc *a) {
+    memset(a, 0, sizeof(*a));
+    a->amax = 0.0; /* |x| >= 0, and a pair reaching here has at least one element */
+    a->rmax = -INFINITY;
+}
+
+/* ------------------------------------------------------------------ float16 <-> float32 (portable) */
+
+static float h2f(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t e = (h >> 10) & 0x1fu, m = h & 0x3ffu, bits;
+    if (e == 0) {
+        float v = ldexpf((float)m, -24); /* zero or subnormal: exact */
+        return sign ? -v : v;
+    }
+    if (e == 31)
+        bits = sign | 0x7f800000u | (m << 13);
+    else
+        bits = sign | ((e + 112u) << 23) | (m << 13);
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+/* float32 -> float16 bits, round to nearest even, overflow to inf (IEEE, as numpy's conversion). */
+static uint16_t f2h(float value) {
+    uint32_t f;
+    memcpy(&f, &value, 4);
+    uint32_t sign = f & 0x80000000u;
+    f ^= sign;
+    uint16_t out;
+    if (f >= (143u << 23)) {                   /* >= 2^16 (or inf/NaN): inf or NaN */
+        out = (f > 0x7f800000u) ? 0x7e00 : 0x7c00;
+    } else if (f < (113u << 23)) {             /* below 2^-14: float16 subnormal or zero */
+        const uint32_t magic_bits = 126u << 23; /* 0.5: aligns the subnormal ulp, rounds by FPU */
+        float v, magic;
+        memcpy(&v, &f, 4);
+        memcpy(&magic, &magic_bits, 4);
+        v += magic;
+        uint32_t vb;
+        memcpy(&vb, &v, 4);
+        out = (uint16_t)(vb - magic_bits);
+    } else {                                    /* normal: rebias, round to nearest even */
+        uint32_t odd = (f >> 13) & 1u;
+        f += (uint32_t)(15 - 127) * (1u << 23) + 0xfffu + odd;
+        out = (uint16_t)(f >> 13);              /* a carry into the exponent rounds up to inf */
+    }
+    return (uint16_t)(out | (sign >> 16));
+}
+
+static float round_half(float x) { return h2f(f2h(x)); }
+
+static float bf16_to_f(uint16_t h) {
+    uint32_t bits = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+static inline float load_value(const void *p, Py_ssize_t i, int kind) {
+    switch (kind) {
+    case KIND_F32: return ((const float *)p)[i];
+    case KIND_BF16: return bf16_to_f(((const uint16_t *)p)[i]);
+    default: return h2f(((const uint16_t *)p)[i]);
+    }
+}
+
+/* --------------------------------------------------------------------------- the portable loop */
+
+/* One element pair, into lane `lane`. The reference semantics; the vector loop mirrors it. */
+static inline void step(Acc *a, int lane, float n, float b, int half, int compat, float eps,
+                        float t1, float t5) {
+    if (!isfinite(n) || !isfinite(b)) a->bad = 1;
+    int zero = (b == 0.0f);
+    a->zero |= zero;
+    float e = zero ? eps : 0.0f; /* numpy adds eps*[b==0] to every element, as here */
+    float bs = b + e;
+    float ns = n + e;
+    if (half) ns = round_half(ns);
+    float d = ns - bs;
+    if (half) d = round_half(d);
+    float q = d / bs;
+    if (half) q = round_half(q);
+    float r = fabsf(q);
+    if (r != r)
+        a->rnan = 1;
+    else if (r > a->rmax)
+        a->rmax = r;
+    a->c1 += (r < t1);
+    a->c5 += (r < t5);
+    double dn = compat ? (double)ns : (double)n;
+    double db = compat ? (double)bs : (double)b;
+    a->nb[lane] += dn * db;
+    a->nn[lane] += dn * dn;
+    a->bb[lane] += db * db;
+    double ad = fabs(dn - db);
+    if (ad > a->amax) a->amax = ad;
+}
+
+static void run_generic(Acc *a, const void *np_, const void *bp, Py_ssize_t k, int nk, int bk,
+                        int compat, float eps, float t1, float t5) {
+    int half = (bk == KIND_F16);
+    for (Py_ssize_t i = 0; i < k; i++)
+        step(a, (int)(i % LANES), load_value(np_, i, nk), load_value(bp, i, bk), half, compat, eps,
+             t1, t5);
+}
+
+/* ---------------------------------------------------------------------- the AVX2 + F16C loop */
+#if MSQ_X86
+#define AVX_TARGET __attribute__((target("avx2,f16c")))
+
+AVX_TARGET static inline __m256 load8(const void *p, Py_ssize_t i, int kind) {
+    switch (kind) {
+    case KIND_F32: return _mm256_loadu_ps((const float *)p + i);
+    case KIND_BF16: {
+        __m128i h = _mm_loadu_si128((const __m128i *)((const uint16_t *)p + i));
+        return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+    }
+    default: return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)p + i)));
+    }
+}
+
+AVX_TARGET static inline __m256 round_half8(__m256 x) {
+    return _mm256_cvtph_ps(_mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+}
+
+AVX_TARGET static inline double hmax_pd(__m256d v) {
+    double t[4];
+    _mm256_storeu_pd(t, v);
+    double m = t[0];
+    for (int j = 1; j < 4; j++)
+        if (t[j] > m) m = t[j];
+    return m;
+}
+
+AVX_TARGET static inline float hmax_ps(__m256 v) {
+    float t[8];
+    _mm256_storeu_ps(t, v);
+    float m = t[0];
+    for (int j = 1; j < 8; j++)
+        if (t[j] > m) m = t[j];
+    return m;
+}
+
+AVX_TARGET static inline int64_t hsum_epi32(__m256i v) {
+    int32_t t[8];
+    _mm256_storeu_si256((__m256i *)t, v);
+    int64_t s = 0;
+    for (int j = 0; j < 8; j++) s += t[j];
+    return s;
+}
+
+AVX_TARGET static void run_avx2(Acc *a, const void *np_, const void *bp, Py_ssize_t k, int nk,
+                                int bk, int compat, float eps, float t1, float t5) {
+    const int half = (bk == KIND_F16);
+    const __m256 zero_ps = _mm256_setzero_ps(), eps8 = _mm256_set1_ps(eps);
+    const __m256 t1v = _mm256_set1_ps(t1), t5v = _mm256_set1_ps(t5);
+    const __m256 abs_ps = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    const __m256d abs_pd = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7fffffffffffffffLL));
+    const __m256i expmask = _mm256_set1_epi32(0x7f800000);
+    __m256d nb_lo = _mm256_loadu_pd(a->nb), nb_hi = _mm256_loadu_pd(a->nb + 4);
+    __m256d nn_lo = _mm256_loadu_pd(a->nn), nn_hi = _mm256_loadu_pd(a->nn + 4);
+    __m256d bb_lo = _mm256_loadu_pd(a->bb), bb_hi = _mm256_loadu_pd(a->bb + 4);
+    __m256d amax = _mm256_set1_pd(a->amax);
+    __m256 rmax = _mm256_set1_ps(a->rmax);
+    __m256 nanacc = zero_ps, zeroacc = zero_ps;
+    __m256i badacc = _mm256_setzero_si256(), c1 = _mm256_setzero_si256(),
+            c5 = _mm256_setzero_si256();
+    Py_ssize_t body = k - k % LANES, since_flush = 0;
+    for (Py_ssize_t i = 0; i < body; i += LANES) {
+        __m256 n = load8(np_, i, nk), b = load8(bp, i, bk);
+        /* inf/NaN: exponent bits all ones */
+        badacc = _mm256_or_si256(
+            badacc, _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_castps_si256(n), expmask), expmask));
+        badacc = _mm256_or_si256(
+            badacc, _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_castps_si256(b), expmask), expmask));
+        __m256 z = _mm256_cmp_ps(b, zero_ps, _CMP_EQ_OQ);
+        zeroacc = _mm256_or_ps(zeroacc, z);
+        __m256 e = _mm256_and_ps(z, eps8);
+        __m256 bs = _mm256_add_ps(b, e);
+        __m256 ns = _mm256_add_ps(n, e);
+        __m256 d, q;
+        if (half) {
+            ns = round_half8(ns);
+            d = round_half8(_mm256_sub_ps(ns, bs));
+            q = round_half8(_mm256_div_ps(d, bs));
+        } else {
+            d = _mm256_sub_ps(ns, bs);
+            q = _mm256_div_ps(d, bs);
+        }
+        __m256 r = _mm256_and_ps(q, abs_ps);
+        nanacc = _mm256_or_ps(nanacc, _mm256_cmp_ps(r, r, _CMP_UNORD_Q));
+        rmax = _mm256_max_ps(r, rmax); /* a NaN r yields the second operand: NaN is skipped */
+        c1 = _mm256_sub_epi32(c1, _mm256_castps_si256(_mm256_cmp_ps(r, t1v, _CMP_LT_OQ)));
+        c5 = _mm256_sub_epi32(c5, _mm256_castps_si256(_mm256_cmp_ps(r, t5v, _CMP_LT_OQ)));
+        __m256 dn = compat ? ns : n, db = compat ? bs : b;
+        __m256d n_lo = _mm256_cvtps_pd(_mm256_castps256_ps128(dn));
+        __m256d n_hi = _mm256_cvtps_pd(_mm256_extractf128_ps(dn, 1));
+        __m256d b_lo = _mm256_cvtps_pd(_mm256_castps256_ps128(db));
+        __m256d b_hi = _mm256_cvtps_pd(_mm256_extractf128_ps(db, 1));
+        nb_lo = _mm256_add_pd(nb_lo, _mm256_mul_pd(n_lo, b_lo));
+        nb_hi = _mm256_add_pd(nb_hi, _mm256_mul_pd(n_hi, b_hi));
+        nn_lo = _mm256_add_pd(nn_lo, _mm256_mul_pd(n_lo, n_lo));
+        nn_hi = _mm256_add_pd(nn_hi, _mm256_mul_pd(n_hi, n_hi));
+        bb_lo = _mm256_add_pd(bb_lo, _mm256_mul_pd(b_lo, b_lo));
+        bb_hi = _mm256_add_pd(bb_hi, _mm256_mul_pd(b_hi, b_hi));
+        amax = _mm256_max_pd(_mm256_and_pd(_mm256_sub_pd(n_lo, b_lo), abs_pd), amax);
+        amax = _mm256_max_pd(_mm256_and_pd(_mm256_sub_pd(n_hi, b_hi), abs_pd), amax);
+        since_flush += LANES;
+        if (since_flush >= FLUSH_ELEMS) {
+            a->c1 += hsum_epi32(c1);
+            a->c5 += hsum_epi32(c5);
+            c1 = c5 = _mm256_setzero_si256();
+            since_flush = 0;
+        }
+    }
+    a->c1 += hsum_epi32(c1);
+    a->c5 += hsum_epi32(c5);
+    _mm256_storeu_pd(a->nb, nb_lo);
+    _mm256_storeu_pd(a->nb + 4, nb_hi);
+    _mm256_storeu_pd(a->nn, nn_lo);
+    _mm256_storeu_pd(a->nn + 4, nn_hi);
+    _mm256_storeu_pd(a->bb, bb_lo);
+    _mm256_storeu_pd(a->bb + 4, bb_hi);
+    double am = hmax_pd(amax);
+    if (am > a->amax) a->amax = am;
+    float rm = hmax_ps(rmax);
+    if (rm > a->rmax) a->rmax = rm;
+    if (_mm256_movemask_ps(nanacc)) a->rnan = 1;
+    if (_mm256_movemask_ps(zeroacc)) a->zero = 1;
+    if (!_mm256_testz_si256(badacc, badacc)) a->bad = 1;
+    /* the tail goes through the portable step, into the same lanes */
+    for (Py_ssize_t i = body; i < k; i++)
+        step(a, (int)(i % LANES), load_value(np_, i, nk), load_value(bp, i, bk), half, compat, eps,
+             t1, t5);
+}
+#endif
+
+/* ------------------------------------------------------------------------------ module glue */
+
+static int force_generic = 0;
+
+static int have_avx2(void) {
+#if MSQ_X86
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+#else
+    return 0;
+#endif
+}
+
+static double lane_sum(const double *v) {
+    return ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7]));
+}
+
+static Py_ssize_t kind_size(int kind) { return kind == KIND_F32 ? 4 : 2; }
+
+static PyObject *fused_stats(PyObject *self, PyObject *args) {
+    Py_buffer nbuf, bbuf;
+    int nk, bk, compat;
+    float eps, t1, t5;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "y*y*iipfff", &nbuf, &bbuf, &nk, &bk, &compat, &eps, &t1, &t5))
+        return NULL;
+    PyObject *result = NULL;
+    int ok_kinds = (nk >= 0 && nk <= 2 && bk >= 0 && bk <= 2) &&
+                   ((nk == KIND_F16) == (bk == KIND_F16));
+    if (!ok_kinds) {
+        PyErr_SetString(PyExc_ValueError, "unsupported dtype pair for the fused kernel");
+        goto done;
+    }
+    Py_ssize_t k = nbuf.len / kind_size(nk);
+    if (nbuf.len % kind_size(nk) || bbuf.len % kind_size(bk) || bbuf.len / kind_size(bk) != k) {
+        PyErr_SetString(PyExc_ValueError, "npu and bench buffers hold different element counts");
+        goto done;
+    }
+    Acc a;
+    acc_init(&a);
+    Py_BEGIN_ALLOW_THREADS
+#if MSQ_X86
+    if (!force_generic && have_avx2())
+        run_avx2(&a, nbuf.buf, bbuf.buf, k, nk, bk, compat, eps, t1, t5);
+    else
+#endif
+        run_generic(&a, nbuf.buf, bbuf.buf, k, nk, bk, compat, eps, t1, t5);
+    Py_END_ALLOW_THREADS
+    if (a.bad) {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    result = Py_BuildValue("(dddddiLLi)", lane_sum(a.nb), lane_sum(a.nn), lane_sum(a.bb), a.amax,
+                           (double)a.rmax, a.rnan, (long long)a.c1, (long long)a.c5, a.zero);
+done:
+    PyBuffer_Release(&nbuf);
+    PyBuffer_Release(&bbuf);
+    return result;
+}
+
+static PyObject *fused_isa(PyObject *self, PyObject *noargs) {
+    (void)self;
+    (void)noargs;
+    return PyUnicode_FromString(!force_generic && have_avx2() ? "avx2" : "generic");
+}
+
+static PyObject *fused_use_generic(PyObject *self, PyObject *arg) {
+    (void)self;
+    int flag = PyObject_IsTrue(arg);
+    if (flag < 0) return NULL;
+    force_generic = flag;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"stats", fused_stats, METH_VARARGS,
+     "stats(npu, bench, npu_kind, bench_kind, compat, eps, t1, t5) -> (dot_nb, dot_nn, dot_bb, "
+     "max_abs, max_rel, rel_nan, c1, c5, had_zero) or None when an inf/NaN was seen"},
+    {"isa", fused_isa, METH_NOARGS, "isa() -> 'avx2' or 'generic': the loop stats() runs"},
+    {"use_generic", fused_use_generic, METH_O, "use_generic(flag): force the portable loop"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_fused", "One-pass tensor-pair metric aggregates (see _fused.c).", -1,
+    methods, NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__fused(void) { return PyModule_Create(&module); }
