@@ -1,0 +1,213 @@
+"""The one-pass C kernel (msq.tensors._fused) against the numpy kernel, and its pipeline glue.
+
+The numpy kernel is the reference (it reproduces msprobe's numpy operations, and is checked
+against msprobe's golden outputs in test_pool.py). The C kernel must give exactly the same maxima
+and counts, dot products equal up to summation order, and the same bits from its AVX2 and its
+portable loop.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch  # noqa: TID253  (tests write real .pt files)
+
+from msq.errors import TensorFileError
+from msq.tensors import fused
+from msq.tensors.meta import TensorMeta
+from msq.tensors.metrics import DEFAULT_CHUNK, Stats, _chunk, compare_arrays, compare_metas
+from msq.tensors.reader import inspect_tensor
+
+KINDS = {"f32": fused.F32, "bf16": fused.BF16, "f16": fused.F16}
+
+
+@pytest.fixture(autouse=True)
+def _restore_loop() -> object:
+    yield
+    if fused.available():
+        fused._fused.use_generic(False)
+
+
+def test_kernel_is_built() -> None:
+    # CI installs with a compiler: a missing extension would silently cost 10x in tensor mode
+    assert fused.available(), "msq.tensors._fused was not built (pip install -e . compiles it)"
+    assert fused.isa() in ("avx2", "generic")
+
+
+def _raw(values: np.ndarray, kind: int) -> np.ndarray:
+    """Storage as the readers hand it over: float32, float16, or uint16 bits for bfloat16."""
+    if kind == fused.F32:
+        return values.astype(np.float32)
+    if kind == fused.F16:
+        return values.astype(np.float16)
+    bits = values.astype(np.float32).view(np.uint32) >> 16  # truncate to bfloat16
+    return bits.astype(np.uint16)
+
+
+def _numpy_stats(n_raw: np.ndarray, b_raw: np.ndarray, nk: int, bk: int, compat: bool) -> Stats:
+    st = Stats()
+    with np.errstate(all="ignore"):
+        _chunk(fused.values(n_raw, nk), fused.values(b_raw, bk), st, compat)
+    return st
+
+
+def _plan(nk: int, bk: int) -> fused.Plan:
+    rdt = np.float16 if bk == fused.F16 else np.float32
+    return fused.Plan(nk, bk, float(np.finfo(rdt).eps), float(rdt(0.001)), float(rdt(0.005)))
+
+
+def _both_loops(n_raw: np.ndarray, b_raw: np.ndarray, p: fused.Plan, compat: bool) -> tuple:
+    fused._fused.use_generic(False)
+    fast = fused.stats(n_raw, b_raw, p, compat)
+    fused._fused.use_generic(True)
+    portable = fused.stats(n_raw, b_raw, p, compat)
+    fused._fused.use_generic(False)
+    assert fast == portable or (fast is None and portable is None)
+    return fast
+
+
+def _assert_same(got: tuple, st: Stats) -> None:
+    nb, nn, bb, amax, rmax, rnan, c1, c5, _ = got
+    assert (amax, rmax, bool(rnan), c1, c5) == (st.amax, st.rmax, st.rnan, st.c1, st.c5)
+    for mine, ref in ((nb, st.dot_nb), (nn, st.dot_nn), (bb, st.dot_bb)):
+        assert math.isclose(mine, ref, rel_tol=1e-12, abs_tol=1e-300)
+
+
+def _pair(rng: np.random.Generator, k: int, scale: float, noise: float, zeros: float):
+    b = rng.standard_normal(k) * scale
+    b[rng.random(k) < zeros] = 0.0
+    n = b + rng.standard_normal(k) * scale * noise
+    n[rng.random(k) < zeros / 2] = 0.0
+    return n, b
+
+
+PAIRS = [("f32", "f32"), ("bf16", "bf16"), ("f16", "f16"), ("bf16", "f32"), ("f32", "bf16")]
+
+
+@pytest.mark.skipif(not fused.available(), reason="C kernel not built")
+@pytest.mark.parametrize("compat", [True, False])
+@pytest.mark.parametrize(("nk", "bk"), PAIRS)
+def test_matches_numpy_kernel(nk: str, bk: str, compat: bool) -> None:
+    rng = np.random.default_rng(hash((nk, bk, compat)) % 2**32)
+    p = _plan(KINDS[nk], KINDS[bk])
+    top = 3.0 if "f16" in (nk, bk) else 30.0  # float16 overflows at 65504
+    for trial in range(60):
+        k = int(rng.integers(1, 3000)) if trial % 4 else int(rng.integers(1, 20))  # tails
+        scale = 10 ** rng.uniform(-7, top)
+        n, b = _pair(rng, k, scale, 10 ** rng.uniform(-6, 0.5), float(rng.uniform(0, 0.6)))
+        n_raw, b_raw = _raw(n, KINDS[nk]), _raw(b, KINDS[bk])
+        st = _numpy_stats(n_raw, b_raw, KINDS[nk], KINDS[bk], compat)
+        if st.nanpos or not (np.isfinite(fused.values(n_raw, KINDS[nk])).all()):
+            continue  # float16 overflow in the cast: the None case is tested below
+        got = _both_loops(n_raw, b_raw, p, compat)
+        assert got is not None
+        _assert_same(got, st)
+
+
+@pytest.mark.skipif(not fused.available(), reason="C kernel not built")
+@pytest.mark.parametrize("compat", [True, False])
+def test_float16_rounding_edges(compat: bool) -> None:
+    """Differences that overflow float16, subnormals, ties: every rounding as numpy's float16."""
+    edge = np.array(
+        [65504, -65504, 65472, 6.1035e-05, 5.96e-08, 1e-7, 0.000977, 2049, 2050, 1.0, -1.0, 0.0],
+        dtype=np.float16,
+    )
+    rng = np.random.default_rng(7)
+    n = rng.choice(edge, 4001)
+    b = rng.choice(edge, 4001)
+    # every finite float16 pattern once, against a fixed partner
+    every = np.arange(0, 1 << 16, dtype=np.uint16).view(np.float16)
+    every = every[np.isfinite(every)]
+    n = np.concatenate([n, every, np.full(every.shape, np.float16(0.5))])
+    b = np.concatenate([b, np.full(every.shape, np.float16(0.25)), every])
+    n_raw, b_raw = n, b
+    st = _numpy_stats(n_raw, b_raw, fused.F16, fused.F16, compat)
+    got = _both_loops(n_raw, b_raw, _plan(fused.F16, fused.F16), compat)
+    _assert_same(got, st)
+    assert st.rmax == math.inf  # the set does overflow the float16 relative error
+
+
+@pytest.mark.skipif(not fused.available(), reason="C kernel not built")
+@pytest.mark.parametrize("bad", [np.inf, -np.inf, np.nan])
+@pytest.mark.parametrize("side", ["npu", "bench"])
+def test_inf_or_nan_is_reported_not_computed(bad: float, side: str) -> None:
+    n = np.linspace(-1, 1, 33, dtype=np.float32)
+    b = n.copy()
+    (n if side == "npu" else b)[17] = bad
+    assert _both_loops(n, b, _plan(fused.F32, fused.F32), True) is None
+
+
+def _save(path: Path, values: np.ndarray, dtype: torch.dtype) -> TensorMeta:
+    torch.save(torch.from_numpy(values).to(dtype), path)
+    return inspect_tensor(str(path), None)
+
+
+@pytest.mark.skipif(not fused.available(), reason="C kernel not built")
+@pytest.mark.parametrize("compat", [True, False])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+def test_large_pt_files_give_the_numpy_kernels_cells(
+    tmp_path: Path, dtype: torch.dtype, compat: bool
+) -> None:
+    """End to end through .pt files (mmap path), several chunks, zeros in bench, an inf at the
+    same position on both sides in one chunk (that chunk falls back to numpy)."""
+    rng = np.random.default_rng(3)
+    k = 5 * DEFAULT_CHUNK + 1234  # > 1 MiB even in 2-byte dtypes: memory-mapped, not read whole
+    n, b = _pair(rng, k, 2.0, 1e-3, 0.2)
+    n, b = n.astype(np.float32), b.astype(np.float32)
+    n[DEFAULT_CHUNK + 5] = b[DEFAULT_CHUNK + 5] = np.inf
+    nm, bm = _save(tmp_path / "n.pt", n, dtype), _save(tmp_path / "b.pt", b, dtype)
+    assert nm.data is None and fused.plan(nm, bm) is not None  # really the mmap + C path
+    got = compare_metas(nm, bm, compat=compat)
+    ref = compare_arrays(
+        torch.from_numpy(n).to(dtype).float().numpy() if dtype == torch.bfloat16
+        else torch.from_numpy(n).to(dtype).numpy(),
+        torch.from_numpy(b).to(dtype).float().numpy() if dtype == torch.bfloat16
+        else torch.from_numpy(b).to(dtype).numpy(),
+        compat=compat,
+    )  # fmt: skip
+    assert got[1:] == ref[1:]
+    assert math.isclose(got.cosine, ref.cosine, abs_tol=2e-12)
+
+
+def test_nanpos_in_a_later_chunk(tmp_path: Path) -> None:
+    k = 2 * DEFAULT_CHUNK + 10
+    n = np.ones(k, dtype=np.float32)
+    b = n.copy()
+    n[DEFAULT_CHUNK + 3] = np.nan
+    nm, bm = _save(tmp_path / "n.pt", n, torch.float32), _save(tmp_path / "b.pt", b, torch.float32)
+    assert compare_metas(nm, bm, compat=True).status == "nanpos"
+
+
+def test_unsupported_layouts_take_the_numpy_kernel(tmp_path: Path) -> None:
+    f64 = _save(tmp_path / "d.pt", np.ones(10, np.float64), torch.float64)
+    f32 = _save(tmp_path / "f.pt", np.ones(10, np.float32), torch.float32)
+    f16 = _save(tmp_path / "h.pt", np.ones(10, np.float32), torch.float16)
+    torch.save(torch.ones(4, 6).t(), tmp_path / "t.pt")
+    strided = inspect_tensor(str(tmp_path / "t.pt"), None)
+    assert fused.plan(f64, f64) is None
+    assert fused.plan(f16, f32) is None  # float16 against float32: numpy's promotion rules
+    assert fused.plan(strided, strided) is None
+    assert (fused.plan(f32, f32) is not None) == fused.available()
+
+
+def test_truncated_file_is_an_error_not_a_crash(tmp_path: Path) -> None:
+    meta = _save(tmp_path / "n.pt", np.ones(1 << 19, np.float32), torch.float32)
+    size = os.path.getsize(meta.path)
+    os.truncate(meta.path, size - 4096)
+    with pytest.raises(TensorFileError, match="truncated"):
+        fused.raw_range(meta, 0, meta.numel)
+
+
+def test_msq_no_fused_forces_numpy() -> None:
+    code = "from msq.tensors import fused; print(fused.isa())"
+    out = subprocess.run(
+        [sys.executable, "-c", code], env={**os.environ, "MSQ_NO_FUSED": "1"},
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert out.stdout.strip() == "numpy"
