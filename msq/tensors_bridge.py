@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import duckdb
@@ -22,7 +23,11 @@ def fill_tensor_metrics(con: duckdb.DuckDBPyConnection, npu_dir: Path, bench_dir
     Files are ``<displayed name><ext>`` inside each side's dump_tensor_data (spec §4.3.1), the
     extension taken from each side's own data_name (.pt for PyTorch, .npy for MindSpore).
     """
+    from msq.tensors import fused
     from msq.tensors.pool import TensorJob, compute_metrics
+
+    # "numpy" means the C kernel was not built (no compiler at install): ~10x slower on big tensors
+    logging.getLogger("msq").info("tensor kernel: %s", fused.isa())
 
     rows = con.execute("""
         SELECT r.out_seq, n.disp_name, b.disp_name, n.data_name, b.data_name
