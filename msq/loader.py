@@ -7,7 +7,10 @@ the parsed JSON never lives in the parent.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import os
+from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,8 +54,30 @@ def _has_md5(data: dict[str, Any]) -> bool:
     return False
 
 
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause Python's cycle collector while a dump is parsed and flattened.
+
+    Parsing and flattening allocate millions of dicts, lists and tuples and free none of them until
+    the end, so every collection walks them all again: ~1.3 s of a 3 s read of a 20 MB dump.json.
+    They hold no reference cycles, so reference counting frees them without the collector.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def read_side(side: str, path: Path, compat: bool) -> SideData:
     """Parse and flatten one dump.json."""
+    with gc_paused():
+        return _read_side(side, path, compat)
+
+
+def _read_side(side: str, path: Path, compat: bool) -> SideData:
     from msq.mindspore import looks_like_mindspore
 
     doc = read_dump(path)
