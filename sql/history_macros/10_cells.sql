@@ -1,6 +1,16 @@
 -- Cell -> typed history columns (used by the sql/history_record views in the compare's connection).
 -- The number of a cell: numbers and booleans as DOUBLE, "nan"/"inf"/"-inf" texts as NaN/inf.
-CREATE OR REPLACE MACRO hist_num(c) AS (finite_or_text(cell_text(c), cell_num(c)));
+-- (What finite_or_text(cell_text(c), cell_num(c)) gives, without printing every number as text
+-- first: that cost a second per 100,000 statistics rows. Any NaN is stored as the one 'nan'.)
+CREATE OR REPLACE MACRO hist_num(c) AS (
+  CASE union_tag(c)
+    WHEN 'n' THEN CASE WHEN isnan(union_extract(c, 'n')) THEN 'nan'::DOUBLE
+                       ELSE union_extract(c, 'n') END
+    WHEN 'b' THEN CAST(union_extract(c, 'b') AS DOUBLE)
+    WHEN 's' THEN CASE replace(union_extract(c, 's'), chr(9), '')
+                    WHEN 'inf' THEN 'inf'::DOUBLE WHEN '-inf' THEN '-inf'::DOUBLE
+                    WHEN 'nan' THEN 'nan'::DOUBLE END
+  END);
 -- The text of a cell that is text (msprobe's trailing TAB after nan/inf dropped); NULL for numbers.
 CREATE OR REPLACE MACRO hist_text(c) AS (
   CASE WHEN union_tag(c) = 's' THEN replace(union_extract(c, 's'), chr(9), '') END);
