@@ -1,8 +1,10 @@
 """The history database: every compare kept in a DuckDB file, for ``msq sql`` and ``msq runs``.
 
-Recording happens from the compare's own in-memory connection: the history file is ATTACHed,
-the compare's metadata and all its output rows are written with one ``INSERT ... SELECT`` each,
-in one transaction, and the file is detached again so that other processes can take their turn.
+Recording happens from a second connection (a cursor) of the compare's in-memory database, in a
+thread (:class:`Recorder`): the history file is ATTACHed and all output rows are written with one
+``INSERT ... SELECT`` while the outputs are being written; once they exist the compare's metadata
+row follows and the one transaction commits. The file is then detached so that other processes
+can take their turn.
 DuckDB lets one process at a time open a file for writing; a process that finds the file locked
 waits with backoff (``MSQ_DB_TIMEOUT`` seconds, default 60) instead of failing.
 
@@ -14,6 +16,7 @@ and ``sql/history_record/`` (views over the compare's tables that produce the ro
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import logging
@@ -21,6 +24,7 @@ import os
 import random
 import re
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -98,13 +102,15 @@ def _first_lines(err: BaseException) -> str:
     return " ".join(line.strip() for line in head.splitlines() if line.strip())
 
 
-def with_lock_retry(action: Callable[[], T], path: Path, timeout: float) -> T:
+def with_lock_retry(action: Callable[[], T], path: Path, timeout: float,
+                    stop: threading.Event | None = None) -> T:
     """Run ``action`` (open or ATTACH ``path``), retrying while another process holds its lock.
 
     Args:
         action: opens the database; raises duckdb.IOException when the file is locked.
         path: the database, for messages.
         timeout: seconds to keep trying.
+        stop: set by another thread to give up waiting (raises ``_Aborted``).
 
     Returns:
         What ``action`` returned.
@@ -129,7 +135,11 @@ def with_lock_retry(action: Callable[[], T], path: Path, timeout: float) -> T:
                          path, timeout)
                 waited = True
             # jitter keeps two waiting processes from retrying in lockstep
-            time.sleep(min(remaining, delay * random.uniform(0.5, 1.0)))
+            pause = min(remaining, delay * random.uniform(0.5, 1.0))
+            if stop is None:
+                time.sleep(pause)
+            elif stop.wait(pause):
+                raise _Aborted
             delay = min(delay * 2, 1.0)
         except duckdb.Error as err:
             raise _open_error(path, err) from None
@@ -299,35 +309,134 @@ def compare_row(ctx: RecordContext, con: duckdb.DuckDBPyConnection) -> dict[str,
     }
 
 
-def record_compare(con: duckdb.DuckDBPyConnection, ctx: RecordContext,
-                   timeout: float | None = None) -> int:
-    """Record one finished compare (its metadata and every output row) into the history file.
+class _Aborted(Exception):
+    """The compare stopped (an error or Ctrl-C in the main thread): roll the history back."""
 
-    Args:
-        con: the compare's connection (result views loaded).
-        ctx: inputs, options and result of the compare.
-        timeout: seconds to wait for a locked file (default ``$MSQ_DB_TIMEOUT`` or 60).
 
-    Returns:
-        The new ``compare_id``.
+class Recorder:
+    """Records one compare into the history file from a thread, while its outputs are written.
+
+    Inserting every output row costs about a second per 100,000 rows and runs on one core, as
+    does most of writing the workbook; DuckDB releases the GIL, so the two overlap. The output
+    rows go in first; the ``compares`` row, which names the files written and the time taken,
+    follows once :meth:`finish` hands it over, and only then is the transaction committed.
+    :meth:`abort` (the outputs failed, or Ctrl-C) rolls it back: the file is left as it was.
+
+    The thread owns its own connection (a cursor of the compare's database), where the
+    ``hist_result`` view lives; the main thread does not touch that connection.
     """
-    path = resolve_db_path(ctx.opts.db, ctx.output_dir)
-    if not path.parent.is_dir():
-        raise HistoryError(f"{path}: its folder does not exist; create it or choose another --db")
-    row = compare_row(ctx, con)
-    rows_sql = prepare_rows(con, ctx.result.mode)
-    try:
-        with_lock_retry(lambda: con.execute(f"ATTACH '{_sql_str(path)}' AS {ALIAS}"), path,
-                        lock_timeout(timeout))
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, mode: str, path: Path,
+                 timeout: float | None = None) -> None:
+        self.path = path
+        self.compare_id: int | None = None
+        self._cursor = con.cursor()
+        self._rows_sql = prepare_rows(self._cursor, mode)
+        self._timeout = lock_timeout(timeout)
+        self._row: dict[str, Any] | None = None
+        self._go = threading.Event()    # set when the compares row is handed over (or on abort)
+        self._stop = threading.Event()  # set on abort
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="msq-history", daemon=True)
+        self._thread.start()
+
+    def finish(self, row: dict[str, Any]) -> int:
+        """Hand over the ``compares`` row (the outputs exist), wait for the commit.
+
+        Returns:
+            The new ``compare_id``.
+        """
+        self._row = row
+        self._go.set()
+        self._join()
+        if self._error is not None:
+            raise self._error
+        assert self.compare_id is not None
+        log.info("recorded compare %d (%d rows) in %s", self.compare_id,
+                 row.get("n_rows", 0), self.path)
+        return self.compare_id
+
+    def abort(self) -> None:
+        """Stop recording and roll back; the history file is left unchanged."""
+        self._stop.set()
+        self._go.set()
+        if self._thread.is_alive():
+            with contextlib.suppress(duckdb.Error):  # the thread may have closed it just now
+                self._cursor.interrupt()
+        self._join()
+
+    def _join(self) -> None:
+        # In short waits: a SIGINT that the kernel hands to another thread (this one's, or
+        # DuckDB's) still runs Python's handler, in the main thread, within 0.1 s.
+        while self._thread.is_alive():
+            self._thread.join(0.1)
+
+    # -- the thread -------------------------------------------------------------------------
+    def _run(self) -> None:
         try:
-            compare_id = _write(con, path, row, rows_sql)
-            con.execute(f"CHECKPOINT {ALIAS}")
+            self.compare_id = self._record()
+        except BaseException as err:  # noqa: BLE001 (re-raised in the main thread by finish())
+            self._error = err
         finally:
-            con.execute(f"DETACH {ALIAS}")
-    finally:
-        con.execute("DROP TABLE IF EXISTS temp.hist_result")
-    log.info("recorded compare %d (%d rows) in %s", compare_id, ctx.result.rows, path)
-    return compare_id
+            self._cursor.close()  # drops the temp view hist_result with it
+
+    def _record(self) -> int:
+        if not self.path.parent.is_dir():
+            raise HistoryError(f"{self.path}: its folder does not exist; create it or choose "
+                               "another --db")
+        cur = self._cursor
+        with_lock_retry(lambda: cur.execute(f"ATTACH '{_sql_str(self.path)}' AS {ALIAS}"),
+                        self.path, self._timeout, self._stop)
+        try:
+            compare_id = self._write()
+            cur.execute(f"CHECKPOINT {ALIAS}")
+        finally:
+            cur.execute(f"DETACH {ALIAS}")
+        return compare_id
+
+    def _write(self) -> int:
+        cur, path = self._cursor, self.path
+        home = _scalar(cur, "SELECT current_database()")
+        cur.execute("BEGIN TRANSACTION")
+        try:
+            cur.execute(f"USE {ALIAS}")
+            ensure_schema(cur, ALIAS, path)
+            _load_history_views(cur)
+            cur.execute(f'USE "{home}"')
+            compare_id = int(_scalar(cur, "SELECT coalesce(max(compare_id), 0) + 1 "
+                                          f"FROM {ALIAS}.compares"))
+            cur.execute(f"INSERT INTO {ALIAS}.result_rows BY NAME "
+                        f"SELECT ?::BIGINT AS compare_id, * FROM (\n{self._rows_sql}\n)",
+                        [compare_id])
+            _insert_compare(cur, compare_id, self._wait_for_row())
+            self._before_commit()
+            cur.execute("COMMIT")
+            return compare_id
+        except BaseException as err:
+            _rollback(cur, home)
+            if isinstance(err, duckdb.Error) and not self._stop.is_set():
+                raise HistoryError(f"{path}: could not record the compare ({_first_lines(err)}); "
+                                   "the outputs were written, the history was left unchanged"
+                                   ) from err
+            raise
+
+    def _wait_for_row(self) -> dict[str, Any]:
+        self._go.wait()
+        if self._stop.is_set() or self._row is None:
+            raise _Aborted
+        return self._row
+
+    def _before_commit(self) -> None:
+        # the last point where an abort still leaves the file unchanged
+        if self._stop.is_set():
+            raise _Aborted
+
+
+def _insert_compare(cur: duckdb.DuckDBPyConnection, compare_id: int,
+                    row: dict[str, Any]) -> None:
+    cols = ["compare_id", *row]
+    cur.execute(f"INSERT INTO {ALIAS}.compares ({', '.join(cols)}) "
+                f"VALUES ({', '.join('?' for _ in cols)})", [compare_id, *row.values()])
 
 
 def _record_sql(name: str) -> tuple[str, str]:
@@ -337,46 +446,21 @@ def _record_sql(name: str) -> tuple[str, str]:
 
 
 def prepare_rows(con: duckdb.DuckDBPyConnection, mode: str) -> str:
-    """Materialise the compare's rows (``temp.hist_result``); return the SELECT to insert.
+    """Create the view ``temp.hist_result`` of the compare's rows; return the SELECT to insert.
 
-    The result views are deep (marks reads every result view); binding them once into a temp
-    table, and using the hist_rows file as a subquery rather than a view, keeps recording fast.
+    The result and marks are tables by now (materialised once for every reader), so the view
+    costs nothing to bind; it is temporary, private to ``con``, the recorder's own connection.
     """
     db.run_schema(con, "history_macros")
     ops_sql, ops_origin = _record_sql("hist_row_ops")
     db.create_view(con, "hist_row_ops", ops_sql, ops_origin)
     source, origin = _record_sql(f"hist_source_{mode}")
     try:
-        con.execute(f"CREATE OR REPLACE TEMP TABLE hist_result AS {source}")
+        con.execute(f"CREATE OR REPLACE TEMP VIEW hist_result AS {source}")
     except duckdb.Error as err:
         raise SqlFileError(f"{origin}: {err}") from err
     rows_sql, _ = _record_sql(f"hist_rows_{mode}")
     return rows_sql
-
-
-def _write(con: duckdb.DuckDBPyConnection, path: Path, row: dict[str, Any], rows_sql: str) -> int:
-    home = _scalar(con, "SELECT current_database()")
-    con.execute("BEGIN TRANSACTION")
-    try:
-        con.execute(f"USE {ALIAS}")
-        ensure_schema(con, ALIAS, path)
-        _load_history_views(con)
-        con.execute(f'USE "{home}"')
-        compare_id = int(_scalar(con, "SELECT coalesce(max(compare_id), 0) + 1 "
-                                      f"FROM {ALIAS}.compares"))
-        cols = ["compare_id", *row]
-        con.execute(f"INSERT INTO {ALIAS}.compares ({', '.join(cols)}) "
-                    f"VALUES ({', '.join('?' for _ in cols)})", [compare_id, *row.values()])
-        con.execute(f"INSERT INTO {ALIAS}.result_rows BY NAME "
-                    f"SELECT ?::BIGINT AS compare_id, * FROM (\n{rows_sql}\n)", [compare_id])
-        con.execute("COMMIT")
-        return compare_id
-    except BaseException as err:
-        _rollback(con, home)
-        if isinstance(err, duckdb.Error):
-            raise HistoryError(f"{path}: could not record the compare ({_first_lines(err)}); the "
-                               "outputs were written, the history was left unchanged") from err
-        raise
 
 
 def _rollback(con: duckdb.DuckDBPyConnection, home: str) -> None:

@@ -10,7 +10,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 
@@ -21,6 +21,9 @@ from msq.highlight import write_windows
 from msq.jsonio import read_stack
 from msq.loader import SideData, read_sides
 from msq.match_compat import write_compat_pairs
+
+if TYPE_CHECKING:
+    from msq.history import Recorder
 
 log = logging.getLogger("msq")
 
@@ -192,21 +195,41 @@ def run_single(inp: SingleInput, output_dir: Path, opts: Options, suffix: str = 
     result = CompareResult(mode=mode, npu_path=str(inp.npu_json), bench_path=str(inp.bench_json))
     summarize(con, mode, result)
     clock.lap("summary")
-    if result.rows == 0:
-        log.warning("Can`t match any op: no rows to compare; no workbook written")
-    else:
-        write_outputs(con, mode, output_dir, opts, suffix, stamp, result)
-        clock.lap("outputs")
-    if opts.record:  # the history database (msq/history.py); after the outputs exist
-        from msq.history import RecordContext, record_compare, resolve_db_path
+    recorder = start_recording(con, mode, opts, output_dir)
+    try:
+        if result.rows == 0:
+            log.warning("Can`t match any op: no rows to compare; no workbook written")
+        else:
+            write_outputs(con, mode, output_dir, opts, suffix, stamp, result)
+            clock.lap("outputs")
+        if recorder is not None:  # the compares row names the outputs: only now is it complete
+            from msq.history import RecordContext, compare_row
 
-        result.history_id = record_compare(con, RecordContext(inp, opts, result, output_dir, started,
-                                                              resolve_framework(opts, npu)))
-        result.history_db = resolve_db_path(opts.db, output_dir)
-        clock.lap("history")
+            ctx = RecordContext(inp, opts, result, output_dir, started, resolve_framework(opts, npu))
+            result.history_id = recorder.finish(compare_row(ctx, con))
+            result.history_db = recorder.path
+            clock.lap("history")
+    except BaseException:
+        if recorder is not None:
+            recorder.abort()
+        raise
     result.seconds = time.time() - started
     result.con = con
     return result
+
+
+def start_recording(con: duckdb.DuckDBPyConnection, mode: str, opts: Options,
+                    output_dir: Path) -> Recorder | None:
+    """Start recording into the history database (msq/history.py), unless ``--no-history``.
+
+    The output rows are inserted in a thread while the outputs are written; the record is
+    committed only once they exist (``Recorder.finish``).
+    """
+    if not opts.record:
+        return None
+    from msq.history import Recorder, resolve_db_path
+
+    return Recorder(con, mode, resolve_db_path(opts.db, output_dir))
 
 
 def summarize(con: duckdb.DuckDBPyConnection, mode: str, result: CompareResult) -> None:

@@ -15,6 +15,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -218,40 +219,65 @@ def _interrupt_loading(cfg: Path, out: Path) -> tuple[int, str, float]:
 
 def test_interrupt_inside_the_history_transaction(tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    """Deterministic: Ctrl-C after the compare's row went into the history but before its
-    output rows did. The transaction rolls back; the workbook, complete, stays."""
+    """Deterministic: Ctrl-C (a real SIGINT) when the compare's output rows and its compares row
+    are in the history transaction but not committed. The history thread waits until the main
+    thread has been interrupted; the transaction rolls back; the workbook, complete, stays."""
     from msq import history as hist
 
     db = tmp_path / "history.duckdb"
     small_first_compare(tmp_path / "first", db)
+    real = hist.Recorder._before_commit
+    seen: list[list[tuple[Any, ...]]] = []
 
-    class Interrupting:
-        """The compare's connection, with Ctrl-C arriving before the result_rows INSERT."""
+    def interrupted_before_commit(self: hist.Recorder) -> None:
+        seen.append(self._cursor.execute(
+            f"SELECT (SELECT count(*) FROM {hist.ALIAS}.compares), "
+            f"(SELECT count(*) FROM {hist.ALIAS}.result_rows)").fetchall())
+        os.kill(os.getpid(), signal.SIGINT)
+        assert self._stop.wait(30), "the main thread never aborted the recording"
+        real(self)
 
-        def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
-            self._con = con
-
-        def execute(self, sql: str, *args: Any) -> Any:
-            if sql.startswith(f"INSERT INTO {hist.ALIAS}.result_rows"):
-                assert self._con.execute(f"SELECT count(*) FROM {hist.ALIAS}.compares"
-                                         ).fetchall() == [(2,)]
-                raise KeyboardInterrupt
-            return self._con.execute(sql, *args)
-
-        def __getattr__(self, name: str) -> Any:
-            return getattr(self._con, name)
-
-    real = hist.record_compare
-    monkeypatch.setattr(hist, "record_compare",
-                        lambda con, ctx, *a: real(Interrupting(con), ctx, *a))  # type: ignore[arg-type]
+    monkeypatch.setattr(hist.Recorder, "_before_commit", interrupted_before_commit)
     data = {OP: fwd(t(mx=3.0), out=t())}
     out = tmp_path / "out"
     code, text = cli("compare", str(write_pair(tmp_path / "second", data, {OP: fwd(t(), out=t())})),
                      "-o", str(out), "--db", str(db), "-q")
+    assert seen == [[(2, 4)]]  # both rows of the second compare were in, uncommitted
     assert code == 130 and text.strip() == "msq: interrupted; no partial output was kept"
     assert history(db) == [(1, 2, 2)]
-    assert len(rows(only_xlsx(out))) == 2  # written before the history, complete
+    assert len(rows(only_xlsx(out))) == 2  # written before the history commit, complete
     assert [n for n in outputs(out) if n.startswith(".") or n.endswith(".tmp")] == []
+
+
+def test_interrupt_while_the_workbook_is_written_rolls_the_history_back(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C while the workbook is written and the history thread holds its transaction open:
+    no partial workbook, and the history file as it was."""
+    from msq import history as hist
+    from msq.export import outputs as out_mod
+
+    db = tmp_path / "history.duckdb"
+    small_first_compare(tmp_path / "first", db)
+    real_wait = hist.Recorder._wait_for_row
+    rows_in = threading.Event()
+
+    def wait_for_row(self: hist.Recorder) -> dict[str, Any]:
+        rows_in.set()  # the output rows are inserted; the compares row is awaited
+        return real_wait(self)
+
+    def write_xlsx(*args: Any, **kwargs: Any) -> int:
+        assert rows_in.wait(30), "the history thread never inserted the rows"
+        raise KeyboardInterrupt  # as the SIGINT handler does, in the middle of the workbook
+
+    monkeypatch.setattr(hist.Recorder, "_wait_for_row", wait_for_row)
+    monkeypatch.setattr(out_mod, "write_xlsx", write_xlsx)
+    data = {OP: fwd(t(mx=3.0), out=t())}
+    out = tmp_path / "out"
+    code, text = cli("compare", str(write_pair(tmp_path / "second", data, data)),
+                     "-o", str(out), "--db", str(db), "-q")
+    assert code == 130 and text.strip() == "msq: interrupted; no partial output was kept"
+    assert history(db) == [(1, 2, 2)]
+    assert outputs(out) == []
 
 
 @pytest.mark.slow
