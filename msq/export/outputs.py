@@ -91,7 +91,9 @@ def write_outputs(con: duckdb.DuckDBPyConnection, mode: str, out_dir: Path, opts
         with _writing(path):
             if fmt == "xlsx":
                 marks = None if mode == "md5" else "SELECT out_seq, mark FROM marks"
-                sheets = write_xlsx(con, SheetSpec(query, cols, cols, marks), path,
+                # the writer puts the rows in order itself, after rendering them
+                rows = f"SELECT * FROM {result_view(mode)}"
+                sheets = write_xlsx(con, SheetSpec(rows, cols, cols, marks), path,
                                     on_extra_sheet=lambda n, p=path: log.warning(
                                         "more than 1,048,575 rows: continuing on sheet %d of %s",
                                         n, p))
