@@ -172,17 +172,20 @@ def _warn_duplicate_ops(path: Path, text: str, data: dict[str, Any]) -> None:
 
 def read_stack(path: Path) -> dict[str, str]:
     """Read stack.json as op name -> the Python repr of its frame list (the cell text msprobe writes)."""
+    return {op: repr(frames) for op, frames in check_stack(path).items()}
+
+
+def check_stack(path: Path) -> dict[str, list[Any]]:
+    """Read stack.json and check its shape (op name -> list of frames); return it parsed."""
     doc = read_json(path, "stack.json")
     if not isinstance(doc, dict):
         raise DumpError(f"{path}: expected an object of op name -> list of frames, "
                         f"found a {type(doc).__name__}")
-    out: dict[str, str] = {}
     for op, frames in doc.items():
         if not isinstance(frames, list):
             raise DumpError(f"{path}: entry '{op}': expected a list of frames, "
                             f"found a {type(frames).__name__}")
-        out[op] = repr(frames)
-    return out
+    return doc
 
 
 def read_construct(path: Path) -> dict[str, Any]:
