@@ -47,6 +47,7 @@ SCHEMA_VERSION = 1
 DB_FILE = "msq.duckdb"
 ALIAS = "msq_history"
 DEFAULT_TIMEOUT = 60.0
+ROW_GROUP_ROWS = 32_768
 QUERY_FORMATS = ("table", "csv", "json", "parquet")
 T = TypeVar("T")
 
@@ -385,7 +386,12 @@ class Recorder:
             raise HistoryError(f"{self.path}: its folder does not exist; create it or choose "
                                "another --db")
         cur = self._cursor
-        with_lock_retry(lambda: cur.execute(f"ATTACH '{_sql_str(self.path)}' AS {ALIAS}"),
+        # Row groups of 32,768 rows (not 122,880): a 100,000-row compare then fills whole row
+        # groups, which DuckDB compresses and writes while the INSERT runs (here, alongside the
+        # workbook) instead of all at COMMIT (0.65 s after the outputs). Files of any row group
+        # size read the same; this costs ~10 % more disk.
+        with_lock_retry(lambda: cur.execute(f"ATTACH '{_sql_str(self.path)}' AS {ALIAS} "
+                                            f"(ROW_GROUP_SIZE {ROW_GROUP_ROWS})"),
                         self.path, self._timeout, self._stop)
         try:
             compare_id = self._write()
