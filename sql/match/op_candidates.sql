@@ -1,12 +1,8 @@
 -- description: NPU/bench op pairs whose row names agree (exactly, or without call counts under -f) and whose structures match (spec §3.2).
 WITH s AS (SELECT * FROM settings),
-keyed AS (
-  SELECT k.*, CASE WHEN (SELECT fuzzy FROM s) THEN fuzzy_key ELSE names_key END AS match_key
-  FROM op_keys k
-),
 named AS (
   SELECT n.op_seq AS npu_op, b.op_seq AS bench_op, n.n_in, n.n_out
-  FROM keyed n JOIN keyed b
+  FROM op_keys n JOIN op_keys b
     ON n.side = 'npu' AND b.side = 'bench' AND n.match_key = b.match_key
        AND n.n_in = b.n_in AND n.n_out = b.n_out
 ),

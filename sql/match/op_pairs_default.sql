@@ -1,10 +1,6 @@
 -- description: msq's default op pairing: the k-th NPU op of a key pairs with the k-th bench op of that key when structures match; unmatched ops on either side are kept, bench-only ops placed after the op that precedes them on the bench side.
-WITH s AS (SELECT * FROM settings),
-keyed AS (
-  SELECT k.*, CASE WHEN (SELECT fuzzy FROM s) THEN fuzzy_key ELSE names_key END AS match_key,
-         row_number() OVER (PARTITION BY side,
-                            CASE WHEN (SELECT fuzzy FROM s) THEN fuzzy_key ELSE names_key END
-                            ORDER BY op_seq) AS k
+WITH keyed AS (
+  SELECT k.*, row_number() OVER (PARTITION BY side, match_key ORDER BY op_seq) AS k
   FROM op_keys k
 ),
 paired AS (
