@@ -24,6 +24,7 @@ from msq.match_compat import write_compat_pairs
 
 if TYPE_CHECKING:
     from msq.history import Recorder
+    from msq.tensors_bridge import EarlyMetrics
 
 log = logging.getLogger("msq")
 
@@ -174,6 +175,20 @@ class _Clock:
 
 def run_single(inp: SingleInput, output_dir: Path, opts: Options, suffix: str = "") -> CompareResult:
     """Compare one NPU dump with one bench dump and write the outputs into ``output_dir``."""
+    from msq.tensors_bridge import EarlyMetrics
+
+    # tensors are most of a real-data compare: start on the same-named files while the dumps
+    # are read and matched (a statistics dump has no tensor directory: nothing starts)
+    early = EarlyMetrics.start(inp, opts)
+    try:
+        return _run_single(inp, output_dir, opts, suffix, early)
+    finally:
+        if early is not None:
+            early.cancel()  # a no-op once its rows were taken; stops the pool after an error
+
+
+def _run_single(inp: SingleInput, output_dir: Path, opts: Options, suffix: str,
+                early: EarlyMetrics | None) -> CompareResult:
     from msq.export.outputs import write_outputs
     from msq.tensors_bridge import fill_tensor_metrics
 
@@ -197,7 +212,7 @@ def run_single(inp: SingleInput, output_dir: Path, opts: Options, suffix: str = 
     pair_rows(con, pair_opts)
     clock.lap("match")
     if mode == "tensor":
-        fill_tensor_metrics(con, npu.tensor_dir, bench.tensor_dir, opts)
+        fill_tensor_metrics(con, npu.tensor_dir, bench.tensor_dir, opts, early)
         clock.lap("metrics")
     write_windows(con, opts.is_compat)
     # computed once, read by the summary, the workbook, the advisor and the history

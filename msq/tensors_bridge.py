@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
 
-from msq.config import Options
+from msq.config import Options, SingleInput
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from msq.tensors.pool import Background, TensorJob
+
+log = logging.getLogger("msq")
 
 
 def _ext(data_name: str | None, fallback: str) -> str:
@@ -16,18 +25,81 @@ def _ext(data_name: str | None, fallback: str) -> str:
     return fallback
 
 
+TENSOR_SUFFIXES = (".pt", ".npy")
+
+
+class EarlyMetrics:
+    """Tensor metrics started before the dumps are read, for the pairs the match will almost
+    surely make: a file name present in both sides' ``dump_tensor_data``.
+
+    Computing tensors is most of a real-data compare, and it does not need the match if the
+    pairs are guessed: both runs of one model dump the same names. The pool works on these
+    pairs while the dump.json files are read, loaded and matched; :func:`fill_tensor_metrics`
+    then takes the rows of the pairs the match really made (a result depends only on the two
+    files) and computes only the others. A guessed pair the match did not make is wasted work,
+    never a wrong row; an error in the early run (an unsafe file the compare may not even need)
+    only means its rows are computed again, where that error is then reported if it is real.
+    """
+
+    def __init__(self, background: Background, names: list[str], npu_dir: Path,
+                 bench_dir: Path) -> None:  # fmt: skip
+        self.background, self.names = background, names
+        self.dirs = (npu_dir, bench_dir)
+
+    @classmethod
+    def start(cls, inp: SingleInput, opts: Options) -> EarlyMetrics | None:
+        """Start on the same-named files of both tensor directories; None when there are none
+        (a statistics dump), or too few for a pool to pay off."""
+        from msq.tensors.pool import TensorJob, start_metrics
+
+        npu_dir = inp.npu_json.parent / "dump_tensor_data"
+        bench_dir = inp.bench_json.parent / "dump_tensor_data"
+        try:
+            names = sorted(_tensor_files(npu_dir) & _tensor_files(bench_dir))
+        except OSError:  # not a tensor dump, or unreadable: the compare itself will say so
+            return None
+        if not names:
+            return None
+        jobs = [TensorJob(i, name, name, str(npu_dir), str(bench_dir)) for i, name in
+                enumerate(names)]  # fmt: skip
+        background = start_metrics(jobs, compat=opts.is_compat, workers=opts.workers)
+        if background is None:
+            return None
+        log.info("tensor metrics: started on %d same-named file pairs while the dumps load",
+                 len(names))
+        return cls(background, names, npu_dir, bench_dir)
+
+    def take(self) -> tuple[pa.Table, dict[str, int]] | None:
+        """The early rows and their index by file name; None when the early run failed."""
+        try:
+            table = self.background.result()
+        except Exception as exc:  # noqa: BLE001  (recomputed by the caller, errors included)
+            log.debug("early tensor metrics dropped: %s", exc)
+            return None
+        return table, {name: i for i, name in enumerate(self.names)}
+
+    def cancel(self) -> None:
+        self.background.cancel()
+
+
+def _tensor_files(directory: Path) -> set[str]:
+    with os.scandir(directory) as entries:
+        return {e.name for e in entries if e.name.endswith(TENSOR_SUFFIXES) and e.is_file()}
+
+
 def fill_tensor_metrics(con: duckdb.DuckDBPyConnection, npu_dir: Path, bench_dir: Path,
-                        opts: Options) -> None:
+                        opts: Options, early: EarlyMetrics | None = None) -> None:
     """Compute metrics for every matched row that names a tensor file; fill ``tensor_metrics``.
 
     Files are ``<displayed name><ext>`` inside each side's dump_tensor_data (spec §4.3.1), the
     extension taken from each side's own data_name (.pt for PyTorch, .npy for MindSpore).
+    Rows already computed by ``early`` are taken from it.
     """
     from msq.tensors import fused
-    from msq.tensors.pool import TensorJob, compute_metrics
+    from msq.tensors.pool import TensorJob
 
     # "numpy" means the C kernel was not built (no compiler at install): ~10x slower on big tensors
-    logging.getLogger("msq").info("tensor kernel: %s", fused.isa())
+    log.info("tensor kernel: %s", fused.isa())
 
     rows = con.execute("""
         SELECT r.out_seq, n.disp_name, b.disp_name, n.data_name, b.data_name
@@ -42,8 +114,33 @@ def fill_tensor_metrics(con: duckdb.DuckDBPyConnection, npu_dir: Path, bench_dir
         jobs.append(TensorJob(job_id=out_seq, npu_file=npu_name + npu_ext,
                               bench_file=bench_name + _ext(bench_data, npu_ext),
                               npu_dir=str(npu_dir), bench_dir=str(bench_dir), data_name=npu_data))
-    table = compute_metrics(jobs, compat=opts.is_compat, workers=opts.workers)
+    table = _metrics_of(jobs, opts, early if early and early.dirs == (npu_dir, bench_dir) else None)
     table = table.rename_columns(["out_seq" if c == "job_id" else c for c in table.column_names])
     con.register("_metrics", table)
     con.execute("INSERT INTO tensor_metrics BY NAME SELECT * FROM _metrics")
     con.unregister("_metrics")
+
+
+def _metrics_of(jobs: list[TensorJob], opts: Options, early: EarlyMetrics | None) -> pa.Table:
+    """The metrics table of ``jobs`` (job ids are out_seq), reusing the early rows."""
+    import pyarrow as pa
+
+    from msq.tensors.pool import compute_metrics
+
+    got = early.take() if early is not None else None
+    if got is None:
+        return compute_metrics(jobs, compat=opts.is_compat, workers=opts.workers)
+    table, index = got
+    reused_ids, reused_rows, rest = [], [], []
+    for job in jobs:
+        row = index.get(job.npu_file) if job.npu_file == job.bench_file else None
+        if row is None:
+            rest.append(job)
+        else:
+            reused_ids.append(job.job_id)
+            reused_rows.append(row)
+    reused = table.take(reused_rows).set_column(0, table.schema.field(0), pa.array(reused_ids, pa.int64()))
+    if not rest:
+        return reused
+    computed = compute_metrics(rest, compat=opts.is_compat, workers=opts.workers)
+    return pa.concat_tables([reused, computed])

@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, CancelledError, Future, ProcessPoolExecutor, wait
 from typing import NamedTuple
 
 import numpy as np
@@ -256,9 +258,7 @@ def compute_metrics(
         TensorFileError: a tensor file is unsafe, corrupt or unreadable; the compare stops.
     """
     jobs = list(jobs)
-    range_elems = (
-        range_size(chunk) if range_elems is None else max(chunk, range_elems // chunk * chunk)
-    )
+    range_elems = _range_elems(chunk, range_elems)
     workers = default_workers() if workers is None else max(1, workers)
     bar = _Progress(len(jobs), progress)
     # internally a job is known by its position, so duplicate or sparse ids need no care
@@ -266,9 +266,76 @@ def compute_metrics(
     if workers == 1 or _fits_inline(numbered):
         rows = _compute_inline(numbered, compat, chunk, range_elems, bar)
     else:
-        rows = _compute_pool(numbered, compat, chunk, range_elems, workers, bar)
-    rows.sort(key=lambda r: r[0])
+        run = _PoolRun(numbered, compat, chunk, range_elems, workers, bar)
+        try:
+            rows = run.drive()
+        finally:
+            run.close()
     return _to_table(rows, [job.job_id for job in jobs])
+
+
+def _range_elems(chunk: int, range_elems: int | None) -> int:
+    return range_size(chunk) if range_elems is None else max(chunk, range_elems // chunk * chunk)
+
+
+class Background:
+    """Metrics being computed by a worker pool while the caller does other work.
+
+    The pool's processes are forked in :func:`start_metrics` itself, in the calling thread; a
+    daemon thread then only waits for results and hands out the range tasks of large pairs.
+    """
+
+    def __init__(self, run: _PoolRun, ids: list[int]) -> None:
+        self._run, self._ids = run, ids
+        self._rows: list[_Row] | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._drive, name="msq-metrics", daemon=True)
+        self._thread.start()
+
+    def _drive(self) -> None:
+        try:
+            self._rows = self._run.drive()
+        except BaseException as exc:  # noqa: BLE001  (handed to result(); a thread must not raise)
+            self._error = exc
+        finally:
+            self._run.close()
+
+    def result(self) -> pa.Table:
+        """Wait for every job; the table of :func:`compute_metrics`. Raises what a worker raised."""
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        assert self._rows is not None
+        return _to_table(self._rows, self._ids)
+
+    def cancel(self) -> None:
+        """Stop handing out work and wait for the tasks already running (each is short); the
+        results are dropped. Waiting here, not at interpreter exit, keeps Ctrl-C handling in the
+        caller's hands."""
+        self._run.cancel()
+        self._thread.join()
+
+
+def start_metrics(
+    jobs: Iterable[TensorJob],
+    *,
+    compat: bool,
+    workers: int | None = None,
+    progress: Progress = None,
+    chunk: int = DEFAULT_CHUNK,
+    range_elems: int | None = None,
+) -> Background | None:
+    """:func:`compute_metrics` in the background, or None when the jobs are so few and small
+    that a pool would cost more than it saves, or when only one worker is allowed: the caller
+    then computes them when it needs them."""
+    jobs = list(jobs)
+    workers = default_workers() if workers is None else max(1, workers)
+    numbered = [job._replace(job_id=i) for i, job in enumerate(jobs)]
+    if workers == 1 or _fits_inline(numbered):
+        return None
+    bar = _Progress(len(jobs), progress)
+    run = _PoolRun(numbered, compat, chunk, _range_elems(chunk, range_elems), workers, bar)
+    return Background(run, [job.job_id for job in jobs])
 
 
 def _fits_inline(jobs: list[TensorJob]) -> bool:
@@ -301,64 +368,87 @@ def _compute_inline(
     return rows
 
 
-def _compute_pool(
-    jobs: list[TensorJob], compat: bool, chunk: int, range_elems: int, workers: int, bar: _Progress
-) -> list[_Row]:
-    rows: list[_Row] = []
-    pending: dict[Future, tuple] = {}
-    partial: dict[int, list[Stats | None]] = {}
-    with ProcessPoolExecutor(max_workers=workers, mp_context=_mp_context()) as pool:
+class _PoolRun:
+    """One pool computing a list of jobs: batches first, then the ranges of the large pairs.
+
+    The constructor forks the workers (``fork`` start method: all of them at the first submit)
+    and submits every batch; :meth:`drive` collects results, submitting ranges as large pairs
+    come back, until every job has its row.
+    """
+
+    def __init__(self, jobs: list[TensorJob], compat: bool, chunk: int, range_elems: int,
+                 workers: int, bar: _Progress) -> None:  # fmt: skip
+        self.compat, self.chunk, self.range_elems, self.bar = compat, chunk, range_elems, bar
+        self.pending: dict[Future, tuple] = {}
+        self.partial: dict[int, list[Stats | None]] = {}
+        self.cancelled = False
+        # workers ignore SIGINT: Ctrl-C reaches the whole process group, and the parent alone
+        # decides what stops (it cancels the queue; running tasks are short and finish)
+        self.pool = ProcessPoolExecutor(
+            max_workers=workers, mp_context=_mp_context(), initializer=_ignore_sigint
+        )
         try:
             # enough tasks to keep every worker busy to the end, few enough to amortise IPC
             size = min(MAX_BATCH_JOBS, max(BATCH_JOBS, len(jobs) // (workers * 8)))
             for s in range(0, len(jobs), size):
-                batch = jobs[s : s + size]
-                pending[pool.submit(_run_batch, batch, compat, chunk, range_elems)] = ("batch",)
-            while pending:
-                done, _ = wait(pending, return_when=FIRST_COMPLETED)
-                for fut in done:
-                    kind = pending.pop(fut)
-                    if kind[0] == "batch":
-                        got, big = fut.result()
-                        rows.extend(got)
-                        bar.advance(len(got))
-                        for job_id, n_meta, b_meta in big:
-                            _submit_ranges(
-                                pool,
-                                pending,
-                                partial,
-                                job_id,
-                                n_meta,
-                                b_meta,
-                                compat,
-                                chunk,
-                                range_elems,
-                            )
-                    else:
-                        _, job_id, index = kind
-                        parts = partial[job_id]
-                        parts[index] = fut.result()
-                        if all(p is not None for p in parts):
-                            rows.append(_row(job_id, _merge(parts, compat)))  # type: ignore[arg-type]
-                            del partial[job_id]
-                            bar.advance(1)
+                fut = self.pool.submit(_run_batch, jobs[s : s + size], compat, chunk, range_elems)
+                self.pending[fut] = ("batch",)
         except BaseException:
-            for fut in pending:
-                fut.cancel()
+            self.cancel()
             raise
-    return rows
+
+    def drive(self) -> list[_Row]:
+        rows: list[_Row] = []
+        try:
+            while self.pending and not self.cancelled:
+                done, _ = wait(self.pending, return_when=FIRST_COMPLETED)
+                for fut in done:
+                    self._collect(fut, self.pending.pop(fut), rows)
+        except BaseException:
+            self.cancel()
+            raise
+        if self.cancelled:
+            raise CancelledError("tensor metrics cancelled")
+        return rows
+
+    def _collect(self, fut: Future, kind: tuple, rows: list[_Row]) -> None:
+        if kind[0] == "batch":
+            got, big = fut.result()
+            rows.extend(got)
+            self.bar.advance(len(got))
+            for job_id, n_meta, b_meta in big:
+                self._submit_ranges(job_id, n_meta, b_meta)
+            return
+        _, job_id, index = kind
+        parts = self.partial[job_id]
+        parts[index] = fut.result()
+        if all(p is not None for p in parts):
+            rows.append(_row(job_id, _merge(parts, self.compat)))  # type: ignore[arg-type]
+            del self.partial[job_id]
+            self.bar.advance(1)
+
+    def _submit_ranges(self, job_id: int, n_meta: TensorMeta, b_meta: TensorMeta) -> None:
+        starts = list(range(0, n_meta.numel, self.range_elems))
+        self.partial[job_id] = [None] * len(starts)
+        for index, start in enumerate(starts):
+            stop = min(n_meta.numel, start + self.range_elems)
+            fut = self.pool.submit(_run_range, n_meta, b_meta, start, stop, self.compat, self.chunk)
+            self.pending[fut] = ("range", job_id, index)
+
+    def cancel(self) -> None:
+        """Drop the queued tasks (:meth:`close` then waits only for the running ones)."""
+        self.cancelled = True
+        for fut in list(self.pending):
+            fut.cancel()
+
+    def close(self) -> None:
+        # one shutdown, waiting: a shutdown(wait=False) first would make this one return at
+        # once and leave the workers unjoined
+        self.pool.shutdown(wait=True, cancel_futures=self.cancelled)
 
 
-def _submit_ranges(
-    pool: ProcessPoolExecutor, pending: dict, partial: dict, job_id: int,
-    n_meta: TensorMeta, b_meta: TensorMeta, compat: bool, chunk: int, range_elems: int,
-) -> None:  # fmt: skip
-    starts = list(range(0, n_meta.numel, range_elems))
-    partial[job_id] = [None] * len(starts)
-    for index, start in enumerate(starts):
-        stop = min(n_meta.numel, start + range_elems)
-        fut = pool.submit(_run_range, n_meta, b_meta, start, stop, compat, chunk)
-        pending[fut] = ("range", job_id, index)
+def _ignore_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _merge(parts: list[Stats], compat: bool) -> MetricResult:
@@ -369,6 +459,7 @@ def _merge(parts: list[Stats], compat: bool) -> MetricResult:
 
 
 def _to_table(rows: list[_Row], ids: list[int]) -> pa.Table:
+    rows.sort(key=lambda r: r[0])
     cols: dict[str, list] = {name: [] for name in SCHEMA.names}
     for row in rows:
         cols["job_id"].append(ids[row[0]])

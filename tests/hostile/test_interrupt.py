@@ -155,10 +155,11 @@ def test_interrupt_during_tensor_metrics(tmp_path: Path) -> None:
     """The main case: a large real-data compare, SIGINT while the pool computes metrics."""
     db = tmp_path / "history.duckdb"
     small_first_compare(tmp_path / "first", db)
-    cfg = big_tensor_pair(tmp_path / "big")
+    # 2,000 hard links to one 8 MB tensor per side: several seconds of work for the C kernel
+    cfg = big_tensor_pair(tmp_path / "big", n_ops=2000)
     out = tmp_path / "out"
     status, err, took = interrupt([str(cfg), "-o", str(out), "--db", str(db), "--workers", "2"],
-                                  "compare mode: tensor", workers=True)
+                                  "tensor metrics: started", workers=True)
     assert_interrupted(status, err)
     assert "Compare result is" not in err
     assert outputs(out) == []            # no workbook, no advisor, no temporary file

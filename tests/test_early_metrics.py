@@ -1,0 +1,121 @@
+"""Tensor metrics started before matching (msq.tensors_bridge.EarlyMetrics).
+
+The early run guesses the pairs (same file name on both sides); the rows the compare uses must be
+exactly those computed for the pairs the match made, whatever was guessed, and a failure of the
+early run must never fail a compare that does not need the failing file.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch  # noqa: TID253  (tests write real .pt files)
+
+from msq.config import Options, SingleInput
+from msq.errors import TensorFileError
+from msq.tensors.pool import TensorJob, compute_metrics
+from msq.tensors_bridge import EarlyMetrics, _metrics_of
+
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "tensor"
+
+
+def _dump_dirs(tmp_path: Path, count: int = 80) -> tuple[SingleInput, Path, Path]:
+    """Two tensor directories with ``count`` same-named pairs, one file only on each side."""
+    rng = np.random.default_rng(5)
+    nd = tmp_path / "npu" / "dump_tensor_data"
+    bd = tmp_path / "bench" / "dump_tensor_data"
+    nd.mkdir(parents=True)
+    bd.mkdir(parents=True)
+    for i in range(count):
+        b = rng.standard_normal(int(rng.integers(50, 3000))).astype(np.float32)
+        b[::9] = 0
+        torch.save(torch.from_numpy(b + np.float32(1e-3) * b * (i % 5)), nd / f"t{i}.pt")
+        torch.save(torch.from_numpy(b), bd / f"t{i}.pt")
+    torch.save(torch.ones(10), nd / "only_npu.pt")
+    torch.save(torch.ones(10), bd / "only_bench.pt")
+    inp = SingleInput(tmp_path / "npu" / "dump.json", tmp_path / "bench" / "dump.json", None)
+    return inp, nd, bd
+
+
+def _jobs(nd: Path, bd: Path) -> list[TensorJob]:
+    """What a match could ask for: same-named pairs, cross-named pairs, missing files, none."""
+    n, b = str(nd), str(bd)
+    jobs = [TensorJob(1000 + i, f"t{i}.pt", f"t{i}.pt", n, b) for i in range(0, 80, 3)]
+    jobs += [
+        TensorJob(7, "t1.pt", "t2.pt", n, b),  # a pair the guess did not make
+        TensorJob(8, "only_npu.pt", "only_bench.pt", n, b),
+        TensorJob(9, "t4.pt", "absent.pt", n, b, data_name="t4.pt"),
+        TensorJob(10, None, None),
+        TensorJob(11, "t5.pt", "t5.pt", n, b),  # the same pair twice
+        TensorJob(12, "t5.pt", "t5.pt", n, b),
+    ]
+    return jobs
+
+
+@pytest.mark.parametrize("compat", [None, "msprobe-1.1"])
+def test_early_rows_are_the_rows_of_the_matched_pairs(tmp_path: Path, compat: str | None) -> None:
+    inp, nd, bd = _dump_dirs(tmp_path)
+    opts = Options(compat=compat)
+    early = EarlyMetrics.start(inp, opts)
+    assert early is not None and len(early.names) == 80
+    jobs = _jobs(nd, bd)
+    got = _metrics_of(jobs, opts, early).sort_by("job_id")
+    want = compute_metrics(jobs, compat=opts.is_compat, workers=1).sort_by("job_id")
+    assert got.schema == want.schema
+    assert got.to_pylist() == want.to_pylist()
+
+
+def test_no_tensor_directory_starts_nothing(tmp_path: Path) -> None:
+    inp = SingleInput(tmp_path / "a" / "dump.json", tmp_path / "b" / "dump.json", None)
+    assert EarlyMetrics.start(inp, Options()) is None
+
+
+def _evil(path: Path, marker: Path) -> None:
+    class Evil:
+        def __reduce__(self) -> tuple:
+            return (os.system, (f"touch {marker}",))
+
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as z:
+        z.writestr("archive/data.pkl", pickle.dumps(Evil(), protocol=2))
+        z.writestr("archive/byteorder", "little")
+        z.writestr("archive/version", "3\n")
+
+
+def test_an_unsafe_file_the_match_does_not_use_fails_nothing(tmp_path: Path) -> None:
+    inp, nd, bd = _dump_dirs(tmp_path)
+    marker = tmp_path / "pwned"
+    _evil(nd / "evil.pt", marker)
+    _evil(bd / "evil.pt", marker)
+    opts = Options()
+    early = EarlyMetrics.start(inp, opts)
+    assert early is not None and "evil.pt" in early.names
+    jobs = _jobs(nd, bd)
+    got = _metrics_of(jobs, opts, early).sort_by("job_id")
+    want = compute_metrics(jobs, compat=False, workers=1).sort_by("job_id")
+    assert got.to_pylist() == want.to_pylist()
+    # ... but one the match does use is refused, as without the early run
+    early = EarlyMetrics.start(inp, opts)
+    with pytest.raises(TensorFileError, match="refused"):
+        _metrics_of([*jobs, TensorJob(99, "evil.pt", "evil.pt", str(nd), str(bd))], opts, early)
+    assert not marker.exists()
+
+
+def test_a_failing_compare_stops_the_early_run_and_exits(tmp_path: Path) -> None:
+    work = tmp_path / "t"
+    shutil.copytree(FIXTURE, work)
+    (work / "npu" / "step0" / "rank" / "dump.json").write_text('{"task": "tensor", "data": {')
+    proc = subprocess.run(
+        [sys.executable, "-m", "msq.cli", "compare", "compare.json", "-o", str(tmp_path / "o")],
+        cwd=work, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 1
+    assert "dump.json" in proc.stderr and "Traceback" not in proc.stderr
+    assert not (tmp_path / "o").exists() or not any((tmp_path / "o").iterdir())
