@@ -161,3 +161,21 @@ def input_from_api(input_param: Any) -> SingleInput:
         raise UsageError("input_param paths must be dump.json files; for directories use "
                          "compare_distributed()")
     return parsed
+
+
+def options_from_kwargs(stack_mode: bool, auto_analyze: bool, fuzzy_match: bool,
+                        kwargs: dict[str, Any]) -> Options:
+    check_bool("stack_mode", stack_mode)
+    check_bool("auto_analyze", auto_analyze)
+    check_bool("fuzzy_match", fuzzy_match)
+    known = set(Options.__dataclass_fields__) - {"stack_mode", "auto_analyze", "fuzzy_match"}
+    unknown = set(kwargs) - known
+    if unknown:
+        raise UsageError(f"unknown argument(s) {', '.join(sorted(unknown))}; "
+                         f"known: {', '.join(sorted(known))}")
+    opts = Options(stack_mode=stack_mode, auto_analyze=auto_analyze, fuzzy_match=fuzzy_match,
+                   **kwargs)
+    check_compat(opts.compat)
+    if isinstance(opts.formats, str):
+        opts.formats = tuple(f.strip() for f in opts.formats.split(",") if f.strip())
+    return opts

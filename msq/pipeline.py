@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 
 from msq import db
-from msq.config import Options, SingleInput, check_bool, check_compat, input_from_api
+from msq.config import Options, SingleInput, input_from_api, options_from_kwargs
 from msq.errors import DumpError, InputError
 from msq.highlight import write_windows
 from msq.jsonio import check_stack, read_stack
@@ -173,13 +173,19 @@ class _Clock:
         self.last = now
 
 
-def run_single(inp: SingleInput, output_dir: Path, opts: Options, suffix: str = "") -> CompareResult:
-    """Compare one NPU dump with one bench dump and write the outputs into ``output_dir``."""
+def run_single(inp: SingleInput, output_dir: Path, opts: Options, suffix: str = "",
+               early: EarlyMetrics | None = None) -> CompareResult:
+    """Compare one NPU dump with one bench dump and write the outputs into ``output_dir``.
+
+    ``early``: tensor metrics the caller already started (msq.runner starts them before the
+    heavy imports); else they start here.
+    """
     from msq.tensors_bridge import EarlyMetrics
 
     # tensors are most of a real-data compare: start on the same-named files while the dumps
     # are read and matched (a statistics dump has no tensor directory: nothing starts)
-    early = EarlyMetrics.start(inp, opts)
+    if early is None:
+        early = EarlyMetrics.start(inp, opts)
     try:
         return _run_single(inp, output_dir, opts, suffix, early)
     finally:
@@ -294,28 +300,9 @@ def compare(input_param: dict[str, Any], output_path: str | Path, stack_mode: bo
     return run_compare(inp, Path(output_path), opts)
 
 
-def options_from_kwargs(stack_mode: bool, auto_analyze: bool, fuzzy_match: bool,
-                        kwargs: dict[str, Any]) -> Options:
-    check_bool("stack_mode", stack_mode)
-    check_bool("auto_analyze", auto_analyze)
-    check_bool("fuzzy_match", fuzzy_match)
-    known = set(Options.__dataclass_fields__) - {"stack_mode", "auto_analyze", "fuzzy_match"}
-    unknown = set(kwargs) - known
-    if unknown:
-        from msq.errors import UsageError
-
-        raise UsageError(f"unknown argument(s) {', '.join(sorted(unknown))}; "
-                         f"known: {', '.join(sorted(known))}")
-    opts = Options(stack_mode=stack_mode, auto_analyze=auto_analyze, fuzzy_match=fuzzy_match,
-                   **kwargs)
-    check_compat(opts.compat)
-    if isinstance(opts.formats, str):
-        opts.formats = tuple(f.strip() for f in opts.formats.split(",") if f.strip())
-    return opts
-
-
-def run_compare(inp: SingleInput, output_dir: Path, opts: Options, suffix: str = "") -> CompareResult:
-    """Validate the output directory, then compare."""
+def run_compare(inp: SingleInput, output_dir: Path, opts: Options, suffix: str = "",
+                early: EarlyMetrics | None = None) -> CompareResult:
+    """Validate the output directory, then compare (``early``: see :func:`run_single`)."""
     from msq.export.outputs import ensure_output_dir
 
     ensure_output_dir(output_dir)
@@ -325,4 +312,4 @@ def run_compare(inp: SingleInput, output_dir: Path, opts: Options, suffix: str =
         check_target(opts.db, output_dir)
     if not inp.npu_json.is_file() or not inp.bench_json.is_file():
         raise InputError(f"{inp.npu_json} / {inp.bench_json}: both must be dump.json files")
-    return run_single(inp, output_dir, opts, suffix)
+    return run_single(inp, output_dir, opts, suffix, early)

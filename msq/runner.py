@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from msq.config import DirInput, SingleInput, parse_compare_json
+from msq.config import DirInput, Options, SingleInput, options_from_kwargs, parse_compare_json
 from msq.errors import UsageError
-from msq.pipeline import CompareResult, options_from_kwargs, run_compare
+
+if TYPE_CHECKING:  # msq.pipeline (duckdb, pyarrow) is imported once the tensor pool runs
+    from msq.pipeline import CompareResult
 
 
 def run_from_compare_json(compare_json: Path, output_dir: Path, *, framework: str | None = None,
@@ -23,8 +25,23 @@ def run_from_compare_json(compare_json: Path, output_dir: Path, *, framework: st
         raise UsageError("-am and -cm map MindSpore names; use them with -f mindspore")
     inp = parse_compare_json(compare_json)
     if isinstance(inp, SingleInput):
-        return [run_compare(inp, output_dir, opts)]
+        return [run_single_card(inp, output_dir, opts)]
     return run_directories(inp, output_dir, opts)
+
+
+def run_single_card(inp: SingleInput, output_dir: Path, opts: Options) -> CompareResult:
+    """One card. A real-data dump's tensor metrics start first (see tensors_bridge.py), so that
+    the worker pool already computes while msq.pipeline, duckdb and pyarrow are imported."""
+    from msq.tensors_bridge import EarlyMetrics
+
+    early = EarlyMetrics.start(inp, opts)
+    try:
+        from msq.pipeline import run_compare
+
+        return run_compare(inp, output_dir, opts, early=early)
+    finally:
+        if early is not None:
+            early.cancel()
 
 
 def run_directories(inp: DirInput, output_dir: Path, opts: Any) -> list[CompareResult]:
@@ -34,6 +51,8 @@ def run_directories(inp: DirInput, output_dir: Path, opts: Any) -> list[CompareR
 
         files = compare_kernel(inp.npu_dir, inp.bench_dir, output_dir, rank_ids=inp.rank_id or None,
                                step_ids=inp.step_id or None)
+        from msq.pipeline import CompareResult
+
         return [CompareResult(mode="kernel", files=list(files))]
     from msq.distributed import run_dir_compare
 

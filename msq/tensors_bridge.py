@@ -7,11 +7,10 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import duckdb
-
 from msq.config import Options, SingleInput
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # kept out of the import: EarlyMetrics starts before duckdb/pyarrow load
+    import duckdb
     import pyarrow as pa
 
     from msq.tensors.pool import Background, TensorJob

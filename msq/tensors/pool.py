@@ -14,6 +14,7 @@ computed in the calling process instead, where a pool would cost more than it sa
 
 from __future__ import annotations
 
+import functools
 import multiprocessing
 import os
 import signal
@@ -22,10 +23,9 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import FIRST_COMPLETED, CancelledError, Future, ProcessPoolExecutor, wait
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
-import pyarrow as pa
 
 from msq.errors import TensorFileError
 from msq.tensors import blas
@@ -44,6 +44,9 @@ from msq.tensors.metrics import (
 from msq.tensors.paths import read_confined
 from msq.tensors.reader import inspect_tensor
 
+if TYPE_CHECKING:
+    import pyarrow as pa
+
 #: Pairs per task: at least BATCH_JOBS, at most MAX_BATCH_JOBS, about 8 tasks per worker.
 BATCH_JOBS = 64
 MAX_BATCH_JOBS = 1024
@@ -60,19 +63,33 @@ INLINE_BYTES = 64 << 20
 
 METRIC_COLUMNS = ("cosine", "max_abs_err", "max_rel_err", "one_thousandth", "five_thousandth")
 
-SCHEMA = pa.schema(
-    [pa.field("job_id", pa.int64(), nullable=False)]
-    + [
-        f
-        for m in METRIC_COLUMNS
-        for f in (pa.field(m, pa.float64()), pa.field(f"{m}_text", pa.string()))
-    ]
-    + [
-        pa.field("accuracy", pa.string()),
-        pa.field("err_message", pa.string()),
-        pa.field("status", pa.string()),
-    ]
-)
+
+@functools.cache
+def _schema() -> pa.Schema:
+    import pyarrow as pa
+
+    return pa.schema(
+        [pa.field("job_id", pa.int64(), nullable=False)]
+        + [
+            f
+            for m in METRIC_COLUMNS
+            for f in (pa.field(m, pa.float64()), pa.field(f"{m}_text", pa.string()))
+        ]
+        + [
+            pa.field("accuracy", pa.string()),
+            pa.field("err_message", pa.string()),
+            pa.field("status", pa.string()),
+        ]
+    )
+
+
+def __getattr__(name: str) -> object:
+    # SCHEMA is built on first use: pyarrow is not imported by the workers, nor before a
+    # compare needs it (the pool starts before the heavy imports; see tensors_bridge.py)
+    if name == "SCHEMA":
+        return _schema()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 Progress = bool | Callable[[int, int], None] | None
 
@@ -459,8 +476,11 @@ def _merge(parts: list[Stats], compat: bool) -> MetricResult:
 
 
 def _to_table(rows: list[_Row], ids: list[int]) -> pa.Table:
+    import pyarrow as pa
+
+    schema = _schema()
     rows.sort(key=lambda r: r[0])
-    cols: dict[str, list] = {name: [] for name in SCHEMA.names}
+    cols: dict[str, list] = {name: [] for name in schema.names}
     for row in rows:
         cols["job_id"].append(ids[row[0]])
         for name, cell in zip(METRIC_COLUMNS, row[1:6]):
@@ -473,4 +493,4 @@ def _to_table(rows: list[_Row], ids: list[int]) -> pa.Table:
         cols["accuracy"].append(row[6])
         cols["err_message"].append(row[7])
         cols["status"].append(row[8])
-    return pa.table(cols, schema=SCHEMA)
+    return pa.table(cols, schema=schema)
