@@ -2,7 +2,9 @@
 
 Every rule is a view kept in its own ``.sql`` file under ``sql/<stage>/`` (the file stem is the view
 name, the body a bare SELECT). Stages load in a fixed order because DuckDB binds a view when it is
-created. A ``-- description:`` header line becomes the view's catalog comment.
+created (msq's own views are created with deferred binding where DuckDB supports it, which makes
+the order matter only for user views). A ``-- description:`` header line becomes the view's
+catalog comment.
 """
 
 from __future__ import annotations
@@ -72,10 +74,35 @@ def run_schema(con: duckdb.DuckDBPyConnection, folder: str = "schema") -> None:
             raise SqlFileError(f"sql/{folder}/{name}.sql: {err}") from err
 
 
-def create_view(con: duckdb.DuckDBPyConnection, name: str, body: str, origin: str) -> None:
-    """``CREATE OR REPLACE VIEW name AS body`` and attach the description comment."""
+def can_defer_binding(con: duckdb.DuckDBPyConnection) -> bool:
+    """True when this DuckDB creates views ``WITH (DEFER_BINDING)`` (DuckDB 2.0 does)."""
+    global _CAN_DEFER
+    if _CAN_DEFER is None:
+        try:
+            con.execute("CREATE OR REPLACE TEMP VIEW _msq_defer_probe WITH (DEFER_BINDING) AS "
+                        "SELECT * FROM _msq_no_such_table")
+            con.execute("DROP VIEW _msq_defer_probe")
+            _CAN_DEFER = True
+        except duckdb.Error:
+            _CAN_DEFER = False
+    return _CAN_DEFER
+
+
+_CAN_DEFER: bool | None = None
+
+
+def create_view(con: duckdb.DuckDBPyConnection, name: str, body: str, origin: str, *,
+                defer: bool = False) -> None:
+    """``CREATE OR REPLACE VIEW name AS body`` and attach the description comment.
+
+    ``defer``: skip binding now (DuckDB binds the view when a query uses it). Binding a view
+    binds every view under it, so a stack of views costs ~25 ms per view at creation; msq's own
+    views are deferred (``tests/test_sql_views.py`` binds each of them), user views are not, so
+    an error in one is reported at load, with its file.
+    """
+    option = " WITH (DEFER_BINDING)" if defer and can_defer_binding(con) else ""
     try:
-        con.execute(f'CREATE OR REPLACE VIEW "{name}" AS\n{body.rstrip().rstrip(";")}')
+        con.execute(f'CREATE OR REPLACE VIEW "{name}"{option} AS\n{body.rstrip().rstrip(";")}')
         match = _DESCRIPTION.search(body)
         if match:
             con.execute(f"COMMENT ON VIEW \"{name}\" IS '{match.group(1).strip().replace(chr(39), chr(39) * 2)}'")
@@ -84,20 +111,25 @@ def create_view(con: duckdb.DuckDBPyConnection, name: str, body: str, origin: st
 
 
 def load_stage(con: duckdb.DuckDBPyConnection, stage: str, user_dirs: Iterable[Path] = (),
-               variants: Iterable[str] = ()) -> list[str]:
+               variants: Iterable[str] = (), defer: bool = True) -> list[str]:
     """Create every view of one stage; return their names in load order.
+
+    ``defer``: create msq's shipped views without binding them (see :func:`create_view`).
 
     Views of one stage may read each other: a view whose dependency is not created yet is retried
     after the others, until a pass makes no progress (then the first error is reported).
     """
+    user_dirs = list(user_dirs)
     pending = list(iter_stage(stage, user_dirs, variants))
+    # a user's view is bound at load, so that an error in it is reported with its file
+    users = {name for d in user_dirs for name, _ in _sql_files(Path(d) / stage)}
     names: list[str] = []
     while pending:
         failed: list[tuple[str, str, str]] = []
         first_error: SqlFileError | None = None
         for name, body, origin in pending:
             try:
-                create_view(con, name, body, origin)
+                create_view(con, name, body, origin, defer=defer and name not in users)
                 names.append(name)
             except SqlFileError as err:
                 if not isinstance(err.__cause__, duckdb.CatalogException):
@@ -112,12 +144,13 @@ def load_stage(con: duckdb.DuckDBPyConnection, stage: str, user_dirs: Iterable[P
 
 
 def load_views(con: duckdb.DuckDBPyConnection, stages: Iterable[str] = STAGES,
-               user_dirs: Iterable[Path] = (), variants: Iterable[str] = ()) -> list[str]:
+               user_dirs: Iterable[Path] = (), variants: Iterable[str] = (),
+               defer: bool = True) -> list[str]:
     """Create the views of several stages in order."""
     names: list[str] = []
     variants = list(variants)
     for stage in stages:
-        names.extend(load_stage(con, stage, user_dirs, variants))
+        names.extend(load_stage(con, stage, user_dirs, variants, defer))
     return names
 
 
