@@ -13,13 +13,15 @@ Text that starts like a formula also gets Excel's quote-prefix style, so editing
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import zipfile
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import duckdb
 import pyarrow as pa
@@ -270,11 +272,11 @@ def _write_package(con: duckdb.DuckDBPyConnection, spec: SheetSpec, tmp: Path,
                    on_extra_sheet: Callable[[int], None] | None, max_rows: int) -> int:
     rows = _rendered_rows(con, spec)
     with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as zf:
-        sheets = _Sheets(zf, _header_xml(spec.headers), max_rows - 1, on_extra_sheet)
-        for chunk in rows.chunks:
-            for start in range(0, len(chunk), _BATCH_ROWS):
-                sheets.add(chunk.slice(start, _BATCH_ROWS))
-        n_sheets = sheets.close()
+        with _Sheets(zf, _header_xml(spec.headers), max_rows - 1, on_extra_sheet) as sheets:
+            for chunk in rows.chunks:
+                for start in range(0, len(chunk), _BATCH_ROWS):
+                    sheets.add(chunk.slice(start, _BATCH_ROWS))
+            n_sheets = sheets.close()
         _finish_package(zf, n_sheets)
     return n_sheets
 
@@ -283,7 +285,12 @@ _BATCH_ROWS = 20_000
 
 
 class _Sheets:
-    """Streams rendered rows into sheet1.xml, sheet2.xml, ... (``per_sheet`` data rows each)."""
+    """Streams rendered rows into sheet1.xml, sheet2.xml, ... (``per_sheet`` data rows each).
+
+    The zip entries are written (CRC and deflate, which release the GIL) by one writer thread,
+    in order, while this thread tags the next batch: the two overlap on two cores. At most one
+    batch waits, and a writer error surfaces at the next batch.
+    """
 
     def __init__(self, zf: zipfile.ZipFile, header: str, per_sheet: int,
                  on_extra_sheet: Callable[[int], None] | None) -> None:
@@ -291,35 +298,64 @@ class _Sheets:
         self.on_extra_sheet = on_extra_sheet
         self.count = 0    # sheets opened
         self.in_sheet = 0  # data rows in the open sheet
-        self.sheet: IO[bytes] | None = None
+        self._sheet: IO[bytes] | None = None  # the writer thread's open entry
+        self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="msq-xlsx")
+        self._pending: Future[None] | None = None
+
+    def __enter__(self) -> _Sheets:  # noqa: PYI034 (typing_extensions is not a dependency)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        # after an error or Ctrl-C: let the writer finish its batch, then close the open entry so
+        # that the zip can close (the caller removes the unfinished file)
+        self._writer.shutdown(wait=True, cancel_futures=True)
+        if self._sheet is not None:
+            with contextlib.suppress(Exception):
+                self._sheet.close()
 
     def add(self, xml: pa.Array) -> None:
         start = 0
         while start < len(xml):
-            if self.sheet is None or self.in_sheet == self.per_sheet:
+            if self.count == 0 or self.in_sheet == self.per_sheet:
                 self._next_sheet()
-            assert self.sheet is not None
             take = min(len(xml) - start, self.per_sheet - self.in_sheet)
-            self.sheet.write(_row_tags(xml.slice(start, take), self.in_sheet + 2))
+            self._submit(self._write, _row_tags(xml.slice(start, take), self.in_sheet + 2))
             self.in_sheet += take
             start += take
 
     def close(self) -> int:
         """Close the last sheet (an empty workbook gets one with the header); return the count."""
-        if self.sheet is None:
+        if self.count == 0:
             self._next_sheet()
-        assert self.sheet is not None
-        self.sheet.write(_SHEET_TAIL.encode())
-        self.sheet.close()
+        self._submit(self._close_entry)
+        self._submit(lambda: None)  # waits for the close, and raises what the writer raised
         return self.count
 
     def _next_sheet(self) -> None:
-        if self.sheet is not None:
-            self.sheet.write(_SHEET_TAIL.encode())
-            self.sheet.close()
+        if self.count:
+            self._submit(self._close_entry)
             if self.on_extra_sheet:
                 self.on_extra_sheet(self.count + 1)
         self.count += 1
         self.in_sheet = 0
-        self.sheet = self.zf.open(f"xl/worksheets/sheet{self.count}.xml", "w", force_zip64=True)
-        self.sheet.write((_SHEET_HEAD + self.header).encode())
+        self._submit(self._open_entry, self.count)
+
+    def _submit(self, task: Callable[..., None], *args: Any) -> None:
+        if self._pending is not None:
+            self._pending.result()
+        self._pending = self._writer.submit(task, *args)
+
+    # -- in the writer thread ------------------------------------------------------------------
+    def _open_entry(self, number: int) -> None:
+        self._sheet = self.zf.open(f"xl/worksheets/sheet{number}.xml", "w", force_zip64=True)
+        self._sheet.write((_SHEET_HEAD + self.header).encode())
+
+    def _write(self, data: bytes) -> None:
+        assert self._sheet is not None
+        self._sheet.write(data)
+
+    def _close_entry(self) -> None:
+        assert self._sheet is not None
+        self._sheet.write(_SHEET_TAIL.encode())
+        self._sheet.close()
+        self._sheet = None
