@@ -561,7 +561,8 @@ def export(path: Path, sql: str, fmt: str, dest: Path, timeout: float | None = N
     """
     if fmt not in ("csv", "json", "parquet"):
         raise UsageError(f"unknown export format {fmt!r}; try one of: csv, json, parquet")
-    options = {"csv": "FORMAT csv, HEADER true", "json": "FORMAT json, ARRAY true",
+    # CSV: every cell quoted and formula-like texts prefixed, as in compare's CSV (outputs.py)
+    options = {"csv": "FORMAT csv, HEADER true, FORCE_QUOTE *", "json": "FORMAT json, ARRAY true",
                "parquet": "FORMAT parquet"}[fmt]
     con = connect_read(path, timeout)
     tmp = dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
@@ -569,14 +570,26 @@ def export(path: Path, sql: str, fmt: str, dest: Path, timeout: float | None = N
         rel = _relation(con, sql)
         if rel is None:
             raise HistoryError("SQL error: the statement returns no rows to export; give a query")
+        select = _csv_select(rel) if fmt == "csv" else "*"
         con.register("_msq_result", rel.to_arrow_reader())
-        con.execute(f"COPY (SELECT * FROM _msq_result) TO '{_sql_str(tmp)}' ({options})")
+        con.execute(f"COPY (SELECT {select} FROM _msq_result) TO '{_sql_str(tmp)}' ({options})")
         os.replace(tmp, dest)
     except duckdb.Error as err:
         raise HistoryError(f"SQL error: {_first_lines(err)}") from None
     finally:
         tmp.unlink(missing_ok=True)
         con.close()
+
+
+def _csv_select(rel: duckdb.DuckDBPyRelation) -> str:
+    """The result's columns, text columns guarded against formula evaluation in spreadsheets."""
+    from msq.export.outputs import csv_guard, quote_ident
+
+    cols = []
+    for name, dtype in zip(rel.columns, rel.types):
+        col = quote_ident(name)
+        cols.append(f"{csv_guard(col)} AS {col}" if str(dtype) == "VARCHAR" else col)
+    return ", ".join(cols)
 
 
 def export_text(path: Path, sql: str, fmt: str, timeout: float | None = None) -> str:

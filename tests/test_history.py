@@ -8,6 +8,7 @@ first divergent row per rank, and the rows that regressed between the labels.
 
 from __future__ import annotations
 
+import csv
 import json
 import logging
 import os
@@ -125,7 +126,7 @@ def sql(db: Path, query: str, *extra: str) -> str:
 
 
 def csv_rows(text: str) -> list[list[str]]:
-    return [line.split(",") for line in text.strip().splitlines()]
+    return list(csv.reader(text.splitlines()))
 
 
 # --------------------------------------------------------------------------------------------
@@ -147,6 +148,13 @@ def hist(tmp_path_factory: pytest.TempPathFactory) -> Path:
         _, err = proc.communicate(timeout=600)
         assert proc.returncode == 0, err
     return db
+
+
+def test_sql_csv_keeps_formula_like_texts_from_being_evaluated(hist: Path) -> None:
+    text = sql(hist, "SELECT '=HYPERLINK(\"x\")' AS f, '@SUM(A1)' AS a, '-3' AS n, -2.5 AS d, "
+                     "'a;=1+1' AS s", "--format", "csv")
+    assert text.splitlines()[1] == '"\'=HYPERLINK(""x"")","\'@SUM(A1)","-3","-2.5","a;=1+1"'
+    assert csv_rows(text)[1] == ["'=HYPERLINK(\"x\")", "'@SUM(A1)", "-3", "-2.5", "a;=1+1"]
 
 
 def test_every_compare_of_both_runs_is_recorded(hist: Path) -> None:

@@ -146,13 +146,21 @@ def _parquet_expr(col: str) -> str:
 
 
 def _csv_expr(col: str) -> str:
-    text = f'CAST("{col}" AS VARCHAR)'
+    return f'{csv_guard(f"CAST({quote_ident(col)} AS VARCHAR)")} AS {quote_ident(col)}'
+
+
+def quote_ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def csv_guard(text: str) -> str:
+    """SQL for the text expression ``text`` as a CSV cell that a spreadsheet will not evaluate."""
     # A spreadsheet opening the CSV would evaluate =, +, - or @ at the start of a text cell; a
     # leading tab or CR is prefixed too (OWASP: some readers strip it, then evaluate). A leading
     # apostrophe keeps the cell text. Numbers (e.g. -1.5) are not touched.
     return (f"CASE WHEN TRY_CAST({text} AS DOUBLE) IS NULL "
             f"AND regexp_matches({text}, '^[=+\\-@＝＋－＠\t\r]') "
-            f"THEN '''' || {text} ELSE {text} END AS \"{col}\"")
+            f"THEN '''' || {text} ELSE {text} END")
 
 
 def _sql_str(path: Path) -> str:
