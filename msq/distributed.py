@@ -17,6 +17,7 @@ from typing import Any
 
 from msq.config import Options, SingleInput
 from msq.errors import InputError, MsqError, UsageError
+from msq.loader import gc_frozen
 from msq.pipeline import CompareResult, options_from_kwargs, run_compare
 
 log = logging.getLogger("msq")
@@ -173,7 +174,7 @@ def run_jobs(jobs: list[PairJob], output_dir: Path, opts: Options) -> list[Compa
     if workers <= 1:
         outs = [_run_job(j, output_dir, opts) for j in jobs]
     else:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
+        with gc_frozen(), ProcessPoolExecutor(max_workers=workers) as pool:
             outs = list(pool.map(_run_job, jobs, [output_dir] * len(jobs), [opts] * len(jobs)))
     failures = [o for o in outs if isinstance(o, str)]
     for failure in failures:
