@@ -48,6 +48,10 @@ DB_FILE = "msq.duckdb"
 ALIAS = "msq_history"
 DEFAULT_TIMEOUT = 60.0
 ROW_GROUP_ROWS = 32_768
+# Above this many output rows the history is written after the outputs, not alongside them:
+# the workbook of 500,000 rows takes ~13 s here, and another process waiting for the file
+# (a multi-rank compare) must get it well inside its 60 s.
+OVERLAP_MAX_ROWS = 500_000
 QUERY_FORMATS = ("table", "csv", "json", "parquet")
 T = TypeVar("T")
 
@@ -323,14 +327,20 @@ class Recorder:
     follows once :meth:`finish` hands it over, and only then is the transaction committed.
     :meth:`abort` (the outputs failed, or Ctrl-C) rolls it back: the file is left as it was.
 
+    The file's lock is taken early only when it is free and the compare is not huge
+    (``overlap``): another process then waits for this one's outputs too, which must stay well
+    inside its timeout. Otherwise, and when another process holds the file, the rows go in
+    after the outputs, and the wait (up to the timeout) starts only then, as it always did.
+
     The thread owns its own connection (a cursor of the compare's database), where the
     ``hist_result`` view lives; the main thread does not touch that connection.
     """
 
     def __init__(self, con: duckdb.DuckDBPyConnection, mode: str, path: Path,
-                 timeout: float | None = None) -> None:
+                 timeout: float | None = None, overlap: bool = True) -> None:
         self.path = path
         self.compare_id: int | None = None
+        self._overlap = overlap
         self._cursor = con.cursor()
         self._rows_sql = prepare_rows(self._cursor, mode)
         self._timeout = lock_timeout(timeout)
@@ -386,19 +396,39 @@ class Recorder:
             raise HistoryError(f"{self.path}: its folder does not exist; create it or choose "
                                "another --db")
         cur = self._cursor
-        # Row groups of 32,768 rows (not 122,880): a 100,000-row compare then fills whole row
-        # groups, which DuckDB compresses and writes while the INSERT runs (here, alongside the
-        # workbook) instead of all at COMMIT (0.65 s after the outputs). Files of any row group
-        # size read the same; this costs ~10 % more disk.
-        with_lock_retry(lambda: cur.execute(f"ATTACH '{_sql_str(self.path)}' AS {ALIAS} "
-                                            f"(ROW_GROUP_SIZE {ROW_GROUP_ROWS})"),
-                        self.path, self._timeout, self._stop)
+        self._attach()
         try:
             compare_id = self._write()
             cur.execute(f"CHECKPOINT {ALIAS}")
         finally:
             cur.execute(f"DETACH {ALIAS}")
         return compare_id
+
+    def _attach(self) -> None:
+        cur = self._cursor
+
+        def attach() -> None:
+            # Row groups of 32,768 rows (not 122,880): a 100,000-row compare then fills whole
+            # row groups, which DuckDB compresses and writes while the INSERT runs (alongside
+            # the workbook) instead of all at COMMIT. Any row group size reads the same; this
+            # costs ~10 % more disk.
+            cur.execute(f"ATTACH '{_sql_str(self.path)}' AS {ALIAS} "
+                        f"(ROW_GROUP_SIZE {ROW_GROUP_ROWS})")
+
+        while self._overlap and not self._go.is_set():
+            try:
+                attach()
+                return
+            except duckdb.IOException as err:
+                if not _is_lock_error(err):
+                    raise _open_error(self.path, err) from None
+            except duckdb.Error as err:
+                raise _open_error(self.path, err) from None
+            self._go.wait(0.2)  # held by another process: look again until the outputs exist
+        self._go.wait()
+        if self._stop.is_set():
+            raise _Aborted
+        with_lock_retry(attach, self.path, self._timeout, self._stop)
 
     def _write(self) -> int:
         cur, path = self._cursor, self.path

@@ -228,7 +228,7 @@ def _run_single(inp: SingleInput, output_dir: Path, opts: Options, suffix: str,
     result = CompareResult(mode=mode, npu_path=str(inp.npu_json), bench_path=str(inp.bench_json))
     summarize(con, mode, result)
     clock.lap("summary")
-    recorder = start_recording(con, mode, opts, output_dir)
+    recorder = start_recording(con, mode, opts, output_dir, result.rows)
     try:
         if result.rows == 0:
             log.warning("Can`t match any op: no rows to compare; no workbook written")
@@ -252,17 +252,19 @@ def _run_single(inp: SingleInput, output_dir: Path, opts: Options, suffix: str,
 
 
 def start_recording(con: duckdb.DuckDBPyConnection, mode: str, opts: Options,
-                    output_dir: Path) -> Recorder | None:
+                    output_dir: Path, rows: int) -> Recorder | None:
     """Start recording into the history database (msq/history.py), unless ``--no-history``.
 
-    The output rows are inserted in a thread while the outputs are written; the record is
-    committed only once they exist (``Recorder.finish``).
+    The output rows are inserted in a thread while the outputs are written (up to
+    ``OVERLAP_MAX_ROWS`` rows); the record is committed only once they exist
+    (``Recorder.finish``).
     """
     if not opts.record:
         return None
-    from msq.history import Recorder, resolve_db_path
+    from msq.history import OVERLAP_MAX_ROWS, Recorder, resolve_db_path
 
-    return Recorder(con, mode, resolve_db_path(opts.db, output_dir))
+    return Recorder(con, mode, resolve_db_path(opts.db, output_dir),
+                    overlap=rows <= OVERLAP_MAX_ROWS)
 
 
 def summarize(con: duckdb.DuckDBPyConnection, mode: str, result: CompareResult) -> None:

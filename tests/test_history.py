@@ -564,6 +564,52 @@ def test_a_lock_held_too_long_is_one_clear_error(made: tuple[Path, Path], tmp_pa
     assert count(db) == 1
 
 
+def _locked_by_another_process(db: Path) -> bool:
+    """Whether another process holds the file (a second process cannot open it to write)."""
+    probe = subprocess.run([sys.executable, "-c", "import sys, duckdb; duckdb.connect(sys.argv[1])",
+                            str(db)], check=False, capture_output=True, text=True, timeout=60)
+    if probe.returncode != 0:
+        assert "lock" in probe.stderr, probe.stderr
+    return probe.returncode != 0
+
+
+@pytest.mark.parametrize("overlap", [True, False])
+def test_the_history_file_is_held_during_the_outputs_only_for_compares_that_are_not_huge(
+        made: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        overlap: bool) -> None:
+    """The rows are inserted while the workbook is written, holding the file; above
+    OVERLAP_MAX_ROWS rows (a workbook that takes long) the file is taken only afterwards, so
+    that another process waiting for it is not kept waiting for this one's outputs."""
+    import threading
+
+    from msq.export import outputs
+
+    cj, db = made
+    if not overlap:
+        monkeypatch.setattr(history, "OVERLAP_MAX_ROWS", 0)
+    rows_in = threading.Event()
+    real_wait = history.Recorder._wait_for_row
+
+    def wait_for_row(self: history.Recorder) -> dict[str, Any]:
+        rows_in.set()
+        return real_wait(self)
+
+    held: list[bool] = []
+    real_write = outputs.write_table
+
+    def write_table(*args: Any, **kwargs: Any) -> None:  # run_api writes the CSV only
+        if overlap:
+            assert rows_in.wait(30), "the rows were not inserted alongside the outputs"
+        held.append(_locked_by_another_process(db))
+        real_write(*args, **kwargs)
+
+    monkeypatch.setattr(history.Recorder, "_wait_for_row", wait_for_row)
+    monkeypatch.setattr(outputs, "write_table", write_table)
+    run_api(cj, tmp_path / "out", db=db)
+    assert held == [overlap]
+    assert count(db) == 2 and rows_in.is_set()
+
+
 def test_readers_wait_for_a_writer_too(made: tuple[Path, Path], tmp_path: Path) -> None:
     _, db = made
     with LockHolder(db) as holder:
