@@ -138,7 +138,8 @@ def _metrics_of(jobs: list[TensorJob], opts: Options, early: EarlyMetrics | None
         else:
             reused_ids.append(job.job_id)
             reused_rows.append(row)
-    reused = table.take(reused_rows).set_column(0, table.schema.field(0), pa.array(reused_ids, pa.int64()))
+    ids = pa.array(reused_ids, pa.int64())
+    reused = table.take(reused_rows).set_column(0, table.schema.field(0), ids)
     if not rest:
         return reused
     computed = compute_metrics(rest, compat=opts.is_compat, workers=opts.workers)
