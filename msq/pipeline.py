@@ -177,15 +177,16 @@ def run_single(inp: SingleInput, output_dir: Path, opts: Options, suffix: str = 
                early: EarlyMetrics | None = None) -> CompareResult:
     """Compare one NPU dump with one bench dump and write the outputs into ``output_dir``.
 
-    ``early``: tensor metrics the caller already started (msq.runner starts them before the
-    heavy imports); else they start here.
+    ``early``: tensor metrics the caller already started, and will cancel (msq.runner starts
+    them before the heavy imports); else they start, and are cancelled, here.
     """
     from msq.tensors_bridge import EarlyMetrics
 
+    if early is not None:  # the caller started it, and cancels it
+        return _run_single(inp, output_dir, opts, suffix, early)
     # tensors are most of a real-data compare: start on the same-named files while the dumps
     # are read and matched (a statistics dump has no tensor directory: nothing starts)
-    if early is None:
-        early = EarlyMetrics.start(inp, opts)
+    early = EarlyMetrics.start(inp, opts)
     try:
         return _run_single(inp, output_dir, opts, suffix, early)
     finally:

@@ -276,11 +276,9 @@ def compute_metrics(
     """
     jobs = list(jobs)
     range_elems = _range_elems(chunk, range_elems)
-    workers = default_workers() if workers is None else max(1, workers)
     bar = _Progress(len(jobs), progress)
-    # internally a job is known by its position, so duplicate or sparse ids need no care
-    numbered = [job._replace(job_id=i) for i, job in enumerate(jobs)]
-    if workers == 1 or _fits_inline(numbered):
+    numbered, workers = _numbered(jobs), _workers(workers)
+    if not _pool_pays(numbered, workers):
         rows = _compute_inline(numbered, compat, chunk, range_elems, bar)
     else:
         run = _PoolRun(numbered, compat, chunk, range_elems, workers, bar)
@@ -293,6 +291,20 @@ def compute_metrics(
 
 def _range_elems(chunk: int, range_elems: int | None) -> int:
     return range_size(chunk) if range_elems is None else max(chunk, range_elems // chunk * chunk)
+
+
+def _numbered(jobs: list[TensorJob]) -> list[TensorJob]:
+    # internally a job is known by its position, so duplicate or sparse ids need no care
+    return [job._replace(job_id=i) for i, job in enumerate(jobs)]
+
+
+def _workers(workers: int | None) -> int:
+    return default_workers() if workers is None else max(1, workers)
+
+
+def _pool_pays(jobs: list[TensorJob], workers: int) -> bool:
+    """False when one worker is asked for, or the jobs are too few and small for a pool."""
+    return workers > 1 and not _fits_inline(jobs)
 
 
 class Background:
@@ -346,9 +358,8 @@ def start_metrics(
     that a pool would cost more than it saves, or when only one worker is allowed: the caller
     then computes them when it needs them."""
     jobs = list(jobs)
-    workers = default_workers() if workers is None else max(1, workers)
-    numbered = [job._replace(job_id=i) for i, job in enumerate(jobs)]
-    if workers == 1 or _fits_inline(numbered):
+    numbered, workers = _numbered(jobs), _workers(workers)
+    if not _pool_pays(numbered, workers):
         return None
     bar = _Progress(len(jobs), progress)
     run = _PoolRun(numbered, compat, chunk, _range_elems(chunk, range_elems), workers, bar)
