@@ -13,13 +13,13 @@ __all__ = ["__version__", "compare", "compare_distributed"]
 
 def compare(*args: Any, **kwargs: Any) -> Any:
     """See :func:`msq.pipeline.compare`."""
-    from msq.pipeline import compare as _compare
+    from msq.pipeline import compare as _compare  # lazy: import msq stays light (no duckdb)
 
     return _compare(*args, **kwargs)
 
 
 def compare_distributed(*args: Any, **kwargs: Any) -> Any:
     """See :func:`msq.distributed.compare_distributed`."""
-    from msq.distributed import compare_distributed as _compare_distributed
+    from msq.distributed import compare_distributed as _compare_distributed  # lazy: as above
 
     return _compare_distributed(*args, **kwargs)

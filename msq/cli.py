@@ -19,6 +19,8 @@ import click
 
 from msq import __version__
 from msq.errors import ExitStatus, MsqError, printable
+from msq.runner import run_from_compare_json
+from msq.summary import print_summary
 
 F = TypeVar("F", bound=Callable[..., Any])
 log = logging.getLogger("msq")
@@ -160,8 +162,6 @@ def compare_cmd(ctx: click.Context, compare_json: Path | None, input_path: Path 
                 no_history: bool, label: str | None, workers: int | None, fail_on: str | None,
                 quiet: bool, verbose: int) -> None:
     """Compare the two dumps that COMPARE_JSON names and write the workbook into -o."""
-    from msq.runner import run_from_compare_json
-
     setup_logging(verbose, quiet)
     source = input_path or compare_json
     if source is None:
@@ -174,8 +174,6 @@ def compare_cmd(ctx: click.Context, compare_json: Path | None, input_path: Path 
         api_mapping=_mapping_flag(api_mapping), cell_mapping=_mapping_flag(cell_mapping),
         layer_mapping=layer_mapping, compat=compat, formats=formats, db=db_path,
         record=not no_history, label=label, workers=workers)
-    from msq.summary import print_summary
-
     print_summary(results, quiet=quiet)
     if fail_on and any(_gate_hit(r, fail_on) for r in results):
         sys.exit(int(ExitStatus.ACCURACY_GATE))
@@ -206,7 +204,7 @@ def sql_cmd(query: str, db_path: Path | None, fmt: str, output: Path | None, qui
     QUERY may read the tables compares and result_rows and the views runs, op_trend,
     first_divergence and regressions (docs/schema.md).
     """
-    from msq import history
+    from msq import history  # lazy: duckdb loads after msq compare's early tensor pool starts
 
     setup_logging(verbose, quiet)
     text = history.run_sql(history.resolve_db_path(db_path), query, fmt, output)
@@ -228,7 +226,7 @@ def runs_cmd(db_path: Path | None, label: str | None, fmt: str, output: Path | N
 
     One line per compare: id, time, label, mode, rank, step, rows, red, yellow, first suspect.
     """
-    from msq import history
+    from msq import history  # lazy: duckdb loads after msq compare's early tensor pool starts
 
     setup_logging(verbose, quiet)
     text = history.run_sql(history.resolve_db_path(db_path), history.runs_sql(label), fmt, output)

@@ -1,4 +1,8 @@
-"""DuckDB connection and the SQL loader.
+"""DuckDB connection, the SQL loader, and the helpers every writer shares.
+
+The helpers: SQL quoting (:func:`quote_ident`, :func:`quote_str`), the CSV formula guard
+(:func:`csv_guard`), bulk loading of Arrow tables (:func:`insert_arrow`) and atomic file output
+(:func:`atomic_write`).
 
 Every rule is a view kept in its own ``.sql`` file under ``sql/<stage>/`` (the file stem is the view
 name, the body a bare SELECT). Stages load in a fixed order because DuckDB binds a view when it is
@@ -9,15 +13,21 @@ catalog comment.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
 from collections.abc import Iterable, Iterator
 from importlib import resources
 from importlib.abc import Traversable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
 
 from msq.errors import SqlFileError
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 STAGES: tuple[str, ...] = ("match", "rules", "reports")
 _DESCRIPTION = re.compile(r"^--\s*description:\s*(.+)$", re.MULTILINE)
@@ -105,7 +115,7 @@ def create_view(con: duckdb.DuckDBPyConnection, name: str, body: str, origin: st
         con.execute(f'CREATE OR REPLACE VIEW "{name}"{option} AS\n{body.rstrip().rstrip(";")}')
         match = _DESCRIPTION.search(body)
         if match:
-            con.execute(f"COMMENT ON VIEW \"{name}\" IS '{match.group(1).strip().replace(chr(39), chr(39) * 2)}'")
+            con.execute(f"COMMENT ON VIEW {quote_ident(name)} IS {quote_str(match.group(1).strip())}")
     except duckdb.Error as err:
         raise SqlFileError(f"{origin}: {err}") from err
 
@@ -167,3 +177,75 @@ def materialize(con: duckdb.DuckDBPyConnection, view: str) -> None:
     con.execute(f'ALTER VIEW "{view}" RENAME TO "_src_{view}"')
     con.execute(f'CREATE TABLE "{view}" AS SELECT * FROM "_src_{view}"')
     con.execute(f'DROP VIEW "_src_{view}"')
+
+
+# --------------------------------------------------------------------------------------------
+# helpers shared by every writer
+
+
+def quote_ident(name: str) -> str:
+    """``name`` as a SQL identifier: double quotes, inner double quotes doubled."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def quote_str(text: str | Path) -> str:
+    """``text`` as a SQL string literal: single quotes, inner single quotes doubled."""
+    return "'" + str(text).replace("'", "''") + "'"
+
+
+def csv_guard(text: str) -> str:
+    """SQL for the text expression ``text`` as a CSV cell that a spreadsheet will not evaluate."""
+    # A spreadsheet opening the CSV would evaluate =, +, - or @ at the start of a text cell; a
+    # leading tab or CR is prefixed too (OWASP: some readers strip it, then evaluate). A leading
+    # apostrophe keeps the cell text. Numbers (e.g. -1.5) are not touched.
+    return (f"CASE WHEN TRY_CAST({text} AS DOUBLE) IS NULL "
+            f"AND regexp_matches({text}, '^[=+\\-@＝＋－＠\t\r]') "
+            f"THEN '''' || {text} ELSE {text} END")
+
+
+_ARROW_VIEW = "_msq_arrow"
+
+
+def insert_arrow(con: duckdb.DuckDBPyConnection, table: str, data: pa.Table, *,
+                 select: str = "*", by_name: bool = False, create: bool = False) -> None:
+    """Load an Arrow table into ``table`` with one ``INSERT ... SELECT`` (never row by row).
+
+    Args:
+        con: the connection.
+        table: the table to fill (or, with ``create``, to create from the data).
+        data: the rows.
+        select: the select list over the Arrow columns, e.g. ``"*, disp_name AS match_name"``.
+        by_name: match the columns by name instead of by position.
+        create: ``CREATE TABLE table AS`` the selection instead of inserting into it.
+    """
+    con.register(_ARROW_VIEW, data)
+    try:
+        if create:
+            con.execute(f"CREATE TABLE {table} AS SELECT {select} FROM {_ARROW_VIEW}")
+        else:
+            con.execute(f"INSERT INTO {table}{' BY NAME' if by_name else ''} "
+                        f"SELECT {select} FROM {_ARROW_VIEW}")
+    finally:
+        con.unregister(_ARROW_VIEW)
+
+
+@contextlib.contextmanager
+def atomic_write(path: Path, *, mode: int | None = None) -> Iterator[Path]:
+    """Write ``path`` all at once: the body writes the yielded temporary file, which is renamed
+    onto ``path`` once the body completes, and removed if it fails (Ctrl-C included).
+
+    The temporary file is ``.<name>.<pid>.tmp`` in the same folder (so the rename stays on one
+    file system): a reader never sees a half-written output under its final name.
+
+    Args:
+        path: the final file.
+        mode: permission bits given to the file before the rename (default: as created).
+    """
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        yield tmp
+        if mode is not None:
+            os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)

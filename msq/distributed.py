@@ -15,10 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from msq.config import Options, SingleInput
+from msq.config import Options, SingleInput, options_from_kwargs
 from msq.errors import InputError, MsqError, UsageError
+from msq.export.outputs import ensure_output_dir
 from msq.loader import gc_frozen
-from msq.pipeline import CompareResult, options_from_kwargs, run_compare
+from msq.pipeline import run_compare
+from msq.result import CompareResult
 
 log = logging.getLogger("msq")
 
@@ -152,7 +154,6 @@ def _run_job(job: PairJob, output_dir: Path, opts: Options) -> CompareResult | s
     try:
         inp = SingleInput(job.npu[0], job.bench[0], job.npu[1])
         result = run_compare(inp, output_dir, opts, suffix=job.suffix)
-        result.con = None
         result.title = job.title
         return result
     except MsqError as err:
@@ -188,8 +189,6 @@ def run_jobs(jobs: list[PairJob], output_dir: Path, opts: Options) -> list[Compa
 def run_dir_compare(npu_dir: Path, bench_dir: Path, output_dir: Path,
                     opts: Options) -> list[CompareResult]:
     """Compare directories (CLI directory mode)."""
-    from msq.export.outputs import ensure_output_dir
-
     ensure_output_dir(output_dir)
     if opts.data_mapping is not None:
         log.warning("-dm applies to single-card compares only; ignored for directories")

@@ -12,6 +12,8 @@ from collections.abc import Sequence
 import duckdb
 import pyarrow as pa
 
+from msq import db
+
 
 def _state_and_api(name: str) -> tuple[str, str]:
     state = "input" if "input" in name else "output"
@@ -77,6 +79,4 @@ def write_windows(con: duckdb.DuckDBPyConnection, compat: bool) -> None:
         "win": pa.array([w for _, w, _ in wins], pa.int64()),
         "is_input": pa.array([x for _, _, x in wins], pa.bool_()),
     })
-    con.register("_windows", table)
-    con.execute("INSERT INTO hl_windows SELECT * FROM _windows")
-    con.unregister("_windows")
+    db.insert_arrow(con, "hl_windows", table)

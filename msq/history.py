@@ -39,7 +39,7 @@ from msq.errors import HistoryError, SqlFileError, UsageError
 
 if TYPE_CHECKING:
     from msq.config import Options, SingleInput
-    from msq.pipeline import CompareResult
+    from msq.result import CompareResult
 
 log = logging.getLogger("msq")
 
@@ -412,7 +412,7 @@ class Recorder:
             # row groups, which DuckDB compresses and writes while the INSERT runs (alongside
             # the workbook) instead of all at COMMIT. Any row group size reads the same; this
             # costs ~10 % more disk.
-            cur.execute(f"ATTACH '{_sql_str(self.path)}' AS {ALIAS} "
+            cur.execute(f"ATTACH {db.quote_str(self.path)} AS {ALIAS} "
                         f"(ROW_GROUP_SIZE {ROW_GROUP_ROWS})")
 
         while self._overlap and not self._go.is_set():
@@ -468,6 +468,19 @@ class Recorder:
             raise _Aborted
 
 
+def start_recording(con: duckdb.DuckDBPyConnection, mode: str, db_opt: str | Path | None,
+                    output_dir: Path, rows: int) -> Recorder:
+    """Start recording one compare into its history database (``--db``, see
+    :func:`resolve_db_path`).
+
+    The output rows are inserted in a thread while the outputs are written (for compares of up
+    to ``OVERLAP_MAX_ROWS`` rows); the record is committed only once they exist
+    (:meth:`Recorder.finish`).
+    """
+    return Recorder(con, mode, resolve_db_path(db_opt, output_dir),
+                    overlap=rows <= OVERLAP_MAX_ROWS)
+
+
 def _insert_compare(cur: duckdb.DuckDBPyConnection, compare_id: int,
                     row: dict[str, Any]) -> None:
     cols = ["compare_id", *row]
@@ -511,10 +524,6 @@ def _scalar(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any] = ()
     # fetchall, not fetchone: DuckDB 2 refuses new work while a result is still unfinished
     rows = con.execute(sql, list(params)).fetchall()
     return rows[0][0] if rows else None
-
-
-def _sql_str(path: Path) -> str:
-    return str(path).replace("'", "''")
 
 
 # --------------------------------------------------------------------------------------------
@@ -595,30 +604,27 @@ def export(path: Path, sql: str, fmt: str, dest: Path, timeout: float | None = N
     options = {"csv": "FORMAT csv, HEADER true, FORCE_QUOTE *", "json": "FORMAT json, ARRAY true",
                "parquet": "FORMAT parquet"}[fmt]
     con = connect_read(path, timeout)
-    tmp = dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
     try:
         rel = _relation(con, sql)
         if rel is None:
             raise HistoryError("SQL error: the statement returns no rows to export; give a query")
         select = _csv_select(rel) if fmt == "csv" else "*"
         con.register("_msq_result", rel.to_arrow_reader())
-        con.execute(f"COPY (SELECT {select} FROM _msq_result) TO '{_sql_str(tmp)}' ({options})")
-        os.replace(tmp, dest)
+        with db.atomic_write(dest) as tmp:
+            con.execute(f"COPY (SELECT {select} FROM _msq_result) TO {db.quote_str(tmp)} "
+                        f"({options})")
     except duckdb.Error as err:
         raise HistoryError(f"SQL error: {_first_lines(err)}") from None
     finally:
-        tmp.unlink(missing_ok=True)
         con.close()
 
 
 def _csv_select(rel: duckdb.DuckDBPyRelation) -> str:
     """The result's columns, text columns guarded against formula evaluation in spreadsheets."""
-    from msq.export.outputs import csv_guard, quote_ident
-
     cols = []
     for name, dtype in zip(rel.columns, rel.types):
-        col = quote_ident(name)
-        cols.append(f"{csv_guard(col)} AS {col}" if str(dtype) == "VARCHAR" else col)
+        col = db.quote_ident(name)
+        cols.append(f"{db.csv_guard(col)} AS {col}" if str(dtype) == "VARCHAR" else col)
     return ", ".join(cols)
 
 
@@ -667,7 +673,7 @@ def runs_sql(label: str | None = None) -> str:
     """The query ``msq runs`` prints (optionally one label's compares)."""
     if label is None:
         return RUNS_QUERY.format(where="")
-    return RUNS_QUERY.format(where=f" WHERE label = '{label.replace(chr(39), chr(39) * 2)}'")
+    return RUNS_QUERY.format(where=f" WHERE label = {db.quote_str(label)}")
 
 
 # --------------------------------------------------------------------------------------------
@@ -728,8 +734,6 @@ def check_target(db_opt: str | Path | None, output_dir: Path) -> None:
 
 
 def _check_db_file(path: Path) -> None:
-    import tempfile
-
     if path.exists():
         if not path.is_file():
             raise HistoryError(f"{path}: is not a file; choose another --db")

@@ -14,6 +14,7 @@ import duckdb
 import pyarrow as pa
 import yaml
 
+from msq import db
 from msq.errors import DumpError
 
 log = logging.getLogger("msq")
@@ -87,9 +88,7 @@ def load_mapping_rows(con: duckdb.DuckDBPyConnection, kind: str,
     table = pa.table({"kind": [kind] * len(pairs), "npu_key": [p[0] for p in pairs],
                       "bench_key": [p[1] for p in pairs],
                       "ord": pa.array(range(len(pairs)), pa.int32())})
-    con.register("_mappings", table)
-    con.execute("INSERT INTO mappings SELECT * FROM _mappings")
-    con.unregister("_mappings")
+    db.insert_arrow(con, "mappings", table)
 
 
 def warn_missing_data_names(con: duckdb.DuckDBPyConnection, compat: bool) -> list[str]:

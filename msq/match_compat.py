@@ -13,6 +13,8 @@ from collections.abc import Iterable
 import duckdb
 import pyarrow as pa
 
+from msq import db
+
 
 def _find_hit(q_npu: list[int], q_bench: list[int],
               can_match: set[tuple[int, int]]) -> tuple[int, int] | None:
@@ -82,6 +84,4 @@ def write_compat_pairs(con: duckdb.DuckDBPyConnection) -> None:
         "bench_op": pa.array([p[1] for p in pairs], pa.int32()),
         "how": pa.array(["matched" if p[1] is not None else "unmatched_npu" for p in pairs]),
     })
-    con.register("_compat_pairs", table)
-    con.execute("INSERT INTO op_pairs SELECT * FROM _compat_pairs")
-    con.unregister("_compat_pairs")
+    db.insert_arrow(con, "op_pairs", table)

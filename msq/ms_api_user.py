@@ -22,6 +22,7 @@ from typing import Any
 
 import duckdb
 
+from msq import db
 from msq.errors import DumpError
 from msq.mappings import read_yaml
 
@@ -155,8 +156,12 @@ def warn_unknown_apis(con: duckdb.DuckDBPyConnection, path: Path,
 
 
 def has_user_api(con: duckdb.DuckDBPyConnection) -> bool:
-    row = con.execute("SELECT count(*) FROM mappings WHERE kind = 'api_user'").fetchone()
-    return bool(row and row[0])
+    return bool(_scalar(con, "SELECT count(*) FROM mappings WHERE kind = 'api_user'"))
+
+
+def _scalar(con: duckdb.DuckDBPyConnection, sql: str) -> object:
+    row = con.execute(sql).fetchone()
+    return row[0] if row else None
 
 
 def pair_rows_user_api(con: duckdb.DuckDBPyConnection, compat: bool) -> None:
@@ -185,20 +190,22 @@ def add_user_pairs(con: duckdb.DuckDBPyConnection) -> None:
     once; a pair made by an entry is marked ``how = 'api_user'``.
     """
     con.execute("INSERT INTO op_pairs SELECT * FROM op_pairs_default")
-    pairs = con.sql("SELECT npu_op, bench_op FROM ms_user_api_pairs").to_arrow_table()
-    if pairs.num_rows == 0:
-        return
-    con.register("_user_pairs", pairs)
-    con.execute("""UPDATE op_pairs SET bench_op = u.bench_op, how = 'api_user'
-                   FROM _user_pairs u WHERE op_pairs.npu_op = u.npu_op""")
-    con.execute("""DELETE FROM op_pairs WHERE npu_op IS NULL
-                   AND bench_op IN (SELECT bench_op FROM _user_pairs)""")
-    con.unregister("_user_pairs")
-    ordered = con.sql("SELECT * FROM ms_op_pairs").to_arrow_table()
+    # the user pairs and the reordered pairs are read from op_pairs, which is then rewritten:
+    # each is computed into a temporary table first
+    con.execute("CREATE TEMP TABLE _user_pairs AS SELECT npu_op, bench_op FROM ms_user_api_pairs")
+    try:
+        if not _scalar(con, "SELECT count(*) FROM _user_pairs"):
+            return
+        con.execute("""UPDATE op_pairs SET bench_op = u.bench_op, how = 'api_user'
+                       FROM _user_pairs u WHERE op_pairs.npu_op = u.npu_op""")
+        con.execute("""DELETE FROM op_pairs WHERE npu_op IS NULL
+                       AND bench_op IN (SELECT bench_op FROM _user_pairs)""")
+    finally:
+        con.execute("DROP TABLE _user_pairs")
+    con.execute("CREATE TEMP TABLE _ordered AS SELECT * FROM ms_op_pairs")
     con.execute("DELETE FROM op_pairs")
-    con.register("_ordered", ordered)
     con.execute("INSERT INTO op_pairs SELECT * FROM _ordered")
-    con.unregister("_ordered")
+    con.execute("DROP TABLE _ordered")
 
 
 def write_compat_pairs_user(con: duckdb.DuckDBPyConnection) -> set[int]:
@@ -214,13 +221,11 @@ def write_compat_pairs_user(con: duckdb.DuckDBPyConnection) -> set[int]:
     sides = {side: con.execute("SELECT op_seq, n_rows FROM ops WHERE side = ? ORDER BY op_seq",
                                [side]).fetchall() for side in ("npu", "bench")}
     pairs = stream_match(sides["npu"], sides["bench"], can_match)
-    con.register("_user_pairs", pa.table({
+    db.insert_arrow(con, "op_pairs", pa.table({
         "ord": pa.array(range(len(pairs)), pa.int32()),
         "npu_op": pa.array([p[0] for p in pairs], pa.int32()),
         "bench_op": pa.array([p[1] for p in pairs], pa.int32()),
         "how": ["matched" if p[1] is not None else "unmatched_npu" for p in pairs]}))
-    con.execute("INSERT INTO op_pairs SELECT * FROM _user_pairs")
-    con.unregister("_user_pairs")
     return {e for e, _, _ in candidates if e is not None}
 
 

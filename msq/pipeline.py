@@ -8,51 +8,28 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import duckdb
+import pyarrow as pa
 
 from msq import db
 from msq.config import Options, SingleInput, input_from_api, options_from_kwargs
 from msq.errors import DumpError, InputError
+from msq.export.outputs import ensure_output_dir, write_outputs
 from msq.highlight import write_windows
+from msq.history import RecordContext, check_target, compare_row, start_recording
 from msq.jsonio import check_stack, read_stack
 from msq.loader import SideData, gc_paused, read_sides
+from msq.mappings import data_mapping_pairs, load_mapping_rows, warn_missing_data_names
 from msq.match_compat import write_compat_pairs
-
-if TYPE_CHECKING:
-    from msq.history import Recorder
-    from msq.tensors_bridge import EarlyMetrics
+from msq.result import CompareResult
+from msq.tensors_bridge import EarlyMetrics, fill_tensor_metrics
 
 log = logging.getLogger("msq")
 
 MODES = ("statistics", "md5", "tensor")
-
-
-@dataclass
-class CompareResult:
-    """What one compare produced (the CLI prints it as the console summary)."""
-
-    mode: str
-    rows: int = 0
-    matched: int = 0
-    unmatched_npu: int = 0
-    unmatched_bench: int = 0
-    red: int = 0
-    yellow: int = 0
-    suspect_line: str = "NA"
-    suspect: str = "NA"
-    advice: str = ""
-    files: list[Path] = field(default_factory=list)
-    seconds: float = 0.0
-    npu_path: str = ""
-    bench_path: str = ""
-    title: str = ""
-    history_db: Path | None = None
-    history_id: int | None = None
-    con: duckdb.DuckDBPyConnection | None = field(default=None, repr=False)
 
 
 def detect_mode(npu: SideData, bench: SideData) -> str:
@@ -72,14 +49,9 @@ def load_sides(con: duckdb.DuckDBPyConnection, npu: SideData, bench: SideData) -
     One INSERT of both sides' Arrow batches (concatenated without a copy) scans them on every
     core; one per side, and an UPDATE of match_name, took twice as long.
     """
-    import pyarrow as pa
-
-    con.register("_ops", pa.concat_tables([npu.ops, bench.ops]))
-    con.register("_rows", pa.concat_tables([npu.rows, bench.rows]))
-    con.execute("INSERT INTO ops SELECT * FROM _ops")
-    con.execute("INSERT INTO tensors BY NAME SELECT *, disp_name AS match_name FROM _rows")
-    con.unregister("_ops")
-    con.unregister("_rows")
+    db.insert_arrow(con, "ops", pa.concat_tables([npu.ops, bench.ops]))
+    db.insert_arrow(con, "tensors", pa.concat_tables([npu.rows, bench.rows]),
+                    select="*, disp_name AS match_name", by_name=True)
 
 
 def load_stacks(con: duckdb.DuckDBPyConnection, stack_json: Path | None, stack_mode: bool) -> None:
@@ -92,11 +64,8 @@ def load_stacks(con: duckdb.DuckDBPyConnection, stack_json: Path | None, stack_m
             check_stack(stack_json)
             return
         stacks = read_stack(stack_json)
-    import pyarrow as pa
-
-    con.register("_stacks", pa.table({"op_name": list(stacks), "stack": list(stacks.values())}))
-    con.execute("INSERT INTO stacks SELECT * FROM _stacks")
-    con.unregister("_stacks")
+    db.insert_arrow(con, "stacks",
+                    pa.table({"op_name": list(stacks), "stack": list(stacks.values())}))
 
 
 def prepare(con: duckdb.DuckDBPyConnection, inp: SingleInput,
@@ -141,8 +110,6 @@ def is_cross_framework(opts: Options, bench: SideData, api_map: bool, cell_map: 
 def pair_rows(con: duckdb.DuckDBPyConnection, opts: Options) -> None:
     """Fill ``op_pairs`` and ``compare_rows``."""
     if opts.data_mapping is not None:
-        from msq.mappings import data_mapping_pairs, load_mapping_rows, warn_missing_data_names
-
         load_mapping_rows(con, "data", data_mapping_pairs(opts.data_mapping))
         warn_missing_data_names(con, opts.is_compat)
         con.execute("INSERT INTO compare_rows SELECT * FROM row_pairs_mapped")
@@ -180,8 +147,6 @@ def run_single(inp: SingleInput, output_dir: Path, opts: Options, suffix: str = 
     ``early``: tensor metrics the caller already started, and will cancel (msq.runner starts
     them before the heavy imports); else they start, and are cancelled, here.
     """
-    from msq.tensors_bridge import EarlyMetrics
-
     if early is not None:  # the caller started it, and cancels it
         return _run_single(inp, output_dir, opts, suffix, early)
     # tensors are most of a real-data compare: start on the same-named files while the dumps
@@ -196,9 +161,6 @@ def run_single(inp: SingleInput, output_dir: Path, opts: Options, suffix: str = 
 
 def _run_single(inp: SingleInput, output_dir: Path, opts: Options, suffix: str,
                 early: EarlyMetrics | None) -> CompareResult:
-    from msq.export.outputs import write_outputs
-    from msq.tensors_bridge import fill_tensor_metrics
-
     started = time.time()
     stamp = time.strftime("%Y%m%d%H%M%S", time.localtime(started))
     clock = _Clock()
@@ -229,7 +191,8 @@ def _run_single(inp: SingleInput, output_dir: Path, opts: Options, suffix: str,
     result = CompareResult(mode=mode, npu_path=str(inp.npu_json), bench_path=str(inp.bench_json))
     summarize(con, mode, result)
     clock.lap("summary")
-    recorder = start_recording(con, mode, opts, output_dir, result.rows)
+    recorder = start_recording(con, mode, opts.db, output_dir, result.rows) if opts.record \
+        else None
     try:
         if result.rows == 0:
             log.warning("Can`t match any op: no rows to compare; no workbook written")
@@ -237,8 +200,6 @@ def _run_single(inp: SingleInput, output_dir: Path, opts: Options, suffix: str,
             write_outputs(con, mode, output_dir, opts, suffix, stamp, result)
             clock.lap("outputs")
         if recorder is not None:  # the compares row names the outputs: only now is it complete
-            from msq.history import RecordContext, compare_row
-
             ctx = RecordContext(inp, opts, result, output_dir, started, resolve_framework(opts, npu))
             result.history_id = recorder.finish(compare_row(ctx, con))
             result.history_db = recorder.path
@@ -248,24 +209,7 @@ def _run_single(inp: SingleInput, output_dir: Path, opts: Options, suffix: str,
             recorder.abort()
         raise
     result.seconds = time.time() - started
-    result.con = con
     return result
-
-
-def start_recording(con: duckdb.DuckDBPyConnection, mode: str, opts: Options,
-                    output_dir: Path, rows: int) -> Recorder | None:
-    """Start recording into the history database (msq/history.py), unless ``--no-history``.
-
-    The output rows are inserted in a thread while the outputs are written (up to
-    ``OVERLAP_MAX_ROWS`` rows); the record is committed only once they exist
-    (``Recorder.finish``).
-    """
-    if not opts.record:
-        return None
-    from msq.history import OVERLAP_MAX_ROWS, Recorder, resolve_db_path
-
-    return Recorder(con, mode, resolve_db_path(opts.db, output_dir),
-                    overlap=rows <= OVERLAP_MAX_ROWS)
 
 
 def summarize(con: duckdb.DuckDBPyConnection, mode: str, result: CompareResult) -> None:
@@ -306,12 +250,8 @@ def compare(input_param: dict[str, Any], output_path: str | Path, stack_mode: bo
 def run_compare(inp: SingleInput, output_dir: Path, opts: Options, suffix: str = "",
                 early: EarlyMetrics | None = None) -> CompareResult:
     """Validate the output directory, then compare (``early``: see :func:`run_single`)."""
-    from msq.export.outputs import ensure_output_dir
-
     ensure_output_dir(output_dir)
     if opts.record:
-        from msq.history import check_target
-
         check_target(opts.db, output_dir)
     if not inp.npu_json.is_file() or not inp.bench_json.is_file():
         raise InputError(f"{inp.npu_json} / {inp.bench_json}: both must be dump.json files")

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from msq.config import DirInput, Options, SingleInput, options_from_kwargs, parse_compare_json
 from msq.errors import UsageError
-
-if TYPE_CHECKING:  # msq.pipeline (duckdb, pyarrow) is imported once the tensor pool runs
-    from msq.pipeline import CompareResult
+from msq.result import CompareResult
+from msq.tensors_bridge import EarlyMetrics
 
 
 def run_from_compare_json(compare_json: Path, output_dir: Path, *, framework: str | None = None,
@@ -32,11 +31,9 @@ def run_from_compare_json(compare_json: Path, output_dir: Path, *, framework: st
 def run_single_card(inp: SingleInput, output_dir: Path, opts: Options) -> CompareResult:
     """One card. A real-data dump's tensor metrics start first (see tensors_bridge.py), so that
     the worker pool already computes while msq.pipeline, duckdb and pyarrow are imported."""
-    from msq.tensors_bridge import EarlyMetrics
-
     early = EarlyMetrics.start(inp, opts)
     try:
-        from msq.pipeline import run_compare
+        from msq.pipeline import run_compare  # lazy: duckdb and pyarrow load once the pool runs
 
         return run_compare(inp, output_dir, opts, early=early)
     finally:
@@ -47,13 +44,11 @@ def run_single_card(inp: SingleInput, output_dir: Path, opts: Options) -> Compar
 def run_directories(inp: DirInput, output_dir: Path, opts: Any) -> list[CompareResult]:
     """Directory inputs: kernel dumps when rank_id is given, else ranks (and steps)."""
     if inp.extra.get("has_rank_id"):
-        from msq.kernel import compare_kernel
+        from msq.kernel import compare_kernel  # lazy: as run_compare (duckdb)
 
         files = compare_kernel(inp.npu_dir, inp.bench_dir, output_dir, rank_ids=inp.rank_id or None,
                                step_ids=inp.step_id or None)
-        from msq.pipeline import CompareResult
-
         return [CompareResult(mode="kernel", files=list(files))]
-    from msq.distributed import run_dir_compare
+    from msq.distributed import run_dir_compare  # lazy: as run_compare (duckdb)
 
     return run_dir_compare(inp.npu_dir, inp.bench_dir, output_dir, opts)

@@ -9,7 +9,9 @@ from typing import TYPE_CHECKING
 
 from msq.config import Options, SingleInput
 
-if TYPE_CHECKING:  # kept out of the import: EarlyMetrics starts before duckdb/pyarrow load
+# msq.runner imports this module to start EarlyMetrics before duckdb and pyarrow are loaded:
+# they, and the tensor engine, are imported inside the functions that use them.
+if TYPE_CHECKING:
     import duckdb
     import pyarrow as pa
 
@@ -49,8 +51,6 @@ class EarlyMetrics:
     def start(cls, inp: SingleInput, opts: Options) -> EarlyMetrics | None:
         """Start on the same-named files of both tensor directories; None when there are none
         (a statistics dump), or too few for a pool to pay off."""
-        from msq.tensors.pool import TensorJob, start_metrics
-
         npu_dir = inp.npu_json.parent / "dump_tensor_data"
         bench_dir = inp.bench_json.parent / "dump_tensor_data"
         try:
@@ -59,6 +59,9 @@ class EarlyMetrics:
             return None
         if not names:
             return None
+        # lazy: statistics compares never load the tensor engine
+        from msq.tensors.pool import TensorJob, start_metrics
+
         jobs = [TensorJob(i, name, name, str(npu_dir), str(bench_dir)) for i, name in
                 enumerate(names)]  # fmt: skip
         background = start_metrics(jobs, compat=opts.is_compat, workers=opts.workers)
@@ -94,7 +97,8 @@ def fill_tensor_metrics(con: duckdb.DuckDBPyConnection, npu_dir: Path, bench_dir
     extension taken from each side's own data_name (.pt for PyTorch, .npy for MindSpore).
     Rows already computed by ``early`` are taken from it.
     """
-    from msq.tensors import fused
+    from msq import db  # lazy: this module loads before duckdb (see EarlyMetrics)
+    from msq.tensors import fused  # lazy: statistics compares never load the tensor engine
     from msq.tensors.pool import TensorJob
 
     # "numpy" means the C kernel was not built (no compiler at install): ~10x slower on big tensors
@@ -115,16 +119,14 @@ def fill_tensor_metrics(con: duckdb.DuckDBPyConnection, npu_dir: Path, bench_dir
                               npu_dir=str(npu_dir), bench_dir=str(bench_dir), data_name=npu_data))
     table = _metrics_of(jobs, opts, early if early and early.dirs == (npu_dir, bench_dir) else None)
     table = table.rename_columns(["out_seq" if c == "job_id" else c for c in table.column_names])
-    con.register("_metrics", table)
-    con.execute("INSERT INTO tensor_metrics BY NAME SELECT * FROM _metrics")
-    con.unregister("_metrics")
+    db.insert_arrow(con, "tensor_metrics", table, by_name=True)
 
 
 def _metrics_of(jobs: list[TensorJob], opts: Options, early: EarlyMetrics | None) -> pa.Table:
     """The metrics table of ``jobs`` (job ids are out_seq), reusing the early rows."""
-    import pyarrow as pa
+    import pyarrow as pa  # lazy: this module loads before pyarrow (see EarlyMetrics)
 
-    from msq.tensors.pool import compute_metrics
+    from msq.tensors.pool import compute_metrics  # lazy: the tensor engine
 
     got = early.take() if early is not None else None
     if got is None:

@@ -10,16 +10,14 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import duckdb
 
 from msq.config import Options
+from msq.db import atomic_write, csv_guard, quote_ident, quote_str
 from msq.errors import ExportError, UsageError
 from msq.export.xlsx import SheetSpec, write_xlsx
-
-if TYPE_CHECKING:
-    from msq.pipeline import CompareResult
+from msq.result import CompareResult
 
 log = logging.getLogger("msq")
 
@@ -127,44 +125,21 @@ def write_table(con: duckdb.DuckDBPyConnection, query: str, cols: list[str], pat
                 fmt: str) -> None:
     """CSV or Parquet with the workbook's columns; CSV cells that look like formulas are quoted."""
     select = ", ".join(_csv_expr(c) if fmt == "csv" else _parquet_expr(c) for c in cols)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     # Every CSV cell quoted: where ';' is the list separator, a spreadsheet splits an unquoted
     # "a;=1+1" into two cells and evaluates the second.
     options = "FORMAT csv, HEADER true, FORCE_QUOTE *" if fmt == "csv" else "FORMAT parquet"
-    try:
-        con.execute(f"COPY (SELECT {select} FROM ({query})) TO '{_sql_str(tmp)}' ({options})")
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    with atomic_write(path) as tmp:
+        con.execute(f"COPY (SELECT {select} FROM ({query})) TO {quote_str(tmp)} ({options})")
 
 
 def _parquet_expr(col: str) -> str:
     # A number-or-text workbook column becomes text in Parquet (as in the CSV); the typed numbers
     # are in the history database's result_rows.
-    return f'CAST("{col}" AS VARCHAR) AS "{col}"'
+    return f"CAST({quote_ident(col)} AS VARCHAR) AS {quote_ident(col)}"
 
 
 def _csv_expr(col: str) -> str:
     return f'{csv_guard(f"CAST({quote_ident(col)} AS VARCHAR)")} AS {quote_ident(col)}'
-
-
-def quote_ident(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
-def csv_guard(text: str) -> str:
-    """SQL for the text expression ``text`` as a CSV cell that a spreadsheet will not evaluate."""
-    # A spreadsheet opening the CSV would evaluate =, +, - or @ at the start of a text cell; a
-    # leading tab or CR is prefixed too (OWASP: some readers strip it, then evaluate). A leading
-    # apostrophe keeps the cell text. Numbers (e.g. -1.5) are not touched.
-    return (f"CASE WHEN TRY_CAST({text} AS DOUBLE) IS NULL "
-            f"AND regexp_matches({text}, '^[=+\\-@＝＋－＠\t\r]') "
-            f"THEN '''' || {text} ELSE {text} END")
-
-
-def _sql_str(path: Path) -> str:
-    return str(path).replace("'", "''")
 
 
 def write_advisor(out_dir: Path, suffix: str, result: CompareResult) -> Path:
@@ -173,12 +148,7 @@ def write_advisor(out_dir: Path, suffix: str, result: CompareResult) -> Path:
     path = out_dir / f"advisor{suffix}_{stamp}.txt"
     text = (f"Line: {result.suspect_line}\nSuspect Nodes: {result.suspect}\n"
             f"Expert Advice: {result.advice}\n")
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
+    with atomic_write(path) as tmp:
         tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
     log.info("The advisor summary is saved in: %s", path)
     return path

@@ -14,7 +14,6 @@ Text that starts like a formula also gets Excel's quote-prefix style, so editing
 from __future__ import annotations
 
 import contextlib
-import os
 import re
 import zipfile
 from collections.abc import Callable, Sequence
@@ -27,6 +26,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from msq.db import atomic_write
 from msq.errors import ExportError
 
 EXCEL_MAX_ROWS = 1_048_576
@@ -258,14 +258,8 @@ def write_xlsx(con: duckdb.DuckDBPyConnection, spec: SheetSpec, path: Path,
     rows_per_sheet = max_rows if max_rows is not None else EXCEL_MAX_ROWS
     if rows_per_sheet < 2:
         raise ExportError(f"max_rows must leave room for the header and a row, got {rows_per_sheet}")
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        n_sheets = _write_package(con, spec, tmp, on_extra_sheet, rows_per_sheet)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    return n_sheets
+    with atomic_write(path) as tmp:
+        return _write_package(con, spec, tmp, on_extra_sheet, rows_per_sheet)
 
 
 def _write_package(con: duckdb.DuckDBPyConnection, spec: SheetSpec, tmp: Path,

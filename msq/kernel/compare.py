@@ -158,9 +158,7 @@ def _stat_table(jobs: Sequence[Job], roots: dict[str, Root]) -> pa.Table:
 def _connect(tables: dict[str, pa.Table]) -> duckdb.DuckDBPyConnection:
     con = db.connect()
     for name, table in tables.items():
-        con.register("arrow_in", table)
-        con.execute(f"CREATE TABLE {name} AS SELECT * FROM arrow_in")
-        con.unregister("arrow_in")
+        db.insert_arrow(con, name, table, create=True)
     db.load_stage(con, "kernel")
     return con
 
@@ -176,9 +174,7 @@ def _measure(con: duckdb.DuckDBPyConnection, roots: dict[str, Root],
     columns = list(zip(*rows)) if rows else [() for _ in NPY_METRICS.names]
     table = pa.Table.from_arrays([pa.array(values, kind) for values, kind in
                                   zip(columns, NPY_METRICS.types)], schema=NPY_METRICS)
-    con.register("arrow_in", table)
-    con.execute("INSERT INTO kernel_npy_metrics SELECT * FROM arrow_in")
-    con.unregister("arrow_in")
+    db.insert_arrow(con, "kernel_npy_metrics", table)
 
 
 def _batches(cursor: duckdb.DuckDBPyConnection) -> Iterator[list[tuple[object, ...]]]:

@@ -3,14 +3,13 @@
 The header is bold and bordered as pandas writes it. A sheet holds Excel's 1,048,576 rows
 (header included); further rows continue on ``Sheet2``, ``Sheet3``, ... each with the header.
 Text is always written with ``write_string``, so a name such as ``=cmd|...`` stays text.
-The workbook is written under a temporary name in the output directory and renamed when complete.
+The workbook is written under a temporary name in the output directory and renamed when complete
+(mode 0640).
 """
 
 from __future__ import annotations
 
 import math
-import os
-import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ from typing import Any
 import xlsxwriter
 from xlsxwriter.exceptions import XlsxWriterException
 
+from msq.db import atomic_write
 from msq.errors import ExportError
 
 EXCEL_MAX_ROWS = 1_048_576
@@ -83,27 +83,21 @@ def write_workbook(path: Path, headers: Sequence[str],
     """
     if max_rows < 2:
         raise ValueError("max_rows must leave room for the header and one row")
-    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".part")
-    os.close(handle)
     written = 0
     try:
-        book = xlsxwriter.Workbook(temp, _OPTIONS)
-        sheets = _Sheets(book, headers, max_rows)
-        for batch in batches:
-            for values in batch:
-                sheet, row = sheets.next_row()
-                for col, value in enumerate(values):
-                    _write_cell(sheet, row, col, value)
-                written += 1
-        if sheets.sheet is None:
-            sheets.next_row()  # header-only workbook
-        book.close()
-        os.chmod(temp, 0o640)
-        os.replace(temp, path)
+        with atomic_write(path, mode=0o640) as temp:
+            book = xlsxwriter.Workbook(str(temp), _OPTIONS)
+            sheets = _Sheets(book, headers, max_rows)
+            for batch in batches:
+                for values in batch:
+                    sheet, row = sheets.next_row()
+                    for col, value in enumerate(values):
+                        _write_cell(sheet, row, col, value)
+                    written += 1
+            if sheets.sheet is None:
+                sheets.next_row()  # header-only workbook
+            book.close()
     except (OSError, XlsxWriterException) as err:
         raise ExportError(f"cannot write {path}: {err}; check the output directory's free "
                           "space and permissions.") from err
-    finally:
-        if os.path.exists(temp):
-            os.unlink(temp)
     return written
