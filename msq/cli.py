@@ -18,9 +18,9 @@ from typing import Any, TypeVar
 import click
 
 from msq import __version__
+from msq.console import print_summary, render_table
 from msq.errors import ExitStatus, MsqError, printable
 from msq.runner import run_from_compare_json
-from msq.summary import print_summary
 
 F = TypeVar("F", bound=Callable[..., Any])
 log = logging.getLogger("msq")
@@ -204,12 +204,8 @@ def sql_cmd(query: str, db_path: Path | None, fmt: str, output: Path | None, qui
     QUERY may read the tables compares and result_rows and the views runs, op_trend,
     first_divergence and regressions (docs/schema.md).
     """
-    from msq import history  # lazy: duckdb loads after msq compare's early tensor pool starts
-
     setup_logging(verbose, quiet)
-    text = history.run_sql(history.resolve_db_path(db_path), query, fmt, output)
-    if text is not None:
-        click.echo(text, nl=False)
+    _print_query(db_path, query, fmt, output)
 
 
 @main.command("runs")
@@ -226,12 +222,27 @@ def runs_cmd(db_path: Path | None, label: str | None, fmt: str, output: Path | N
 
     One line per compare: id, time, label, mode, rank, step, rows, red, yellow, first suspect.
     """
-    from msq import history  # lazy: duckdb loads after msq compare's early tensor pool starts
+    from msq.history import runs_sql  # lazy: as in _print_query
 
     setup_logging(verbose, quiet)
-    text = history.run_sql(history.resolve_db_path(db_path), history.runs_sql(label), fmt, output)
-    if text is not None:
-        click.echo(text, nl=False)
+    _print_query(db_path, runs_sql(label), fmt, output)
+
+
+def _print_query(db_path: Path | None, query: str, fmt: str, output: Path | None) -> None:
+    """Run a read-only query on the history database; print it, or write it to ``output``."""
+    from msq import history  # lazy: duckdb loads after msq compare's early tensor pool starts
+
+    path = history.resolve_db_path(db_path)
+    if fmt == "table":
+        text = render_table(history.query(path, query))
+        if output is None:
+            click.echo(text, nl=False)
+        else:
+            output.write_text(text, encoding="utf-8")
+    elif output is None:
+        click.echo(history.export_text(path, query, fmt), nl=False)
+    else:
+        history.export(path, query, fmt, output)
 
 
 def _mapping_flag(value: str | None) -> str | bool | None:

@@ -16,11 +16,11 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from importlib import resources
 from importlib.abc import Traversable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 
@@ -249,3 +249,10 @@ def atomic_write(path: Path, *, mode: int | None = None) -> Iterator[Path]:
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def scalar(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any] = ()) -> Any:
+    """The first column of the first row of ``sql`` (None when it returns no row)."""
+    # fetchall, not fetchone: DuckDB 2 refuses new work while a result is still unfinished
+    rows = con.execute(sql, list(params)).fetchall()
+    return rows[0][0] if rows else None

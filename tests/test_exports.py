@@ -18,7 +18,7 @@ from msq.errors import ExportError
 from msq.export import xlsx
 from msq.export.xlsx import SheetSpec, write_xlsx
 from tests.golden_util import GOLDEN
-from tests.test_history import LINEAR1_OUT, model_dump, single_card, tensor, write_json
+from tests.history.builders import LINEAR1_OUT, model_dump, single_card, tensor, write_json
 
 FORMULAS = ["=HYPERLINK(\"http://x\",\"y\")", "+1+2", "-2+3", "@SUM(A1)", "＝1+1"]
 

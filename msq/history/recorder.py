@@ -1,0 +1,320 @@
+"""Recording one compare into the history database.
+
+Recording happens from a second connection (a cursor) of the compare's in-memory database, in a
+thread (:class:`Recorder`): the history file is ATTACHed and all output rows are written with one
+``INSERT ... SELECT`` while the outputs are being written; once they exist the compare's metadata
+row follows and the one transaction commits. The file is then detached so that other processes
+can take their turn. The rows to insert come from the views of ``sql/history_record/``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import json
+import logging
+import re
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import duckdb
+
+from msq import __version__, db
+from msq.errors import HistoryError, SqlFileError
+from msq.history import schema
+from msq.history.store import (
+    Aborted,
+    first_lines,
+    is_lock_error,
+    lock_timeout,
+    open_error,
+    resolve_db_path,
+    with_lock_retry,
+)
+
+if TYPE_CHECKING:
+    from msq.config import Options, SingleInput
+    from msq.result import CompareResult
+
+log = logging.getLogger("msq")
+
+ALIAS = "msq_history"
+ROW_GROUP_ROWS = 32_768
+# Above this many output rows the history is written after the outputs, not alongside them:
+# the workbook of 500,000 rows takes ~13 s here, and another process waiting for the file
+# (a multi-rank compare) must get it well inside its 60 s.
+OVERLAP_MAX_ROWS = 500_000
+
+_RANK = re.compile(r"^rank(\d*)$")
+_STEP = re.compile(r"^step(\d+)$")
+
+
+def parse_rank_step(dump_json: Path) -> tuple[int | None, int | None]:
+    """Rank and step from ``.../step<S>/rank<R>/dump.json``; None where absent (or ``rank``)."""
+    rank_match = _RANK.match(dump_json.parent.name)
+    if not rank_match:
+        return None, None
+    step_match = _STEP.match(dump_json.parent.parent.name)
+    rank = int(rank_match.group(1)) if rank_match.group(1) else None
+    return rank, (int(step_match.group(1)) if step_match else None)
+
+
+def _mapping_text(value: Any) -> str | None:
+    if value is None or value is False:
+        return None
+    if value is True:
+        return "builtin"
+    if isinstance(value, dict):
+        return json.dumps(value, ensure_ascii=False, sort_keys=True)
+    return str(value)
+
+
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc)
+
+
+def _abs(path: Path | None) -> str | None:
+    return None if path is None else str(Path(path).absolute())
+
+
+@dataclass
+class RecordContext:
+    """What is known about a compare besides its tables: inputs, options, result, timing."""
+
+    inp: SingleInput
+    opts: Options
+    result: CompareResult
+    output_dir: Path
+    started: float
+    framework: str
+
+
+def compare_row(ctx: RecordContext, con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
+    """The ``compares`` row of one compare (without its id)."""
+    rank, step = parse_rank_step(Path(ctx.inp.npu_json))
+    cross = db.scalar(con, "SELECT cross_framework FROM settings")
+    res, opts = ctx.result, ctx.opts
+    return {
+        "started_at": dt.datetime.fromtimestamp(ctx.started, dt.timezone.utc),
+        "seconds": round(time.time() - ctx.started, 3),
+        "label": opts.label, "mode": res.mode, "framework": ctx.framework,
+        "compat": opts.compat, "fuzzy": opts.fuzzy_match, "stack": opts.stack_mode,
+        "auto_analyze": opts.auto_analyze, "cross_framework": bool(cross),
+        "data_mapping": _mapping_text(opts.data_mapping),
+        "api_mapping": _mapping_text(opts.api_mapping),
+        "cell_mapping": _mapping_text(opts.cell_mapping),
+        "layer_mapping": _mapping_text(opts.layer_mapping),
+        "npu_path": _abs(ctx.inp.npu_json), "bench_path": _abs(ctx.inp.bench_json),
+        "stack_path": _abs(ctx.inp.stack_json), "rank": rank, "step": step,
+        "msq_version": __version__, "output_dir": _abs(ctx.output_dir),
+        "files": [_abs(f) for f in res.files], "n_rows": res.rows, "n_matched": res.matched,
+        "n_npu_only": res.unmatched_npu, "n_bench_only": res.unmatched_bench,
+        "n_red": res.red, "n_yellow": res.yellow,
+        "suspect_line": None if res.suspect_line == "NA" else int(res.suspect_line),
+        "suspect": None if res.suspect == "NA" else res.suspect,
+    }
+
+
+class Recorder:
+    """Records one compare into the history file from a thread, while its outputs are written.
+
+    Inserting every output row costs about a second per 100,000 rows and runs on one core, as
+    does most of writing the workbook; DuckDB releases the GIL, so the two overlap. The output
+    rows go in first; the ``compares`` row, which names the files written and the time taken,
+    follows once :meth:`finish` hands it over, and only then is the transaction committed.
+    :meth:`abort` (the outputs failed, or Ctrl-C) rolls it back: the file is left as it was.
+
+    The file's lock is taken early only when it is free and the compare is not huge
+    (``overlap``): another process then waits for this one's outputs too, which must stay well
+    inside its timeout. Otherwise, and when another process holds the file, the rows go in
+    after the outputs, and the wait (up to the timeout) starts only then, as it always did.
+
+    The thread owns its own connection (a cursor of the compare's database), where the
+    ``hist_result`` view lives; the main thread does not touch that connection.
+    """
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, mode: str, path: Path,
+                 timeout: float | None = None, overlap: bool = True) -> None:
+        self.path = path
+        self.compare_id: int | None = None
+        self._overlap = overlap
+        self._cursor = con.cursor()
+        self._rows_sql = prepare_rows(self._cursor, mode)
+        self._timeout = lock_timeout(timeout)
+        self._row: dict[str, Any] | None = None
+        self._go = threading.Event()    # set when the compares row is handed over (or on abort)
+        self._stop = threading.Event()  # set on abort
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="msq-history", daemon=True)
+        self._thread.start()
+
+    def finish(self, row: dict[str, Any]) -> int:
+        """Hand over the ``compares`` row (the outputs exist), wait for the commit.
+
+        Returns:
+            The new ``compare_id``.
+        """
+        self._row = row
+        self._go.set()
+        self._join()
+        if self._error is not None:
+            raise self._error
+        assert self.compare_id is not None
+        log.info("recorded compare %d (%d rows) in %s", self.compare_id,
+                 row.get("n_rows", 0), self.path)
+        return self.compare_id
+
+    def abort(self) -> None:
+        """Stop recording and roll back; the history file is left unchanged."""
+        self._stop.set()
+        self._go.set()
+        if self._thread.is_alive():
+            with contextlib.suppress(duckdb.Error):  # the thread may have closed it just now
+                self._cursor.interrupt()
+        self._join()
+
+    def _join(self) -> None:
+        # In short waits: a SIGINT that the kernel hands to another thread (this one's, or
+        # DuckDB's) still runs Python's handler, in the main thread, within 0.1 s.
+        while self._thread.is_alive():
+            self._thread.join(0.1)
+
+    # -- the thread -------------------------------------------------------------------------
+    def _run(self) -> None:
+        try:
+            self.compare_id = self._record()
+        except BaseException as err:  # noqa: BLE001 (re-raised in the main thread by finish())
+            self._error = err
+        finally:
+            self._cursor.close()  # drops the temp view hist_result with it
+
+    def _record(self) -> int:
+        if not self.path.parent.is_dir():
+            raise HistoryError(f"{self.path}: its folder does not exist; create it or choose "
+                               "another --db")
+        cur = self._cursor
+        self._attach()
+        try:
+            compare_id = self._write()
+            cur.execute(f"CHECKPOINT {ALIAS}")
+        finally:
+            cur.execute(f"DETACH {ALIAS}")
+        return compare_id
+
+    def _attach(self) -> None:
+        cur = self._cursor
+
+        def attach() -> None:
+            # Row groups of 32,768 rows (not 122,880): a 100,000-row compare then fills whole
+            # row groups, which DuckDB compresses and writes while the INSERT runs (alongside
+            # the workbook) instead of all at COMMIT. Any row group size reads the same; this
+            # costs ~10 % more disk.
+            cur.execute(f"ATTACH {db.quote_str(self.path)} AS {ALIAS} "
+                        f"(ROW_GROUP_SIZE {ROW_GROUP_ROWS})")
+
+        while self._overlap and not self._go.is_set():
+            try:
+                attach()
+                return
+            except duckdb.IOException as err:
+                if not is_lock_error(err):
+                    raise open_error(self.path, err) from None
+            except duckdb.Error as err:
+                raise open_error(self.path, err) from None
+            self._go.wait(0.2)  # held by another process: look again until the outputs exist
+        self._go.wait()
+        if self._stop.is_set():
+            raise Aborted
+        with_lock_retry(attach, self.path, self._timeout, self._stop)
+
+    def _write(self) -> int:
+        cur, path = self._cursor, self.path
+        home = db.scalar(cur, "SELECT current_database()")
+        cur.execute("BEGIN TRANSACTION")
+        try:
+            cur.execute(f"USE {ALIAS}")
+            schema.ensure_schema(cur, ALIAS, path)
+            schema.load_views(cur)
+            cur.execute(f'USE "{home}"')
+            compare_id = int(db.scalar(cur, "SELECT coalesce(max(compare_id), 0) + 1 "
+                                          f"FROM {ALIAS}.compares"))
+            cur.execute(f"INSERT INTO {ALIAS}.result_rows BY NAME "
+                        f"SELECT ?::BIGINT AS compare_id, * FROM (\n{self._rows_sql}\n)",
+                        [compare_id])
+            _insert_compare(cur, compare_id, self._wait_for_row())
+            self._before_commit()
+            cur.execute("COMMIT")
+            return compare_id
+        except BaseException as err:
+            _rollback(cur, home)
+            if isinstance(err, duckdb.Error) and not self._stop.is_set():
+                raise HistoryError(f"{path}: could not record the compare ({first_lines(err)}); "
+                                   "the outputs were written, the history was left unchanged"
+                                   ) from err
+            raise
+
+    def _wait_for_row(self) -> dict[str, Any]:
+        self._go.wait()
+        if self._stop.is_set() or self._row is None:
+            raise Aborted
+        return self._row
+
+    def _before_commit(self) -> None:
+        # the last point where an abort still leaves the file unchanged
+        if self._stop.is_set():
+            raise Aborted
+
+
+def start_recording(con: duckdb.DuckDBPyConnection, mode: str, db_opt: str | Path | None,
+                    output_dir: Path, rows: int) -> Recorder:
+    """Start recording one compare into its history database (``--db``, see
+    :func:`resolve_db_path`).
+
+    The output rows are inserted in a thread while the outputs are written (for compares of up
+    to ``OVERLAP_MAX_ROWS`` rows); the record is committed only once they exist
+    (:meth:`Recorder.finish`).
+    """
+    return Recorder(con, mode, resolve_db_path(db_opt, output_dir),
+                    overlap=rows <= OVERLAP_MAX_ROWS)
+
+
+def _insert_compare(cur: duckdb.DuckDBPyConnection, compare_id: int,
+                    row: dict[str, Any]) -> None:
+    cols = ["compare_id", *row]
+    cur.execute(f"INSERT INTO {ALIAS}.compares ({', '.join(cols)}) "
+                f"VALUES ({', '.join('?' for _ in cols)})", [compare_id, *row.values()])
+
+
+def _record_sql(name: str) -> tuple[str, str]:
+    origin = f"sql/history_record/{name}.sql"
+    text = (db.sql_root() / "history_record" / f"{name}.sql").read_text(encoding="utf-8")
+    return text.rstrip().rstrip(";"), origin
+
+
+def prepare_rows(con: duckdb.DuckDBPyConnection, mode: str) -> str:
+    """Create the view ``temp.hist_result`` of the compare's rows; return the SELECT to insert.
+
+    The result and marks are tables by now (materialised once for every reader), so the view
+    costs nothing to bind; it is temporary, private to ``con``, the recorder's own connection.
+    """
+    db.run_schema(con, "history_macros")
+    ops_sql, ops_origin = _record_sql("hist_row_ops")
+    db.create_view(con, "hist_row_ops", ops_sql, ops_origin)
+    source, origin = _record_sql(f"hist_source_{mode}")
+    try:
+        con.execute(f"CREATE OR REPLACE TEMP VIEW hist_result AS {source}")
+    except duckdb.Error as err:
+        raise SqlFileError(f"{origin}: {err}") from err
+    rows_sql, _ = _record_sql(f"hist_rows_{mode}")
+    return rows_sql
+
+
+def _rollback(con: duckdb.DuckDBPyConnection, home: str) -> None:
+    for statement in ("ROLLBACK", f'USE "{home}"'):
+        try:
+            con.execute(statement)
+        except duckdb.Error:
+            pass

@@ -1,0 +1,107 @@
+"""The history database's schema: its version, its creation in a new file, and migrations.
+
+The tables are ``sql/history_schema/`` and the views kept in the file ``sql/history/``.
+``meta.schema_version`` is checked on every open: an older file is migrated with the scripts in
+``sql/history_migrate/v<N>.sql`` (inside the writer's transaction), a newer or unknown one is
+refused. See docs/schema.md.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from importlib.abc import Traversable
+from pathlib import Path
+
+import duckdb
+
+from msq import __version__, db
+from msq.errors import HistoryError
+from msq.history.store import first_lines
+
+log = logging.getLogger("msq")
+
+SCHEMA_VERSION = 1
+
+
+def _migration_folder() -> Traversable | Path:
+    return db.sql_root() / "history_migrate"
+
+
+def _tables(con: duckdb.DuckDBPyConnection, catalog: str) -> set[str]:
+    rows = con.execute("SELECT table_name FROM duckdb_tables() WHERE database_name = ?",
+                       [catalog]).fetchall()
+    views = con.execute("SELECT view_name FROM duckdb_views() WHERE database_name = ? "
+                        "AND NOT internal", [catalog]).fetchall()
+    return {r[0] for r in rows} | {f"view:{v[0]}" for v in views}
+
+
+def stored_version(con: duckdb.DuckDBPyConnection, catalog: str, path: Path) -> int | None:
+    """The file's schema version; None for an empty database. Refuses unknown databases.
+
+    Args:
+        con: a connection where the history file is the catalog ``catalog``.
+        catalog: the file's catalog name.
+        path: the file, for messages.
+
+    Returns:
+        The stored ``schema_version``, or None when the database holds nothing yet.
+    """
+    names = _tables(con, catalog)
+    if not names:
+        return None
+    if "meta" not in names:
+        raise HistoryError(f"{path}: a DuckDB database but not an msq history (no meta table); "
+                           "choose another --db")
+    value = db.scalar(con, f'SELECT value FROM "{catalog}".main.meta WHERE key = ?',
+                    ["schema_version"])
+    try:
+        return int(value) if value is not None else -1
+    except ValueError:
+        return -1
+
+
+def check_version(version: int | None, path: Path) -> None:
+    """Refuse a file written by a newer msq (or with an unreadable version)."""
+    if version is None or 1 <= version <= SCHEMA_VERSION:
+        return
+    if version > SCHEMA_VERSION:
+        raise HistoryError(f"{path}: history schema version {version} is newer than this msq "
+                           f"understands ({SCHEMA_VERSION}); upgrade msq or choose another --db")
+    raise HistoryError(f"{path}: unknown history schema version in its meta table; "
+                       "choose another --db")
+
+
+def ensure_schema(con: duckdb.DuckDBPyConnection, catalog: str, path: Path) -> None:
+    """Create, check or migrate the schema; the caller holds a transaction and ``USE catalog``."""
+    version = stored_version(con, catalog, path)
+    check_version(version, path)
+    if version is None:
+        db.run_schema(con, "history_schema")
+        con.execute("INSERT INTO meta VALUES ('schema_version', ?), ('created_at', ?), "
+                    "('created_by', ?)", [str(SCHEMA_VERSION), dt.datetime.now(dt.timezone.utc).isoformat(),
+                                          f"msq {__version__}"])
+        return
+    for target in range(version + 1, SCHEMA_VERSION + 1):
+        _migrate(con, target, path)
+
+
+def _migrate(con: duckdb.DuckDBPyConnection, target: int, path: Path) -> None:
+    script = _migration_folder() / f"v{target}.sql"
+    if not script.is_file():
+        raise HistoryError(f"{path}: no migration to history schema version {target} "
+                           f"(missing sql/history_migrate/v{target}.sql)")
+    try:
+        con.execute(script.read_text(encoding="utf-8"))
+    except duckdb.Error as err:
+        raise HistoryError(f"{path}: migrating to history schema version {target} failed: "
+                           f"{first_lines(err)}; the file was left unchanged") from err
+    con.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", [str(target)])
+    log.info("%s: history schema migrated to version %d", path, target)
+
+
+def load_views(con: duckdb.DuckDBPyConnection) -> None:
+    # Inside a transaction a failed statement aborts it, so no retry-on-missing-view here: the
+    # files are loaded in name order and must not depend on a later one.
+    for name, body, origin in db.iter_stage("history"):
+        db.create_view(con, name, body, origin)

@@ -1,0 +1,161 @@
+"""Where the history database is, waiting for its lock, and the check made before a compare.
+
+DuckDB lets one process at a time open a file for writing; a process that finds the file locked
+waits with backoff (``MSQ_DB_TIMEOUT`` seconds, default 60) instead of failing.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+import duckdb
+
+from msq.errors import HistoryError, UsageError
+
+log = logging.getLogger("msq")
+
+DB_FILE = "msq.duckdb"
+DEFAULT_TIMEOUT = 60.0
+T = TypeVar("T")
+
+
+class Aborted(Exception):
+    """The compare stopped (an error or Ctrl-C in the main thread): roll the history back."""
+
+
+def resolve_db_path(db_opt: str | Path | None, output_dir: Path | None = None) -> Path:
+    """The history file: ``db_opt`` (``--db`` / ``db=``), else ``$MSQ_DB``, else ``msq.duckdb``.
+
+    Args:
+        db_opt: the path given by the user, if any.
+        output_dir: the compare's output directory (the default's folder); the working directory
+            when None (``msq sql``, ``msq runs``).
+
+    Returns:
+        The database path (not necessarily existing).
+    """
+    chosen = db_opt or os.environ.get("MSQ_DB")
+    if chosen:
+        return Path(chosen)
+    return (output_dir or Path(".")) / DB_FILE
+
+
+def lock_timeout(timeout: float | None = None) -> float:
+    """Seconds to wait for a locked database: the argument, else ``$MSQ_DB_TIMEOUT``, else 60."""
+    if timeout is not None:
+        return timeout
+    raw = os.environ.get("MSQ_DB_TIMEOUT")
+    if raw is None:
+        return DEFAULT_TIMEOUT
+    try:
+        value = float(raw)
+    except ValueError:
+        raise UsageError(f"MSQ_DB_TIMEOUT must be a number of seconds, got {raw!r}") from None
+    if value < 0:
+        raise UsageError(f"MSQ_DB_TIMEOUT must be 0 or more seconds, got {raw!r}")
+    return value
+
+
+def is_lock_error(err: BaseException) -> bool:
+    text = str(err)
+    return "Could not set lock" in text or "Conflicting lock" in text
+
+
+def first_lines(err: BaseException) -> str:
+    """DuckDB's message up to its first blank line (drops the LINE/caret excerpt), on one line."""
+    head = str(err).strip().split("\n\n", 1)[0]
+    return " ".join(line.strip() for line in head.splitlines() if line.strip())
+
+
+def with_lock_retry(action: Callable[[], T], path: Path, timeout: float,
+                    stop: threading.Event | None = None) -> T:
+    """Run ``action`` (open or ATTACH ``path``), retrying while another process holds its lock.
+
+    Args:
+        action: opens the database; raises duckdb.IOException when the file is locked.
+        path: the database, for messages.
+        timeout: seconds to keep trying.
+        stop: set by another thread to give up waiting (raises ``Aborted``).
+
+    Returns:
+        What ``action`` returned.
+    """
+    deadline = time.monotonic() + timeout
+    delay = 0.05
+    waited = False
+    while True:
+        try:
+            return action()
+        except duckdb.IOException as err:
+            if not is_lock_error(err):
+                raise open_error(path, err) from None
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise HistoryError(
+                    f"{path}: the history database is still locked by another process after "
+                    f"{timeout:g} s ({first_lines(err)}); try again later, raise MSQ_DB_TIMEOUT, "
+                    "or record elsewhere with --db / skip with --no-history") from None
+            if not waited:
+                log.info("%s: another process is using the history database; waiting up to %g s",
+                         path, timeout)
+                waited = True
+            # jitter keeps two waiting processes from retrying in lockstep
+            pause = min(remaining, delay * random.uniform(0.5, 1.0))
+            if stop is None:
+                time.sleep(pause)
+            elif stop.wait(pause):
+                raise Aborted
+            delay = min(delay * 2, 1.0)
+        except duckdb.Error as err:
+            raise open_error(path, err) from None
+
+
+def open_error(path: Path, err: BaseException) -> HistoryError:
+    text = first_lines(err)
+    if "not a valid DuckDB database" in text:
+        return HistoryError(f"{path}: exists but is not a DuckDB database; choose another --db")
+    return HistoryError(f"{path}: cannot open the history database: {text}")
+
+
+def check_target(db_opt: str | Path | None, output_dir: Path) -> None:
+    """A history file that cannot be created would fail the run after the whole compare (the
+    outputs written, exit 1): find out before it starts. Schema and locks are checked later, when
+    the file is opened."""
+
+    path = resolve_db_path(db_opt, output_dir)
+    try:
+        _check_db_file(path)
+    except OSError as err:  # e.g. a name too long for the file system
+        raise HistoryError(f"{str(path)[:200]}: cannot use it as the history database "
+                           f"({err.strerror}); choose another --db, or --no-history") from None
+
+
+def _check_db_file(path: Path) -> None:
+    if path.exists():
+        if not path.is_file():
+            raise HistoryError(f"{path}: is not a file; choose another --db")
+        try:
+            with open(path, "rb") as handle:
+                magic = handle.read(12)[8:]
+        except OSError as err:
+            raise HistoryError(f"{path}: cannot read the history database ({err.strerror}); "
+                               "choose another --db, or --no-history") from None
+        if magic != b"DUCK":  # DuckDB's file header: 8 bytes of checksum, then "DUCK"
+            raise HistoryError(f"{path}: exists but is not a DuckDB database; choose another --db")
+        return
+    if not path.parent.is_dir():
+        raise HistoryError(f"{path}: its folder does not exist; create it or choose another --db")
+    try:
+        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=".msq-write-test-"):
+            pass
+    except OSError as err:
+        raise HistoryError(f"{path}: cannot create the history database there ({err.strerror}); "
+                           "choose another --db, or --no-history") from None

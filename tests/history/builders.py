@@ -1,0 +1,190 @@
+"""Builders shared by the history tests: msprobe statistics dumps of a four-op model, the msq
+command, and a process that holds a database's lock.
+
+One model of four forward ops gives 13 output rows per compare. ``RUNS`` says how each NPU run
+departs from the bench, per (step, rank).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import duckdb
+from click.testing import CliRunner
+
+import msq
+from msq.cli import main
+
+STEPS, RANKS = (0, 1, 2), (0, 1)
+MODEL: dict[str, tuple[list[list[int]], list[list[int]]]] = {
+    "Functional.linear.0.forward": ([[4, 8], [16, 8], [16]], [[4, 16]]),
+    "Functional.relu.0.forward": ([[4, 16]], [[4, 16]]),
+    "Functional.linear.1.forward": ([[4, 16], [4, 16], [4]], [[4, 4]]),
+    "Functional.mse_loss.0.forward": ([[4, 4], [4, 4]], [[]]),
+}
+Change = dict[tuple[str, str, int], dict[str, float]]   # (op, io, index) -> {stat: factor}
+LINEAR0_OUT = ("Functional.linear.0.forward", "output", 0)
+RELU_OUT = ("Functional.relu.0.forward", "output", 0)
+LINEAR1_OUT = ("Functional.linear.1.forward", "output", 0)
+# How each NPU run departs from the bench, per (step, rank). Both runs also drift linear.1's output
+# Mean by 0.125 per step. v1: linear.1 output Max x3 at step1/rank1 (red, Warning) and relu output
+# Max x1.25 at step2/rank0 (yellow). v2: the same, but relu x3 (yellow -> red) and linear.0 output
+# Max x1.25 at step0/rank1 (pass -> yellow).
+RUNS: dict[str, dict[tuple[int, int], Change]] = {
+    "v1": {(1, 1): {LINEAR1_OUT: {"Max": 3.0}}, (2, 0): {RELU_OUT: {"Max": 1.25}}},
+    "v2": {(1, 1): {LINEAR1_OUT: {"Max": 3.0}}, (2, 0): {RELU_OUT: {"Max": 3.0}},
+           (0, 1): {LINEAR0_OUT: {"Max": 1.25}}},
+}
+
+
+def tensor(shape: list[int], seed: int) -> dict[str, Any]:
+    """One tensor argument in msprobe's statistics format (exact binary fractions)."""
+    return {"type": "torch.Tensor", "dtype": "torch.float32", "shape": shape,
+            "Max": 2.0 + seed / 8, "Min": -1.0 - seed / 16, "Mean": 1.0 + seed / 32,
+            "Norm": 4.0 + seed / 4, "requires_grad": False}
+
+
+def model_dump(step: int, rank: int, change: Change, drift: bool) -> dict[str, Any]:
+    """dump.json of one step and rank: ``change`` scales stats, ``drift`` shifts linear.1's Mean."""
+    data: dict[str, Any] = {}
+    seed = 0
+    for op, (inputs, outputs) in MODEL.items():
+        entry: dict[str, Any] = {"input_args": [], "input_kwargs": {}, "output": []}
+        for io, shapes in (("input", inputs), ("output", outputs)):
+            for i, shape in enumerate(shapes):
+                arg = tensor(shape, seed + rank)
+                seed += 1
+                for stat, factor in change.get((op, io, i), {}).items():
+                    arg[stat] *= factor
+                if drift and (op, io, i) == LINEAR1_OUT:
+                    arg["Mean"] += 0.125 * step
+                entry["input_args" if io == "input" else "output"].append(arg)
+        data[op] = entry
+    return {"task": "statistics", "level": "L1", "dump_data_dir": None, "data": data}
+
+
+def write_json(path: Path, doc: Any) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(doc, indent=1), encoding="utf-8")
+    return path
+
+
+def build_roots(base: Path) -> dict[str, Path]:
+    """Dump roots bench/, v1/, v2/ (step*/rank*/dump.json) and compare_<label>.json per run."""
+    for step in STEPS:
+        for rank in RANKS:
+            where = f"step{step}/rank{rank}/dump.json"
+            write_json(base / "bench" / where, model_dump(step, rank, {}, drift=False))
+            for label, run in RUNS.items():
+                write_json(base / label / where, model_dump(step, rank, run.get((step, rank), {}),
+                                                            drift=True))
+    return {label: write_json(base / f"compare_{label}.json",
+                              {"npu_path": str(base / label), "bench_path": str(base / "bench")})
+            for label in RUNS}
+
+
+def single_card(base: Path, change: Change | None = None,
+                extra: dict[str, Any] | None = None) -> Path:
+    """A one-card compare.json (NPU and bench of step0/rank0); ``extra`` adds ops to both sides."""
+    npu, bench = model_dump(0, 0, change or {}, drift=False), model_dump(0, 0, {}, drift=False)
+    for doc in (npu, bench):
+        doc["data"].update(extra or {})
+    npu_path = write_json(base / "npu" / "step0" / "rank0" / "dump.json", npu)
+    bench_path = write_json(base / "bench" / "step0" / "rank0" / "dump.json", bench)
+    return write_json(base / "compare.json",
+                      {"npu_path": str(npu_path), "bench_path": str(bench_path)})
+
+
+def msq_cmd(*args: str, env: dict[str, str] | None = None,
+            timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """The real ``msq`` command in a fresh process."""
+    return subprocess.run([sys.executable, "-m", "msq.cli", *args], capture_output=True, text=True,
+                          env={**os.environ, **(env or {})}, timeout=timeout, check=False)
+
+
+def sql(db: Path, query: str, *extra: str) -> str:
+    """``msq sql`` in-process; returns stdout (asserting exit status 0)."""
+    result = CliRunner().invoke(main, ["sql", query, "--db", str(db), *extra])
+    assert result.exit_code == 0, result.output + (result.stderr or "")
+    return result.stdout
+
+
+def csv_rows(text: str) -> list[list[str]]:
+    return list(csv.reader(text.splitlines()))
+
+
+def run_api(compare_json: Path, out: Path, **kwargs: Any) -> Any:
+    doc = json.loads(compare_json.read_text())
+    return msq.compare({"npu_json_path": doc["npu_path"], "bench_json_path": doc["bench_path"]},
+                       out, formats="csv", auto_analyze=False, **kwargs)
+
+
+def count(db: Path, query: str = "SELECT count(*) FROM compares") -> int:
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return int(con.execute(query).fetchall()[0][0])
+    finally:
+        con.close()
+
+
+def set_version(db: Path, version: str) -> None:
+    con = duckdb.connect(str(db))
+    con.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", [version])
+    con.close()
+
+
+HOLD_LOCK = """
+import sys, select, duckdb
+con = duckdb.connect(sys.argv[1])
+print("locked", flush=True)
+select.select([sys.stdin], [], [], 20)   # until told to let go (a line on stdin), at most 20 s
+con.close()
+"""
+
+
+class LockHolder(logging.Handler):
+    """A process holding the database's write lock until msq logs that it is waiting for it."""
+
+    def __init__(self, db: Path) -> None:
+        super().__init__(logging.INFO)
+        self.proc = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(db)],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        assert self.proc.stdout is not None and self.proc.stdout.readline().strip() == "locked"
+        self.waiting: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = record.getMessage()
+        if "waiting up to" in message and not self.waiting:
+            self.waiting.append(message)
+            self.let_go()
+
+    def let_go(self) -> None:
+        assert self.proc.stdin is not None
+        if not self.proc.stdin.closed:
+            self.proc.stdin.write("go\n")
+            self.proc.stdin.close()
+
+    def __enter__(self) -> LockHolder:  # noqa: PYI034 (typing_extensions is not a dependency)
+        logging.getLogger("msq").addHandler(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        logging.getLogger("msq").removeHandler(self)
+        self.proc.kill()
+        self.proc.wait()
+
+
+def locked_by_another_process(db: Path) -> bool:
+    """Whether another process holds the file (a second process cannot open it to write)."""
+    probe = subprocess.run([sys.executable, "-c", "import sys, duckdb; duckdb.connect(sys.argv[1])",
+                            str(db)], check=False, capture_output=True, text=True, timeout=60)
+    if probe.returncode != 0:
+        assert "lock" in probe.stderr, probe.stderr
+    return probe.returncode != 0

@@ -1,0 +1,151 @@
+"""Recording compares into the history database (msq/history/recorder.py)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+import msq
+from msq import history
+from msq.cli import main
+from msq.errors import HistoryError
+from msq.export import outputs
+from msq.history import recorder
+from tests.history.builders import (
+    LINEAR1_OUT,
+    RANKS,
+    STEPS,
+    count,
+    csv_rows,
+    locked_by_another_process,
+    run_api,
+    single_card,
+    sql,
+    tensor,
+)
+
+
+def test_every_compare_of_both_runs_is_recorded(hist: Path) -> None:
+    rows = csv_rows(sql(hist, "SELECT label, step, rank, mode, n_rows, n_matched FROM compares "
+                              "ORDER BY label, step, rank", "--format", "csv"))
+    assert rows[0] == ["label", "step", "rank", "mode", "n_rows", "n_matched"]
+    assert rows[1:] == [[label, str(s), str(r), "statistics", "13", "13"]
+                        for label in ("v1", "v2") for s in STEPS for r in RANKS]
+
+
+def test_default_database_is_in_the_output_directory(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MSQ_DB", raising=False)
+    cj = single_card(tmp_path, {LINEAR1_OUT: {"Max": 3.0}})
+    run_api(cj, tmp_path / "out", label="first")
+    db = tmp_path / "out" / "msq.duckdb"
+    assert count(db) == 1
+    row = history.query(db, "SELECT label, rank, step, mode, framework, fuzzy, stack, compat, "
+                            "n_rows, n_red, suspect, msq_version, npu_path FROM compares")
+    assert row.rows == [("first", 0, 0, "statistics", "pytorch", False, False, None, 13, 1,
+                         "Functional.linear.1.forward.output.0", msq.__version__,
+                         str((tmp_path / "npu/step0/rank0/dump.json").absolute()))]
+    monkeypatch.setenv("MSQ_DB", str(tmp_path / "env.duckdb"))
+    run_api(cj, tmp_path / "out")
+    assert count(tmp_path / "env.duckdb") == 1 and count(db) == 1
+    run_api(cj, tmp_path / "out", record=False)
+    assert count(tmp_path / "env.duckdb") == 1
+
+
+def test_no_history_flag_writes_no_database(tmp_path: Path) -> None:
+    cj = single_card(tmp_path)
+    result = CliRunner().invoke(main, ["compare", str(cj), "-o", str(tmp_path / "out"),
+                                       "--format", "csv", "--no-history"], env={"MSQ_DB": None})
+    assert result.exit_code == 0, result.output
+    assert not (tmp_path / "out" / "msq.duckdb").exists()
+
+
+def test_rank_and_step_come_from_the_dump_path() -> None:
+    assert history.parse_rank_step(Path("/d/step3/rank12/dump.json")) == (12, 3)
+    assert history.parse_rank_step(Path("/d/step0/rank/dump.json")) == (None, 0)
+    assert history.parse_rank_step(Path("/d/step0/dump.json")) == (None, None)
+    assert history.parse_rank_step(Path("/d/run/rank1/dump.json")) == (1, None)
+    assert history.parse_rank_step(Path("dump.json")) == (None, None)
+
+
+def test_a_failed_write_leaves_the_database_unchanged(made: tuple[Path, Path], tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    cj, db = made
+    real = recorder.prepare_rows
+    # the compares row goes in first; a row INSERT that fails must take it back out
+    monkeypatch.setattr(recorder, "prepare_rows",
+                        lambda con, mode: real(con, mode) + "\nWHERE error('disk on fire')")
+    with pytest.raises(HistoryError, match="history was left unchanged"):
+        run_api(cj, tmp_path / "out", db=db)
+    assert count(db) == 1 and count(db, "SELECT count(*) FROM result_rows") == 13
+
+
+def test_formula_and_other_texts_round_trip(tmp_path: Path) -> None:
+    kwargs = {"Functional.pad.0.forward": {
+        "input_args": [tensor([2, 2], 0)],
+        "input_kwargs": {"mode": {"type": "str", "value": "=HYPERLINK(\"x\")"}},
+        "output": [tensor([2, 2], 0)]}}
+    cj = single_card(tmp_path / "dumps", extra=kwargs)
+    db = tmp_path / "h.duckdb"
+    run_api(cj, tmp_path / "out", db=db, stack_mode=True)
+    rows = history.query(db, "SELECT npu_name, npu_max, npu_max_text, max_diff, max_diff_text "
+                             "FROM result_rows WHERE op_name = 'Functional.pad.0.forward' "
+                             "ORDER BY out_seq").rows
+    assert rows == [("Functional.pad.0.forward.input.0", 2.0, None, 0.0, None),
+                    ("Functional.pad.0.forward.input.mode.0", None, '=HYPERLINK("x")', None,
+                     "None"),
+                    ("Functional.pad.0.forward.output.0", 2.0, None, 0.0, None)]
+
+
+def test_two_msq_processes_record_into_one_database(tmp_path: Path) -> None:
+    cj = single_card(tmp_path / "dumps")
+    db = tmp_path / "shared.duckdb"
+    procs = [subprocess.Popen(
+        [sys.executable, "-m", "msq.cli", "compare", str(cj), "-o", str(tmp_path / f"out{i}"),
+         "--db", str(db), "--label", f"p{i}", "--format", "csv", "-c"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in (1, 2)]
+    for proc in procs:
+        _, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err
+    assert history.query(db, "SELECT label, n_rows FROM compares ORDER BY label").rows == [
+        ("p1", 13), ("p2", 13)]
+    assert count(db, "SELECT count(*) FROM result_rows") == 26
+
+
+@pytest.mark.parametrize("overlap", [True, False])
+def test_the_history_file_is_held_during_the_outputs_only_for_compares_that_are_not_huge(
+        made: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        overlap: bool) -> None:
+    """The rows are inserted while the workbook is written, holding the file; above
+    OVERLAP_MAX_ROWS rows (a workbook that takes long) the file is taken only afterwards, so
+    that another process waiting for it is not kept waiting for this one's outputs."""
+    cj, db = made
+    if not overlap:
+        monkeypatch.setattr(recorder, "OVERLAP_MAX_ROWS", 0)
+    rows_in = threading.Event()
+    real_wait = history.Recorder._wait_for_row
+
+    def wait_for_row(self: history.Recorder) -> dict[str, Any]:
+        rows_in.set()
+        return real_wait(self)
+
+    held: list[bool] = []
+    real_write = outputs.write_table
+
+    def write_table(*args: Any, **kwargs: Any) -> None:  # run_api writes the CSV only
+        if overlap:
+            assert rows_in.wait(30), "the rows were not inserted alongside the outputs"
+        held.append(locked_by_another_process(db))
+        real_write(*args, **kwargs)
+
+    monkeypatch.setattr(history.Recorder, "_wait_for_row", wait_for_row)
+    monkeypatch.setattr(outputs, "write_table", write_table)
+    run_api(cj, tmp_path / "out", db=db)
+    assert held == [overlap]
+    assert count(db) == 2 and rows_in.is_set()
