@@ -20,6 +20,7 @@ import pyarrow as pa
 
 from msq.flatten import Flattener
 from msq.jsonio import read_dump
+from msq.mindspore.detect import looks_like_mindspore
 
 # Below this many bytes of dump.json in total, a second process costs more than it saves.
 PARALLEL_BYTES = 4 << 20
@@ -97,22 +98,35 @@ def read_side(side: str, path: Path, compat: bool) -> SideData:
 
 
 def _read_side(side: str, path: Path, compat: bool) -> SideData:
-    from msq.mindspore import looks_like_mindspore
-
     doc = read_dump(path)
     task = str(doc.get("task"))
     flat = Flattener(side, str(path), real_data=task == "tensor", fix_direction=not compat)
     names: list[str] = []
     counts: list[int] = []
+    lengths: list[tuple[int, int, int]] = []
     for seq, (op_name, entry) in enumerate(doc["data"].items()):
         names.append(op_name)
         counts.append(flat.add_op(seq, op_name, entry))
+        lengths.append((_length(entry.get("input_args")), _length(entry.get("input")),
+                        _length(entry.get("output"))))
+    n_args, n_input, n_output = zip(*lengths) if lengths else ((), (), ())
     ops = pa.table({"side": pa.array([side] * len(names), pa.string()),
                     "op_seq": pa.array(range(len(names)), pa.int32()),
                     "op_name": pa.array(names, pa.string()),
-                    "n_rows": pa.array(counts, pa.int32())})
+                    "n_rows": pa.array(counts, pa.int32()),
+                    "n_input_args": pa.array(n_args, pa.int32()),
+                    "n_input": pa.array(n_input, pa.int32()),
+                    "n_output": pa.array(n_output, pa.int32())})
     return SideData(side, path, task, side == "npu" and _has_md5(doc["data"]),
                     looks_like_mindspore(doc), ops, flat.buf.to_arrow())
+
+
+def _length(value: Any) -> int:
+    """How many arguments a list of the entry holds, as 1.1.0 counts them: ``len(value or [])``."""
+    try:
+        return len(value or [])
+    except TypeError:  # a number where a list belongs: the flattener has refused it already
+        return 0
 
 
 def read_sides(npu: Path, bench: Path, compat: bool) -> tuple[SideData, SideData]:

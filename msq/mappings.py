@@ -108,3 +108,11 @@ def warn_missing_data_names(con: duckdb.DuckDBPyConnection, compat: bool) -> lis
     for message in messages:
         log.warning("data mapping: %s", message)
     return messages
+
+
+def pair_rows_mapped(con: duckdb.DuckDBPyConnection, source: str | Path | dict[str, Any],
+                     compat: bool) -> None:
+    """Fill ``compare_rows`` through a data mapping (``-dm``, or the one ``-lm`` derives)."""
+    load_mapping_rows(con, "data", data_mapping_pairs(source))
+    warn_missing_data_names(con, compat)
+    con.execute("INSERT INTO compare_rows SELECT * FROM row_pairs_mapped")

@@ -70,9 +70,15 @@ def stream_match(npu_ops: Iterable[tuple[int, int]], bench_ops: Iterable[tuple[i
     return out
 
 
-def write_compat_pairs(con: duckdb.DuckDBPyConnection) -> None:
-    """Fill ``op_pairs`` with the 1.1.0 walk."""
-    can_match = set(con.execute("SELECT npu_op, bench_op FROM op_candidates").fetchall())
+def write_compat_pairs(con: duckdb.DuckDBPyConnection, candidates: str = "op_candidates") -> None:
+    """Fill ``op_pairs`` with the 1.1.0 walk.
+
+    Args:
+        con: the compare's connection.
+        candidates: the view of the op pairs that can match (``npu_op``, ``bench_op``):
+            ``op_candidates``, or ``ms_user_api_compat_candidates`` under a user api mapping.
+    """
+    can_match = set(con.execute(f"SELECT npu_op, bench_op FROM {candidates}").fetchall())
     sides = {}
     for side in ("npu", "bench"):
         sides[side] = con.execute(

@@ -22,8 +22,10 @@ from msq.highlight import write_windows
 from msq.history import RecordContext, check_target, compare_row, start_recording
 from msq.jsonio import check_stack, read_stack
 from msq.loader import SideData, gc_paused, read_sides
-from msq.mappings import data_mapping_pairs, load_mapping_rows, warn_missing_data_names
+from msq.mappings import pair_rows_mapped
 from msq.match_compat import write_compat_pairs
+from msq.mindspore import hooks as mindspore_hooks
+from msq.mindspore.detect import is_cross_framework, resolve_framework
 from msq.result import CompareResult
 from msq.tensors_bridge import EarlyMetrics, fill_tensor_metrics
 
@@ -69,58 +71,34 @@ def load_stacks(con: duckdb.DuckDBPyConnection, stack_json: Path | None, stack_m
 
 
 def prepare(con: duckdb.DuckDBPyConnection, inp: SingleInput,
-            opts: Options) -> tuple[str, SideData, SideData]:
-    """Read both dumps, build tables and views; return the mode."""
+            opts: Options) -> tuple[str, str, SideData, SideData]:
+    """Read both dumps, build tables and views; return the mode and the NPU side's framework."""
     npu, bench = read_sides(inp.npu_json, inp.bench_json, opts.is_compat)
     mode = detect_mode(npu, bench)
     db.run_schema(con)
-    framework = resolve_framework(opts, npu)
+    framework = resolve_framework(opts, npu.looks_mindspore)
     api_map = framework == "mindspore" and bool(opts.api_mapping)
     cell_map = framework == "mindspore" and bool(opts.cell_mapping)
     con.execute("INSERT INTO settings VALUES (?, ?, ?, ?, ?, ?, ?)",
                 [mode, opts.is_compat, opts.fuzzy_match, opts.stack_mode,
-                 is_cross_framework(opts, bench, api_map, cell_map), api_map, cell_map])
+                 is_cross_framework(opts, bench.path, api_map, cell_map), api_map, cell_map])
     load_sides(con, npu, bench)
     load_stacks(con, inp.stack_json, opts.stack_mode)
     # the MindSpore mapping views (sql/match/mindspore/) are bound only where they can be used
     db.load_views(con, variants=[mode, *(["mindspore"] if framework == "mindspore" else [])])
-    if api_map or cell_map:
-        from msq.mindspore import apply_ms_mappings
-
-        apply_ms_mappings(con, opts)
-    return mode, npu, bench
+    mindspore_hooks.rename_for_match(con, opts, framework)
+    return mode, framework, npu, bench
 
 
-def resolve_framework(opts: Options, npu: SideData) -> str:
-    """The NPU side's framework: as given, else told by the dump itself (MindSpore names/types)."""
-    if opts.framework != "pytorch" or opts.api_mapping or opts.cell_mapping:
-        return "mindspore" if (opts.api_mapping or opts.cell_mapping) else opts.framework
-    return "mindspore" if npu.looks_mindspore else "pytorch"
-
-
-def is_cross_framework(opts: Options, bench: SideData, api_map: bool, cell_map: bool) -> bool:
-    """MindSpore vs PyTorch dtype names are translated only in a cross-framework compare (§3.7)."""
-    if opts.data_mapping is not None:
-        from msq.mindspore import bench_has_pt_files
-
-        return bench_has_pt_files(bench.path)
-    return api_map or cell_map
-
-
-def pair_rows(con: duckdb.DuckDBPyConnection, opts: Options) -> None:
-    """Fill ``op_pairs`` and ``compare_rows``."""
-    if opts.data_mapping is not None:
-        load_mapping_rows(con, "data", data_mapping_pairs(opts.data_mapping))
-        warn_missing_data_names(con, opts.is_compat)
-        con.execute("INSERT INTO compare_rows SELECT * FROM row_pairs_mapped")
+def pair_rows(con: duckdb.DuckDBPyConnection, inp: SingleInput, opts: Options, framework: str,
+              output_dir: Path, suffix: str) -> None:
+    """Fill ``op_pairs`` and ``compare_rows``: by a MindSpore mapping (-lm, a user -am YAML), by
+    a data mapping (-dm), else by name (1.1.0's streaming walk in compat mode)."""
+    if mindspore_hooks.pair_rows(con, inp, opts, framework, output_dir, suffix):
         return
-    # -- MindSpore user api mapping (-am FILE.yaml): its own op/row pairing (msq/ms_api_user.py)
-    from msq.ms_api_user import has_user_api, pair_rows_user_api
-
-    if has_user_api(con):
-        pair_rows_user_api(con, opts.is_compat)
+    if opts.data_mapping is not None:
+        pair_rows_mapped(con, opts.data_mapping, opts.is_compat)
         return
-    # -- end user api mapping
     if opts.is_compat:
         write_compat_pairs(con)
     else:
@@ -165,20 +143,10 @@ def _run_single(inp: SingleInput, output_dir: Path, opts: Options, suffix: str,
     stamp = time.strftime("%Y%m%d%H%M%S", time.localtime(started))
     clock = _Clock()
     con = db.connect(threads=opts.workers)
-    mode, npu, bench = prepare(con, inp, opts)
+    mode, framework, npu, bench = prepare(con, inp, opts)
     clock.lap("load")
     log.info("compare mode: %s (%s)", mode, "msprobe-1.1 compat" if opts.is_compat else "default")
-    # -- MindSpore layer mapping (-lm): derive a data mapping, write it, compare through it
-    pair_opts = opts
-    if opts.layer_mapping and resolve_framework(opts, npu) == "mindspore":
-        from msq.layer_mapping import apply_layer_mapping
-
-        pair_opts, _ = apply_layer_mapping(con, inp, opts, output_dir, suffix)
-    elif opts.layer_mapping:
-        log.warning("-lm maps MindSpore cells to PyTorch modules; the NPU dump is not MindSpore, "
-                    "so -lm is ignored")
-    # -- end layer mapping
-    pair_rows(con, pair_opts)
+    pair_rows(con, inp, opts, framework, output_dir, suffix)
     clock.lap("match")
     if mode == "tensor":
         fill_tensor_metrics(con, npu.tensor_dir, bench.tensor_dir, opts, early)
@@ -200,7 +168,7 @@ def _run_single(inp: SingleInput, output_dir: Path, opts: Options, suffix: str,
             write_outputs(con, mode, output_dir, opts, suffix, stamp, result)
             clock.lap("outputs")
         if recorder is not None:  # the compares row names the outputs: only now is it complete
-            ctx = RecordContext(inp, opts, result, output_dir, started, resolve_framework(opts, npu))
+            ctx = RecordContext(inp, opts, result, output_dir, started, framework)
             result.history_id = recorder.finish(compare_row(ctx, con))
             result.history_db = recorder.path
             clock.lap("history")

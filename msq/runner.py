@@ -44,7 +44,7 @@ def run_single_card(inp: SingleInput, output_dir: Path, opts: Options) -> Compar
 def run_directories(inp: DirInput, output_dir: Path, opts: Any) -> list[CompareResult]:
     """Directory inputs: kernel dumps when rank_id is given, else ranks (and steps)."""
     if inp.extra.get("has_rank_id"):
-        from msq.kernel import compare_kernel  # lazy: as run_compare (duckdb)
+        from msq.mindspore.kernel import compare_kernel  # lazy: as run_compare (duckdb)
 
         files = compare_kernel(inp.npu_dir, inp.bench_dir, output_dir, rank_ids=inp.rank_id or None,
                                step_ids=inp.step_id or None)

@@ -10,7 +10,10 @@ CREATE TABLE IF NOT EXISTS settings (
 );
 -- One row per dump.json entry, in execution order.
 CREATE TABLE IF NOT EXISTS ops (
-  side VARCHAR, op_seq INTEGER, op_name VARCHAR, n_rows INTEGER
+  side VARCHAR, op_seq INTEGER, op_name VARCHAR,
+  n_rows INTEGER,        -- flattened rows (tensors) of the entry
+  -- lengths of the entry's input_args, input and output lists (-lm in compat mode counts them)
+  n_input_args INTEGER, n_input INTEGER, n_output INTEGER
 );
 -- Stack text (Python repr of the frame list) per NPU op.
 CREATE TABLE IF NOT EXISTS stacks (op_name VARCHAR, stack VARCHAR);

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from msq import compare
-from msq.layer_mapping import Scope, layer_pairs, scope_keys, stack_functions
+from msq.mindspore.layer_mapping import Scope, layer_pairs, scope_keys, stack_functions
 from tests.mindspore.msdump import (
     DumpBuilder,
     api_input,

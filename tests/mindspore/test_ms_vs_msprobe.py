@@ -91,7 +91,7 @@ def test_cross_framework_md5(tmp_path: Path) -> None:
 
 
 def test_version_compare_tensor(tmp_path: Path) -> None:
-    from tests.mindspore.test_ms_version import version_pair
+    from tests.mindspore.test_version_compare import version_pair
 
     npu, bench = version_pair(tmp_path, task="tensor", drift=1.5)
     got, want = both(compare_json(tmp_path, npu, bench), tmp_path, [])
@@ -107,7 +107,7 @@ def test_data_mapping(xfw: Path, tmp_path: Path) -> None:
 
 
 def test_cell_yaml_nested_arguments(tmp_path: Path) -> None:
-    from tests.mindspore.test_ms_cell_mapping import cells
+    from tests.mindspore.test_name_mapping import cells
 
     compare = cells.__wrapped__(_Factory(tmp_path))
     yaml_path = tmp_path / "cm.yaml"
@@ -117,7 +117,7 @@ def test_cell_yaml_nested_arguments(tmp_path: Path) -> None:
 
 
 def test_user_api_mapping(tmp_path: Path) -> None:
-    from tests.mindspore.test_ms_api_user import FOO_BAR, user_pair
+    from tests.mindspore.test_api_user import FOO_BAR, user_pair
 
     compare = user_pair(tmp_path)
     path = tmp_path / "api.yaml"

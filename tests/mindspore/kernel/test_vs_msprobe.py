@@ -1,6 +1,6 @@
 """Cross-check against msprobe 1.1.0 itself (the baseline venv of bench/setup_msprobe.sh).
 
-Opt-in, because it runs the reference tool: ``MSQ_MSPROBE_ORACLE=1 pytest tests/kernel``.
+Opt-in, because it runs the reference tool: ``MSQ_MSPROBE_ORACLE=1 pytest tests/mindspore/kernel``.
 MindSpore is stubbed: ms_graph_compare only reads files. 1.1.0's worker count is 0 on fewer
 than 3 CPUs, so the runner reports 4 CPUs. Cells must match except the documented fixes:
 Accuracy when Cosine is "Nan", and the message of one-sided STATISTIC rows (docs/kernel.md).
@@ -17,7 +17,7 @@ import numpy as np
 import openpyxl
 import pytest
 
-from msq.kernel import compare_kernel
+from msq.mindspore.kernel import compare_kernel
 from tests.msprobe_oracle import MINDSPORE_STUB, ORACLE_MARKS, VENV_PYTHON
 
 pytestmark = ORACLE_MARKS

@@ -9,7 +9,7 @@ import numpy as np
 from click.testing import CliRunner
 
 from msq.cli import main
-from tests.kernel.test_kernel_compare import kbk_dir, read, save
+from tests.mindspore.kernel.test_compare import kbk_dir, read, save
 
 
 def test_msq_mindspore_compare_with_rank_id(tmp_path: Path) -> None:

@@ -1,28 +1,25 @@
-"""MindSpore dumps: detection, the built-in MindSpore->PyTorch API table and -am/-cm mappings.
+"""-am and -cm: MindSpore op names read as PyTorch's for matching (spec §3.7).
 
-The mappings are rows of the ``mappings`` table; the renaming itself is the SQL view
-``ms_match_names`` (spec §3.7). Displayed names stay the original MindSpore names.
+The built-in MindSpore->PyTorch API table, a user's cell YAML: both become rows of the
+``mappings`` table; the renaming itself is the SQL view ``ms_match_names``. Displayed names stay
+the original MindSpore names. A user's api YAML (``-am FILE``) is :mod:`msq.mindspore.api_user`.
 """
 
 from __future__ import annotations
 
 import logging
-import re
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
 
 import duckdb
 import yaml
 
 from msq.config import Options
 from msq.mappings import load_mapping_rows, read_yaml
+from msq.mindspore.api_user import load_user_api_mapping
 
 log = logging.getLogger("msq")
-
-_MS_PREFIXES = ("Cell.", "Mint.", "MintFunctional.", "Primitive.", "Jit.")
-_PT_FILE_LINE = re.compile(r'"data_name":\s*".*\.pt"')
 
 
 @lru_cache(maxsize=1)
@@ -31,22 +28,6 @@ def builtin_api_table() -> tuple[tuple[str, str], ...]:
     text = (resources.files("msq") / "data" / "ms_to_pt_api.yaml").read_text(encoding="utf-8")
     doc = yaml.safe_load(text)
     return tuple((str(k), str(v)) for k, v in doc.items())
-
-
-def looks_like_mindspore(doc: dict[str, Any]) -> bool:
-    """True when the dump's op names or tensor types are MindSpore's."""
-    for op_name, entry in list(doc.get("data", {}).items())[:50]:
-        if op_name.startswith(_MS_PREFIXES):
-            return True
-        if isinstance(entry, dict) and '"mindspore.Tensor"' in str(entry).replace("'", '"'):
-            return True
-    return False
-
-
-def bench_has_pt_files(bench_json: Path) -> bool:
-    """1.1.0's cross-framework test under -dm: a line naming a .pt data file in the bench dump."""
-    with open(bench_json, encoding="utf-8", errors="replace") as handle:
-        return any(_PT_FILE_LINE.search(line) for line in handle)
 
 
 def cell_mapping_pairs(path: Path) -> list[tuple[str, str]]:
@@ -94,8 +75,6 @@ def apply_ms_mappings(con: duckdb.DuckDBPyConnection, opts: Options) -> None:
     if opts.api_mapping:
         load_mapping_rows(con, "api", list(builtin_api_table()))
         if not isinstance(opts.api_mapping, bool):
-            from msq.ms_api_user import load_user_api_mapping
-
             load_user_api_mapping(con, Path(opts.api_mapping))
     if opts.cell_mapping and not isinstance(opts.cell_mapping, bool):
         pairs = cell_mapping_pairs(Path(opts.cell_mapping))

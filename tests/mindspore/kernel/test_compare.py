@@ -12,7 +12,7 @@ import openpyxl
 import pytest
 
 from msq.errors import DumpError, InputError, TensorFileError
-from msq.kernel import compare_kernel, metrics, xlsx
+from msq.mindspore.kernel import compare_kernel, metrics, xlsx
 
 NPY_HEADER = [
     "NPU Name", "Bench Name", "NPU Dtype", "Bench Dtype", "NPU Tensor Shape", "Bench Tensor Shape",

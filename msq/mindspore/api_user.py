@@ -25,6 +25,7 @@ import duckdb
 from msq import db
 from msq.errors import DumpError
 from msq.mappings import read_yaml
+from msq.match_compat import write_compat_pairs
 
 log = logging.getLogger("msq")
 
@@ -156,18 +157,18 @@ def warn_unknown_apis(con: duckdb.DuckDBPyConnection, path: Path,
 
 
 def has_user_api(con: duckdb.DuckDBPyConnection) -> bool:
-    return bool(_scalar(con, "SELECT count(*) FROM mappings WHERE kind = 'api_user'"))
-
-
-def _scalar(con: duckdb.DuckDBPyConnection, sql: str) -> object:
-    row = con.execute(sql).fetchone()
-    return row[0] if row else None
+    return bool(db.scalar(con, "SELECT count(*) FROM mappings WHERE kind = 'api_user'"))
 
 
 def pair_rows_user_api(con: duckdb.DuckDBPyConnection, compat: bool) -> None:
     """Fill ``op_pairs`` and ``compare_rows`` when a user api mapping is loaded."""
     if compat:
-        used = write_compat_pairs_user(con)
+        # the entries that made at least one candidate pair; then 1.1.0's walk, with the user
+        # entries deciding the op pairs they cover
+        used = {row[0] for row in con.execute(
+            "SELECT DISTINCT entry FROM ms_user_api_compat_candidates WHERE entry IS NOT NULL"
+        ).fetchall()}
+        write_compat_pairs(con, "ms_user_api_compat_candidates")
         con.execute("INSERT INTO compare_rows SELECT * FROM row_pairs")
     else:
         add_user_pairs(con)
@@ -194,7 +195,7 @@ def add_user_pairs(con: duckdb.DuckDBPyConnection) -> None:
     # each is computed into a temporary table first
     con.execute("CREATE TEMP TABLE _user_pairs AS SELECT npu_op, bench_op FROM ms_user_api_pairs")
     try:
-        if not _scalar(con, "SELECT count(*) FROM _user_pairs"):
+        if not db.scalar(con, "SELECT count(*) FROM _user_pairs"):
             return
         con.execute("""UPDATE op_pairs SET bench_op = u.bench_op, how = 'api_user'
                        FROM _user_pairs u WHERE op_pairs.npu_op = u.npu_op""")
@@ -206,27 +207,6 @@ def add_user_pairs(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("DELETE FROM op_pairs")
     con.execute("INSERT INTO op_pairs SELECT * FROM _ordered")
     con.execute("DROP TABLE _ordered")
-
-
-def write_compat_pairs_user(con: duckdb.DuckDBPyConnection) -> set[int]:
-    """1.1.0's streaming walk with the user entries deciding the op pairs they cover; returns the
-    entries that made at least one candidate pair."""
-    import pyarrow as pa
-
-    from msq.match_compat import stream_match
-
-    candidates = con.execute(
-        "SELECT entry, npu_op, bench_op FROM ms_user_api_compat_candidates").fetchall()
-    can_match = {(n, b) for _, n, b in candidates}
-    sides = {side: con.execute("SELECT op_seq, n_rows FROM ops WHERE side = ? ORDER BY op_seq",
-                               [side]).fetchall() for side in ("npu", "bench")}
-    pairs = stream_match(sides["npu"], sides["bench"], can_match)
-    db.insert_arrow(con, "op_pairs", pa.table({
-        "ord": pa.array(range(len(pairs)), pa.int32()),
-        "npu_op": pa.array([p[0] for p in pairs], pa.int32()),
-        "bench_op": pa.array([p[1] for p in pairs], pa.int32()),
-        "how": ["matched" if p[1] is not None else "unmatched_npu" for p in pairs]}))
-    return {e for e, _, _ in candidates if e is not None}
 
 
 def warn_unused_entries(con: duckdb.DuckDBPyConnection, used: set[int]) -> None:

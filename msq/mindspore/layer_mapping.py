@@ -7,7 +7,8 @@ and every API call gets a *scope key* such as ``Cell.network.attn.qkv_proj.Dense
 it while renaming children through the YAML gives the PyTorch key each MindSpore op should have, and
 so op pairs (``Cell.network.attn.qkv_proj.Dense.0`` <-> ``Module.network.attention.query_key_value.Linear.0``).
 Their rows, paired positionally within inputs and within outputs, are the data mapping: it is
-written to ``<output>/data_mapping_{YYYYmmddHHMMSS}.yaml`` and then compared like ``-dm``.
+written to ``<output>/data_mapping_{YYYYmmddHHMMSS}.yaml`` and then compared like ``-dm``
+(in compat mode from the entries' argument counts in the loaded ``ops`` table).
 
 Default mode: ops are found by their exact names and every row counts (keyword arguments and
 nested arguments included, under their displayed names). ``--compat msprobe-1.1`` reproduces
@@ -22,10 +23,10 @@ import os
 import re
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from itertools import zip_longest
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import duckdb
 import yaml
@@ -275,34 +276,51 @@ def _sorted(pairs: list[tuple[str, str | None]], npu_ops: list[str], bench_ops: 
                                         bench_seq.get(p[1], big) if p[1] else big))
 
 
-def _compat_rows(base: str | None, data: dict[str, Any], flag: str) -> tuple[list[str], list[str]]:
+class OpArgs(NamedTuple):
+    """One dump.json entry as 1.1.0's -lm counts it: its name and the lengths of its lists."""
+
+    name: str
+    n_input_args: int
+    n_input: int
+    n_output: int
+
+
+def read_op_args(con: duckdb.DuckDBPyConnection, side: str) -> list[OpArgs]:
+    """The entries of one side's dump.json, in file order, from the loaded ``ops`` table."""
+    return [OpArgs(*row) for row in con.execute(
+        "SELECT op_name, n_input_args, n_input, n_output FROM ops WHERE side = ? ORDER BY op_seq",
+        [side]).fetchall()]
+
+
+def _compat_rows(base: str | None, ops: list[OpArgs], flag: str) -> tuple[list[str], list[str]]:
     """1.1.0: ops containing ``base`` minus its index (substring!) with that index; top-level rows."""
     if not base:
         return [], []
     name, index = base.rsplit(".", 1)
     inputs: list[str] = []
     outputs: list[str] = []
-    for key, value in data.items():
+    for op in ops:
+        key = op.name
         if flag not in key or name not in key:
             continue
         parts = key.split(".")
         if parts[-1] != index and parts[-2] != index:
             continue
-        entry = value if isinstance(value, dict) else {}
-        args = entry.get("input_args" if flag == "forward" else "input") or []
-        inputs += [f"{key}.input.{i}" for i in range(len(args))]
-        outputs += [f"{key}.output.{i}" for i in range(len(entry.get("output") or []))]
+        n_args = op.n_input_args if flag == "forward" else op.n_input
+        inputs += [f"{key}.input.{i}" for i in range(n_args)]
+        outputs += [f"{key}.output.{i}" for i in range(op.n_output)]
     return inputs, outputs
 
 
-def compat_row_mapping(pairs: list[tuple[str, str | None]], npu_data: dict[str, Any],
-                       bench_data: dict[str, Any]) -> dict[str, str | None]:
+def compat_row_mapping(pairs: list[tuple[str, str | None]], npu_ops: list[OpArgs],
+                       bench_ops: list[OpArgs]) -> dict[str, str | None]:
     """The data mapping exactly as 1.1.0 builds it (NPU row -> bench row or None)."""
     rows: list[tuple[str | None, str | None]] = []
+    npu_names, bench_names = [op.name for op in npu_ops], [op.name for op in bench_ops]
     for flag in ("forward", "backward"):
-        for ms_base, pt_base in _sorted(pairs, list(npu_data), list(bench_data), flag):
-            n_in, n_out = _compat_rows(ms_base, npu_data, flag)
-            b_in, b_out = _compat_rows(pt_base, bench_data, flag)
+        for ms_base, pt_base in _sorted(pairs, npu_names, bench_names, flag):
+            n_in, n_out = _compat_rows(ms_base, npu_ops, flag)
+            b_in, b_out = _compat_rows(pt_base, bench_ops, flag)
             rows += list(zip_longest(n_in, b_in)) + list(zip_longest(n_out, b_out))
     return {n: b for n, b in rows if n is not None}
 
@@ -358,9 +376,7 @@ def derive_data_mapping(con: duckdb.DuckDBPyConnection, inp: SingleInput, layer_
     warn_unused_yaml(layer_yaml, mapping, build_trie(ms_scopes))
     pairs = layer_pairs(ms_scopes, pt_scopes, mapping)
     if compat:
-        npu_data = read_json(inp.npu_json, "dump.json").get("data", {})
-        bench_data = read_json(inp.bench_json, "dump.json").get("data", {})
-        return compat_row_mapping(pairs, npu_data, bench_data)
+        return compat_row_mapping(pairs, read_op_args(con, "npu"), read_op_args(con, "bench"))
     npu_ops, bench_ops = (
         [r[0] for r in con.execute("SELECT op_name FROM ops WHERE side = ? ORDER BY op_seq",
                                    [side]).fetchall()] for side in ("npu", "bench"))
@@ -382,8 +398,8 @@ def write_data_mapping(mapping: dict[str, str | None], output_dir: Path,
 
 
 def apply_layer_mapping(con: duckdb.DuckDBPyConnection, inp: SingleInput, opts: Options,
-                        output_dir: Path, suffix: str = "") -> tuple[Options, Path]:
-    """Derive and write the data mapping; return options that compare through it (-dm path)."""
+                        output_dir: Path, suffix: str = "") -> dict[str, str]:
+    """Derive and write the data mapping; return the row pairs to compare through (as -dm)."""
     if opts.data_mapping is not None:
         log.warning("-lm replaces -dm: the data mapping %s is not used", opts.data_mapping)
     mapping = derive_data_mapping(con, inp, Path(opts.layer_mapping or ""), opts.is_compat)
@@ -396,4 +412,4 @@ def apply_layer_mapping(con: duckdb.DuckDBPyConnection, inp: SingleInput, opts: 
     if not mapping:
         log.warning("-lm: the layer mapping paired no rows; check the YAML against the cell names "
                     "in the NPU construct.json")
-    return replace(opts, data_mapping={n: b for n, b in mapping.items() if b is not None}), path
+    return {n: b for n, b in mapping.items() if b is not None}

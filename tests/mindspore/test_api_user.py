@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from msq.errors import DumpError
-from msq.ms_api_user import read_user_api_mapping
+from msq.mindspore.api_user import read_user_api_mapping
 from tests.mindspore.msdump import DumpBuilder, arrays, compare_json, run_cli
 
 FOO_BAR = """

@@ -1,5 +1,4 @@
-"""MindSpore against MindSpore (version compare): statistics, md5 and tensor tasks, and framework
-detection from the dump itself."""
+"""MindSpore against MindSpore (version compare): statistics, md5 and tensor tasks."""
 
 from __future__ import annotations
 
@@ -9,7 +8,6 @@ import numpy as np
 import pytest
 
 from msq import compare
-from msq.mindspore import looks_like_mindspore
 from tests.mindspore.msdump import BF16, DumpBuilder, api_input, arrays, compare_json, run_cli
 
 OPS = ("Cell.net.fc1.Dense.forward.0", "Mint.matmul.0.forward", "Functional.softmax.0.forward",
@@ -89,26 +87,3 @@ def test_version_compare_through_the_api(tmp_path: Path) -> None:
     result = compare(api_input(npu, bench), tmp_path / "out", framework="mindspore", record=False)
     assert result.mode == "statistics"
     assert result.unmatched_npu == 0 and result.matched == result.rows
-
-
-def test_looks_like_mindspore() -> None:
-    ms_op = {"input_args": [{"type": "mindspore.Tensor", "dtype": "Float32", "shape": [1]}]}
-    pt_op = {"input_args": [{"type": "torch.Tensor", "dtype": "torch.float32", "shape": [1]}]}
-    assert looks_like_mindspore({"data": {"Cell.a.Dense.forward.0": pt_op}})
-    assert looks_like_mindspore({"data": {"Functional.add.0.forward": ms_op}})
-    assert not looks_like_mindspore({"data": {"Functional.add.0.forward": pt_op}})
-    assert not looks_like_mindspore({"data": {}})
-
-
-def test_framework_detected_without_f(tmp_path: Path) -> None:
-    """No -f: the MindSpore dump is recognised, so -am applies (it would be refused with -f pytorch)."""
-    from tests.mindspore.msdump import cross_framework_pair
-
-    npu, bench = cross_framework_pair(tmp_path)
-    compare = compare_json(tmp_path, npu, bench)
-    run = run_cli(compare, tmp_path / "out", "-am", framework=None)
-    assert run.exit_code == 0, run.output
-    assert ("Mint.abs.0.forward.input.0", "Torch.abs.0.forward.input.0") in run.pairs()
-    refused = run_cli(compare, tmp_path / "out2", "-am", framework="pytorch")
-    assert refused.exit_code == 2
-    assert "-f mindspore" in refused.output

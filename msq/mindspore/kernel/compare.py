@@ -19,9 +19,9 @@ import pyarrow as pa
 
 from msq import db
 from msq.errors import ExportError, InputError
-from msq.kernel import metrics, xlsx
-from msq.kernel.discover import STATISTIC_FILE, DumpDir, Mode, Root, discover, npy_files
-from msq.kernel.statcsv import read_statistic_csv
+from msq.mindspore.kernel import metrics, xlsx
+from msq.mindspore.kernel.discover import STATISTIC_FILE, DumpDir, Mode, Root, discover, npy_files
+from msq.mindspore.kernel.statcsv import read_statistic_csv
 
 log = logging.getLogger("msq.kernel")
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from msq.kernel import metrics
-from msq.kernel.metrics import check_message, pair_metrics, r12, side_stats, worker_count
+from msq.mindspore.kernel import metrics
+from msq.mindspore.kernel.metrics import check_message, pair_metrics, r12, side_stats, worker_count
 
 
 def expected(npu: np.ndarray, bench: np.ndarray) -> tuple[float, float, float, float, float]:

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pyarrow as pa
 
-from msq.kernel.compare import NPY_FILES, NPY_METRICS, STAT_ROWS, _connect
+from msq.mindspore.kernel.compare import NPY_FILES, NPY_METRICS, STAT_ROWS, _connect
 
 
 def stat_table(side: str, stats: np.ndarray) -> pa.Table:
