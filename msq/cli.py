@@ -149,6 +149,9 @@ def main(ctx: click.Context, framework: str | None) -> None:
 @click.option("--label", default=None, help="A label for this compare in the history (e.g. a build).")
 @click.option("--workers", type=click.IntRange(1, 512), default=None,
               help="Processes for tensor metrics (default: all cores).")
+@click.option("--sql-dir", type=click.Path(path_type=Path), default=None,
+              help="Folder of SQL views that replace msq's own by name, laid out like sql/ "
+                   "(e.g. DIR/compare/rules/marks.sql).")
 @click.option("--fail-on", type=click.Choice(["red", "suspect"]), default=None,
               help="Exit with status 3 if any row is red, or if the advisor names a suspect.")
 @click.option("-q", "--quiet", is_flag=True, help="Only warnings and errors on stderr.")
@@ -159,8 +162,8 @@ def compare_cmd(ctx: click.Context, compare_json: Path | None, input_path: Path 
                 output_path: Path, stack_mode: bool, compare_only: bool, fuzzy_match: bool,
                 data_mapping: Path | None, api_mapping: str | None, cell_mapping: str | None,
                 layer_mapping: Path | None, compat: str | None, formats: str, db_path: Path | None,
-                no_history: bool, label: str | None, workers: int | None, fail_on: str | None,
-                quiet: bool, verbose: int) -> None:
+                no_history: bool, label: str | None, workers: int | None, sql_dir: Path | None,
+                fail_on: str | None, quiet: bool, verbose: int) -> None:
     """Compare the two dumps that COMPARE_JSON names and write the workbook into -o."""
     setup_logging(verbose, quiet)
     source = input_path or compare_json
@@ -173,7 +176,7 @@ def compare_cmd(ctx: click.Context, compare_json: Path | None, input_path: Path 
         auto_analyze=not compare_only, fuzzy_match=fuzzy_match, data_mapping=data_mapping,
         api_mapping=_mapping_flag(api_mapping), cell_mapping=_mapping_flag(cell_mapping),
         layer_mapping=layer_mapping, compat=compat, formats=formats, db=db_path,
-        record=not no_history, label=label, workers=workers)
+        record=not no_history, label=label, workers=workers, sql_dir=sql_dir)
     print_summary(results, quiet=quiet)
     if fail_on and any(_gate_hit(r, fail_on) for r in results):
         sys.exit(int(ExitStatus.ACCURACY_GATE))

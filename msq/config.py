@@ -34,6 +34,7 @@ class Options:
     db: str | Path | None = None
     record: bool = True
     workers: int | None = None
+    sql_dir: str | Path | None = None
     is_print_compare_log: bool = True
 
     @property
@@ -72,6 +73,13 @@ def check_compat(value: str | None) -> str | None:
     if value is None or value in COMPAT_CHOICES:
         return value
     raise UsageError(f"unknown compat mode {value!r}; try one of: {', '.join(COMPAT_CHOICES)}")
+
+
+def check_sql_dir(value: str | Path | None) -> None:
+    """``--sql-dir`` must be an existing folder (its views replace msq's own by name)."""
+    if value is not None and not Path(value).is_dir():
+        raise InputError(f"{value}: --sql-dir must be a folder of SQL views laid out like msq's "
+                         "sql/ (e.g. compare/rules/marks.sql); check the path")
 
 
 def _resolve(base: Path, value: Any, key: str, source: Path) -> Path:
@@ -176,6 +184,7 @@ def options_from_kwargs(stack_mode: bool, auto_analyze: bool, fuzzy_match: bool,
     opts = Options(stack_mode=stack_mode, auto_analyze=auto_analyze, fuzzy_match=fuzzy_match,
                    **kwargs)
     check_compat(opts.compat)
+    check_sql_dir(opts.sql_dir)
     if isinstance(opts.formats, str):
         opts.formats = tuple(f.strip() for f in opts.formats.split(",") if f.strip())
     return opts

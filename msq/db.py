@@ -1,14 +1,20 @@
-"""DuckDB connection, the SQL loader, and the helpers every writer shares.
+"""DuckDB connection, the one SQL loader, and the helpers every writer shares.
+
+The SQL lives in ``sql/`` (package ``msq.sql``), one folder per job and stage:
+
+* ``compare/schema`` — the compare's tables, types and macros (DDL, executed in file order);
+* ``compare/match``, ``compare/shape``, ``compare/rules``, ``compare/reports`` — its views;
+* ``kernel`` — the MindSpore kernel compare's views;
+* ``history/schema``, ``history/views``, ``history/record`` — the history database.
+
+A view file holds one bare SELECT; its stem is the view name, and a ``-- description:`` header
+line becomes the view's catalog comment. A sub-folder named after a variant (a mode such as
+``statistics``, or ``mindspore``) is loaded only by the compares that use it. A user's folder
+(``--sql-dir``) mirrors this layout and replaces shipped views by name.
 
 The helpers: SQL quoting (:func:`quote_ident`, :func:`quote_str`), the CSV formula guard
-(:func:`csv_guard`), bulk loading of Arrow tables (:func:`insert_arrow`) and atomic file output
-(:func:`atomic_write`).
-
-Every rule is a view kept in its own ``.sql`` file under ``sql/<stage>/`` (the file stem is the view
-name, the body a bare SELECT). Stages load in a fixed order because DuckDB binds a view when it is
-created (msq's own views are created with deferred binding where DuckDB supports it, which makes
-the order matter only for user views). A ``-- description:`` header line becomes the view's
-catalog comment.
+(:func:`csv_guard`), bulk loading of Arrow tables (:func:`insert_arrow`), atomic file output
+(:func:`atomic_write`) and :func:`scalar`.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ import contextlib
 import os
 import re
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from importlib import resources
 from importlib.abc import Traversable
 from pathlib import Path
@@ -29,7 +36,9 @@ from msq.errors import SqlFileError
 if TYPE_CHECKING:
     import pyarrow as pa
 
-STAGES: tuple[str, ...] = ("match", "rules", "reports")
+#: The view folders of a compare, in load order (sql/compare/schema is DDL, run first).
+COMPARE_VIEWS: tuple[str, ...] = ("compare/match", "compare/shape", "compare/rules",
+                                  "compare/reports")
 _DESCRIPTION = re.compile(r"^--\s*description:\s*(.+)$", re.MULTILINE)
 
 
@@ -47,41 +56,81 @@ def connect(path: str | Path | None = None, *, threads: int | None = None) -> du
     return con
 
 
-def _sql_files(folder: Traversable | Path) -> list[tuple[str, str]]:
-    if not folder.is_dir():
+@dataclass(frozen=True)
+class SqlFile:
+    """One SQL file: its stem (a view's name), its text, and where it came from (for errors)."""
+
+    name: str
+    text: str
+    origin: str
+
+    @property
+    def body(self) -> str:
+        """The statement without its trailing semicolon."""
+        return self.text.rstrip().rstrip(";")
+
+
+def _folder(folder: str, root: Traversable | Path | None = None) -> Traversable | Path:
+    base = sql_root() if root is None else root
+    for part in folder.split("/"):
+        base = base / part
+    return base
+
+
+def sql_files(folder: str, root: Path | None = None) -> list[SqlFile]:
+    """The ``.sql`` files of ``sql/<folder>`` (or of ``root/<folder>``), in file-name order."""
+    where = _folder(folder, root)
+    if not where.is_dir():
         return []
-    files = sorted((f for f in folder.iterdir() if f.name.endswith(".sql")), key=lambda f: f.name)
-    return [(f.name[: -len(".sql")], f.read_text(encoding="utf-8")) for f in files]
+    prefix = f"sql/{folder}" if root is None else str(Path(root) / folder)
+    files = sorted((f for f in where.iterdir() if f.name.endswith(".sql")), key=lambda f: f.name)
+    return [SqlFile(f.name[: -len(".sql")], f.read_text(encoding="utf-8"),
+                    f"{prefix}/{f.name}") for f in files]
 
 
-def iter_stage(stage: str, user_dirs: Iterable[Path] = (),
-               variants: Iterable[str] = ()) -> Iterator[tuple[str, str, str]]:
-    """Yield ``(view name, sql text, origin)`` of a stage.
-
-    ``sql/<stage>/*.sql`` always load; ``sql/<stage>/<variant>/*.sql`` only for the variants in
-    use (the compare's mode, e.g. ``statistics``), so a view may have one file per mode and a
-    compare binds only the views it can use. User folders override shipped files by name.
-    """
-    chosen: dict[str, tuple[str, str]] = {}
-    folders = [("", sql_root() / stage)] + [(v, sql_root() / stage / v) for v in variants]
-    for variant, folder in folders:
-        for name, text in _sql_files(folder):
-            chosen[name] = (text, f"sql/{stage}/{variant + '/' if variant else ''}{name}.sql")
-    for user_dir in user_dirs:
-        for name, text in _sql_files(Path(user_dir) / stage):
-            chosen[name] = (text, str(Path(user_dir) / stage / f"{name}.sql"))
-    for name in sorted(chosen):
-        text, origin = chosen[name]
-        yield name, text, origin
+def sql_file(path: str) -> SqlFile:
+    """One shipped file, e.g. ``sql_file("history/record/hist_row_ops.sql")``."""
+    folder, _, name = path.rpartition("/")
+    found = [f for f in sql_files(folder) if f"{f.name}.sql" == name]
+    if not found:
+        raise SqlFileError(f"sql/{path}: missing from this msq installation; reinstall msq")
+    return found[0]
 
 
-def run_schema(con: duckdb.DuckDBPyConnection, folder: str = "schema") -> None:
-    """Execute the ``CREATE TABLE`` files of ``sql/<folder>/`` in file-name order."""
-    for name, text in _sql_files(sql_root() / folder):
+def run_schema(con: duckdb.DuckDBPyConnection, folder: str = "compare/schema") -> None:
+    """Execute the DDL files of ``sql/<folder>`` (tables, types, macros) in file-name order."""
+    for file in sql_files(folder):
         try:
-            con.execute(text)
+            con.execute(file.text)
         except duckdb.Error as err:
-            raise SqlFileError(f"sql/{folder}/{name}.sql: {err}") from err
+            raise SqlFileError(f"{file.origin}: {err}") from err
+
+
+def view_files(folders: Iterable[str] = COMPARE_VIEWS, user_dirs: Iterable[Path] = (),
+               variants: Iterable[str] = ()) -> tuple[list[SqlFile], set[str]]:
+    """The view files to load, and the names that come from a user's folder.
+
+    ``sql/<folder>/*.sql`` always load; ``sql/<folder>/<variant>/*.sql`` only for the variants in
+    use. Two shipped files of one name are an error; a user file replaces the shipped view of
+    its name (or adds a view).
+    """
+    variants = list(variants)
+    chosen: dict[str, SqlFile] = {}
+    for folder in folders:
+        for sub in (folder, *(f"{folder}/{v}" for v in variants)):
+            for file in sql_files(sub):
+                if file.name in chosen:
+                    raise SqlFileError(f"{file.origin}: a view named {file.name} is also "
+                                       f"defined in {chosen[file.name].origin}; rename one")
+                chosen[file.name] = file
+    users: set[str] = set()
+    for user_dir in user_dirs:
+        for folder in folders:
+            for sub in (folder, *(f"{folder}/{v}" for v in variants)):
+                for file in sql_files(sub, Path(user_dir)):
+                    chosen[file.name] = file
+                    users.add(file.name)
+    return list(chosen.values()), users
 
 
 def can_defer_binding(con: duckdb.DuckDBPyConnection) -> bool:
@@ -101,66 +150,54 @@ def can_defer_binding(con: duckdb.DuckDBPyConnection) -> bool:
 _CAN_DEFER: bool | None = None
 
 
-def create_view(con: duckdb.DuckDBPyConnection, name: str, body: str, origin: str, *,
-                defer: bool = False) -> None:
-    """``CREATE OR REPLACE VIEW name AS body`` and attach the description comment.
+def create_view(con: duckdb.DuckDBPyConnection, file: SqlFile, *, defer: bool = False) -> None:
+    """``CREATE OR REPLACE VIEW <file.name> AS <file.body>`` and attach the description comment.
 
     ``defer``: skip binding now (DuckDB binds the view when a query uses it). Binding a view
     binds every view under it, so a stack of views costs ~25 ms per view at creation; msq's own
-    views are deferred (``tests/test_sql_views.py`` binds each of them), user views are not, so
+    views are deferred (``tests/sql/test_loader.py`` binds each of them), user views are not, so
     an error in one is reported at load, with its file.
     """
     option = " WITH (DEFER_BINDING)" if defer and can_defer_binding(con) else ""
     try:
-        con.execute(f'CREATE OR REPLACE VIEW "{name}"{option} AS\n{body.rstrip().rstrip(";")}')
-        match = _DESCRIPTION.search(body)
+        con.execute(f"CREATE OR REPLACE VIEW {quote_ident(file.name)}{option} AS\n{file.body}")
+        match = _DESCRIPTION.search(file.text)
         if match:
-            con.execute(f"COMMENT ON VIEW {quote_ident(name)} IS {quote_str(match.group(1).strip())}")
+            con.execute(f"COMMENT ON VIEW {quote_ident(file.name)} IS "
+                        f"{quote_str(match.group(1).strip())}")
     except duckdb.Error as err:
-        raise SqlFileError(f"{origin}: {err}") from err
+        raise SqlFileError(f"{file.origin}: {err}") from err
 
 
-def load_stage(con: duckdb.DuckDBPyConnection, stage: str, user_dirs: Iterable[Path] = (),
-               variants: Iterable[str] = (), defer: bool = True) -> list[str]:
-    """Create every view of one stage; return their names in load order.
+def load_views(con: duckdb.DuckDBPyConnection, folders: Iterable[str] = COMPARE_VIEWS, *,
+               user_dirs: Iterable[Path] = (), variants: Iterable[str] = (),
+               defer: bool = True) -> list[str]:
+    """Create every view of ``folders`` (see :func:`view_files`); return their names in load order.
 
     ``defer``: create msq's shipped views without binding them (see :func:`create_view`).
 
-    Views of one stage may read each other: a view whose dependency is not created yet is retried
-    after the others, until a pass makes no progress (then the first error is reported).
+    A view may read any other: one whose dependency is not created yet (a user's view, bound at
+    load, or any view when ``defer`` is off) is retried after the others, until a pass makes no
+    progress; then the first error is reported, with its file.
     """
-    user_dirs = list(user_dirs)
-    pending = list(iter_stage(stage, user_dirs, variants))
-    # a user's view is bound at load, so that an error in it is reported with its file
-    users = {name for d in user_dirs for name, _ in _sql_files(Path(d) / stage)}
+    pending, users = view_files(folders, user_dirs, variants)
     names: list[str] = []
     while pending:
-        failed: list[tuple[str, str, str]] = []
+        failed: list[SqlFile] = []
         first_error: SqlFileError | None = None
-        for name, body, origin in pending:
+        for file in pending:
             try:
-                create_view(con, name, body, origin, defer=defer and name not in users)
-                names.append(name)
+                create_view(con, file, defer=defer and file.name not in users)
+                names.append(file.name)
             except SqlFileError as err:
                 if not isinstance(err.__cause__, duckdb.CatalogException):
                     raise
-                failed.append((name, body, origin))
+                failed.append(file)
                 first_error = first_error or err
         if len(failed) == len(pending):
             assert first_error is not None
             raise first_error
         pending = failed
-    return names
-
-
-def load_views(con: duckdb.DuckDBPyConnection, stages: Iterable[str] = STAGES,
-               user_dirs: Iterable[Path] = (), variants: Iterable[str] = (),
-               defer: bool = True) -> list[str]:
-    """Create the views of several stages in order."""
-    names: list[str] = []
-    variants = list(variants)
-    for stage in stages:
-        names.extend(load_stage(con, stage, user_dirs, variants, defer))
     return names
 
 

@@ -1,6 +1,6 @@
 """Highlight windows: which rows the colour rules weigh against each other (spec §5.5.1).
 
-The rules themselves are SQL (``sql/reports/marks.sql``); this module only decides the windows.
+The rules themselves are SQL (``sql/compare/rules/marks.sql``); this module only decides the windows.
 msprobe 1.1.0 groups rows with a small state machine over the displayed names that mis-groups ops
 with only inputs or only outputs; ``--compat`` replays it, the default mode groups rows by op.
 """

@@ -84,8 +84,9 @@ def prepare(con: duckdb.DuckDBPyConnection, inp: SingleInput,
                  is_cross_framework(opts, bench.path, api_map, cell_map), api_map, cell_map])
     load_sides(con, npu, bench)
     load_stacks(con, inp.stack_json, opts.stack_mode)
-    # the MindSpore mapping views (sql/match/mindspore/) are bound only where they can be used
-    db.load_views(con, variants=[mode, *(["mindspore"] if framework == "mindspore" else [])])
+    # the MindSpore mapping views (sql/compare/match/mindspore/) load only where they can be used
+    db.load_views(con, variants=[mode, *(["mindspore"] if framework == "mindspore" else [])],
+                  user_dirs=[Path(opts.sql_dir)] if opts.sql_dir else [])
     mindspore_hooks.rename_for_match(con, opts, framework)
     return mode, framework, npu, bench
 

@@ -4,7 +4,7 @@ Recording happens from a second connection (a cursor) of the compare's in-memory
 thread (:class:`Recorder`): the history file is ATTACHed and all output rows are written with one
 ``INSERT ... SELECT`` while the outputs are being written; once they exist the compare's metadata
 row follows and the one transaction commits. The file is then detached so that other processes
-can take their turn. The rows to insert come from the views of ``sql/history_record/``.
+can take their turn. The rows to insert come from the views of ``sql/history/record/``.
 """
 
 from __future__ import annotations
@@ -288,28 +288,20 @@ def _insert_compare(cur: duckdb.DuckDBPyConnection, compare_id: int,
                 f"VALUES ({', '.join('?' for _ in cols)})", [compare_id, *row.values()])
 
 
-def _record_sql(name: str) -> tuple[str, str]:
-    origin = f"sql/history_record/{name}.sql"
-    text = (db.sql_root() / "history_record" / f"{name}.sql").read_text(encoding="utf-8")
-    return text.rstrip().rstrip(";"), origin
-
-
 def prepare_rows(con: duckdb.DuckDBPyConnection, mode: str) -> str:
     """Create the view ``temp.hist_result`` of the compare's rows; return the SELECT to insert.
 
     The result and marks are tables by now (materialised once for every reader), so the view
     costs nothing to bind; it is temporary, private to ``con``, the recorder's own connection.
     """
-    db.run_schema(con, "history_macros")
-    ops_sql, ops_origin = _record_sql("hist_row_ops")
-    db.create_view(con, "hist_row_ops", ops_sql, ops_origin)
-    source, origin = _record_sql(f"hist_source_{mode}")
+    db.run_schema(con, "history/record/macros")
+    db.create_view(con, db.sql_file("history/record/hist_row_ops.sql"))
+    source = db.sql_file(f"history/record/hist_source_{mode}.sql")
     try:
-        con.execute(f"CREATE OR REPLACE TEMP VIEW hist_result AS {source}")
+        con.execute(f"CREATE OR REPLACE TEMP VIEW hist_result AS {source.body}")
     except duckdb.Error as err:
-        raise SqlFileError(f"{origin}: {err}") from err
-    rows_sql, _ = _record_sql(f"hist_rows_{mode}")
-    return rows_sql
+        raise SqlFileError(f"{source.origin}: {err}") from err
+    return db.sql_file(f"history/record/hist_rows_{mode}.sql").body
 
 
 def _rollback(con: duckdb.DuckDBPyConnection, home: str) -> None:

@@ -1,8 +1,8 @@
 """The history database's schema: its version, its creation in a new file, and migrations.
 
-The tables are ``sql/history_schema/`` and the views kept in the file ``sql/history/``.
+The tables are ``sql/history/schema/`` and the views kept in the file ``sql/history/views/``.
 ``meta.schema_version`` is checked on every open: an older file is migrated with the scripts in
-``sql/history_migrate/v<N>.sql`` (inside the writer's transaction), a newer or unknown one is
+``sql/history/migrate/v<N>.sql`` (inside the writer's transaction), a newer or unknown one is
 refused. See docs/schema.md.
 """
 
@@ -25,7 +25,7 @@ SCHEMA_VERSION = 1
 
 
 def _migration_folder() -> Traversable | Path:
-    return db.sql_root() / "history_migrate"
+    return db.sql_root() / "history" / "migrate"
 
 
 def _tables(con: duckdb.DuckDBPyConnection, catalog: str) -> set[str]:
@@ -77,7 +77,7 @@ def ensure_schema(con: duckdb.DuckDBPyConnection, catalog: str, path: Path) -> N
     version = stored_version(con, catalog, path)
     check_version(version, path)
     if version is None:
-        db.run_schema(con, "history_schema")
+        db.run_schema(con, "history/schema")
         con.execute("INSERT INTO meta VALUES ('schema_version', ?), ('created_at', ?), "
                     "('created_by', ?)", [str(SCHEMA_VERSION), dt.datetime.now(dt.timezone.utc).isoformat(),
                                           f"msq {__version__}"])
@@ -90,7 +90,7 @@ def _migrate(con: duckdb.DuckDBPyConnection, target: int, path: Path) -> None:
     script = _migration_folder() / f"v{target}.sql"
     if not script.is_file():
         raise HistoryError(f"{path}: no migration to history schema version {target} "
-                           f"(missing sql/history_migrate/v{target}.sql)")
+                           f"(missing sql/history/migrate/v{target}.sql)")
     try:
         con.execute(script.read_text(encoding="utf-8"))
     except duckdb.Error as err:
@@ -103,5 +103,5 @@ def _migrate(con: duckdb.DuckDBPyConnection, target: int, path: Path) -> None:
 def load_views(con: duckdb.DuckDBPyConnection) -> None:
     # Inside a transaction a failed statement aborts it, so no retry-on-missing-view here: the
     # files are loaded in name order and must not depend on a later one.
-    for name, body, origin in db.iter_stage("history"):
-        db.create_view(con, name, body, origin)
+    for file in db.sql_files("history/views"):
+        db.create_view(con, file)

@@ -159,7 +159,7 @@ def _connect(tables: dict[str, pa.Table]) -> duckdb.DuckDBPyConnection:
     con = db.connect()
     for name, table in tables.items():
         db.insert_arrow(con, name, table, create=True)
-    db.load_stage(con, "kernel")
+    db.load_views(con, ["kernel"])
     return con
 
 

@@ -1,4 +1,4 @@
--- Cell -> typed history columns (used by the sql/history_record views in the compare's connection).
+-- Cell -> typed history columns (used by the sql/history/record views in the compare's connection).
 -- The number of a cell: numbers and booleans as DOUBLE, "nan"/"inf"/"-inf" texts as NaN/inf.
 -- (What finite_or_text(cell_text(c), cell_num(c)) gives, without printing every number as text
 -- first: that cost a second per 100,000 statistics rows. Any NaN is stored as the one 'nan'.)

@@ -1,0 +1,102 @@
+"""Table-driven tests of the rule views (sql/compare/rules/): rows in, marks out.
+
+Every rule file ``sql/compare/rules/<path>.sql`` has a case file ``tests/sql/rules/<path>.yaml``
+(a rule without one fails :func:`test_every_rule_has_cases`). A case file declares ``inputs``:
+the views the rule reads, which the test creates as tables of the given column types (the
+compare's own tables, such as ``settings`` and ``hl_windows``, come from sql/compare/schema).
+Each case then gives ``rows`` per table and the rows the rule must return (``expect``, compared
+on the columns it names, ordered by ``out_seq``). Cells (the ``cell`` union type) are given as
+plain YAML values: a number, a string or a boolean.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+import yaml
+
+from msq import db
+
+RULES = Path(db.sql_root() / "compare" / "rules")  # type: ignore[arg-type]
+CASES = Path(__file__).parent / "rules"
+
+
+def rule_files() -> list[Path]:
+    return sorted(RULES.rglob("*.sql"))
+
+
+def case_file(rule: Path) -> Path:
+    return CASES / rule.relative_to(RULES).with_suffix(".yaml")
+
+
+def all_cases() -> list[Any]:
+    found = []
+    for rule in rule_files():
+        if case_file(rule).is_file():
+            doc = yaml.safe_load(case_file(rule).read_text(encoding="utf-8"))
+            for case in doc["cases"]:
+                found.append(pytest.param(rule, doc["inputs"], case,
+                                          id=f"{rule.relative_to(RULES)}: {case['case']}"))
+    return found
+
+
+def test_every_rule_has_cases() -> None:
+    missing = [str(case_file(r).relative_to(CASES.parent)) for r in rule_files()
+               if not case_file(r).is_file()]
+    assert rule_files() and not missing, f"rules without cases: {missing}"
+
+
+def _value(expr_type: str, value: Any) -> tuple[str, Any]:
+    """(SQL expression with one parameter, parameter) for a value of a column type."""
+    if value is None:
+        return f"NULL::{expr_type}", None
+    if expr_type.startswith("UNION") or expr_type == "cell":
+        if isinstance(value, bool):
+            return "union_value(b := ?::BOOLEAN)::cell", value
+        if isinstance(value, (int, float)):
+            return "union_value(n := ?::DOUBLE)::cell", float(value)
+        return "union_value(s := ?::VARCHAR)::cell", str(value)
+    return f"?::{expr_type}", value
+
+
+def _insert(con: duckdb.DuckDBPyConnection, table: str, rows: list[dict[str, Any]]) -> None:
+    types = {name: kind for name, kind, *_ in con.execute(f"DESCRIBE {table}").fetchall()}
+    for row in rows:
+        exprs, params = [], []
+        for column, value in row.items():
+            expr, param = _value(types[column], value)
+            exprs.append(f"{expr} AS {db.quote_ident(column)}")
+            if param is not None:
+                params.append(param)
+        con.execute(f"INSERT INTO {table} BY NAME SELECT {', '.join(exprs)}", params)
+
+
+def _same(got: Any, want: Any) -> bool:
+    if isinstance(got, float) and isinstance(want, (int, float)) and not isinstance(want, bool):
+        return got == want or (math.isnan(got) and math.isnan(want))
+    return got == want and type(got) is type(want)
+
+
+@pytest.mark.parametrize("rule, inputs, case", all_cases())
+def test_rule_case(rule: Path, inputs: dict[str, dict[str, str]], case: dict[str, Any]) -> None:
+    con = db.connect()
+    db.run_schema(con)
+    for table, columns in inputs.items():
+        con.execute(f"CREATE TABLE {table} ("
+                    + ", ".join(f"{db.quote_ident(c)} {t}" for c, t in columns.items()) + ")")
+    for table, rows in case.get("rows", {}).items():
+        _insert(con, table, rows)
+    db.create_view(con, db.SqlFile(rule.stem, rule.read_text(encoding="utf-8"), str(rule)))
+    want = case["expect"]
+    columns = list(want[0]) if want else ["out_seq"]
+    got = con.execute(f"SELECT {', '.join(db.quote_ident(c) for c in columns)} FROM {rule.stem} "
+                      "ORDER BY out_seq").fetchall()
+    assert len(got) == len(want), f"{case['case']}: got {got}"
+    for got_row, want_row in zip(got, want):
+        for column, value in zip(columns, got_row):
+            assert _same(value, want_row[column]), \
+                f"{case['case']}: {column} is {value!r}, expected {want_row[column]!r} ({got_row})"
