@@ -8,7 +8,7 @@ import os
 import re
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import duckdb
@@ -21,7 +21,6 @@ from msq.result import CompareResult
 
 log = logging.getLogger("msq")
 
-FORMATS = ("xlsx", "csv", "parquet")
 _NAMES = ("NPU Name", "Bench Name", "NPU Dtype", "Bench Dtype", "NPU Tensor Shape",
           "Bench Tensor Shape")
 _STATS = ("NPU max", "NPU min", "NPU mean", "NPU l2norm", "Bench max", "Bench min", "Bench mean",
@@ -67,10 +66,10 @@ def ensure_output_dir(path: Path) -> None:
 
 
 def check_formats(formats: tuple[str, ...]) -> tuple[str, ...]:
-    bad = [f for f in formats if f not in FORMATS]
+    bad = [f for f in formats if f not in WRITERS]
     if bad or not formats:
         raise UsageError(f"unknown output format(s) {', '.join(bad) or '(none)'}; "
-                         f"try one of: {', '.join(FORMATS)}")
+                         f"try one of: {', '.join(WRITERS)}")
     return formats
 
 
@@ -82,28 +81,49 @@ def write_outputs(con: duckdb.DuckDBPyConnection, mode: str, out_dir: Path, opts
                   suffix: str, stamp: str, result: CompareResult) -> None:
     """Write every requested output of one compare into ``out_dir``."""
     cols = columns_for(mode, opts.stack_mode)
-    query = f"SELECT * FROM {result_view(mode)} ORDER BY out_seq"
     base = f"compare_result{suffix}_{stamp}"
     for fmt in check_formats(opts.formats):
         path = out_dir / f"{base}.{fmt}"
         with _writing(path):
-            if fmt == "xlsx":
-                marks = None if mode == "md5" else "SELECT out_seq, mark FROM marks"
-                # the writer puts the rows in order itself, after rendering them
-                rows = f"SELECT * FROM {result_view(mode)}"
-                sheets = write_xlsx(con, SheetSpec(rows, cols, cols, marks), path,
-                                    on_extra_sheet=lambda n, p=path: log.warning(
-                                        "more than 1,048,575 rows: continuing on sheet %d of %s",
-                                        n, p))
-                if sheets > 1:
-                    log.warning("%s holds %d sheets (Excel's row limit)", path.name, sheets)
-            else:
-                write_table(con, query, cols, path, fmt)
+            WRITERS[fmt](con, mode, cols, path)
         result.files.append(path)
         log.info("Compare result is %s", path)
     if opts.auto_analyze:
         with _writing(out_dir / f"advisor{suffix}_*.txt"):
             result.files.append(write_advisor(out_dir, suffix, result))
+
+
+def _write_workbook(con: duckdb.DuckDBPyConnection, mode: str, cols: list[str],
+                    path: Path) -> None:
+    marks = None if mode == "md5" else "SELECT out_seq, mark FROM marks"
+    # the writer puts the rows in order itself, after rendering them
+    rows = f"SELECT * FROM {result_view(mode)}"
+
+    def extra_sheet(number: int) -> None:
+        log.warning("more than 1,048,575 rows: continuing on sheet %d of %s", number, path)
+
+    sheets = write_xlsx(con, SheetSpec(rows, cols, cols, marks), path, on_extra_sheet=extra_sheet)
+    if sheets > 1:
+        log.warning("%s holds %d sheets (Excel's row limit)", path.name, sheets)
+
+
+def _write_csv(con: duckdb.DuckDBPyConnection, mode: str, cols: list[str], path: Path) -> None:
+    write_table(con, f"SELECT * FROM {result_view(mode)} ORDER BY out_seq", cols, path, "csv")
+
+
+def _write_parquet(con: duckdb.DuckDBPyConnection, mode: str, cols: list[str],
+                   path: Path) -> None:
+    write_table(con, f"SELECT * FROM {result_view(mode)} ORDER BY out_seq", cols, path,
+                "parquet")
+
+
+#: A format's writer: (the compare's connection, its mode, the workbook's columns, the file).
+#: It reads the views result_<mode> and marks and writes the file atomically (db.atomic_write).
+Writer = Callable[[duckdb.DuckDBPyConnection, str, list[str], Path], None]
+
+#: One writer per ``--format``: a new output format is a module of msq/export/ and a line here.
+WRITERS: dict[str, Writer] = {"xlsx": _write_workbook, "csv": _write_csv,
+                              "parquet": _write_parquet}
 
 
 @contextlib.contextmanager

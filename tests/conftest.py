@@ -1,4 +1,4 @@
-"""Fixtures for the MindSpore compare tests."""
+"""Fixtures shared by every test package (fixtures of one package's tests stay beside them)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 
 @pytest.fixture(autouse=True)
 def msq_logging() -> Iterator[None]:
-    """The CLI points the msq logger at its own stderr and stops propagation; undo that so that
-    caplog sees the warnings of API calls made after a CLI run."""
+    """The CLI points the msq logger at its own stderr and stops propagation; undo that around
+    every test, so that caplog sees the warnings of later API calls."""
     _reset()
     yield
     _reset()
