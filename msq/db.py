@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
+from msq import procs
 from msq.errors import SqlFileError
 
 if TYPE_CHECKING:
@@ -50,6 +51,7 @@ def sql_root() -> Traversable:
 def connect(path: str | Path | None = None, *, threads: int | None = None) -> duckdb.DuckDBPyConnection:
     """Open an in-memory (or file) DuckDB database."""
     con = duckdb.connect(str(path) if path else ":memory:")
+    procs.track(con)  # its threads make fork unsafe while it lives (msq/procs.py)
     con.execute("SET enable_progress_bar = false")  # msq prints its own progress, on a TTY only
     if threads:
         con.execute(f"SET threads = {int(threads)}")

@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 import os
 import re
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,8 +17,8 @@ from typing import Any
 from msq.config import Options, SingleInput, options_from_kwargs
 from msq.errors import InputError, MsqError, UsageError
 from msq.export.outputs import ensure_output_dir
-from msq.loader import gc_frozen
 from msq.pipeline import run_compare
+from msq.procs import gc_frozen, process_pool
 from msq.result import CompareResult
 
 log = logging.getLogger("msq")
@@ -175,7 +174,7 @@ def run_jobs(jobs: list[PairJob], output_dir: Path, opts: Options) -> list[Compa
     if workers <= 1:
         outs = [_run_job(j, output_dir, opts) for j in jobs]
     else:
-        with gc_frozen(), ProcessPoolExecutor(max_workers=workers) as pool:
+        with gc_frozen(), process_pool(workers, preload=["msq.pipeline"]) as pool:
             outs = list(pool.map(_run_job, jobs, [output_dir] * len(jobs), [opts] * len(jobs)))
     failures = [o for o in outs if isinstance(o, str)]
     for failure in failures:

@@ -11,7 +11,6 @@ import contextlib
 import gc
 import os
 from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ import pyarrow as pa
 from msq.flatten import Flattener
 from msq.jsonio import read_dump
 from msq.mindspore.detect import looks_like_mindspore
+from msq.procs import gc_frozen, process_pool
 
 # Below this many bytes of dump.json in total, a second process costs more than it saves.
 PARALLEL_BYTES = 4 << 20
@@ -72,25 +72,6 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-@contextlib.contextmanager
-def gc_frozen() -> Iterator[None]:
-    """Keep the collector of forked workers (and this process's) off the objects that exist now.
-
-    A forked child that collects garbage inherited from its parent may destroy a DuckDB
-    connection whose threads do not exist in the child: a segfault (seen in the test suite,
-    where earlier compares leave connections in reference cycles). Frozen objects are never
-    collected. Nested use, and a worker forked from a frozen parent, keep the outer freeze.
-    """
-    if gc.get_freeze_count():
-        yield
-        return
-    gc.freeze()
-    try:
-        yield
-    finally:
-        gc.unfreeze()
-
-
 def read_side(side: str, path: Path, compat: bool) -> SideData:
     """Parse and flatten one dump.json."""
     with gc_paused():
@@ -137,10 +118,7 @@ def read_sides(npu: Path, bench: Path, compat: bool) -> tuple[SideData, SideData
         size = 0
     if size < PARALLEL_BYTES or (os.cpu_count() or 1) < 2:
         return read_side("npu", npu, compat), read_side("bench", bench, compat)
-    import multiprocessing
-
-    with gc_frozen(), ProcessPoolExecutor(max_workers=2,
-                                          mp_context=multiprocessing.get_context("fork")) as pool:
+    with gc_frozen(), process_pool(2, preload=[__name__]) as pool:
         npu_job = pool.submit(read_side, "npu", npu, compat)
         bench_job = pool.submit(read_side, "bench", bench, compat)
         return npu_job.result(), bench_job.result()

@@ -70,11 +70,18 @@ def load_stacks(con: duckdb.DuckDBPyConnection, stack_json: Path | None, stack_m
                     pa.table({"op_name": list(stacks), "stack": list(stacks.values())}))
 
 
-def prepare(con: duckdb.DuckDBPyConnection, inp: SingleInput,
-            opts: Options) -> tuple[str, str, SideData, SideData]:
-    """Read both dumps, build tables and views; return the mode and the NPU side's framework."""
+def prepare(inp: SingleInput,
+            opts: Options) -> tuple[duckdb.DuckDBPyConnection, str, str, SideData, SideData]:
+    """Read both dumps, then open the compare's database and build its tables and views.
+
+    Returns:
+        The connection, the mode, the NPU side's framework and both sides.
+    """
+    # read first: the dump readers may fork, which is safe only while no DuckDB connection and
+    # its threads exist (msq/procs.py)
     npu, bench = read_sides(inp.npu_json, inp.bench_json, opts.is_compat)
     mode = detect_mode(npu, bench)
+    con = db.connect(threads=opts.workers)
     db.run_schema(con)
     framework = resolve_framework(opts, npu.looks_mindspore)
     api_map = framework == "mindspore" and bool(opts.api_mapping)
@@ -88,7 +95,7 @@ def prepare(con: duckdb.DuckDBPyConnection, inp: SingleInput,
     db.load_views(con, variants=[mode, *(["mindspore"] if framework == "mindspore" else [])],
                   user_dirs=[Path(opts.sql_dir)] if opts.sql_dir else [])
     mindspore_hooks.rename_for_match(con, opts, framework)
-    return mode, framework, npu, bench
+    return con, mode, framework, npu, bench
 
 
 def pair_rows(con: duckdb.DuckDBPyConnection, inp: SingleInput, opts: Options, framework: str,
@@ -143,8 +150,7 @@ def _run_single(inp: SingleInput, output_dir: Path, opts: Options, suffix: str,
     started = time.time()
     stamp = time.strftime("%Y%m%d%H%M%S", time.localtime(started))
     clock = _Clock()
-    con = db.connect(threads=opts.workers)
-    mode, framework, npu, bench = prepare(con, inp, opts)
+    con, mode, framework, npu, bench = prepare(inp, opts)
     clock.lap("load")
     log.info("compare mode: %s (%s)", mode, "msprobe-1.1 compat" if opts.is_compat else "default")
     pair_rows(con, inp, opts, framework, output_dir, suffix)

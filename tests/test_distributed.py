@@ -128,22 +128,3 @@ def test_bad_data_mapping_file(tmp_path, content, expect):
     assert result.exit_code == 1
     assert str(mapping) in result.output and expect in result.output
     assert not list((tmp_path / "o").glob("*.xlsx"))
-
-
-def test_forked_workers_never_collect_the_parents_objects():
-    """Rank pairs and dump readers run in forked workers; a worker that collected a DuckDB
-    connection inherited from the parent (its threads absent in the child) segfaulted. The
-    parent's objects are frozen while workers run, and a nested freeze (a reader pool inside a
-    rank-pair worker) keeps the outer one instead of unfreezing everything at its end."""
-    import gc
-
-    from msq.loader import gc_frozen
-
-    assert gc.get_freeze_count() == 0
-    with gc_frozen():
-        frozen = gc.get_freeze_count()
-        assert frozen > 0
-        with gc_frozen():
-            pass
-        assert gc.get_freeze_count() == frozen
-    assert gc.get_freeze_count() == 0

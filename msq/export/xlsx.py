@@ -43,6 +43,9 @@ class SheetSpec:
     columns: Sequence[str]    # column names of the query to write, in order
     headers: Sequence[str]    # header labels (row 1)
     marks_query: str | None   # SELECT out_seq, mark ('red'|'yellow')
+    # as pandas' to_excel writes a sheet (the kernel compare's workbooks): a bold, bordered
+    # header, sheets named Sheet1, Sheet2, ..., a NaN number as an empty cell, +-inf as text
+    pandas_style: bool = False
 
 
 def _col_letter(index: int) -> str:
@@ -94,22 +97,37 @@ def _num_cell_sql(expr: str) -> str:
             f"|| printf('%.16g', CAST({expr} AS DOUBLE)) || '</v></c>' END")
 
 
+def _pandas_num_cell_sql(expr: str) -> str:
+    """A number as pandas writes it: NaN an empty cell, +-inf the text inf / -inf."""
+    value = f"CAST({expr} AS DOUBLE)"
+    return (f"CASE WHEN {expr} IS NULL OR isnan({value}) THEN '<c' || _st || '/>' "
+            f"WHEN isinf({value}) THEN '<c' || _st || ' t=\"inlineStr\"><is><t>' "
+            f"|| (CASE WHEN {value} > 0 THEN 'inf' ELSE '-inf' END) || '</t></is></c>' "
+            f"ELSE {_num_cell_sql(expr)} END")
+
+
 def _bool_cell_sql(expr: str) -> str:
     return (f"CASE WHEN {expr} IS NULL THEN '<c' || _st || '/>' ELSE '<c' || _st || "
             f"' t=\"b\"><v>' || (CASE WHEN {expr} THEN '1' ELSE '0' END) || '</v></c>' END")
 
 
-def _cell_sql(column: str, type_name: str) -> str:
+_UNION_TAGS = re.compile(r"[(,]\s*(\w+)\s")
+
+
+def _cell_sql(column: str, type_name: str, pandas_style: bool = False) -> str:
     col = f'"{column}"'
+    num = _pandas_num_cell_sql if pandas_style else _num_cell_sql
     if type_name.startswith("UNION"):
-        return (
-            f"CASE union_tag({col}) "
-            f"WHEN 'n' THEN {_num_cell_sql(f'union_extract({col}, {chr(39)}n{chr(39)})')} "
-            f"WHEN 'b' THEN {_bool_cell_sql(f'union_extract({col}, {chr(39)}b{chr(39)})')} "
-            f"ELSE {_text_cell_sql(f'union_extract({col}, {chr(39)}s{chr(39)})')} END"
-        )
+        # a number (n), a boolean (b) or a text (s): each member the union has; the main
+        # workbook's cell type has all three
+        tags = set(_UNION_TAGS.findall(type_name))
+        cases = "".join(f"WHEN '{tag}' THEN {cell(f'union_extract({col}, {chr(39)}{tag}{chr(39)})')} "
+                        for tag, cell in (("n", num), ("b", _bool_cell_sql)) if tag in tags)
+        other = (_text_cell_sql(f"union_extract({col}, 's')") if "s" in tags
+                 else "'<c' || _st || '/>'")
+        return f"CASE union_tag({col}) {cases}ELSE {other} END"
     if type_name in ("DOUBLE", "FLOAT", "BIGINT", "INTEGER", "HUGEINT", "SMALLINT", "TINYINT"):
-        return _num_cell_sql(col)
+        return num(col)
     if type_name == "BOOLEAN":
         return _bool_cell_sql(col)
     return _text_cell_sql(f"CAST({col} AS VARCHAR)")
@@ -123,7 +141,7 @@ def _rows_query(con: duckdb.DuckDBPyConnection, spec: SheetSpec) -> str:
     ``concat`` of the cells, not a chain of ``||``, copies each row's text once.
     """
     types = dict(con.execute(f"SELECT column_name, column_type FROM (DESCRIBE {spec.query})").fetchall())
-    cells = ", ".join(_cell_sql(c, types[c]) for c in spec.columns)
+    cells = ", ".join(_cell_sql(c, types[c], spec.pandas_style) for c in spec.columns)
     marks = spec.marks_query or "SELECT NULL::BIGINT AS out_seq, NULL::VARCHAR AS mark WHERE false"
     return f"""
       WITH q AS ({spec.query}), mk AS ({marks}),
@@ -193,6 +211,22 @@ _STYLES = f"""<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
 <xf numFmtId="0" fontId="0" fillId="3" borderId="0" xfId="0" applyFill="1" quotePrefix="1"/></cellXfs>
 <cellStyles count="1"><cellStyle name="Normal" xfId="0" builtinId="0"/></cellStyles>
 </styleSheet>"""
+# pandas' header: bold, thin borders, centred at the top (one more font, border and cell style)
+_PANDAS_STYLES = (_STYLES
+                  .replace('<fonts count="1"><font><sz val="11"/><name val="Calibri"/></font></fonts>',
+                           '<fonts count="2"><font><sz val="11"/><name val="Calibri"/></font>'
+                           '<font><b/><sz val="11"/><name val="Calibri"/></font></fonts>')
+                  .replace('<borders count="1"><border><left/><right/><top/><bottom/><diagonal/>'
+                           '</border></borders>',
+                           '<borders count="2"><border><left/><right/><top/><bottom/><diagonal/>'
+                           '</border><border><left style="thin"/><right style="thin"/>'
+                           '<top style="thin"/><bottom style="thin"/><diagonal/></border></borders>')
+                  .replace('<cellXfs count="6">', '<cellXfs count="7">')
+                  .replace('quotePrefix="1"/></cellXfs>',
+                           'quotePrefix="1"/>\n<xf numFmtId="0" fontId="1" fillId="0" borderId="1" '
+                           'xfId="0" applyFont="1" applyBorder="1" applyAlignment="1">'
+                           '<alignment horizontal="center" vertical="top"/></xf></cellXfs>'))
+_HEADER_STYLE = ' s="6"'
 _SHEET_HEAD = ('<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n'
                '<worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main">'
                "<sheetData>")
@@ -203,26 +237,29 @@ def _xml_text(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def _header_xml(headers: Sequence[str]) -> str:
+def _header_xml(headers: Sequence[str], style: str = "") -> str:
     cells = "".join(
-        f'<c r="{_col_letter(i)}1" t="inlineStr"><is><t xml:space="preserve">{_xml_text(h)}</t></is></c>'
+        f'<c r="{_col_letter(i)}1"{style} t="inlineStr"><is><t xml:space="preserve">'
+        f'{_xml_text(h)}</t></is></c>'
         for i, h in enumerate(headers))
     return f'<row r="1">{cells}</row>'
 
 
-def _sheet_name(index: int) -> str:
+def _sheet_name(index: int, pandas_style: bool = False) -> str:
+    if pandas_style:
+        return f"Sheet{index + 1}"
     return "Sheet" if index == 0 else f"Sheet{index + 1}"
 
 
-def _finish_package(zf: zipfile.ZipFile, n_sheets: int) -> None:
+def _finish_package(zf: zipfile.ZipFile, n_sheets: int, *, pandas_style: bool = False) -> None:
     overrides = "\n".join(
         f'<Override PartName="/xl/worksheets/sheet{i + 1}.xml" '
         'ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml"/>'
         for i in range(n_sheets))
     zf.writestr("[Content_Types].xml", _CONTENT_TYPES.format(sheets=overrides))
     zf.writestr("_rels/.rels", _ROOT_RELS)
-    sheets = "".join(f'<sheet name="{_sheet_name(i)}" sheetId="{i + 1}" r:id="rId{i + 1}"/>'
-                     for i in range(n_sheets))
+    sheets = "".join(f'<sheet name="{_sheet_name(i, pandas_style)}" sheetId="{i + 1}" '
+                     f'r:id="rId{i + 1}"/>' for i in range(n_sheets))
     zf.writestr("xl/workbook.xml", (
         '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n'
         '<workbook xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main" '
@@ -237,12 +274,12 @@ def _finish_package(zf: zipfile.ZipFile, n_sheets: int) -> None:
         '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n'
         '<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">'
         f"{rels}</Relationships>"))
-    zf.writestr("xl/styles.xml", _STYLES)
+    zf.writestr("xl/styles.xml", _PANDAS_STYLES if pandas_style else _STYLES)
 
 
 def write_xlsx(con: duckdb.DuckDBPyConnection, spec: SheetSpec, path: Path,
                on_extra_sheet: Callable[[int], None] | None = None,
-               max_rows: int | None = None) -> int:
+               max_rows: int | None = None, mode: int | None = None) -> int:
     """Write the workbook atomically (temp name, then rename); return the number of sheets.
 
     Args:
@@ -251,6 +288,7 @@ def write_xlsx(con: duckdb.DuckDBPyConnection, spec: SheetSpec, path: Path,
         path: the workbook to write.
         on_extra_sheet: called with the sheet number each time the rows continue on a new sheet.
         max_rows: rows per sheet, header included (default Excel's 1,048,576; read at call time).
+        mode: the file's permission bits (default: as the process creates files).
 
     Returns:
         The number of sheets written.
@@ -258,7 +296,7 @@ def write_xlsx(con: duckdb.DuckDBPyConnection, spec: SheetSpec, path: Path,
     rows_per_sheet = max_rows if max_rows is not None else EXCEL_MAX_ROWS
     if rows_per_sheet < 2:
         raise ExportError(f"max_rows must leave room for the header and a row, got {rows_per_sheet}")
-    with atomic_write(path) as tmp:
+    with atomic_write(path, mode=mode) as tmp:
         return _write_package(con, spec, tmp, on_extra_sheet, rows_per_sheet)
 
 
@@ -266,12 +304,16 @@ def _write_package(con: duckdb.DuckDBPyConnection, spec: SheetSpec, tmp: Path,
                    on_extra_sheet: Callable[[int], None] | None, max_rows: int) -> int:
     rows = _rendered_rows(con, spec)
     with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as zf:
-        with _Sheets(zf, _header_xml(spec.headers), max_rows - 1, on_extra_sheet) as sheets:
+        header = _header_xml(spec.headers, _HEADER_STYLE if spec.pandas_style else "")
+        with _Sheets(zf, header, max_rows - 1, on_extra_sheet) as sheets:
             for chunk in rows.chunks:
                 for start in range(0, len(chunk), _BATCH_ROWS):
                     sheets.add(chunk.slice(start, _BATCH_ROWS))
             n_sheets = sheets.close()
-        _finish_package(zf, n_sheets)
+        if spec.pandas_style:
+            _finish_package(zf, n_sheets, pandas_style=True)
+        else:
+            _finish_package(zf, n_sheets)
     return n_sheets
 
 

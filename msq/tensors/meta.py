@@ -84,11 +84,12 @@ def bf16_to_f32(raw: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     return wide.view(np.float32)
 
 
-def to_array(meta: TensorMeta) -> np.ndarray:
+def to_array(meta: TensorMeta, *, native: bool = True) -> np.ndarray:
     """The tensor as a numpy array: a zero-copy view when possible, else a materialised copy.
 
     bfloat16 becomes float32 (a copy); non-native byte order is converted (a copy); a strided
     layout is returned as a strided view over the map (callers needing contiguity copy it).
+    ``native=False`` keeps the stored dtype as it is (byte order, bfloat16 as ``uint16``): a view.
     """
     base = _raw_base(meta)
     if meta.strides is None:
@@ -98,6 +99,8 @@ def to_array(meta: TensorMeta) -> np.ndarray:
         arr = np.lib.stride_tricks.as_strided(
             base, shape=meta.shape, strides=tuple(s * item for s in meta.strides), writeable=False
         )
+    if not native:
+        return arr
     if meta.bf16:
         return bf16_to_f32(np.ascontiguousarray(arr))
     if not arr.dtype.isnative:

@@ -203,10 +203,13 @@ def _is_float(dtype: np.dtype) -> bool:
     return dtype.type in _FLOAT_KINDS
 
 
-def _chunk(nc: np.ndarray, bc: np.ndarray, st: Stats, compat: bool) -> None:
+def _chunk(nc: np.ndarray, bc: np.ndarray, st: Stats, compat: bool, rel64: bool = False) -> None:
     """Fold one chunk into ``st``. ``nc``/``bc`` are writable 1-D copies; they get mutated.
 
     Call inside ``np.errstate(all="ignore")`` (division by zero, float16 overflow are expected).
+    ``rel64``: the relative error in float64 whatever the dtype (ε64 shift on float64 copies),
+    as the MindSpore kernel compare computes it; msprobe's real-data compare uses the bench
+    tensor's own dtype when it is a float.
 
     The common case costs about 20 numpy passes over the chunk. Work that msprobe does on every
     element is skipped when a cheaper aggregate proves it a no-op: a finite sum of squares proves
@@ -216,7 +219,7 @@ def _chunk(nc: np.ndarray, bc: np.ndarray, st: Stats, compat: bool) -> None:
     whose rounded difference ties the chunk's maximum need the exact float64 difference).
     """
     k = nc.shape[0]
-    bench_float = _is_float(bc.dtype)
+    bench_float = _is_float(bc.dtype) and not rel64
     early = False
     if compat and bench_float and st.zeros_seen:
         # bench had zeros before: shift before widening, so n64/b64 and their dots are made once
@@ -567,6 +570,22 @@ def _flat_chunks(arr: np.ndarray, chunk: int, start: int, stop: int) -> Iterator
         yield np.array(flat[s : min(stop, s + chunk)])  # writable copy
 
 
+def array_stats(
+    npu: np.ndarray, bench: np.ndarray, *, compat: bool, chunk: int = DEFAULT_CHUNK,
+    rel64: bool = False,
+) -> Stats:  # fmt: skip
+    """Aggregates of a whole in-memory pair (same shape, >= 1-d, non-empty), chunk after chunk
+    (no ranges: the dot products are summed in chunk order). ``rel64``: see :func:`_chunk`."""
+    st = Stats()
+    with np.errstate(all="ignore"):
+        for nc, bc in zip(_flat_chunks(npu, chunk, 0, npu.size),
+                          _flat_chunks(bench, chunk, 0, bench.size)):
+            _chunk(nc, bc, st, compat, rel64)
+            if st.nanpos:
+                break
+    return st
+
+
 def compare_arrays(
     npu: np.ndarray, bench: np.ndarray, *, compat: bool, chunk: int = DEFAULT_CHUNK
 ) -> MetricResult:
@@ -631,20 +650,22 @@ def range_stats(
     *,
     compat: bool,
     chunk: int = DEFAULT_CHUNK,
+    rel64: bool = False,
 ) -> Stats:
     """Aggregates over the flat elements ``[start, stop)`` of a pair that passed :func:`precheck`.
 
     Pairs larger than one chunk go through the one-pass C kernel where it covers them
     (:mod:`msq.tensors.fused`); pairs up to one chunk keep the numpy kernel's exact BLAS dots.
+    ``rel64``: see :func:`_chunk` (the C kernel works in the tensors' own dtype: not used then).
     """
-    p = fused.plan(npu, bench) if npu.numel > chunk else None
+    p = fused.plan(npu, bench) if npu.numel > chunk and not rel64 else None
     if p is not None:
         return _fused_range(npu, bench, start, stop, p, compat, chunk)
     st = Stats()
     n_reader, b_reader = ChunkReader(npu, chunk), ChunkReader(bench, chunk)
     with np.errstate(all="ignore"):  # once per range: errstate costs more than a small chunk
         for nc, bc in zip(n_reader.chunks(start, stop), b_reader.chunks(start, stop)):
-            _chunk(nc, bc, st, compat)
+            _chunk(nc, bc, st, compat, rel64)
             if st.nanpos:
                 break
     return st

@@ -8,27 +8,28 @@ order. Range boundaries do not depend on the worker count, so results are identi
 machine. Every worker streams its tensors chunk by chunk, so memory stays at a few chunks per
 worker whatever the dump size.
 
-Workers are processes (``fork`` on Linux, so nothing is re-imported); a handful of small jobs is
-computed in the calling process instead, where a pool would cost more than it saves.
+Workers are processes, started as :mod:`msq.procs` decides; a handful of small jobs is computed
+in the calling process instead, where a pool would cost more than it saves. What a job's row is
+comes from a :class:`Measure`: msprobe's real-data metrics by default, the kernel compare's own.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
-import multiprocessing
 import os
 import signal
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import FIRST_COMPLETED, CancelledError, Future, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, CancelledError, Future, wait
 from typing import TYPE_CHECKING, NamedTuple
 
-import numpy as np
+from threadpoolctl import ThreadpoolController
 
+from msq import procs
 from msq.errors import TensorFileError
-from msq.tensors import blas
 from msq.tensors.meta import TensorMeta, read_small, to_array
 from msq.tensors.metrics import (
     DEFAULT_CHUNK,
@@ -120,10 +121,33 @@ class TensorJob(NamedTuple):
 
 # ------------------------------------------------------------------------------ worker side
 
+_BLAS: list[ThreadpoolController] = []
+
+
+def single_threaded_blas() -> contextlib.AbstractContextManager[object]:
+    """numpy's BLAS (OpenBLAS) pinned to one thread while the kernel runs (threadpoolctl).
+
+    OpenBLAS splits a long dot product across threads, which changes its summation order: the
+    same pair of tensors would then get different last bits on machines with different core
+    counts, and two workers each spinning two BLAS threads on two cores only fight. msq
+    parallelises across tensors and ranges instead, so results are identical whatever the
+    machine or the worker count.
+    """
+    if not _BLAS:  # finding the loaded BLAS libraries costs a few ms: once per process
+        _BLAS.append(ThreadpoolController())
+    return _BLAS[0].limit(limits=1, user_api="blas")
+
+
 _Row = tuple  # (job_id, cos, mae, mre, r1, r5, accuracy, err_message, status)
 
 
-def _locate(directory: str | None, name: str) -> tuple[str, bytes | None] | None:
+def locate(directory: str | None, name: str) -> tuple[str, bytes | None] | None:
+    """Find a tensor file: ``name`` confined to ``directory`` (a path when ``directory`` is None).
+
+    Returns:
+        None when there is no such file, else what :func:`msq.tensors.reader.inspect_tensor`
+        takes: the path, and the whole file when it is small.
+    """
     if directory is not None:
         return read_confined(directory, name)
     try:
@@ -138,66 +162,100 @@ def _row(job_id: int, r: MetricResult) -> _Row:
     return (job_id, *r)
 
 
-def _open_job(job: TensorJob, compat: bool) -> MetricResult | tuple[TensorMeta, TensorMeta]:
-    """The row when it is decided without reading elements, else both tensors' metas."""
-    if job.npu_file is None or job.bench_file is None:
-        return no_data(None, compat=compat)
-    npu = _locate(job.npu_dir, job.npu_file)
-    bench = _locate(job.bench_dir, job.bench_file)
-    if npu is None or bench is None:
-        return no_data(job.data_name or job.npu_file, compat=compat)
-    n_meta, b_meta = inspect_tensor(*npu), inspect_tensor(*bench)
-    decided = precheck(n_meta, b_meta, compat=compat)
-    return decided if decided is not None else (n_meta, b_meta)
+class Opened(NamedTuple):
+    """A pair whose elements must be read: both layouts, and what its measure keeps for the end."""
+
+    npu: TensorMeta
+    bench: TensorMeta
+    context: object = None
+
+
+class Measure:
+    """How the pool turns one job into its row.
+
+    This class makes the real-data compare's rows: msprobe's metrics, accuracy and messages
+    (:class:`MetricResult`). Another compare brings its own subclass with its own checks and
+    finishing step (the MindSpore kernel compare: ``msq.mindspore.kernel.metrics``), and the
+    pool, the path confinement, the readers and the one-pass metrics kernel stay the same. A
+    measure is sent to the workers: keep it small and picklable.
+    """
+
+    #: the relative error in float64 for every dtype, with the ε64 shift (the C kernel, which
+    #: works in the tensors' own dtype, is then not used)
+    rel64 = False
+    #: pairs above ``HANDOFF_ELEMS`` may be split into element ranges run on several workers
+    split = True
+
+    def __init__(self, compat: bool) -> None:
+        self.compat = compat
+
+    def open(self, job: TensorJob) -> _Row | Opened:
+        """The job's row when it is decided without reading elements, else the opened pair."""
+        if job.npu_file is None or job.bench_file is None:
+            return _row(job.job_id, no_data(None, compat=self.compat))
+        npu = locate(job.npu_dir, job.npu_file)
+        bench = locate(job.bench_dir, job.bench_file)
+        if npu is None or bench is None:
+            return _row(job.job_id, no_data(job.data_name or job.npu_file, compat=self.compat))
+        n_meta, b_meta = inspect_tensor(*npu), inspect_tensor(*bench)
+        decided = precheck(n_meta, b_meta, compat=self.compat)
+        return _row(job.job_id, decided) if decided is not None else Opened(n_meta, b_meta)
+
+    def small(self, items: list[tuple[int, Opened]]) -> list[_Row]:
+        """Rows of pairs of at most ``SMALL_ELEMS`` elements, vectorised across the pairs."""
+        if not items:
+            return []
+        arrays = [(to_array(o.npu), to_array(o.bench)) for _, o in items]
+        results = compare_many(arrays, compat=self.compat)
+        return [_row(job_id, r) for (job_id, _), r in zip(items, results)]
+
+    def finish(self, job_id: int, st: Stats, opened: Opened) -> _Row:
+        """The row of a pair from its aggregates (whole, or merged from its ranges in order)."""
+        return _row(job_id, finish(st, compat=self.compat))
+
+    def stats(self, opened: Opened, start: int, stop: int, chunk: int) -> Stats:
+        """Aggregates over the flat elements ``[start, stop)`` of an opened pair."""
+        return range_stats(opened.npu, opened.bench, start, stop, compat=self.compat, chunk=chunk,
+                           rel64=self.rel64)
 
 
 def _run_batch(
-    jobs: Sequence[TensorJob], compat: bool, chunk: int, range_elems: int
-) -> tuple[list[_Row], list[tuple[int, TensorMeta, TensorMeta]]]:
+    jobs: Sequence[TensorJob], measure: Measure, chunk: int, range_elems: int
+) -> tuple[list[_Row], list[tuple[int, Opened]]]:
     """Compute a batch; pairs above ``HANDOFF_ELEMS`` come back unfinished, to be run as ranges.
 
-    Small pairs are collected and computed together by :func:`compare_many` (one set of numpy
+    Small pairs are collected and computed together by :meth:`Measure.small` (one set of numpy
     calls per group instead of per pair); medium ones are streamed one by one.
     """
     rows: list[_Row] = []
-    big: list[tuple[int, TensorMeta, TensorMeta]] = []
-    small: list[tuple[int, np.ndarray, np.ndarray]] = []
+    big: list[tuple[int, Opened]] = []
+    small: list[tuple[int, Opened]] = []
     small_elems = 0
-    with blas.single_threaded():
+    with single_threaded_blas():
         for job in jobs:
-            opened = _open_job(job, compat)
-            if isinstance(opened, MetricResult):
-                rows.append(_row(job.job_id, opened))
+            opened = measure.open(job)
+            if not isinstance(opened, Opened):
+                rows.append(opened)
                 continue
-            n_meta, b_meta = opened
-            numel = n_meta.numel
-            if numel > min(range_elems, HANDOFF_ELEMS):
-                big.append((job.job_id, n_meta, b_meta))
+            numel = opened.npu.numel
+            if measure.split and numel > min(range_elems, HANDOFF_ELEMS):
+                big.append((job.job_id, opened))
             elif numel <= SMALL_ELEMS:
-                small.append((job.job_id, to_array(n_meta), to_array(b_meta)))
+                small.append((job.job_id, opened))
                 small_elems += numel
                 if small_elems >= GROUP_ELEMS:
-                    rows.extend(_run_small(small, compat))
+                    rows.extend(measure.small(small))
                     small, small_elems = [], 0
             else:
-                st = range_stats(n_meta, b_meta, 0, numel, compat=compat, chunk=chunk)
-                rows.append(_row(job.job_id, finish(st, compat=compat)))
-        rows.extend(_run_small(small, compat))
+                rows.append(measure.finish(job.job_id, measure.stats(opened, 0, numel, chunk),
+                                           opened))
+        rows.extend(measure.small(small))
     return rows, big
 
 
-def _run_small(small: list[tuple[int, np.ndarray, np.ndarray]], compat: bool) -> list[_Row]:
-    if not small:
-        return []
-    results = compare_many([(n, b) for _, n, b in small], compat=compat)
-    return [_row(job_id, r) for (job_id, _, _), r in zip(small, results)]
-
-
-def _run_range(
-    n_meta: TensorMeta, b_meta: TensorMeta, start: int, stop: int, compat: bool, chunk: int
-) -> Stats:
-    with blas.single_threaded():
-        return range_stats(n_meta, b_meta, start, stop, compat=compat, chunk=chunk)
+def _run_range(measure: Measure, opened: Opened, start: int, stop: int, chunk: int) -> Stats:
+    with single_threaded_blas():
+        return measure.stats(opened, start, stop, chunk)
 
 
 # ------------------------------------------------------------------------------ parent side
@@ -209,11 +267,6 @@ def default_workers() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # not Linux
         return max(1, os.cpu_count() or 1)
-
-
-def _mp_context() -> multiprocessing.context.BaseContext:
-    methods = multiprocessing.get_all_start_methods()
-    return multiprocessing.get_context("fork" if "fork" in methods else methods[0])
 
 
 class _Progress:
@@ -275,18 +328,43 @@ def compute_metrics(
         TensorFileError: a tensor file is unsafe, corrupt or unreadable; the compare stops.
     """
     jobs = list(jobs)
+    rows = _compute(jobs, Measure(compat), workers, progress, chunk, range_elems)
+    return _to_table(rows, [job.job_id for job in jobs])
+
+
+def measure_rows(
+    jobs: Iterable[TensorJob],
+    measure: Measure,
+    *,
+    workers: int | None = None,
+    progress: Progress = None,
+    chunk: int = DEFAULT_CHUNK,
+    range_elems: int | None = None,
+) -> list[tuple]:
+    """:func:`compute_metrics` with another compare's :class:`Measure`: its rows, in job order.
+
+    Returns:
+        One row per job, as ``measure`` makes them, each starting with the job's ``job_id``.
+    """
+    jobs = list(jobs)
+    rows = _compute(jobs, measure, workers, progress, chunk, range_elems)
+    rows.sort(key=lambda r: r[0])
+    return [(jobs[r[0]].job_id, *r[1:]) for r in rows]
+
+
+def _compute(jobs: list[TensorJob], measure: Measure, workers: int | None, progress: Progress,
+             chunk: int, range_elems: int | None) -> list[_Row]:  # fmt: skip
+    """Every job's row, keyed by its position: in this process, or on a pool when it pays."""
     range_elems = _range_elems(chunk, range_elems)
     bar = _Progress(len(jobs), progress)
     numbered, workers = _numbered(jobs), _workers(workers)
     if not _pool_pays(numbered, workers):
-        rows = _compute_inline(numbered, compat, chunk, range_elems, bar)
-    else:
-        run = _PoolRun(numbered, compat, chunk, range_elems, workers, bar)
-        try:
-            rows = run.drive()
-        finally:
-            run.close()
-    return _to_table(rows, [job.job_id for job in jobs])
+        return _compute_inline(numbered, measure, chunk, range_elems, bar)
+    run = _PoolRun(numbered, measure, chunk, range_elems, workers, bar)
+    try:
+        return run.drive()
+    finally:
+        run.close()
 
 
 def _range_elems(chunk: int, range_elems: int | None) -> int:
@@ -362,7 +440,8 @@ def start_metrics(
     if not _pool_pays(numbered, workers):
         return None
     bar = _Progress(len(jobs), progress)
-    run = _PoolRun(numbered, compat, chunk, _range_elems(chunk, range_elems), workers, bar)
+    run = _PoolRun(numbered, Measure(compat), chunk, _range_elems(chunk, range_elems), workers,
+                   bar)
     return Background(run, [job.job_id for job in jobs])
 
 
@@ -382,16 +461,15 @@ def _fits_inline(jobs: list[TensorJob]) -> bool:
 
 
 def _compute_inline(
-    jobs: list[TensorJob], compat: bool, chunk: int, range_elems: int, bar: _Progress
+    jobs: list[TensorJob], measure: Measure, chunk: int, range_elems: int, bar: _Progress
 ) -> list[_Row]:
-    rows, big = _run_batch(jobs, compat, chunk, range_elems)
+    rows, big = _run_batch(jobs, measure, chunk, range_elems)
     bar.advance(len(rows))
-    for job_id, n_meta, b_meta in big:  # same ranges as the pool would use: same results
-        parts = [
-            _run_range(n_meta, b_meta, start, min(n_meta.numel, start + range_elems), compat, chunk)
-            for start in range(0, n_meta.numel, range_elems)
-        ]
-        rows.append(_row(job_id, _merge(parts, compat)))
+    for job_id, opened in big:  # same ranges as the pool would use: same results
+        numel = opened.npu.numel
+        parts = [_run_range(measure, opened, start, min(numel, start + range_elems), chunk)
+                 for start in range(0, numel, range_elems)]
+        rows.append(_merge(measure, job_id, parts, opened))
         bar.advance(1)
     return rows
 
@@ -399,27 +477,26 @@ def _compute_inline(
 class _PoolRun:
     """One pool computing a list of jobs: batches first, then the ranges of the large pairs.
 
-    The constructor forks the workers (``fork`` start method: all of them at the first submit)
-    and submits every batch; :meth:`drive` collects results, submitting ranges as large pairs
-    come back, until every job has its row.
+    The constructor starts the workers (as :mod:`msq.procs` decides: forked, all of them at the
+    first submit, or from a forkserver) and submits every batch; :meth:`drive` collects results,
+    submitting ranges as large pairs come back, until every job has its row.
     """
 
-    def __init__(self, jobs: list[TensorJob], compat: bool, chunk: int, range_elems: int,
+    def __init__(self, jobs: list[TensorJob], measure: Measure, chunk: int, range_elems: int,
                  workers: int, bar: _Progress) -> None:  # fmt: skip
-        self.compat, self.chunk, self.range_elems, self.bar = compat, chunk, range_elems, bar
+        self.measure, self.chunk, self.range_elems, self.bar = measure, chunk, range_elems, bar
         self.pending: dict[Future, tuple] = {}
-        self.partial: dict[int, list[Stats | None]] = {}
+        self.partial: dict[int, tuple[Opened, list[Stats | None]]] = {}
         self.cancelled = False
         # workers ignore SIGINT: Ctrl-C reaches the whole process group, and the parent alone
         # decides what stops (it cancels the queue; running tasks are short and finish)
-        self.pool = ProcessPoolExecutor(
-            max_workers=workers, mp_context=_mp_context(), initializer=_ignore_sigint
-        )
+        self.pool = procs.process_pool(workers, initializer=_ignore_sigint,
+                                       preload=sorted({__name__, type(measure).__module__}))
         try:
             # enough tasks to keep every worker busy to the end, few enough to amortise IPC
             size = min(MAX_BATCH_JOBS, max(BATCH_JOBS, len(jobs) // (workers * 8)))
             for s in range(0, len(jobs), size):
-                fut = self.pool.submit(_run_batch, jobs[s : s + size], compat, chunk, range_elems)
+                fut = self.pool.submit(_run_batch, jobs[s : s + size], measure, chunk, range_elems)
                 self.pending[fut] = ("batch",)
         except BaseException:
             self.cancel()
@@ -444,23 +521,24 @@ class _PoolRun:
             got, big = fut.result()
             rows.extend(got)
             self.bar.advance(len(got))
-            for job_id, n_meta, b_meta in big:
-                self._submit_ranges(job_id, n_meta, b_meta)
+            for job_id, opened in big:
+                self._submit_ranges(job_id, opened)
             return
         _, job_id, index = kind
-        parts = self.partial[job_id]
+        opened, parts = self.partial[job_id]
         parts[index] = fut.result()
         if all(p is not None for p in parts):
-            rows.append(_row(job_id, _merge(parts, self.compat)))  # type: ignore[arg-type]
+            rows.append(_merge(self.measure, job_id, parts, opened))  # type: ignore[arg-type]
             del self.partial[job_id]
             self.bar.advance(1)
 
-    def _submit_ranges(self, job_id: int, n_meta: TensorMeta, b_meta: TensorMeta) -> None:
-        starts = list(range(0, n_meta.numel, self.range_elems))
-        self.partial[job_id] = [None] * len(starts)
+    def _submit_ranges(self, job_id: int, opened: Opened) -> None:
+        numel = opened.npu.numel
+        starts = list(range(0, numel, self.range_elems))
+        self.partial[job_id] = (opened, [None] * len(starts))
         for index, start in enumerate(starts):
-            stop = min(n_meta.numel, start + self.range_elems)
-            fut = self.pool.submit(_run_range, n_meta, b_meta, start, stop, self.compat, self.chunk)
+            stop = min(numel, start + self.range_elems)
+            fut = self.pool.submit(_run_range, self.measure, opened, start, stop, self.chunk)
             self.pending[fut] = ("range", job_id, index)
 
     def cancel(self) -> None:
@@ -479,11 +557,11 @@ def _ignore_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _merge(parts: list[Stats], compat: bool) -> MetricResult:
+def _merge(measure: Measure, job_id: int, parts: list[Stats], opened: Opened) -> _Row:
     total = Stats()
     for part in parts:
         total.merge(part)
-    return finish(total, compat=compat)
+    return measure.finish(job_id, total, opened)
 
 
 def _to_table(rows: list[_Row], ids: list[int]) -> pa.Table:

@@ -1,8 +1,9 @@
 """The kernel (MindSpore static graph) compare pipeline (spec §8).
 
 discover directories -> Arrow tables ``kernel_npy_files`` / ``kernel_stat_rows`` in DuckDB ->
-pairing views (``sql/kernel/k10_*``) -> NPY metrics on a process pool -> ``kernel_npy_metrics``
--> result views (``sql/kernel/k20_*``) -> one xlsx per (rank, step).
+pairing views (``sql/kernel/k10_*``) -> NPY metrics on the tensor engine (msq/tensors) ->
+``kernel_npy_metrics``
+-> result views (``sql/kernel/k20_*``) -> one xlsx per (rank, step), by msq's own writer.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,14 +20,15 @@ import pyarrow as pa
 
 from msq import db
 from msq.errors import ExportError, InputError
-from msq.mindspore.kernel import metrics, xlsx
+from msq.export.xlsx import SheetSpec, write_xlsx
+from msq.mindspore.kernel import metrics
 from msq.mindspore.kernel.discover import STATISTIC_FILE, DumpDir, Mode, Root, discover, npy_files
 from msq.mindspore.kernel.statcsv import read_statistic_csv
+from msq.tensors.pool import TensorJob
 
 log = logging.getLogger("msq.kernel")
 
 SIDES = ("npu", "bench")
-FETCH_ROWS = 10_000
 
 NPY_FILES = pa.schema([
     ("side", pa.string()), ("rank", pa.int32()), ("step", pa.int32()), ("seq", pa.int64()),
@@ -165,28 +167,29 @@ def _connect(tables: dict[str, pa.Table]) -> duckdb.DuckDBPyConnection:
 
 def _measure(con: duckdb.DuckDBPyConnection, roots: dict[str, Root],
              workers: int | None) -> None:
+    """The NPY pairs' metrics on the tensor engine -> ``kernel_npy_metrics``."""
     pairs = con.execute("SELECT rank, step, compare_key, local_index, npu_name, bench_name "
                         "FROM k10_npy_pairs ORDER BY rank, step, row_order").fetchall()
-    jobs = [metrics.PairJob(rank, step, key, index, npu or None, bench or None,
-                            str(roots["npu"].real), str(roots["bench"].real))
-            for rank, step, key, index, npu, bench in pairs]
-    rows = metrics.measure_all(jobs, workers)
+    # each file by its path below its side's dump root, to which the engine confines it
+    npu_root, bench_root = str(roots["npu"].path), str(roots["bench"].path)
+    jobs = [TensorJob(i, _below(npu, npu_root), _below(bench, bench_root), npu_root, bench_root)
+            for i, (_, _, _, _, npu, bench) in enumerate(pairs)]
+    rows = [(*pair[:4], *row[1:]) for pair, row in zip(pairs, metrics.measure_all(jobs, workers))]
     columns = list(zip(*rows)) if rows else [() for _ in NPY_METRICS.names]
     table = pa.Table.from_arrays([pa.array(values, kind) for values, kind in
                                   zip(columns, NPY_METRICS.types)], schema=NPY_METRICS)
     db.insert_arrow(con, "kernel_npy_metrics", table)
 
 
-def _batches(cursor: duckdb.DuckDBPyConnection) -> Iterator[list[tuple[object, ...]]]:
-    while batch := cursor.fetchmany(FETCH_ROWS):
-        yield batch
+def _below(path: str | None, root: str) -> str | None:
+    return os.path.relpath(path, root) if path else None
 
 
 def _materialize(con: duckdb.DuckDBPyConnection, jobs: Sequence[Job]) -> None:
     """Compute each result view once for all (rank, step); the workbooks then read slices."""
     for mode in {job.mode for job in jobs}:
         view = RESULT_VIEWS[mode]
-        con.execute(f"CREATE TEMP TABLE {view}_rows AS SELECT * FROM {view} "
+        con.execute(f"CREATE TABLE {view}_rows AS SELECT * FROM {view} "
                     "ORDER BY rank, step, row_order")
 
 
@@ -197,13 +200,20 @@ def _write(con: duckdb.DuckDBPyConnection, job: Job, out: Path) -> Path | None:
     if not count or not count[0]:
         log.warning("rank %d step %d skipped: no tensor to compare", job.rank, job.step)
         return None
-    cursor = con.execute(f"SELECT * EXCLUDE (rank, step, row_order) FROM {view} "
-                         "WHERE rank = ? AND step = ? ORDER BY row_order", [job.rank, job.step])
-    headers = [column[0] for column in cursor.description]
+    rows = int(count[0])
+    headers = [row[0] for row in con.execute(f"DESCRIBE {view}").fetchall()
+               if row[0] not in ("rank", "step", "row_order")]
+    query = (f"SELECT row_order AS out_seq, * EXCLUDE (rank, step, row_order) FROM {view} "
+             f"WHERE rank = {int(job.rank)} AND step = {int(job.step)}")
     stamp = time.strftime("%Y%m%d%H%M%S")
     path = out / f"compare_result_{job.rank}_{job.step}_{stamp}.xlsx"
-    rows = xlsx.write_workbook(path, headers, _batches(cursor))
-    if rows >= xlsx.EXCEL_MAX_ROWS:
+    try:
+        sheets = write_xlsx(con, SheetSpec(query, headers, headers, None, pandas_style=True), path,
+                            mode=0o640)
+    except OSError as err:
+        raise ExportError(f"cannot write {path}: {err}; check the output directory's free "
+                          "space and permissions.") from err
+    if sheets > 1:
         log.warning("%s: %d rows, continued on further sheets (Sheet2, ...)", path, rows)
     log.info("Compare rank: %d step: %d finish. Compare result: %s.", job.rank, job.step, path)
     return path

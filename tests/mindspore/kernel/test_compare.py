@@ -12,7 +12,9 @@ import openpyxl
 import pytest
 
 from msq.errors import DumpError, InputError, TensorFileError
-from msq.mindspore.kernel import compare_kernel, metrics, xlsx
+from msq.export import xlsx
+from msq.mindspore.kernel import compare_kernel
+from msq.tensors import pool
 
 NPY_HEADER = [
     "NPU Name", "Bench Name", "NPU Dtype", "Bench Dtype", "NPU Tensor Shape", "Bench Tensor Shape",
@@ -199,7 +201,7 @@ def test_process_pool_gives_the_same_rows(tmp_path: Path, monkeypatch: pytest.Mo
         save(npu, f"op{ts}", ts, data)
         save(bench, f"op{ts}", ts, data + np.float32(0.01 * ts))
     inline = run_one(tmp_path)
-    monkeypatch.setattr(metrics, "POOL_MIN_JOBS", 1)
+    monkeypatch.setattr(pool, "INLINE_JOBS", 0)  # the tensor engine's pool, even for 6 pairs
     files = compare_kernel(tmp_path / "npu", tmp_path / "bench", tmp_path / "out2", workers=2)
     assert read(files[0]) == inline
 
@@ -384,7 +386,7 @@ def test_pickled_npy_is_refused(tmp_path: Path) -> None:
     npu, bench = kbk_dir(tmp_path / "npu"), kbk_dir(tmp_path / "bench")
     save(npu, "op", 1, np.array([{"a": 1}], dtype=object))
     save(bench, "op", 1, np.ones(1, np.float32))
-    with pytest.raises(TensorFileError, match="never unpickles"):
+    with pytest.raises(TensorFileError, match="needs a pickle to load; msq only loads numeric"):
         compare_kernel(tmp_path / "npu", tmp_path / "bench", tmp_path / "out")
 
 
@@ -413,13 +415,24 @@ def test_formula_like_text_is_written_as_text(tmp_path: Path) -> None:
     assert [cell.value for cell in cells[2:]] == ["@SUM(A1)", "＋cmd", "-(2)"]
 
 
-def test_rows_past_the_sheet_limit_continue_on_further_sheets(tmp_path: Path) -> None:
-    path = tmp_path / "book.xlsx"
-    batches = [[(i, f"r{i}") for i in range(3)], [(i, f"r{i}") for i in range(3, 5)]]
-    assert xlsx.write_workbook(path, ["A", "B"], batches, max_rows=3) == 5
+def test_rows_past_the_sheet_limit_continue_on_further_sheets(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    rows = [stat_row(f"op{i}", i, (1.0, 1.0, 1.0, 1.0)) for i in range(5)]
+    write_csv(kbk_dir(tmp_path / "npu"), rows)
+    write_csv(kbk_dir(tmp_path / "bench"), rows)
+    monkeypatch.setattr(xlsx, "EXCEL_MAX_ROWS", 3)  # 2 data rows per sheet, as if Excel's limit
+    with caplog.at_level(logging.WARNING, logger="msq.kernel"):
+        (path,) = compare_kernel(tmp_path / "npu", tmp_path / "bench", tmp_path / "out")
+    assert "5 rows, continued on further sheets (Sheet2, ...)" in caplog.text
     book = openpyxl.load_workbook(path)
     assert book.sheetnames == ["Sheet1", "Sheet2", "Sheet3"]
-    assert [list(r) for r in book["Sheet2"].iter_rows(values_only=True)] == [
-        ["A", "B"], [2, "r2"], [3, "r3"]]
-    assert book["Sheet1"]["A1"].font.b
-    assert [p.name for p in tmp_path.iterdir()] == ["book.xlsx"]  # no temporary file left
+    sheets = [[list(r) for r in book[name].iter_rows(values_only=True)] for name in book.sheetnames]
+    assert [sheet[0] for sheet in sheets] == [STAT_HEADER] * 3  # the header on every sheet
+    assert [row[0].split(" ")[0] for sheet in sheets for row in sheet[1:]] == [
+        f"op{i}.7.3.output" for i in range(5)]
+    for name in book.sheetnames:
+        header = book[name]["A1"]
+        assert header.font.b and header.border.left.style == "thin"
+        assert header.alignment.horizontal == "center"
+    assert oct(path.stat().st_mode & 0o777) == "0o640"
+    assert [p.name for p in path.parent.iterdir()] == [path.name]  # no temporary file left

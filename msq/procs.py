@@ -1,0 +1,84 @@
+"""Worker processes: the one place that decides how msq starts them (the fork policy).
+
+msq runs work on process pools in three places: reading the two dump.json files
+(:mod:`msq.loader`), the tensor metrics (:mod:`msq.tensors.pool`, also for the kernel compare)
+and the rank/step pairs of a directory compare (:mod:`msq.distributed`). Every pool is made
+here.
+
+``fork`` starts a worker in about a millisecond, with everything already imported, but a forked
+child inherits only the thread that forked it: any lock another thread held stays locked
+forever in the child. DuckDB keeps a pool of threads for every open database, so forking while
+one is open is the hazard. The policy:
+
+* no DuckDB database of msq's is open in this process: ``fork`` (msq's command line forks before
+  it connects: the early tensor pool, the dump readers, the rank pairs);
+* one is open (a compare's own connection while its later tensor metrics run, a kernel compare,
+  or a Python caller holding compares): ``forkserver``, which forks each worker from a clean
+  single-threaded server process (started once, it imports the worker's module first);
+* no ``fork`` on this platform: its default (``spawn``).
+
+Connections made by :func:`msq.db.connect` are registered here (:func:`track`); the registry
+holds them weakly, so a connection counts until it is garbage.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import multiprocessing
+import weakref
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing.context import BaseContext
+from typing import Any
+
+_OPEN: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
+def track(connection: Any) -> None:
+    """Register a DuckDB connection: while it lives, pools start from a forkserver."""
+    _OPEN.add(connection)
+
+
+def start_method() -> str:
+    """``fork`` when no registered DuckDB connection is alive, else ``forkserver``."""
+    methods = multiprocessing.get_all_start_methods()
+    if "fork" not in methods:
+        return methods[0]
+    return "forkserver" if len(_OPEN) else "fork"
+
+
+def context(preload: Sequence[str] = ()) -> BaseContext:
+    """The multiprocessing context for a new pool; ``preload``: modules a forkserver imports
+    before it forks workers (so that each worker does not import them again)."""
+    method = start_method()
+    ctx = multiprocessing.get_context(method)
+    if method == "forkserver" and preload:
+        ctx.set_forkserver_preload(list(preload))  # type: ignore[attr-defined]
+    return ctx
+
+
+def process_pool(workers: int, *, preload: Sequence[str] = (),
+                 initializer: Callable[[], object] | None = None) -> ProcessPoolExecutor:
+    """A process pool started as the policy says (see the module docstring)."""
+    return ProcessPoolExecutor(max_workers=workers, mp_context=context(preload),
+                               initializer=initializer)
+
+
+@contextlib.contextmanager
+def gc_frozen() -> Iterator[None]:
+    """Keep the collector of forked workers (and this process's) off the objects that exist now.
+
+    A forked child that collects garbage inherited from its parent may destroy a DuckDB
+    connection whose threads do not exist in the child: a segfault (seen in the test suite,
+    where earlier compares leave connections in reference cycles). Frozen objects are never
+    collected. Nested use, and a worker forked from a frozen parent, keep the outer freeze.
+    """
+    if gc.get_freeze_count():
+        yield
+        return
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()

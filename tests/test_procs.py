@@ -1,0 +1,83 @@
+"""The fork policy (msq/procs.py): fork only while no DuckDB connection of msq's is alive."""
+
+from __future__ import annotations
+
+import gc
+import multiprocessing
+import os
+import weakref
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from msq import db, procs
+from msq.tensors.pool import TensorJob, compute_metrics
+
+
+@pytest.fixture(autouse=True)
+def no_connection(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Start from a process with no live connection (earlier tests in this worker may keep one)."""
+    if "fork" not in multiprocessing.get_all_start_methods():
+        pytest.skip("no fork on this platform")
+    monkeypatch.setattr(procs, "_OPEN", weakref.WeakSet())
+
+
+def test_fork_without_a_connection_forkserver_with_one() -> None:
+    assert procs.start_method() == "fork"
+    con = db.connect()
+    assert procs.start_method() == "forkserver"
+    del con
+    gc.collect()
+    assert procs.start_method() == "fork"
+
+
+def _parent_pid() -> int:
+    return os.getppid()
+
+
+def test_pool_workers_start_as_the_policy_says() -> None:
+    with procs.process_pool(1) as pool:
+        assert pool.submit(_parent_pid).result() == os.getpid()  # forked by this process
+    con = db.connect()
+    try:
+        with procs.process_pool(1) as pool:  # forked by a forkserver: not this process
+            assert pool.submit(_parent_pid).result() != os.getpid()
+    finally:
+        con.close()
+
+
+def test_the_tensor_pool_gives_the_same_rows_from_a_forkserver(tmp_path: Path) -> None:
+    """A compare's later tensor metrics run while its connection lives: from a forkserver."""
+    rng = np.random.default_rng(0)
+    for side in ("npu", "bench"):
+        (tmp_path / side).mkdir()
+    jobs = []
+    for i in range(80):
+        x = rng.standard_normal(2000).astype(np.float32)
+        np.save(tmp_path / "npu" / f"t{i}.npy", x)
+        np.save(tmp_path / "bench" / f"t{i}.npy", x * np.float32(1.001))
+        jobs.append(TensorJob(i, f"t{i}.npy", f"t{i}.npy", str(tmp_path / "npu"),
+                              str(tmp_path / "bench")))
+    forked = compute_metrics(jobs, compat=False, workers=2, progress=False)
+    con = db.connect()
+    try:
+        served = compute_metrics(jobs, compat=False, workers=2, progress=False)
+    finally:
+        con.close()
+    assert served.equals(forked)
+
+
+def test_forked_workers_never_collect_the_parents_objects() -> None:
+    """Rank pairs and dump readers run in forked workers; a worker that collected a DuckDB
+    connection inherited from the parent (its threads absent in the child) segfaulted. The
+    parent's objects are frozen while workers run, and a nested freeze (a reader pool inside a
+    rank-pair worker) keeps the outer one instead of unfreezing everything at its end."""
+    assert gc.get_freeze_count() == 0
+    with procs.gc_frozen():
+        frozen = gc.get_freeze_count()
+        assert frozen > 0
+        with procs.gc_frozen():
+            pass
+        assert gc.get_freeze_count() == frozen
+    assert gc.get_freeze_count() == 0
