@@ -17,10 +17,10 @@ from typing import Any, TypeVar
 
 import click
 
-from msq import __version__
 from msq.console import print_summary, render_table
 from msq.errors import ExitStatus, MsqError, printable
 from msq.runner import run_from_compare_json
+from msq.version import VERSION
 
 F = TypeVar("F", bound=Callable[..., Any])
 log = logging.getLogger("msq")
@@ -112,7 +112,7 @@ def setup_logging(verbose: int, quiet: bool) -> None:
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="msq")
+@click.version_option(VERSION, prog_name="msq")
 @click.option("-f", "--framework", type=click.Choice(["pytorch", "mindspore"]), default=None,
               help="Framework of the NPU-side dump (msprobe spelling: msq -f pytorch compare ...).")
 @click.pass_context

@@ -196,8 +196,9 @@ def summarize(con: duckdb.DuckDBPyConnection, mode: str, result: CompareResult) 
     marks = dict(con.execute("SELECT mark, count(*) FROM marks GROUP BY mark").fetchall()) \
         if mode != "md5" else {}
     result.red, result.yellow = marks.get("red", 0), marks.get("yellow", 0)
-    line, suspect, advice = con.execute("SELECT line, suspect, advice FROM advisor_finding").fetchone()
-    result.suspect_line, result.suspect, result.advice = line, suspect, advice
+    finding = con.execute("SELECT line, suspect, advice FROM advisor_finding").fetchone()
+    assert finding is not None  # the view always returns one row (NA when nothing fails)
+    result.suspect_line, result.suspect, result.advice = finding
 
 
 def compare(input_param: dict[str, Any], output_path: str | Path, stack_mode: bool = False,

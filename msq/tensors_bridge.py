@@ -99,7 +99,7 @@ def fill_tensor_metrics(con: duckdb.DuckDBPyConnection, npu_dir: Path, bench_dir
     """
     from msq import db  # lazy: this module loads before duckdb (see EarlyMetrics)
     from msq.tensors import fused  # lazy: statistics compares never load the tensor engine
-    from msq.tensors.pool import TensorJob
+    from msq.tensors.pool import TensorJob  # lazy: as above
 
     # "numpy" means the C kernel was not built (no compiler at install): ~10x slower on big tensors
     log.info("tensor kernel: %s", fused.isa())
@@ -134,7 +134,8 @@ def _metrics_of(jobs: list[TensorJob], opts: Options, early: EarlyMetrics | None
     table, index = got
     reused_ids, reused_rows, rest = [], [], []
     for job in jobs:
-        row = index.get(job.npu_file) if job.npu_file == job.bench_file else None
+        same = job.npu_file is not None and job.npu_file == job.bench_file
+        row = index.get(job.npu_file) if same and job.npu_file is not None else None
         if row is None:
             rest.append(job)
         else:

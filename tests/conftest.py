@@ -7,6 +7,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.msprobe_oracle import IN_CI, VENV_PYTHON
+
 
 @pytest.fixture(autouse=True)
 def msq_logging() -> Iterator[None]:
@@ -22,3 +24,14 @@ def _reset() -> None:
     logger.handlers[:] = []
     logger.propagate = True
     logger.setLevel(logging.NOTSET)
+
+
+@pytest.fixture
+def msprobe_venv() -> None:
+    """The msprobe 1.1.0 venv of the oracle tests: a skip without it, a failure in CI (which
+    builds it with bench/setup_msprobe.sh)."""
+    if not VENV_PYTHON.exists():
+        message = f"{VENV_PYTHON} is missing: run bash bench/setup_msprobe.sh"
+        if IN_CI:
+            pytest.fail(message)
+        pytest.skip(message)

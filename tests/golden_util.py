@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import shlex
@@ -31,8 +32,8 @@ class FlagSet:
 
     def argv(self, out_dir: Path) -> list[str]:
         """msprobe's command, spelled for msq (compat mode), writing into out_dir."""
-        cmd = [line for line in (self.expected / "cmd.txt").read_text().splitlines()
-               if line.strip() and not line.startswith("#")][0]
+        cmd = next(line for line in (self.expected / "cmd.txt").read_text().splitlines()
+                   if line.strip() and not line.startswith("#"))
         args = shlex.split(cmd)
         if args[0] == "python":
             # the Python API flag set: same as -s
@@ -91,7 +92,7 @@ def diff_sheets(got: Path, want: Path, limit: int = 8) -> list[str]:
         wrow = wrow + [None] * (width - len(wrow))
         for c, (g, w) in enumerate(zip(grow, wrow)):
             if g != w or type(g) is not type(w):
-                if isinstance(g, float) and isinstance(w, float) and g != g and w != w:
+                if isinstance(g, float) and isinstance(w, float) and math.isnan(g) and math.isnan(w):
                     continue
                 problems.append(f"row {r + 1} col {c + 1} ({wv[0][c] if c < len(wv[0]) else '?'}): "
                                 f"got {g!r} want {w!r}")

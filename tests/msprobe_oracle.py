@@ -1,4 +1,4 @@
-"""Running the real msprobe 1.1.0 (bench/.venv-msprobe) as an oracle in opt-in tests.
+"""Running the real msprobe 1.1.0 (bench/.venv-msprobe) as an oracle: in CI, or opt-in.
 
 MindSpore is not installed: ``MINDSPORE_STUB`` is a prelude for the runner scripts that answers
 every ``import mindspore...`` with an empty stub module, enough for msprobe's compare code.
@@ -12,10 +12,14 @@ from pathlib import Path
 import pytest
 
 VENV_PYTHON = Path(__file__).resolve().parents[1] / "bench" / ".venv-msprobe" / "bin" / "python"
+IN_CI = bool(os.environ.get("CI"))
+# CI (.ci/run builds the venv) always runs them; elsewhere they are opt-in: they take minutes
+RUN_ORACLE = IN_CI or os.environ.get("MSQ_MSPROBE_ORACLE") == "1"
 ORACLE_MARKS = [
     pytest.mark.slow,
-    pytest.mark.skipif(os.environ.get("MSQ_MSPROBE_ORACLE") != "1",
-                       reason="opt-in: set MSQ_MSPROBE_ORACLE=1 (needs bench/.venv-msprobe)"),
+    pytest.mark.skipif(not RUN_ORACLE, reason="opt-in outside CI: set MSQ_MSPROBE_ORACLE=1 "
+                                              "(needs bash bench/setup_msprobe.sh)"),
+    pytest.mark.usefixtures("msprobe_venv"),
 ]
 
 MINDSPORE_STUB = r'''

@@ -52,21 +52,36 @@ def test_bench_only_ops_are_listed_by_default(tmp_path):
 
 
 def test_module_path_containing_forward(tmp_path):
-    name = "Module.feedforward.FFN.forward.0"
-    data = {name: fwd(t(), out=t())}
-    cfg = write_pair(tmp_path, data, data, level="L0")
-    compat = run(cfg, tmp_path / "c", "--compat", "msprobe-1.1")
-    default = run(cfg, tmp_path / "d")
-    # "backward" is not in the name, but "forward" is in both the path and the direction: fine in
-    # both modes; a backward op whose path holds "forward" is read twice by 1.1.0
-    assert names(compat) == names(default)
+    """compat.md #4: 1.1.0 takes forward/backward from substrings, so a backward op of a module
+    path holding "forward" (feedforward) also runs the forward branch: an entry without inputs
+    gets its outputs twice. The default mode reads the name's direction field."""
     back = "Module.feedforward.FFN.backward.0"
-    data2 = {back: bwd([t()], [t()])}
-    cfg2 = write_pair(tmp_path / "b", data2, data2, level="L0")
-    compat2 = run(cfg2, tmp_path / "c2", "--compat", "msprobe-1.1")
-    default2 = run(cfg2, tmp_path / "d2")
-    assert names(default2) == [f"{back}.input.0", f"{back}.output.0"]
-    assert len(compat2) >= len(default2)
+    data = {back: {"output": [t()]}}
+    cfg = write_pair(tmp_path, data, data, level="L0")
+    assert names(run(cfg, tmp_path / "d")) == [f"{back}.output.0"]
+    assert names(run(cfg, tmp_path / "c", "--compat", "msprobe-1.1")) == [f"{back}.output.0"] * 2
+    # a forward op is read once in both modes, whatever its path holds
+    fwd_name = "Module.feedforward.FFN.forward.0"
+    data = {fwd_name: fwd(t(), out=t())}
+    cfg = write_pair(tmp_path / "f", data, data, level="L0")
+    for flags in ((), ("--compat", "msprobe-1.1")):
+        assert names(run(cfg, tmp_path / f"f{len(flags)}", *flags)) == [
+            f"{fwd_name}.input.0", f"{fwd_name}.output.0"]
+
+
+def test_module_named_input(tmp_path):
+    """compat.md #5: 1.1.0 takes a row's input/output from a name element ``input``, so every row
+    of a module named ``input`` is an input: its output is never weighed against its input, and
+    a red output goes unmarked. The default mode takes it from the dump key the row came from."""
+    op = "Module.input.Linear.forward.0"
+    npu = {op: fwd(t(mx=1.0), out=t(mx=3.0))}
+    bench = {op: fwd(t(mx=1.0), out=t(mx=1.0))}
+    cfg = write_pair(tmp_path, npu, bench, level="L0")
+    default = run(cfg, tmp_path / "d")
+    compat = run(cfg, tmp_path / "c", "--compat", "msprobe-1.1")
+    assert names(default) == names(compat) == [f"{op}.input.0", f"{op}.output.0"]
+    assert [r["_fill"] for r in default] == [None, "red"]
+    assert [r["_fill"] for r in compat] == [None, None]
 
 
 def test_float_tolerance_without_outputs(tmp_path):
@@ -81,7 +96,7 @@ def test_float_tolerance_without_outputs(tmp_path):
 
 def test_highlight_windows_per_op(tmp_path):
     # spec §5.5.1: an output-only op shifts 1.1.0's windows so s8's red output is missed
-    ok = dict(mx=1.0, mn=-1.0, mean=0.0, norm=2.0)
+    ok = {"mx": 1.0, "mn": -1.0, "mean": 0.0, "norm": 2.0}
     npu = {
         "Functional.s7.0.forward": fwd(t(**ok), out=t(**ok)),
         "Functional.o1.0.forward": {"output": [t(**ok)]},

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
+import msq
 from msq.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -17,7 +18,7 @@ README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 
 def bash_blocks() -> list[str]:
-    return re.findall(r"```bash\n(.*?)```", README, re.S)
+    return re.findall(r"```bash\n(.*?)```", README, re.DOTALL)
 
 
 def test_readme_opens_with_install_then_demo_then_tests():
@@ -35,7 +36,7 @@ def test_demo_command_runs_and_prints_the_summary(tmp_path, monkeypatch):
     monkeypatch.chdir(ROOT)
     result = CliRunner().invoke(main, args, catch_exceptions=False)
     assert result.exit_code == 0, result.output
-    shown = re.search(r"```\n(msq compare: .*?)```", README, re.S).group(1)
+    shown = re.search(r"```\n(msq compare: .*?)```", README, re.DOTALL).group(1)
     # the README shows the real summary (times and file names aside)
     strip = lambda s: re.sub(r"\d+\.\d+s|\S*compare_result_\d+\.xlsx|\S*advisor_\d+\.txt|\S*msq\.duckdb", "", s)
     assert [strip(x) for x in result.stdout.splitlines() if x.strip()] == \
@@ -49,7 +50,18 @@ def test_every_command_has_help_and_is_in_the_readme():
         assert f"msq {name}" in README, f"'msq {name}' is not shown in README.md"
 
 
-def test_console_script_is_installed():
-    proc = subprocess.run([sys.executable, "-m", "msq.cli", "--version"], capture_output=True,
-                          text=True, timeout=60)
-    assert proc.returncode == 0 and "msq" in proc.stdout
+def test_console_script_is_installed() -> None:
+    """`msq` is the console script pip installs beside this Python (pyproject's [project.scripts])."""
+    script = Path(sys.executable).with_name("msq")
+    assert script.is_file(), f"no msq console script beside {sys.executable}: pip install -e ."
+    proc = subprocess.run([str(script), "--version"], capture_output=True, text=True, timeout=60,
+                          check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == f"msq, version {msq.__version__}\n"
+
+
+def test_python_dash_m_msq_is_the_same_command() -> None:
+    proc = subprocess.run([sys.executable, "-m", "msq", "compare", "--help"], capture_output=True,
+                          text=True, timeout=60, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("Usage: msq compare [OPTIONS] [COMPARE_JSON]")

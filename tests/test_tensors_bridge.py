@@ -114,7 +114,7 @@ def test_a_failing_compare_stops_the_early_run_and_exits(tmp_path: Path) -> None
     (work / "npu" / "step0" / "rank" / "dump.json").write_text('{"task": "tensor", "data": {')
     proc = subprocess.run(
         [sys.executable, "-m", "msq.cli", "compare", "compare.json", "-o", str(tmp_path / "o")],
-        cwd=work, capture_output=True, text=True, timeout=120,
+        cwd=work, capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
     assert proc.returncode == 1
     assert "dump.json" in proc.stderr and "Traceback" not in proc.stderr

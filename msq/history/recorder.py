@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
-from msq import __version__, db
+from msq import db
 from msq.errors import HistoryError, SqlFileError
 from msq.history import schema
 from msq.history.store import (
@@ -34,6 +34,7 @@ from msq.history.store import (
     resolve_db_path,
     with_lock_retry,
 )
+from msq.version import VERSION
 
 if TYPE_CHECKING:
     from msq.config import Options, SingleInput
@@ -109,7 +110,7 @@ def compare_row(ctx: RecordContext, con: duckdb.DuckDBPyConnection) -> dict[str,
         "layer_mapping": _mapping_text(opts.layer_mapping),
         "npu_path": _abs(ctx.inp.npu_json), "bench_path": _abs(ctx.inp.bench_json),
         "stack_path": _abs(ctx.inp.stack_json), "rank": rank, "step": step,
-        "msq_version": __version__, "output_dir": _abs(ctx.output_dir),
+        "msq_version": VERSION, "output_dir": _abs(ctx.output_dir),
         "files": [_abs(f) for f in res.files], "n_rows": res.rows, "n_matched": res.matched,
         "n_npu_only": res.unmatched_npu, "n_bench_only": res.unmatched_bench,
         "n_red": res.red, "n_yellow": res.yellow,

@@ -15,9 +15,10 @@ from pathlib import Path
 
 import duckdb
 
-from msq import __version__, db
+from msq import db
 from msq.errors import HistoryError
 from msq.history.store import first_lines
+from msq.version import VERSION
 
 log = logging.getLogger("msq")
 
@@ -80,7 +81,7 @@ def ensure_schema(con: duckdb.DuckDBPyConnection, catalog: str, path: Path) -> N
         db.run_schema(con, "history/schema")
         con.execute("INSERT INTO meta VALUES ('schema_version', ?), ('created_at', ?), "
                     "('created_by', ?)", [str(SCHEMA_VERSION), dt.datetime.now(dt.timezone.utc).isoformat(),
-                                          f"msq {__version__}"])
+                                          f"msq {VERSION}"])
         return
     for target in range(version + 1, SCHEMA_VERSION + 1):
         _migrate(con, target, path)

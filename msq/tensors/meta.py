@@ -159,7 +159,7 @@ class ChunkReader:
             for s in range(start, stop, self.chunk):
                 k = min(self.chunk, stop - s)
                 raw = self.buf[:k] if self._raw is None else self._raw[:k]
-                _read_exact(fh, memoryview(raw).cast("B"), self.meta)
+                _read_exact(fh, memoryview(raw).cast("B"), self.meta)  # type: ignore[arg-type]
                 yield raw if self._raw is None else self._convert(raw, k)
 
 

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
+import numpy.typing as npt
 
 from msq.tensors import fused
 from msq.tensors.meta import ChunkReader, TensorMeta, to_array
@@ -111,8 +112,10 @@ def accuracy(cosine: Cell, max_abs_err: Cell, *, compat: bool) -> str:
     return "Yes"
 
 
-def _fixed(cells: tuple[Cell, ...], message: str, status: str, *, compat: bool) -> MetricResult:
-    return MetricResult(*cells, accuracy(cells[0], cells[1], compat=compat), message, status)
+def _fixed(cells: tuple[Cell, Cell, Cell, Cell, Cell], message: str, status: str, *,
+           compat: bool) -> MetricResult:  # fmt: skip
+    cos, mae, mre, r1, r5 = cells
+    return MetricResult(cos, mae, mre, r1, r5, accuracy(cos, mae, compat=compat), message, status)
 
 
 def no_data(error_file: str | None = None, *, compat: bool = True) -> MetricResult:
@@ -188,7 +191,7 @@ class _Work(threading.local):
     def __init__(self) -> None:
         self.bufs: dict[tuple[str, np.dtype], np.ndarray] = {}
 
-    def get(self, name: str, dtype: np.dtype, k: int) -> np.ndarray:
+    def get(self, name: str, dtype: npt.DTypeLike, k: int) -> np.ndarray:
         key = (name, np.dtype(dtype))
         buf = self.bufs.get(key)
         if buf is None or buf.shape[0] < k:

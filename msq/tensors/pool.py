@@ -67,7 +67,7 @@ METRIC_COLUMNS = ("cosine", "max_abs_err", "max_rel_err", "one_thousandth", "fiv
 
 @functools.cache
 def _schema() -> pa.Schema:
-    import pyarrow as pa
+    import pyarrow as pa  # lazy: workers never load pyarrow (the table is built in the parent)
 
     return pa.schema(
         [pa.field("job_id", pa.int64(), nullable=False)]
@@ -565,7 +565,7 @@ def _merge(measure: Measure, job_id: int, parts: list[Stats], opened: Opened) ->
 
 
 def _to_table(rows: list[_Row], ids: list[int]) -> pa.Table:
-    import pyarrow as pa
+    import pyarrow as pa  # lazy: as in _schema
 
     schema = _schema()
     rows.sort(key=lambda r: r[0])

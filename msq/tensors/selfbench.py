@@ -25,7 +25,7 @@ def _write_small(root: Path, count: int) -> list[TensorJob]:
     npu, bench = root / "npu", root / "bench"
     names = [f"Functional.op{i}.0.forward.output.0.pt" for i in range(count)]
     if not (bench / names[-1]).exists():
-        import torch
+        import torch  # lazy: torch is optional (only to write the bench files)
 
         npu.mkdir(parents=True, exist_ok=True)
         bench.mkdir(parents=True, exist_ok=True)
@@ -41,7 +41,7 @@ def _write_big(root: Path, mib: int) -> list[TensorJob]:
     name = "Functional.big.0.forward.output.0.pt"
     npu, bench = root / "npu", root / "bench"
     if not (npu / name).exists():
-        import torch
+        import torch  # lazy: torch is optional (only to write the bench files)
 
         npu.mkdir(parents=True, exist_ok=True)
         bench.mkdir(parents=True, exist_ok=True)
@@ -74,6 +74,7 @@ def main(argv: list[str] | None = None) -> None:
         os.path.getsize(os.path.join(d, f))
         for j in jobs
         for d, f in ((j.npu_dir, j.npu_file), (j.bench_dir, j.bench_file))
+        if d is not None and f is not None
     )
     for compat in (True, False):
         runs = []

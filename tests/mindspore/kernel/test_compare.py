@@ -76,7 +76,7 @@ def run_one(tmp_path: Path, **kwargs: object) -> list[list[object]]:
 
 def xlsx_number(value: float) -> float:
     """A number as it reads back from xlsx (written with 16 significant digits)."""
-    return float("%.16g" % value)
+    return float(f"{value:.16g}")
 
 
 def r12(value: float) -> float:

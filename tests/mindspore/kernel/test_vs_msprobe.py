@@ -1,6 +1,7 @@
 """Cross-check against msprobe 1.1.0 itself (the baseline venv of bench/setup_msprobe.sh).
 
-Opt-in, because it runs the reference tool: ``MSQ_MSPROBE_ORACLE=1 pytest tests/mindspore/kernel``.
+It runs the reference tool: in CI (.ci/run), or with
+``MSQ_MSPROBE_ORACLE=1 pytest tests/mindspore/kernel``.
 MindSpore is stubbed: ms_graph_compare only reads files. 1.1.0's worker count is 0 on fewer
 than 3 CPUs, so the runner reports 4 CPUs. Cells must match except the documented fixes:
 Accuracy when Cosine is "Nan", and the message of one-sided STATISTIC rows (docs/kernel.md).
@@ -111,7 +112,6 @@ def same(a: object, b: object) -> bool:
     return a == b
 
 
-@pytest.mark.skipif(not VENV_PYTHON.exists(), reason="bench/.venv-msprobe is missing")
 @pytest.mark.parametrize("seed", [1, 2])
 def test_cells_match_msprobe_1_1_0(tmp_path: Path, seed: int) -> None:
     make_dumps(tmp_path, seed)
