@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import gen_stat  # noqa: E402
+import gen_stat
 
 
 def generate_root(out: Path, ranks: int, steps: int, ops: int, seed: int = 20261201,

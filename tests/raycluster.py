@@ -86,12 +86,10 @@ class LocalRayCluster:
     def stop(self) -> None:
         """Kill the namespace's first process: the kernel ends every process in it."""
         if self._proc is not None and self._proc.poll() is None:
-            self._proc.send_signal(signal.SIGTERM)  # unshare forwards --kill-child's SIGKILL
-            try:
-                self._proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait(10)
+            # unshare's death sends its child, the namespace's first process, SIGKILL
+            # (--kill-child); the kernel then kills every process left in the namespace
+            self._proc.kill()
+            self._proc.wait(30)
         self._proc = None
         self._holder = None
         if self.root is not None:

@@ -14,6 +14,7 @@ computed in the calling process instead, where a pool would cost more than it sa
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import multiprocessing
 import os
@@ -21,8 +22,15 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import FIRST_COMPLETED, CancelledError, Future, ProcessPoolExecutor, wait
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import (
+    FIRST_COMPLETED,
+    CancelledError,
+    Executor,
+    Future,
+    ProcessPoolExecutor,
+    wait,
+)
 from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
@@ -60,6 +68,10 @@ HANDOFF_ELEMS = 1 << 20
 #: At most this many jobs whose files total at most INLINE_BYTES are computed without a pool.
 INLINE_JOBS = 64
 INLINE_BYTES = 64 << 20
+
+#: Makes the executor of a pool run from its worker count instead of a process pool: the Ray
+#: engine runs a real-data pair's batches and ranges as Ray tasks (:func:`executor_factory`).
+_executor: Callable[[int], Executor] | None = None
 
 METRIC_COLUMNS = ("cosine", "max_abs_err", "max_rel_err", "one_thousandth", "five_thousandth")
 
@@ -412,8 +424,9 @@ class _PoolRun:
         self.cancelled = False
         # workers ignore SIGINT: Ctrl-C reaches the whole process group, and the parent alone
         # decides what stops (it cancels the queue; running tasks are short and finish)
-        self.pool = ProcessPoolExecutor(
-            max_workers=workers, mp_context=_mp_context(), initializer=_ignore_sigint
+        self.pool = (
+            _executor(workers) if _executor is not None else ProcessPoolExecutor(
+                max_workers=workers, mp_context=_mp_context(), initializer=_ignore_sigint)
         )
         try:
             # enough tasks to keep every worker busy to the end, few enough to amortise IPC
@@ -473,6 +486,17 @@ class _PoolRun:
         # one shutdown, waiting: a shutdown(wait=False) first would make this one return at
         # once and leave the workers unjoined
         self.pool.shutdown(wait=True, cancel_futures=self.cancelled)
+
+
+@contextlib.contextmanager
+def executor_factory(make: Callable[[int], Executor]) -> Iterator[None]:
+    """Within the block, pool runs submit their batches and ranges to ``make(workers)``."""
+    global _executor
+    saved, _executor = _executor, make
+    try:
+        yield
+    finally:
+        _executor = saved
 
 
 def _ignore_sigint() -> None:
