@@ -33,8 +33,8 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
 
     import pyarrow as pa
-
     from gen_root import generate_root
+
     from msq.config import Options
     from msq.distributed import discover_jobs
     from msq.pair_tables import compute_pair

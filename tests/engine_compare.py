@@ -8,6 +8,7 @@ columns that hold times or the run's own output directory.
 
 from __future__ import annotations
 
+import math
 import re
 import zipfile
 from pathlib import Path
@@ -73,7 +74,7 @@ def history_rows(db: Path) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]
 
 def _nan_free(row: tuple[Any, ...]) -> tuple[Any, ...]:
     # NaN != NaN: a NaN cell would make two equal rows differ
-    return tuple("NaN" if isinstance(v, float) and v != v else v for v in row)
+    return tuple("NaN" if isinstance(v, float) and math.isnan(v) else v for v in row)
 
 
 def pair_counts(db: Path) -> list[tuple[int, int, int]]:

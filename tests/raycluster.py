@@ -72,7 +72,7 @@ class LocalRayCluster:
         self._proc = subprocess.Popen(
             ["unshare", "--net", "--pid", "--fork", "--kill-child", "--mount-proc",
              "bash", str(script)], stdout=log, stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL, env=env, preexec_fn=_die_with_parent)
+            stdin=subprocess.DEVNULL, env=env, preexec_fn=_die_with_parent)  # noqa: PLW1509
         log.close()
         deadline = time.monotonic() + START_TIMEOUT
         while not (self.root / "ready").exists():
@@ -124,7 +124,7 @@ class LocalRayCluster:
 
     def run(self, argv: Sequence[str], cwd: Path | str | None = None, timeout: float = 600,
             env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(self.command(argv, cwd), capture_output=True, text=True,
+        return subprocess.run(self.command(argv, cwd), capture_output=True, text=True, check=False,
                               timeout=timeout, env=env, stdin=subprocess.DEVNULL)
 
     def popen(self, argv: Sequence[str], cwd: Path | str | None = None,

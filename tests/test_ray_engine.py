@@ -68,7 +68,7 @@ MSQ = [sys.executable, "-m", "msq.cli"]
 
 def local(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*MSQ, *args], cwd=cwd, capture_output=True, text=True, timeout=900,
-                          stdin=subprocess.DEVNULL)
+                          check=False, stdin=subprocess.DEVNULL)
 
 
 def on_ray(cluster, args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
