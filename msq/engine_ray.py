@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor, Future
@@ -42,6 +43,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("msq")
 
 NODE_LABEL = "msq-node"
+#: Seconds to wait for the head's port to answer before giving up on --ray-address.
+CONNECT_TIMEOUT = 10.0
 #: At most this many pairs in flight (their results wait in the object stores for the driver).
 MAX_IN_FLIGHT = 128
 #: Ray runs a task again this many times when its worker process or node dies.
@@ -129,6 +132,7 @@ def connect(ray: Any, address: str | None) -> None:
     machine by ``ray start``, else a new local one)."""
     if ray.is_initialized():
         return
+    _check_reachable(address)
     try:
         ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING,
                  configure_logging=True)
@@ -136,6 +140,20 @@ def connect(ray: Any, address: str | None) -> None:
         where = address or os.environ.get("RAY_ADDRESS") or "this machine"
         raise UsageError(f"cannot join the Ray cluster at {where} ({str(err).splitlines()[0]}); "
                          "check --ray-address, or start one with 'ray start --head'") from None
+
+
+def _check_reachable(address: str | None) -> None:
+    """Fail in seconds when nothing listens at HOST:PORT (Ray itself keeps retrying for minutes)."""
+    if not address or "://" in address or ":" not in address:
+        return  # auto, $RAY_ADDRESS, a client address: Ray decides
+    host, _, port = address.rpartition(":")
+    try:
+        with socket.create_connection((host, int(port)), timeout=CONNECT_TIMEOUT):
+            pass
+    except (OSError, ValueError) as err:
+        reason = getattr(err, "strerror", None) or str(err)
+        raise UsageError(f"cannot join the Ray cluster at {address} ({reason}); check "
+                         "--ray-address, or start one with 'ray start --head'") from None
 
 
 def check_nodes(ray: Any, place: Sequence[tuple[str, str]]) -> None:

@@ -266,3 +266,19 @@ def test_a_single_card_compare_runs_on_ray_too(cluster, tmp_path):
     assert file_differences(tmp_path / "ray", tmp_path / "local") == []
     assert history_rows(tmp_path / "ray" / "msq.duckdb") == \
         history_rows(tmp_path / "local" / "msq.duckdb")
+
+
+def test_an_address_where_no_cluster_listens_fails_in_seconds(tmp_path):
+    """Ray would keep retrying for minutes; msq says at once that nothing answers there."""
+    why = why_unavailable()
+    if why and "Ray is not installed" in why:
+        if os.environ.get("CI"):
+            pytest.fail(f"CI must run the Ray engine's tests: {why}")
+        pytest.skip(why)
+    base = root(tmp_path / "root", 1, 1)
+    started = time.monotonic()
+    done = local(["compare", "compare.json", "-o", str(tmp_path / "o"), "--engine", "ray",
+                  "--ray-address", "127.0.0.1:1"], base)
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "cannot join the Ray cluster at 127.0.0.1:1" in done.stderr
+    assert time.monotonic() - started < 120  # not the minutes Ray would keep retrying
