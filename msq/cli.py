@@ -154,6 +154,15 @@ def main(ctx: click.Context, framework: str | None) -> None:
                    "(e.g. DIR/compare/rules/marks.sql).")
 @click.option("--fail-on", type=click.Choice(["red", "suspect"]), default=None,
               help="Exit with status 3 if any row is red, or if the advisor names a suspect.")
+@click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+              help="Directories: compare the rank x step pairs here, or as tasks on a Ray cluster.")
+@click.option("--ray-address", default=None,
+              help="--engine ray: the cluster to join (default: $RAY_ADDRESS, else this machine's).")
+@click.option("--ray-place", multiple=True, metavar="PREFIX=NODE",
+              help="--engine ray: pairs whose NPU rank directory is under PREFIX run on the node "
+                   "labelled msq-node=NODE (node-local dumps); repeatable.")
+@click.option("--resume", is_flag=True,
+              help="Directories: skip the pairs this run already recorded in the history.")
 @click.option("-q", "--quiet", is_flag=True, help="Only warnings and errors on stderr.")
 @click.option("-v", "--verbose", count=True, help="More log lines.")
 @click.pass_context
@@ -163,7 +172,8 @@ def compare_cmd(ctx: click.Context, compare_json: Path | None, input_path: Path 
                 data_mapping: Path | None, api_mapping: str | None, cell_mapping: str | None,
                 layer_mapping: Path | None, compat: str | None, formats: str, db_path: Path | None,
                 no_history: bool, label: str | None, workers: int | None, sql_dir: Path | None,
-                fail_on: str | None, quiet: bool, verbose: int) -> None:
+                fail_on: str | None, engine: str, ray_address: str | None,
+                ray_place: tuple[str, ...], resume: bool, quiet: bool, verbose: int) -> None:
     """Compare the two dumps that COMPARE_JSON names and write the workbook into -o."""
     setup_logging(verbose, quiet)
     source = input_path or compare_json
@@ -176,7 +186,8 @@ def compare_cmd(ctx: click.Context, compare_json: Path | None, input_path: Path 
         auto_analyze=not compare_only, fuzzy_match=fuzzy_match, data_mapping=data_mapping,
         api_mapping=_mapping_flag(api_mapping), cell_mapping=_mapping_flag(cell_mapping),
         layer_mapping=layer_mapping, compat=compat, formats=formats, db=db_path,
-        record=not no_history, label=label, workers=workers, sql_dir=sql_dir)
+        record=not no_history, label=label, workers=workers, sql_dir=sql_dir, engine=engine,
+        ray_address=ray_address, ray_place=list(ray_place) or None, resume=resume or None)
     print_summary(results, quiet=quiet)
     if fail_on and any(_gate_hit(r, fail_on) for r in results):
         sys.exit(int(ExitStatus.ACCURACY_GATE))

@@ -13,6 +13,7 @@ from msq.errors import InputError, UsageError
 from msq.jsonio import read_json
 
 COMPAT_CHOICES = ("msprobe-1.1",)
+ENGINES = ("local", "ray")
 FRAMEWORKS = ("pytorch", "mindspore")
 
 
@@ -36,6 +37,10 @@ class Options:
     workers: int | None = None
     sql_dir: str | Path | None = None
     is_print_compare_log: bool = True
+    engine: str = "local"              # directory compares: local (process pool) | ray
+    ray_address: str | None = None     # --engine ray: the cluster to join
+    ray_place: Any = None              # --engine ray: {path prefix: node} for node-local dumps
+    resume: bool = False               # skip the pairs this run already recorded in the history
 
     @property
     def is_compat(self) -> bool:
@@ -185,6 +190,10 @@ def options_from_kwargs(stack_mode: bool, auto_analyze: bool, fuzzy_match: bool,
                    **kwargs)
     check_compat(opts.compat)
     check_sql_dir(opts.sql_dir)
+    if opts.engine not in ENGINES:
+        raise UsageError(f"unknown engine {opts.engine!r}; try one of: {', '.join(ENGINES)}")
+    if opts.engine != "ray" and (opts.ray_address or opts.ray_place):
+        raise UsageError("ray_address and ray_place need engine='ray' (--engine ray)")
     if isinstance(opts.formats, str):
         opts.formats = tuple(f.strip() for f in opts.formats.split(",") if f.strip())
     return opts

@@ -10,16 +10,21 @@ from __future__ import annotations
 import logging
 import os
 import re
+import time
+from collections import deque
+from collections.abc import Iterator
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from msq.config import Options, SingleInput, options_from_kwargs
-from msq.errors import InputError, MsqError, UsageError
+from msq.config import Options, options_from_kwargs
+from msq.errors import InputError, UsageError
 from msq.export.outputs import ensure_output_dir
-from msq.pipeline import run_compare
+from msq.pair_tables import PairFailure, PairTables, compute_pair
 from msq.procs import gc_frozen, process_pool
 from msq.result import CompareResult
+from msq.run_writer import RunWriter
 
 log = logging.getLogger("msq")
 
@@ -149,40 +154,94 @@ def _steps(root: Path) -> list[str]:
     return sorted(names, key=lambda n: int(n[4:]))
 
 
-def _run_job(job: PairJob, output_dir: Path, opts: Options) -> CompareResult | str:
-    try:
-        inp = SingleInput(job.npu[0], job.bench[0], job.npu[1])
-        result = run_compare(inp, output_dir, opts, suffix=job.suffix)
-        result.title = job.title
-        return result
-    except MsqError as err:
-        return f"{job.title}: {err}"
-
-
 def run_jobs(jobs: list[PairJob], output_dir: Path, opts: Options) -> list[CompareResult]:
-    """Run rank pairs; in compat mode one after another, stopping at the first failure."""
-    if opts.is_compat:
-        results = []
-        for job in jobs:
-            out = _run_job(job, output_dir, opts)
-            if isinstance(out, str):
-                raise InputError(out)
-            results.append(out)
-        return results
-    tensor_mode = any((j.npu[0].parent / "dump_tensor_data").is_dir() for j in jobs)
-    workers = 1 if tensor_mode else min(len(jobs), opts.workers or os.cpu_count() or 1)
-    if workers <= 1:
-        outs = [_run_job(j, output_dir, opts) for j in jobs]
-    else:
-        with gc_frozen(), process_pool(workers, preload=["msq.pipeline"]) as pool:
-            outs = list(pool.map(_run_job, jobs, [output_dir] * len(jobs), [opts] * len(jobs)))
-    failures = [o for o in outs if isinstance(o, str)]
-    for failure in failures:
-        log.error("pair failed: %s", failure)
-    results = [o for o in outs if not isinstance(o, str)]
+    """Compare rank pairs on the chosen engine; this process writes every output and record.
+
+    A failing pair is reported and the others go on; in compat mode (1.1.0's rule) the first
+    failure stops the run. ``opts.resume`` skips the pairs this run already recorded.
+    """
+    writer = RunWriter(output_dir, opts)
+    try:
+        if opts.resume:
+            jobs = _unrecorded(jobs, writer)
+        results: list[CompareResult] = []
+        failures: list[str] = []
+        waited = wrote = 0.0
+        mark = time.perf_counter()
+        for job, out in _outcomes(jobs, output_dir, opts):
+            now = time.perf_counter()
+            waited += now - mark
+            result = _take(job, out, writer, opts)
+            if isinstance(result, str):
+                failures.append(result)
+            else:
+                results.append(result)
+            mark = time.perf_counter()
+            wrote += mark - now
+        # which side set the pace: the engine (waiting) or this process (writing)
+        log.debug("driver: %d pairs, %.1f s waiting for results, %.1f s writing and recording",
+                  len(jobs), waited, wrote)
+    finally:
+        writer.close()
     if failures and not results:
         raise InputError(f"every rank pair failed; first: {failures[0]}")
     return results
+
+
+def _take(job: PairJob, out: PairTables | PairFailure, writer: RunWriter,
+          opts: Options) -> CompareResult | str:
+    """Log what the pair logged, then write it; a failed pair's message instead."""
+    for record in out.logs:
+        if log.isEnabledFor(record.levelno):
+            log.handle(record)
+    if isinstance(out, PairFailure):
+        if opts.is_compat:
+            raise InputError(out.message)
+        log.error("pair failed: %s", out.message)
+        return out.message
+    if out.node:
+        log.info("pair %s ran on node %s", job.title or job.npu[0], out.node)
+    return writer.write(job, out)
+
+
+def _unrecorded(jobs: list[PairJob], writer: Any) -> list[PairJob]:
+    done = writer.recorded(jobs)
+    todo = [j for j in jobs if str(j.npu[0].absolute()) not in done]
+    log.warning("resuming: %d of %d pairs already recorded in %s", len(jobs) - len(todo),
+                len(jobs), writer.history.path if writer.history else "the history")
+    return todo
+
+
+def _outcomes(jobs: list[PairJob], output_dir: Path,
+              opts: Options) -> Iterator[tuple[PairJob, PairTables | PairFailure]]:
+    """Each job's tables (or failure), in job order, from the chosen engine."""
+    if opts.engine == "ray":
+        from msq.engine_ray import RayOptions, run_pairs
+
+        yield from run_pairs(jobs, opts, output_dir,
+                             RayOptions.build(opts.ray_address, opts.ray_place))
+        return
+    tensor_mode = any((j.npu[0].parent / "dump_tensor_data").is_dir() for j in jobs)
+    workers = 1 if tensor_mode or opts.is_compat else \
+        min(len(jobs), opts.workers or os.cpu_count() or 1)
+    if workers <= 1:  # in this process (a real-data pair's tensors use the tensor pool)
+        for job in jobs:
+            yield job, compute_pair(job, opts, output_dir)
+        return
+    with gc_frozen(), process_pool(workers, preload=["msq.pair_tables"]) as pool:
+        pending: deque[tuple[PairJob, Future[PairTables | PairFailure]]] = deque()
+        try:
+            for job in jobs:  # a bounded window: this process holds few pairs' tables
+                pending.append((job, pool.submit(compute_pair, job, opts, output_dir)))
+                if len(pending) >= 2 * workers:
+                    job_done, fut = pending.popleft()
+                    yield job_done, fut.result()
+            while pending:
+                job_done, fut = pending.popleft()
+                yield job_done, fut.result()
+        finally:
+            for _, fut in pending:
+                fut.cancel()
 
 
 def run_dir_compare(npu_dir: Path, bench_dir: Path, output_dir: Path,
@@ -199,6 +258,19 @@ def run_dir_compare(npu_dir: Path, bench_dir: Path, output_dir: Path,
     jobs = discover_jobs(npu_dir, bench_dir, opts.is_compat)
     if not jobs:
         raise InputError(f"nothing to compare in {npu_dir} and {bench_dir}")
+    return run_pair_jobs(jobs, output_dir, opts)
+
+
+def run_pair_jobs(jobs: list[PairJob], output_dir: Path, opts: Options) -> list[CompareResult]:
+    """Check the output folder and the history file, then compare the pairs."""
+    ensure_output_dir(output_dir)
+    if opts.record:
+        from msq.history import check_target
+
+        check_target(opts.db, output_dir)
+    elif opts.resume:
+        raise UsageError("--resume skips the pairs recorded in the history; it cannot be used "
+                         "with --no-history")
     return run_jobs(jobs, output_dir, opts)
 
 

@@ -150,22 +150,7 @@ def _run_single(inp: SingleInput, output_dir: Path, opts: Options, suffix: str,
     started = time.time()
     stamp = time.strftime("%Y%m%d%H%M%S", time.localtime(started))
     clock = _Clock()
-    con, mode, framework, npu, bench = prepare(inp, opts)
-    clock.lap("load")
-    log.info("compare mode: %s (%s)", mode, "msprobe-1.1 compat" if opts.is_compat else "default")
-    pair_rows(con, inp, opts, framework, output_dir, suffix)
-    clock.lap("match")
-    if mode == "tensor":
-        fill_tensor_metrics(con, npu.tensor_dir, bench.tensor_dir, opts, early)
-        clock.lap("metrics")
-    write_windows(con, opts.is_compat)
-    # computed once, read by the summary, the workbook, the advisor and the history
-    for view in (f"result_{mode}", "marks"):
-        db.materialize(con, view)
-        clock.lap(view)
-    result = CompareResult(mode=mode, npu_path=str(inp.npu_json), bench_path=str(inp.bench_json))
-    summarize(con, mode, result)
-    clock.lap("summary")
+    con, mode, framework, result = compute(inp, opts, output_dir, suffix, early, clock)
     recorder = start_recording(con, mode, opts.db, output_dir, result.rows) if opts.record \
         else None
     try:
@@ -185,6 +170,34 @@ def _run_single(inp: SingleInput, output_dir: Path, opts: Options, suffix: str,
         raise
     result.seconds = time.time() - started
     return result
+
+
+def compute(inp: SingleInput, opts: Options, output_dir: Path, suffix: str,
+            early: EarlyMetrics | None,
+            clock: _Clock | None = None) -> tuple[duckdb.DuckDBPyConnection, str, str, CompareResult]:
+    """Every stage up to the result: ``result_<mode>`` and ``marks`` are tables in ``con`` and
+    the summary is counted. Nothing is written (but a ``-lm`` mapping file). A single-card
+    compare then writes from ``con``; a directory compare's pair ships the tables to the driver
+    (msq/pair_tables.py). Returns the compare's connection (the caller closes it), the mode,
+    the NPU side's framework and the summary."""
+    clock = clock or _Clock()
+    con, mode, framework, npu, bench = prepare(inp, opts)
+    clock.lap("load")
+    log.info("compare mode: %s (%s)", mode, "msprobe-1.1 compat" if opts.is_compat else "default")
+    pair_rows(con, inp, opts, framework, output_dir, suffix)
+    clock.lap("match")
+    if mode == "tensor":
+        fill_tensor_metrics(con, npu.tensor_dir, bench.tensor_dir, opts, early)
+        clock.lap("metrics")
+    write_windows(con, opts.is_compat)
+    # computed once, read by the summary, the workbook, the advisor and the history
+    for view in (f"result_{mode}", "marks"):
+        db.materialize(con, view)
+        clock.lap(view)
+    result = CompareResult(mode=mode, npu_path=str(inp.npu_json), bench_path=str(inp.bench_json))
+    summarize(con, mode, result)
+    clock.lap("summary")
+    return con, mode, framework, result
 
 
 def summarize(con: duckdb.DuckDBPyConnection, mode: str, result: CompareResult) -> None:

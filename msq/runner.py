@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -9,6 +10,8 @@ from msq.config import DirInput, Options, SingleInput, options_from_kwargs, pars
 from msq.errors import UsageError
 from msq.result import CompareResult
 from msq.tensors_bridge import EarlyMetrics
+
+log = logging.getLogger("msq")
 
 
 def run_from_compare_json(compare_json: Path, output_dir: Path, *, framework: str | None = None,
@@ -23,6 +26,12 @@ def run_from_compare_json(compare_json: Path, output_dir: Path, *, framework: st
     if framework == "pytorch" and (opts.api_mapping or opts.cell_mapping):
         raise UsageError("-am and -cm map MindSpore names; use them with -f mindspore")
     inp = parse_compare_json(compare_json)
+    if isinstance(inp, SingleInput) and opts.engine == "ray":
+        # one pair on the cluster: a real-data pair's tensors go out as Ray tasks
+        from msq.distributed import PairJob, run_pair_jobs
+
+        job = PairJob((inp.npu_json, inp.stack_json), (inp.bench_json, None), "", "")
+        return run_pair_jobs([job], output_dir, opts)
     if isinstance(inp, SingleInput):
         return [run_single_card(inp, output_dir, opts)]
     return run_directories(inp, output_dir, opts)
@@ -46,6 +55,9 @@ def run_directories(inp: DirInput, output_dir: Path, opts: Any) -> list[CompareR
     if inp.extra.get("has_rank_id"):
         from msq.mindspore.kernel import compare_kernel  # lazy: as run_compare (duckdb)
 
+        if opts.engine == "ray":
+            log.warning("--engine ray does not apply to MindSpore kernel dumps (rank_id): "
+                        "comparing them on this machine")
         files = compare_kernel(inp.npu_dir, inp.bench_dir, output_dir, rank_ids=inp.rank_id or None,
                                step_ids=inp.step_id or None)
         return [CompareResult(mode="kernel", files=list(files))]

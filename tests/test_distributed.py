@@ -128,3 +128,31 @@ def test_bad_data_mapping_file(tmp_path, content, expect):
     assert result.exit_code == 1
     assert str(mapping) in result.output and expect in result.output
     assert not list((tmp_path / "o").glob("*.xlsx"))
+
+
+def test_resume_skips_the_pairs_already_recorded(tmp_path, caplog):
+    """The driver records each pair in one transaction; --resume finds them by output folder,
+    label and flags (and files still present), and compares only the rest."""
+    import duckdb
+
+    ranks(tmp_path, 3)
+    npu, bench, out = tmp_path / "npu" / "step0", tmp_path / "bench" / "step0", tmp_path / "out"
+    first = msq.compare_distributed(npu, bench, out, label="v1")
+    assert [r.history_id for r in first] == [1, 2, 3]
+    next(out.glob("compare_result_rank1-rank1_*.xlsx")).unlink()   # rank1 must be redone
+    with caplog.at_level("WARNING", logger="msq"):
+        again = msq.compare_distributed(npu, bench, out, label="v1", resume=True)
+    assert "resuming: 2 of 3 pairs already recorded" in caplog.text
+    assert [(r.title, r.history_id) for r in again] == [("rank1-rank1", 4)]
+    other = msq.compare_distributed(npu, bench, out, label="v2", resume=True)  # another run
+    assert len(other) == 3
+    with duckdb.connect(str(out / "msq.duckdb"), read_only=True) as con:
+        assert con.execute("SELECT label, rank FROM compares ORDER BY compare_id").fetchall() == [
+            ("v1", 0), ("v1", 1), ("v1", 2), ("v1", 1), ("v2", 0), ("v2", 1), ("v2", 2)]
+
+
+def test_resume_needs_the_history(tmp_path):
+    ranks(tmp_path, 1)
+    with pytest.raises(msq.errors.UsageError, match="--no-history"):
+        msq.compare_distributed(tmp_path / "npu" / "step0", tmp_path / "bench" / "step0",
+                                tmp_path / "o", record=False, resume=True)

@@ -22,8 +22,8 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import FIRST_COMPLETED, CancelledError, Future, wait
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, CancelledError, Executor, Future, wait
 from typing import TYPE_CHECKING, NamedTuple
 
 from threadpoolctl import ThreadpoolController
@@ -61,6 +61,10 @@ HANDOFF_ELEMS = 1 << 20
 #: At most this many jobs whose files total at most INLINE_BYTES are computed without a pool.
 INLINE_JOBS = 64
 INLINE_BYTES = 64 << 20
+
+#: Makes the executor of a pool run from its worker count instead of a process pool: the Ray
+#: engine runs a real-data pair's batches and ranges as Ray tasks (:func:`executor_factory`).
+_executor: Callable[[int], Executor] | None = None
 
 METRIC_COLUMNS = ("cosine", "max_abs_err", "max_rel_err", "one_thousandth", "five_thousandth")
 
@@ -490,8 +494,10 @@ class _PoolRun:
         self.cancelled = False
         # workers ignore SIGINT: Ctrl-C reaches the whole process group, and the parent alone
         # decides what stops (it cancels the queue; running tasks are short and finish)
-        self.pool = procs.process_pool(workers, initializer=_ignore_sigint,
-                                       preload=sorted({__name__, type(measure).__module__}))
+        self.pool: Executor = (
+            _executor(workers) if _executor is not None else procs.process_pool(
+                workers, initializer=_ignore_sigint,
+                preload=sorted({__name__, type(measure).__module__})))
         try:
             # enough tasks to keep every worker busy to the end, few enough to amortise IPC
             size = min(MAX_BATCH_JOBS, max(BATCH_JOBS, len(jobs) // (workers * 8)))
@@ -551,6 +557,17 @@ class _PoolRun:
         # one shutdown, waiting: a shutdown(wait=False) first would make this one return at
         # once and leave the workers unjoined
         self.pool.shutdown(wait=True, cancel_futures=self.cancelled)
+
+
+@contextlib.contextmanager
+def executor_factory(make: Callable[[int], Executor]) -> Iterator[None]:
+    """Within the block, pool runs submit their batches and ranges to ``make(workers)``."""
+    global _executor
+    saved, _executor = _executor, make
+    try:
+        yield
+    finally:
+        _executor = saved
 
 
 def _ignore_sigint() -> None:

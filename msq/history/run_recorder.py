@@ -1,0 +1,119 @@
+"""Recording a directory compare: the history attached once for the run, one transaction a pair.
+
+The driver of a directory compare (msq/run_writer.py) records every pair here, whichever engine
+computed it; no worker opens the file, so there is no per-pair locking. Each pair is one
+transaction (its rows and its ``compares`` row, committed together): a stopped run keeps exactly
+the pairs it finished, and :meth:`RunRecorder.recorded` finds them for ``--resume``. Another
+process that wants the file waits until the run ends (``MSQ_DB_TIMEOUT``).
+
+A pair's rows come from the same SQL as a single-card compare's (``sql/history/record/``), over
+the pair's tables, which the driver has put in its connection under the names that SQL reads
+(``result_<mode>``, ``marks``, ``settings``, ``hist_row_ops``).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import duckdb
+
+from msq import db
+from msq.errors import HistoryError
+from msq.history import schema
+from msq.history.recorder import ALIAS, ROW_GROUP_ROWS, _insert_compare, _mapping_text
+from msq.history.store import first_lines, lock_timeout, open_error, with_lock_retry
+
+if TYPE_CHECKING:
+    from msq.config import Options
+
+log = logging.getLogger("msq")
+
+
+class RunRecorder:
+    """The history file, attached to the driver's connection ``con`` for the whole run."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, path: Path) -> None:
+        self.con, self.path = con, path
+        if not path.parent.is_dir():
+            raise HistoryError(f"{path}: its folder does not exist; create it or choose "
+                               "another --db")
+
+        def attach() -> None:
+            con.execute(f"ATTACH {db.quote_str(path)} AS {ALIAS} (ROW_GROUP_SIZE {ROW_GROUP_ROWS})")
+
+        with_lock_retry(attach, path, lock_timeout())
+        home = db.scalar(con, "SELECT current_database()")
+        try:
+            con.execute("BEGIN TRANSACTION")
+            con.execute(f"USE {ALIAS}")
+            schema.ensure_schema(con, ALIAS, path)
+            schema.load_views(con)
+            con.execute(f'USE "{home}"')
+            con.execute("COMMIT")
+        except BaseException as err:
+            for statement in ("ROLLBACK", f'USE "{home}"', f"DETACH {ALIAS}"):
+                try:
+                    con.execute(statement)
+                except duckdb.Error:
+                    pass
+            if isinstance(err, duckdb.Error):
+                raise open_error(path, err) from None
+            raise
+        db.run_schema(con, "history/record/macros")  # used by the rows' SELECTs
+        self._rows_sql: dict[str, str] = {}
+
+    def _rows(self, mode: str) -> str:
+        """The SELECT of a pair's history rows, over the pair's tables in the connection."""
+        if mode not in self._rows_sql:
+            source = db.sql_file(f"history/record/hist_source_{mode}.sql").body
+            self.con.execute(f"CREATE OR REPLACE TEMP VIEW hist_result_{mode} AS {source}")
+            rows = db.sql_file(f"history/record/hist_rows_{mode}.sql").body
+            self._rows_sql[mode] = rows.replace("hist_result", f"hist_result_{mode}")
+        return self._rows_sql[mode]
+
+    def record(self, mode: str, row: dict[str, Any]) -> int:
+        """One pair's rows and compares row, in one transaction; returns its compare_id."""
+        con = self.con
+        rows_sql = self._rows(mode)
+        con.execute("BEGIN TRANSACTION")
+        try:
+            compare_id = int(db.scalar(con, "SELECT coalesce(max(compare_id), 0) + 1 "
+                                            f"FROM {ALIAS}.compares"))
+            con.execute(f"INSERT INTO {ALIAS}.result_rows BY NAME "
+                        f"SELECT ?::BIGINT AS compare_id, * FROM (\n{rows_sql}\n)", [compare_id])
+            _insert_compare(con, compare_id, row)
+            con.execute("COMMIT")
+        except BaseException as err:
+            con.execute("ROLLBACK")
+            if isinstance(err, duckdb.Error):
+                raise HistoryError(f"{self.path}: could not record the compare "
+                                   f"({first_lines(err)}); the pair's outputs were removed and "
+                                   "the history left unchanged") from err
+            raise
+        log.info("recorded compare %d (%d rows) in %s", compare_id, row.get("n_rows", 0),
+                 self.path)
+        return compare_id
+
+    def recorded(self, output_dir: Path, opts: Options) -> set[str]:
+        """NPU dump.json paths recorded by an earlier run of this compare: same output
+        directory, label and flags, every file it wrote still there."""
+        where = {"output_dir": str(Path(output_dir).absolute()), "label": opts.label,
+                 "compat": opts.compat, "fuzzy": opts.fuzzy_match, "stack": opts.stack_mode,
+                 "auto_analyze": opts.auto_analyze,
+                 "data_mapping": _mapping_text(opts.data_mapping),
+                 "api_mapping": _mapping_text(opts.api_mapping),
+                 "cell_mapping": _mapping_text(opts.cell_mapping),
+                 "layer_mapping": _mapping_text(opts.layer_mapping)}
+        test = " AND ".join(f"{k} IS NOT DISTINCT FROM ?" for k in where)
+        rows = self.con.execute(f"SELECT npu_path, files FROM {ALIAS}.compares WHERE {test}",
+                                list(where.values())).fetchall()
+        return {npu for npu, files in rows if all(os.path.exists(f) for f in files or [])}
+
+    def close(self) -> None:
+        try:
+            self.con.execute(f"CHECKPOINT {ALIAS}")
+        finally:
+            self.con.execute(f"DETACH {ALIAS}")

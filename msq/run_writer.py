@@ -1,0 +1,89 @@
+"""The driver's half of a directory compare: every output and the history, from the pairs' tables.
+
+The engines (a local process pool, or Ray tasks) compute each rank x step pair into a
+:class:`~msq.pair_tables.PairTables`; :class:`RunWriter` takes them in pair order and, with one
+DuckDB connection, registers each pair's Arrow tables under the names the exporters read
+(``result_<mode>``, ``marks``, ``settings``), writes the workbook, CSV/Parquet and advisor file
+with the same code as a single-card compare, and records the pair in the history.
+
+The history is written here only (msq/history/run_recorder.py): attached once for the whole run,
+one transaction per pair, so a stopped run keeps exactly the pairs it finished and ``--resume``
+finds them (:meth:`RunWriter.recorded`); no worker opens the database.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from msq import db
+from msq.config import Options, SingleInput
+from msq.export.outputs import write_outputs
+from msq.history import RecordContext, compare_row, resolve_db_path
+from msq.history.run_recorder import RunRecorder
+from msq.result import CompareResult
+
+if TYPE_CHECKING:
+    from msq.distributed import PairJob
+    from msq.pair_tables import PairTables
+
+log = logging.getLogger("msq")
+
+
+class RunWriter:
+    """Writes the outputs and history records of a directory compare's pairs, one at a time."""
+
+    def __init__(self, output_dir: Path, opts: Options) -> None:
+        self.output_dir, self.opts = output_dir, opts
+        self.con = db.connect(threads=opts.workers)
+        self.history: RunRecorder | None = None
+        if opts.record:
+            self.history = RunRecorder(self.con, resolve_db_path(opts.db, output_dir))
+
+    def recorded(self, jobs: list[PairJob]) -> set[str]:
+        """NPU dump paths of the jobs this run already recorded (``--resume``)."""
+        return self.history.recorded(self.output_dir, self.opts) if self.history else set()
+
+    def write(self, job: PairJob, tables: PairTables) -> CompareResult:
+        """Write one pair's outputs and record it; a pair stopped half-way leaves no file."""
+        mode = tables.mode
+        result = CompareResult(mode=mode, npu_path=str(job.npu[0]), bench_path=str(job.bench[0]),
+                               title=job.title, **tables.summary)
+        names = {f"result_{mode}": tables.result, "settings": tables.settings}
+        if tables.marks is not None:
+            names["marks"] = tables.marks
+        if tables.row_ops is not None:
+            names["hist_row_ops"] = tables.row_ops
+        for name, table in names.items():
+            # tables, not registered views: the exporters also read through cursors
+            self.con.register("_pair_in", table)
+            self.con.execute(f'CREATE OR REPLACE TABLE "{name}" AS SELECT * FROM _pair_in')
+            self.con.unregister("_pair_in")
+        try:
+            if result.rows == 0:
+                log.warning("Can`t match any op: no rows to compare; no workbook written")
+            else:
+                stamp = time.strftime("%Y%m%d%H%M%S", time.localtime(tables.started))
+                write_outputs(self.con, mode, self.output_dir, self.opts, job.suffix, stamp,
+                              result)
+            if self.history is not None:
+                ctx = RecordContext(SingleInput(job.npu[0], job.bench[0], job.npu[1]), self.opts,
+                                    result, self.output_dir, tables.started, tables.framework)
+                result.history_id = self.history.record(mode, compare_row(ctx, self.con))
+                result.history_db = self.history.path
+        except BaseException:
+            for path in result.files:  # written, but the pair is not recorded: drop them
+                Path(path).unlink(missing_ok=True)
+            raise
+        finally:
+            for name in names:
+                self.con.execute(f'DROP TABLE "{name}"')
+        result.seconds = time.time() - tables.started
+        return result
+
+    def close(self) -> None:
+        if self.history is not None:
+            self.history.close()
+        self.con.close()
