@@ -36,13 +36,14 @@ def inspect_npy(path: str, data: bytes | None = None) -> TensorMeta:
                 dtype, shape, fortran, offset = _header(path, fh)
     except OSError as exc:
         raise TensorFileError(f"{path}: cannot read tensor file ({exc.strerror or exc})") from exc
-    strides = None
+    strides: tuple[int, ...] | None = None
     if fortran and len(shape) > 1:
-        strides, step = [], 1
+        steps: list[int] = []
+        step = 1
         for d in shape:
-            strides.append(step)
+            steps.append(step)
             step *= d
-        strides = tuple(strides)
+        strides = tuple(steps)
     meta = TensorMeta(path, dtype, False, shape, strides, offset, data)
     check_extent(meta, size - offset, "the .npy header")
     return meta

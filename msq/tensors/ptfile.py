@@ -152,7 +152,7 @@ def _rebuild_from_type_v2(func: object, new_type: object, args: object, state: o
     return func(*args)
 
 
-def _size(*args: object) -> tuple:
+def _size(*args: Any) -> tuple:
     return tuple(*args)
 
 
