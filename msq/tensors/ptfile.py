@@ -22,7 +22,6 @@ import pickle
 import struct
 import warnings
 import zipfile
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -61,23 +60,85 @@ class _NeedsTorch(Exception):
     """The pickle names a torch object the fast path does not model; torch's safe loader may."""
 
 
-@dataclass(frozen=True)
-class _StorageType:
-    name: str
+class _Refused(Exception):
+    pass
+
+
+class _StandIn:
+    """Base of every object a pickle can reach: immutable, whatever instruction it is given.
+
+    A pickle can aim BUILD (``__setstate__`` or a write into ``__dict__``), SETITEM(S) and APPEND
+    at any object on its stack, and the module-level stand-ins are shared by every load in the
+    process: one file could otherwise retype ``torch.FloatStorage`` for all the files after it.
+    Stand-ins have no ``__dict__``, refuse attribute writes, and refuse BUILD and item
+    assignment with :class:`_Refused` (APPEND finds no ``append``: a corrupt pickle).
+    """
+
+    __slots__ = ("qualname",)
+    qualname: str
+
+    def __init__(self, qualname: str) -> None:
+        object.__setattr__(self, "qualname", qualname)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise _Refused(f"an attribute assignment on {self.qualname}")
+
+    def __delattr__(self, name: str) -> None:
+        raise _Refused(f"an attribute deletion on {self.qualname}")
+
+    def __setstate__(self, state: object) -> None:
+        raise _Refused(f"a BUILD instruction on {self.qualname}")
+
+    def __setitem__(self, key: object, value: object) -> None:
+        raise _Refused(f"an item assignment on {self.qualname}")
+
+
+class _StorageType(_StandIn):
+    __slots__ = ("bf16", "dtype")
     dtype: np.dtype | None  # None: untyped (bytes); the dtype then comes from _rebuild_tensor_v3
     bf16: bool
 
+    def __init__(self, qualname: str, dtype: np.dtype | None, bf16: bool) -> None:
+        super().__init__(qualname)
+        object.__setattr__(self, "dtype", dtype)
+        object.__setattr__(self, "bf16", bf16)
 
-@dataclass(frozen=True)
-class _TorchDType:
+
+class _TorchDType(_StandIn):
+    __slots__ = ("name",)
     name: str
 
+    def __init__(self, name: str) -> None:
+        super().__init__(f"torch.{name}")
+        object.__setattr__(self, "name", name)
 
-@dataclass(frozen=True)
-class _Storage:
+
+class _Callable(_StandIn):
+    """A function a pickle may call (``_rebuild_tensor_v2``, ``torch.Size``, ...)."""
+
+    __slots__ = ("fn",)
+    fn: Any
+
+    def __init__(self, qualname: str, fn: Any) -> None:
+        super().__init__(qualname)
+        object.__setattr__(self, "fn", fn)
+
+    def __call__(self, *args: object) -> object:
+        return self.fn(*args)
+
+
+class _Storage(_StandIn):
+    """What ``persistent_load`` returns for a storage reference (a fresh one per reference)."""
+
+    __slots__ = ("key", "numel", "stype")
     key: str
     stype: _StorageType
     numel: int
+
+    def __init__(self, key: str, stype: _StorageType, numel: int) -> None:
+        super().__init__("a tensor storage")
+        for name, value in (("key", key), ("stype", stype), ("numel", numel)):
+            object.__setattr__(self, name, value)
 
 
 class _TensorStub:
@@ -95,13 +156,8 @@ class _TensorStub:
     def __setstate__(self, state: object) -> None:
         raise _Refused("a BUILD instruction on a tensor (tensor subclasses are not supported)")
 
-
-class _TensorClass:
-    """Stand-in for ``torch.Tensor`` as named by ``_rebuild_from_type_v2``."""
-
-
-class _Refused(Exception):
-    pass
+    def __setitem__(self, key: object, value: object) -> None:
+        raise _Refused("an item assignment on a tensor")
 
 
 def _ints(value: object, what: str) -> tuple[int, ...]:
@@ -145,32 +201,50 @@ def _rebuild_parameter(data: object, *_: object) -> object:
 
 
 def _rebuild_from_type_v2(func: object, new_type: object, args: object, state: object) -> object:
-    if new_type is not _TensorClass or state or not callable(func) or not isinstance(args, tuple):
+    if new_type is not _TENSOR_CLASS or state or not isinstance(args, tuple):
         raise _Refused("a tensor subclass or a tensor with extra attributes")
-    if func not in (_rebuild_v2, _rebuild_v3, _rebuild_parameter):
+    if func not in _REBUILDS:
         raise _Refused("an unexpected rebuild function")
+    assert isinstance(func, _Callable)
     return func(*args)
 
 
 def _size(*args: Any) -> tuple:
+    # torch.Size((2, 3)); any other call raises TypeError: a corrupt pickle
     return tuple(*args)
 
 
-_GLOBALS: dict[tuple[str, str], object] = {
-    ("torch._utils", "_rebuild_tensor_v2"): _rebuild_v2,
-    ("torch._utils", "_rebuild_tensor_v3"): _rebuild_v3,
-    ("torch._utils", "_rebuild_parameter"): _rebuild_parameter,
-    ("torch._utils", "_rebuild_parameter_with_state"): _rebuild_parameter,
-    ("torch._tensor", "_rebuild_from_type_v2"): _rebuild_from_type_v2,
-    ("torch", "Tensor"): _TensorClass,
-    ("torch", "Size"): _size,
-    ("torch.storage", "UntypedStorage"): _StorageType("UntypedStorage", None, False),
-    ("collections", "OrderedDict"): collections.OrderedDict,
+_REBUILD_V2 = _Callable("torch._utils._rebuild_tensor_v2", _rebuild_v2)
+_REBUILD_V3 = _Callable("torch._utils._rebuild_tensor_v3", _rebuild_v3)
+_REBUILD_PARAM = _Callable("torch._utils._rebuild_parameter", _rebuild_parameter)
+_REBUILDS = (_REBUILD_V2, _REBUILD_V3, _REBUILD_PARAM)
+_TENSOR_CLASS = _StandIn("torch.Tensor")  # as named by _rebuild_from_type_v2
+
+_GLOBALS: dict[tuple[str, str], _StandIn] = {
+    ("torch._utils", "_rebuild_tensor_v2"): _REBUILD_V2,
+    ("torch._utils", "_rebuild_tensor_v3"): _REBUILD_V3,
+    ("torch._utils", "_rebuild_parameter"): _REBUILD_PARAM,
+    ("torch._utils", "_rebuild_parameter_with_state"): _Callable(
+        "torch._utils._rebuild_parameter_with_state", _rebuild_parameter
+    ),
+    ("torch._tensor", "_rebuild_from_type_v2"): _Callable(
+        "torch._tensor._rebuild_from_type_v2", _rebuild_from_type_v2
+    ),
+    ("torch", "Tensor"): _TENSOR_CLASS,
+    ("torch", "Size"): _Callable("torch.Size", _size),
+    ("torch.storage", "UntypedStorage"): _StorageType("torch.storage.UntypedStorage", None, False),
+    # torch passes an empty OrderedDict (backward hooks): each call makes a new, unshared one
+    ("collections", "OrderedDict"): _Callable("collections.OrderedDict", collections.OrderedDict),
 }
 for _name, _dt in _STORAGE_DTYPES.items():
-    _GLOBALS[("torch", _name)] = _StorageType(_name, np.dtype(_dt), _name == "BFloat16Storage")
+    _GLOBALS[("torch", _name)] = _StorageType(
+        f"torch.{_name}", np.dtype(_dt), _name == "BFloat16Storage"
+    )
 for _name in _TORCH_DTYPES:
     _GLOBALS[("torch", _name)] = _TorchDType(_name)
+
+#: The only element dtypes a pickle can give a tensor: the numeric ones torch writes.
+_NUMERIC = frozenset(np.dtype(d) for d in (*_STORAGE_DTYPES.values(), *_TORCH_DTYPES.values()))
 
 
 class _Unpickler(pickle.Unpickler):
@@ -500,6 +574,11 @@ def _unpickle_new(path: str, payload: bytes) -> _TensorStub:
     if not isinstance(obj, _TensorStub):
         raise TensorFileError(
             f"{path}: holds a {type(obj).__name__}, expected a single tensor (torch.save(tensor))"
+        )
+    if not isinstance(obj.dtype, np.dtype) or obj.dtype not in _NUMERIC:
+        raise TensorFileError(
+            f"{path}: refused to load: its pickle gives the tensor the element type "
+            f"{obj.dtype!r:.40}, which is not a numeric dtype torch writes"
         )
     return obj
 
