@@ -22,7 +22,7 @@ from typing import NamedTuple
 import numpy as np
 
 from msq.errors import TensorFileError
-from msq.tensors.meta import TensorMeta, bf16_to_f32
+from msq.tensors.meta import TensorMeta, bf16_to_f32, open_data
 
 try:
     from msq.tensors import _fused  # type: ignore[attr-defined]
@@ -100,7 +100,7 @@ def raw_range(meta: TensorMeta, start: int, stop: int) -> np.ndarray:
     if meta.data is not None:
         return np.frombuffer(meta.data, dtype=meta.dtype, count=count, offset=first)
     base = first - first % mmap.ALLOCATIONGRANULARITY
-    with open(meta.path, "rb") as fh:
+    with open_data(meta) as fh:  # the descriptor the reader kept: never the name again
         if os.fstat(fh.fileno()).st_size < first + count * item:
             # touching a mapped page past the end of the file would kill the process (SIGBUS)
             raise TensorFileError(

@@ -3,7 +3,9 @@
 A :class:`TensorMeta` is what the readers (``ptfile``, ``npyfile``) produce after parsing only the
 file's header: element dtype, shape, element strides and the byte offset of element 0. Small files
 are read whole (one ``read`` call is cheaper than an mmap for a few KiB) and keep their bytes in
-``data``; larger ones are reached through ``np.memmap`` or streamed chunk by chunk with ``readinto``.
+``data``; larger ones keep the descriptor that was opened (and checked) first, a
+:class:`TensorFile`, and are reached through ``np.memmap`` or streamed chunk by chunk with
+``preadv`` on it: a large file is never opened again by name in the process that checked it.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import io
 import math
 import os
 import stat
+import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -21,6 +24,99 @@ from msq.errors import TensorFileError
 
 #: Files up to this size are read into memory in one call instead of being memory-mapped.
 SMALL_FILE_BYTES = 1 << 20
+#: The most dimensions a numpy array can have (numpy 2: 64; numpy 1: 32).
+MAX_DIMS = 64 if int(np.__version__.split(".")[0]) >= 2 else 32
+#: Descriptors of large files kept open at once per process; beyond this the oldest is closed
+#: and reopened when next needed (and must then be the same file, see TensorFile).
+MAX_KEPT_FILES = 256
+
+
+class TensorFile:
+    """A large tensor file, open: the descriptor that the confinement check opened.
+
+    Opening a file again by name after it was checked would follow whatever symlink was swapped
+    in since (issue 17: 6 of 25 tries read outside ``dump_tensor_data``). In the process that
+    opened it every read goes through this descriptor. A TensorMeta that travels to another pool
+    worker (pickled: descriptors do not cross processes), or whose descriptor was closed to stay
+    under MAX_KEPT_FILES, reopens the path and must find the very same file (device and inode),
+    else TensorFileError.
+    """
+
+    __slots__ = ("__weakref__", "_fd", "dev", "ino", "path", "size")
+
+    def __init__(self, path: str, fd: int, st: os.stat_result) -> None:
+        self.path, self.size, self.dev, self.ino = path, st.st_size, st.st_dev, st.st_ino
+        self._fd: int | None = None
+        self._keep(fd)
+
+    def __getstate__(self) -> tuple[str, int, int, int]:
+        return self.path, self.size, self.dev, self.ino
+
+    def __setstate__(self, state: tuple[str, int, int, int]) -> None:
+        self.path, self.size, self.dev, self.ino = state
+        self._fd = None
+
+    def fileno(self) -> int:
+        """The kept descriptor (reopened and verified first when it is not held here)."""
+        if self._fd is None:
+            self._keep(self._reopen())
+        assert self._fd is not None
+        return self._fd
+
+    def reader(self) -> io.FileIO:
+        """A file object on a duplicate of the descriptor, for mmap; the caller closes it."""
+        return io.FileIO(os.dup(self.fileno()), "rb", closefd=True)
+
+    def pread(self, n: int, offset: int) -> bytes:
+        """Up to ``n`` bytes at ``offset`` (fewer only at the end of the file)."""
+        fd, parts, got = self.fileno(), [], 0
+        while got < n:
+            part = os.pread(fd, n - got, offset + got)
+            if not part:
+                break
+            parts.append(part)
+            got += len(part)
+        return b"".join(parts)
+
+    def preadinto(self, view: memoryview, offset: int) -> int:
+        return os.preadv(self.fileno(), [view], offset)
+
+    def close(self) -> None:
+        _KEPT.pop(id(self), None)
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            os.close(fd)
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001, S110  (interpreter shutdown: the module may be gone)
+            pass
+
+    def _keep(self, fd: int) -> None:
+        while len(_KEPT) >= MAX_KEPT_FILES:
+            oldest = _KEPT.pop(next(iter(_KEPT)))()
+            if oldest is not None:
+                oldest.close()
+        self._fd = fd
+        _KEPT[id(self)] = weakref.ref(self)
+
+    def _reopen(self) -> int:
+        try:
+            fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK)
+        except OSError as exc:
+            raise TensorFileError(f"{self.path}: cannot read tensor file ({exc.strerror})") from exc
+        st = os.fstat(fd)
+        if (st.st_dev, st.st_ino) != (self.dev, self.ino):
+            os.close(fd)
+            raise TensorFileError(
+                f"{self.path}: changed while msq was reading it (the name now leads to another "
+                "file); refusing to read it"
+            )
+        return fd
+
+
+_KEPT: dict[int, weakref.ref[TensorFile]] = {}  # id -> file holding a descriptor, oldest first
 
 
 @dataclass(eq=False, slots=True)
@@ -35,6 +131,8 @@ class TensorMeta:
         strides: element strides, or None when the elements are C-contiguous.
         offset: byte offset of element 0 in the file (or in ``data``).
         data: the whole file when it was small enough to read eagerly, else None.
+        file: the open file when ``data`` is None (None only for metas built by hand from a
+            path, which is then opened by name).
     """
 
     path: str
@@ -44,6 +142,7 @@ class TensorMeta:
     strides: tuple[int, ...] | None
     offset: int
     data: bytes | None = None
+    file: TensorFile | None = None
 
     @property
     def numel(self) -> int:
@@ -73,7 +172,15 @@ def _raw_base(meta: TensorMeta) -> np.ndarray:
         return np.frombuffer(meta.data, dtype=meta.dtype, count=span, offset=meta.offset)
     if span == 0:
         return np.empty(0, dtype=meta.dtype)
-    return np.memmap(meta.path, dtype=meta.dtype, mode="r", offset=meta.offset, shape=(span,))
+    with open_data(meta) as fh:
+        return np.memmap(fh, dtype=meta.dtype, mode="r", offset=meta.offset, shape=(span,))
+
+
+def open_data(meta: TensorMeta) -> io.FileIO:
+    """A file object on the tensor's file (a duplicate of its kept descriptor); close it after."""
+    if meta.file is None:
+        return io.FileIO(meta.path, "rb")
+    return meta.file.reader()
 
 
 def bf16_to_f32(raw: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
@@ -151,22 +258,23 @@ class ChunkReader:
 
     def _file_chunks(self, start: int, stop: int) -> Iterator[np.ndarray]:
         item = self.meta.dtype.itemsize
-        with open(self.meta.path, "rb", buffering=0) as fh:
-            first = self.meta.offset + start * item
+        with open_data(self.meta) as fh:
+            fd = fh.fileno()
+            at = self.meta.offset + start * item
             if hasattr(os, "posix_fadvise"):  # ask for the whole range now: disk reads overlap work
-                os.posix_fadvise(fh.fileno(), first, (stop - start) * item, os.POSIX_FADV_WILLNEED)
-            fh.seek(first)
+                os.posix_fadvise(fd, at, (stop - start) * item, os.POSIX_FADV_WILLNEED)
             for s in range(start, stop, self.chunk):
                 k = min(self.chunk, stop - s)
                 raw = self.buf[:k] if self._raw is None else self._raw[:k]
-                _read_exact(fh, memoryview(raw).cast("B"), self.meta)  # type: ignore[arg-type]
+                _read_exact(fd, memoryview(raw).cast("B"), at, self.meta)  # type: ignore[arg-type]
+                at += k * item
                 yield raw if self._raw is None else self._convert(raw, k)
 
 
-def _read_exact(fh: io.RawIOBase, view: memoryview, meta: TensorMeta) -> None:
+def _read_exact(fd: int, view: memoryview, offset: int, meta: TensorMeta) -> None:
     got = 0
     while got < len(view):
-        n = fh.readinto(view[got:])
+        n = os.preadv(fd, [view[got:]], offset + got)
         if not n:
             raise TensorFileError(
                 f"{meta.path}: the file ends before the tensor data does (expected {meta.numel} "
@@ -202,23 +310,30 @@ def check_extent(meta: TensorMeta, available: int, what: str) -> None:
         )
 
 
-def read_small(path: str, *, nofollow: bool = False) -> bytes | None:
-    """The whole file if it is at most SMALL_FILE_BYTES long, else None (open, fstat, read).
+def open_fd(path: str, *, nofollow: bool = False) -> int:
+    """``os.open`` for reading a tensor file (raises OSError: FileNotFoundError; ELOOP for a
+    symlink with ``nofollow``)."""
+    # O_NONBLOCK: opening a FIFO named like a tensor file would otherwise wait for a writer
+    # forever; it is then refused as not a regular file (no effect on regular files).
+    return os.open(path, os.O_RDONLY | os.O_NONBLOCK | (os.O_NOFOLLOW if nofollow else 0))
+
+
+def take_fd(path: str, fd: int) -> bytes | TensorFile:
+    """The file behind the open descriptor ``fd``: its bytes if it is at most SMALL_FILE_BYTES
+    long (``fd`` is then closed), else a :class:`TensorFile` that keeps ``fd``.
 
     Raises:
-        OSError: as ``os.open`` does (FileNotFoundError; ELOOP for a symlink with ``nofollow``).
-        TensorFileError: the path is not a regular file.
+        TensorFileError: not a regular file (``fd`` is closed).
     """
-    # O_NONBLOCK: opening a FIFO named like a tensor file would otherwise wait for a writer
-    # forever; it is then refused below as not a regular file (no effect on regular files).
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | (os.O_NOFOLLOW if nofollow else 0))
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise TensorFileError(f"{path}: is not a regular file; expected a tensor file")
         size = st.st_size
         if size > SMALL_FILE_BYTES:
-            return None
+            opened = TensorFile(path, fd, st)
+            fd = -1  # kept
+            return opened
         data = os.read(fd, size)
         while len(data) < size:  # short reads: only on exotic filesystems
             more = os.read(fd, size - len(data))
@@ -227,11 +342,26 @@ def read_small(path: str, *, nofollow: bool = False) -> bytes | None:
             data += more
         return data
     finally:
-        os.close(fd)
+        if fd >= 0:
+            os.close(fd)
 
 
-def file_size(path: str) -> int:
-    try:
-        return os.stat(path).st_size
-    except OSError as exc:
-        raise TensorFileError(f"{path}: cannot stat tensor file ({exc.strerror})") from exc
+def open_tensor(path: str, *, nofollow: bool = False) -> bytes | TensorFile:
+    """Open ``path``: the whole file if small, else the open :class:`TensorFile`.
+
+    Raises:
+        OSError: as :func:`open_fd`.
+        TensorFileError: the path is not a regular file.
+    """
+    return take_fd(path, open_fd(path, nofollow=nofollow))
+
+
+def read_small(path: str, *, nofollow: bool = False) -> bytes | None:
+    """The whole file if it is at most SMALL_FILE_BYTES long, else None (open, fstat, read)."""
+    opened = open_tensor(path, nofollow=nofollow)
+    if isinstance(opened, TensorFile):
+        opened.close()
+        return None
+    return opened
+
+

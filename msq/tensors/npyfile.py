@@ -8,34 +8,46 @@ import numpy as np
 from numpy.lib import format as npformat
 
 from msq.errors import TensorFileError
-from msq.tensors.meta import TensorMeta, check_extent, file_size, read_small, to_array
+from msq.tensors.meta import (
+    MAX_DIMS,
+    TensorFile,
+    TensorMeta,
+    check_extent,
+    open_tensor,
+    to_array,
+)
+
+#: numpy header parsing stops at a 10,000-byte header (``max_header_size``); read a bit more
+_HEADER_BYTES = 1 << 16
 
 
-def inspect_npy(path: str, data: bytes | None = None) -> TensorMeta:
+def inspect_npy(path: str, data: bytes | TensorFile | None = None) -> TensorMeta:
     """Parse a ``.npy`` header and return where the array's elements are.
 
     Args:
         path: the ``.npy`` file.
-        data: the whole file when the caller already read it (small files), else None.
+        data: the whole file when the caller already read it (small files), the open file
+            (large ones, see ``paths.read_confined``), or None to open ``path``.
 
     Returns:
         The array's :class:`TensorMeta` (small files carry their bytes in ``data``).
 
     Raises:
-        TensorFileError: not a .npy file, object dtype (would need a pickle), or truncated.
+        TensorFileError: not a .npy file, a dtype that is not numeric (object, structured, text,
+            bytes, datetime), more dimensions than numpy handles, or truncated.
     """
     try:
         if data is None:
-            data = read_small(path)
-        if data is not None:
-            size = len(data)
-            dtype, shape, fortran, offset = _header(path, io.BytesIO(data))
-        else:
-            size = file_size(path)
-            with open(path, "rb") as fh:
-                dtype, shape, fortran, offset = _header(path, fh)
+            data = open_tensor(path)
     except OSError as exc:
         raise TensorFileError(f"{path}: cannot read tensor file ({exc.strerror or exc})") from exc
+    if isinstance(data, TensorFile):
+        opened, size = data, data.size
+        dtype, shape, fortran, offset = _header(path, io.BytesIO(data.pread(_HEADER_BYTES, 0)))
+        data = None
+    else:
+        opened, size = None, len(data)
+        dtype, shape, fortran, offset = _header(path, io.BytesIO(data))
     strides: tuple[int, ...] | None = None
     if fortran and len(shape) > 1:
         steps: list[int] = []
@@ -44,12 +56,12 @@ def inspect_npy(path: str, data: bytes | None = None) -> TensorMeta:
             steps.append(step)
             step *= d
         strides = tuple(steps)
-    meta = TensorMeta(path, dtype, False, shape, strides, offset, data)
+    meta = TensorMeta(path, dtype, False, shape, strides, offset, data, opened)
     check_extent(meta, size - offset, "the .npy header")
     return meta
 
 
-def _header(path: str, stream: io.IOBase) -> tuple[np.dtype, tuple[int, ...], bool, int]:
+def _header(path: str, stream: io.BytesIO) -> tuple[np.dtype, tuple[int, ...], bool, int]:
     try:
         version = npformat.read_magic(stream)
         if version == (1, 0):
@@ -71,7 +83,20 @@ def _header(path: str, stream: io.IOBase) -> tuple[np.dtype, tuple[int, ...], bo
         raise TensorFileError(
             f"{path}: holds a structured array (dtype {dtype}); expected a numeric array"
         )
+    if dtype.kind not in _NUMERIC_KINDS:
+        raise TensorFileError(
+            f"{path}: holds an array of dtype {dtype}; msq compares numeric arrays only "
+            "(bool, integers, floats, complex)"
+        )
+    if len(shape) > MAX_DIMS:
+        raise TensorFileError(
+            f"{path}: the array has {len(shape)} dimensions; numpy (and msq) handle at most "
+            f"{MAX_DIMS}"
+        )
     return dtype, tuple(shape), bool(fortran), stream.tell()
+
+
+_NUMERIC_KINDS = "biufc"  # bool, signed, unsigned, float, complex (not V, U, S, M, m, O)
 
 
 def load_npy(path: str) -> np.ndarray:

@@ -15,7 +15,7 @@ import stat
 from pathlib import Path
 
 from msq.errors import TensorFileError
-from msq.tensors.meta import read_small
+from msq.tensors.meta import TensorFile, open_fd, open_tensor, take_fd
 
 TENSOR_DIR_NAME = "dump_tensor_data"
 
@@ -85,16 +85,21 @@ def _real_dir(directory: str) -> str:
     return os.path.realpath(directory)
 
 
-def read_confined(tensor_dir: str | os.PathLike[str], name: str) -> tuple[str, bytes | None] | None:
-    """Locate ``name`` in ``tensor_dir`` and read it when small, in as few system calls as possible.
+def read_confined(
+    tensor_dir: str | os.PathLike[str], name: str
+) -> tuple[str, bytes | TensorFile] | None:
+    """Locate ``name`` in ``tensor_dir`` and open it, in as few system calls as possible.
 
     A plain name is opened directly with ``O_NOFOLLOW``: success proves a regular file inside the
     directory, so the usual case costs one open. A symlink (or a name with separators) goes
-    through :func:`resolve_tensor_file`'s checks first.
+    through :func:`resolve_tensor_file`'s checks, is opened, and then the opened file itself is
+    checked to lie inside the directory (the link may have been retargeted in between). Either
+    way the descriptor that passed is the one every later read uses: a large file comes back as
+    an open :class:`~msq.tensors.meta.TensorFile`, never to be reopened by name here.
 
     Returns:
         None when the file is missing, else ``(path, data)`` where ``data`` is the whole file if it
-        is small (see ``meta.SMALL_FILE_BYTES``) and None otherwise.
+        is small (see ``meta.SMALL_FILE_BYTES``), else the open file.
 
     Raises:
         TensorFileError: as :func:`resolve_tensor_file`, or the file cannot be read.
@@ -109,7 +114,7 @@ def read_confined(tensor_dir: str | os.PathLike[str], name: str) -> tuple[str, b
     ):
         path = os.path.join(os.fspath(tensor_dir), name)
         try:
-            return path, read_small(path, nofollow=True)
+            return path, open_tensor(path, nofollow=True)
         except FileNotFoundError:
             return None
         except OSError as exc:
@@ -119,6 +124,38 @@ def read_confined(tensor_dir: str | os.PathLike[str], name: str) -> tuple[str, b
     if found is None:
         return None
     try:
-        return found, read_small(found)
+        fd = open_fd(found)
+    except FileNotFoundError:
+        return None  # the link was removed since: as missing as before
     except OSError as exc:
         raise TensorFileError(f"{found}: cannot read tensor file ({exc.strerror})") from exc
+    try:
+        _check_opened(fd, os.fspath(tensor_dir), found)
+    except BaseException:
+        os.close(fd)
+        raise
+    return found, take_fd(found, fd)
+
+
+def _check_opened(fd: int, tensor_dir: str, path: str) -> None:
+    """Refuse the open descriptor ``fd`` unless its file lies inside ``tensor_dir``."""
+    real_root = _real_dir(tensor_dir)
+    try:
+        real = os.readlink(f"/proc/self/fd/{fd}")  # Linux: where the descriptor really points
+    except OSError:  # no /proc: the name must still resolve to the descriptor's file
+        real = os.path.realpath(path)
+        st = os.fstat(fd)
+        try:
+            same = os.path.samestat(st, os.stat(real))
+        except OSError:
+            same = False
+        if not same:
+            raise TensorFileError(
+                f"{path}: changed while msq was reading it (the name now leads to another "
+                "file); refusing to read it"
+            ) from None
+    if os.path.commonpath([real_root, real]) != real_root:
+        raise TensorFileError(
+            f"{path}: resolves to {real}, outside the tensor directory {real_root}; "
+            "refusing to read it"
+        )

@@ -30,7 +30,7 @@ from threadpoolctl import ThreadpoolController
 
 from msq import procs
 from msq.errors import TensorFileError
-from msq.tensors.meta import TensorMeta, read_small, to_array
+from msq.tensors.meta import TensorFile, TensorMeta, read_small, to_array
 from msq.tensors.metrics import (
     DEFAULT_CHUNK,
     MetricResult,
@@ -145,12 +145,13 @@ def single_threaded_blas() -> contextlib.AbstractContextManager[object]:
 _Row = tuple  # (job_id, cos, mae, mre, r1, r5, accuracy, err_message, status)
 
 
-def locate(directory: str | None, name: str) -> tuple[str, bytes | None] | None:
+def locate(directory: str | None, name: str) -> tuple[str, bytes | TensorFile | None] | None:
     """Find a tensor file: ``name`` confined to ``directory`` (a path when ``directory`` is None).
 
     Returns:
         None when there is no such file, else what :func:`msq.tensors.reader.inspect_tensor`
-        takes: the path, and the whole file when it is small.
+        takes: the path, and the whole file when it is small, else the descriptor the
+        confinement check opened (read through it, never the name again: issue 17).
     """
     if directory is not None:
         return read_confined(directory, name)
@@ -459,7 +460,7 @@ def _fits_inline(jobs: list[TensorJob]) -> bool:
                 continue
             try:
                 total += os.stat(os.path.join(d, f) if d is not None else f).st_size
-            except OSError:
+            except (OSError, ValueError):  # ValueError: a NUL in the name, refused when read
                 continue
     return total <= INLINE_BYTES
 

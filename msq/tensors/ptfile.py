@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from msq.errors import TensorFileError
-from msq.tensors.meta import TensorMeta, file_size, read_small, to_array
+from msq.tensors.meta import MAX_DIMS, TensorFile, TensorMeta, open_tensor, to_array
 
 _STORAGE_DTYPES = {
     "FloatStorage": np.float32,
@@ -285,12 +285,12 @@ class _Zip:
 
     zipfile is the reference, but opening a ZipFile costs more than the rest of a small-tensor
     compare; this reads only what a torch archive needs and checks every offset against the size.
+    Members must be stored: torch.save never compresses, and inflating what a rewritten archive
+    holds could turn a small file into gigabytes (issue 17).
     """
 
-    def __init__(
-        self, path: str, fh: io.BufferedReader | None, data: bytes | None, size: int
-    ) -> None:
-        self.path, self.fh, self.data, self.size = path, fh, data, size
+    def __init__(self, path: str, file: TensorFile | None, data: bytes | None, size: int) -> None:
+        self.path, self.file, self.data, self.size = path, file, data, size
         self.cdir = b""
         self._members: dict[str, int] | None = None
         self._count = self._locate_directory()
@@ -336,9 +336,8 @@ class _Zip:
             raise self._bad("a record points past the end of the file")
         if self.data is not None:
             return self.data[offset : offset + n]
-        assert self.fh is not None
-        self.fh.seek(offset)
-        return self.fh.read(n)
+        assert self.file is not None
+        return self.file.pread(n, offset)
 
     def _bad(self, why: str) -> TensorFileError:
         return TensorFileError(
@@ -404,15 +403,21 @@ class _Zip:
         return start
 
     def read_member(self, at: int, name: str) -> bytes:
-        method, csize, _, _ = self.entry(at)
-        raw = self.read_at(self.data_offset(at, name), csize)
-        if method == zipfile.ZIP_STORED:
-            return raw
-        if method == zipfile.ZIP_DEFLATED:
-            import zlib
+        self.check_stored(at, name)
+        return self.read_at(self.data_offset(at, name), self.entry(at)[1])
 
-            return zlib.decompress(raw, -15)
-        raise self._bad(f"member {name} uses unsupported compression method {method}")
+    def check_stored(self, at: int, name: str) -> None:
+        method = self.entry(at)[0]
+        if method != zipfile.ZIP_STORED:
+            raise TensorFileError(
+                f"{self.path}: member {name} is compressed (zip method {method}); torch.save "
+                "never compresses its members, so the file was rewritten by another tool: save "
+                "the tensor again with torch.save"
+            )
+
+    def check_all_stored(self) -> None:
+        for name, at in self.members.items():
+            self.check_stored(at, name)
 
 
 def _zip64_extra(extra: bytes, size: int, csize: int, header: int) -> tuple[int, int, int]:
@@ -434,51 +439,58 @@ def _zip64_extra(extra: bytes, size: int, csize: int, header: int) -> tuple[int,
 # ------------------------------------------------------------------------------------ public
 
 
-def inspect_pt(path: str, data: bytes | None = None) -> TensorMeta:
+def inspect_pt(path: str, data: bytes | TensorFile | None = None) -> TensorMeta:
     """Parse a ``torch.save`` file holding one tensor and return where its elements are.
 
     Args:
         path: the ``.pt`` file.
-        data: the whole file when the caller already read it (small files), else None.
+        data: the whole file when the caller already read it (small files), the open file
+            (large ones, see ``paths.read_confined``), or None to open ``path``.
 
     Returns:
-        The tensor's :class:`TensorMeta`; small files carry their bytes in ``data``.
+        The tensor's :class:`TensorMeta`; small files carry their bytes in ``data``, large ones
+        their open file.
 
     Raises:
         TensorFileError: the file is not a torch archive, is truncated, holds something other
             than one plain tensor, or its pickle names anything outside the allowed torch set.
     """
     try:
-        if data is None:
-            data = read_small(path)
-        if data is not None:
-            return _inspect(path, None, data, len(data))
-        with open(path, "rb") as fh:
-            return _inspect(path, fh, None, file_size(path))
-    except _NeedsTorch as exc:
-        return _torch_fallback(path, str(exc))
+        source = open_tensor(path) if data is None else data
+        try:
+            if isinstance(source, TensorFile):
+                return _inspect(path, source, None, source.size)
+            return _inspect(path, None, source, len(source))
+        except _NeedsTorch as exc:
+            return _torch_fallback(path, str(exc), source)
     except OSError as exc:
         raise TensorFileError(f"{path}: cannot read tensor file ({exc.strerror or exc})") from exc
 
 
-def _inspect(path: str, fh: io.BufferedReader | None, data: bytes | None, size: int) -> TensorMeta:
-    if size < 4 or _head(fh, data) != b"PK\x03\x04":
-        if _head(fh, data)[:1] == b"\x80":  # legacy (pre-1.6) torch.save: a bare pickle stream
+def _inspect(path: str, file: TensorFile | None, data: bytes | None, size: int) -> TensorMeta:
+    head = data[:4] if data is not None else file.pread(4, 0)  # type: ignore[union-attr]
+    if size < 4 or head != b"PK\x03\x04":
+        if head[:1] == b"\x80":  # legacy (pre-1.6) torch.save: a bare pickle stream
             raise _NeedsTorch("legacy torch.save format")
         raise TensorFileError(
             f"{path}: not a torch.save archive (no zip header); expected a .pt tensor file"
         )
-    if data is not None:
-        fast = _inspect_bytes(path, data)
-        if fast is not None:
-            return fast
-    z = _Zip(path, fh, data, size)
-    pkl_name, pkl_at = z.find_pickle()
-    root = pkl_name[: -len("data.pkl")]
-    stub = _unpickle(path, z.read_member(pkl_at, pkl_name))
+    try:
+        if data is not None:
+            fast = _inspect_bytes(path, data)
+            if fast is not None:
+                return fast
+        z = _Zip(path, file, data, size)
+        pkl_name, pkl_at = z.find_pickle()
+        root = pkl_name[: -len("data.pkl")]
+        stub = _unpickle(path, z.read_member(pkl_at, pkl_name))
+    except _NeedsTorch:
+        # torch.load would inflate a compressed member whole: check them all before handing over
+        _Zip(path, file, data, size).check_all_stored()
+        raise
     order_at = z.find(root + "byteorder")
     little = order_at is None or z.read_member(order_at, "byteorder").strip() != b"big"
-    return _meta_from_stub(path, z, root, stub, little, data)
+    return _meta_from_stub(path, z, root, stub, little, data, file)
 
 
 _EOCD_TAIL = struct.Struct("<HLL")  # entries, directory size, directory offset (EOCD + 10)
@@ -536,14 +548,6 @@ def _inspect_bytes(path: str, data: bytes) -> TensorMeta | None:
     return _layout(path, stub, little, storage[0], storage[1], data)
 
 
-def _head(fh: io.BufferedReader | None, data: bytes | None) -> bytes:
-    if data is not None:
-        return data[:4]
-    assert fh is not None
-    fh.seek(0)
-    return fh.read(4)
-
-
 _STUB_CACHE: dict[bytes, _TensorStub] = {}
 
 
@@ -584,52 +588,72 @@ def _unpickle_new(path: str, payload: bytes) -> _TensorStub:
 
 
 def _meta_from_stub(
-    path: str, z: _Zip, root: str, stub: _TensorStub, little: bool, data: bytes | None
-) -> TensorMeta:
+    path: str, z: _Zip, root: str, stub: _TensorStub, little: bool, data: bytes | None,
+    file: TensorFile | None,
+) -> TensorMeta:  # fmt: skip
     name = f"{root}data/{stub.storage.key}"
     at = z.find(name)
     if at is None:
         raise z._bad(f"storage data/{stub.storage.key} is missing")
-    method, _, avail, _ = z.entry(at)
-    if method != zipfile.ZIP_STORED:  # never written by torch; decode in memory
-        data = z.read_member(at, name)
-        start, avail = 0, len(data)
-    else:
-        start = z.data_offset(at, name)
-    return _layout(path, stub, little, start, avail, data)
+    z.check_stored(at, name)
+    avail = z.entry(at)[2]
+    return _layout(path, stub, little, z.data_offset(at, name), avail, data, file)
+
+
+#: A layout that reads storage elements more than once (stride 0: ``expand``; overlapping
+#: strides) may name more elements than its storage holds, up to this many: beyond, a file of a
+#: few bytes could keep a compare busy for hours (issue 17). Other layouts are bounded by the file.
+MAX_REPEATED_ELEMS = 1 << 24
 
 
 def _layout(
-    path: str, stub: _TensorStub, little: bool, start: int, avail: int, data: bytes | None
-) -> TensorMeta:
+    path: str, stub: _TensorStub, little: bool, start: int, avail: int, data: bytes | None,
+    file: TensorFile | None = None,
+) -> TensorMeta:  # fmt: skip
     """The meta of a tensor whose storage bytes are ``[start, start + avail)`` of the file/data."""
     cached = stub.derived
     if cached is None or cached[0] != little:
         cached = stub.derived = _derive(path, stub, little)
-    _, dtype, strides, need = cached
+    _, dtype, strides, need, numel = cached
     first = stub.offset * dtype.itemsize
     if first + need > avail:
         raise TensorFileError(
             f"{path}: the tensor layout needs {first + need} bytes of storage but only {avail} "
             "are present; the file is truncated or corrupt, dump it again"
         )
-    return TensorMeta(path, dtype, stub.bf16, stub.shape, strides, start + first, data)
+    stored = (avail - first) // dtype.itemsize
+    if numel > max(stored, MAX_REPEATED_ELEMS):
+        raise TensorFileError(
+            f"{path}: the tensor layout names {numel} elements (shape {stub.shape}, strides "
+            f"{stub.stride}) but its storage holds {stored}; msq reads at most "
+            f"{MAX_REPEATED_ELEMS} elements of a layout that repeats storage elements: save a "
+            "contiguous copy (tensor.contiguous())"
+        )
+    return TensorMeta(path, dtype, stub.bf16, stub.shape, strides, start + first, data, file)
 
 
 def _derive(path: str, stub: _TensorStub, little: bool) -> tuple:
-    """What a layout implies, computed once per distinct data.pkl (stubs are cached and shared)."""
+    """What a layout implies, computed once per distinct data.pkl (stubs are cached and shared):
+    (little, dtype, element strides or None, bytes needed from element 0, element count)."""
     dtype = np.dtype(stub.dtype).newbyteorder("<" if little else ">")
     shape, stride = stub.shape, stub.stride
     if len(shape) != len(stride):
         raise TensorFileError(
             f"{path}: tensor size and stride have different lengths; corrupt file"
         )
+    if len(shape) > MAX_DIMS:
+        raise TensorFileError(
+            f"{path}: the tensor has {len(shape)} dimensions; numpy (and msq) handle at most "
+            f"{MAX_DIMS}"
+        )
     if stub.offset < 0 or any(d < 0 for d in shape) or any(s < 0 for s in stride):
         raise TensorFileError(f"{path}: negative offset, size or stride; the file is corrupt")
+    # a dimension of size 0 or 1 never steps: its stride (any value torch or a file gives) is 0
+    stride = tuple(s if d > 1 else 0 for d, s in zip(shape, stride))
     meta = TensorMeta(
         path, dtype, stub.bf16, shape, None if _is_c_contiguous(shape, stride) else stride, 0
     )
-    return little, dtype, meta.strides, meta.span * dtype.itemsize
+    return little, dtype, meta.strides, meta.span * dtype.itemsize, meta.numel
 
 
 def _is_c_contiguous(shape: tuple[int, ...], stride: tuple[int, ...]) -> bool:
@@ -641,18 +665,22 @@ def _is_c_contiguous(shape: tuple[int, ...], stride: tuple[int, ...]) -> bool:
     return True
 
 
-def _torch_fallback(path: str, why: str) -> TensorMeta:
-    """Load with ``torch.load(weights_only=True)`` (torch's own allow-list) and wrap the result."""
+def _torch_fallback(path: str, why: str, source: bytes | TensorFile) -> TensorMeta:
+    """Load with ``torch.load(weights_only=True)`` (torch's own allow-list) and wrap the result.
+
+    torch reads the bytes or the descriptor msq already holds, never the name again.
+    """
     try:
         import torch
     except ImportError:
         raise TensorFileError(
             f"{path}: uses {why}, which msq reads only through torch; install torch==2.13.0"
         ) from None
+    stream = io.BytesIO(source) if isinstance(source, bytes) else source.reader()
     try:
-        with warnings.catch_warnings():  # e.g. "Detected pickle protocol 4": the error says it all
+        with warnings.catch_warnings(), stream:  # e.g. "Detected pickle protocol 4": see below
             warnings.simplefilter("ignore")
-            obj = torch.load(path, weights_only=True, map_location="cpu")
+            obj = torch.load(stream, weights_only=True, map_location="cpu")
     except Exception as exc:  # noqa: BLE001  (torch raises many types for a refused file)
         raise TensorFileError(
             f"{path}: torch refused to load it safely (weights_only): {_torch_reason(exc)}; "

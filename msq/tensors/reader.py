@@ -5,15 +5,16 @@ from __future__ import annotations
 import numpy as np
 
 from msq.errors import TensorFileError
-from msq.tensors.meta import TensorMeta, to_array
+from msq.tensors.meta import TensorFile, TensorMeta, to_array
 from msq.tensors.npyfile import inspect_npy
 from msq.tensors.ptfile import inspect_pt
 
 
-def inspect_tensor(path: str, data: bytes | None = None) -> TensorMeta:
+def inspect_tensor(path: str, data: bytes | TensorFile | None = None) -> TensorMeta:
     """Parse a tensor file's header (``.pt``/``.pth`` or ``.npy``) and return its layout.
 
-    ``data`` is the whole file when the caller already read it (see ``paths.read_confined``).
+    ``data`` is what ``paths.read_confined`` opened: the whole file (small files) or the open
+    file (large ones), which is then the only way the file is read; None opens ``path``.
     """
     lower = str(path).lower()
     if lower.endswith((".pt", ".pth")):

@@ -20,10 +20,11 @@ from msq import jsonio
 from msq.errors import DumpError
 from msq.loader import read_side
 from tests.dumps import fwd, t, write_pair
+from tests.golden_util import GOLDEN
 from tests.hostile.helpers import OP, compare, error_line, good_pair, outputs, sides
 from tests.xlsx_read import only_xlsx, rows
 
-GOLDEN_DUMP = Path(__file__).parents[3] / "shared/golden/mlp_stat_L1/npu/step0/rank/dump.json"
+GOLDEN_DUMP = GOLDEN / "mlp_stat_L1/npu/step0/rank/dump.json"  # MSQ_GOLDEN, as the golden suite
 
 
 def refused(tmp_path: Path, content: str | bytes, side: str = "npu") -> str:

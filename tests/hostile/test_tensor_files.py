@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from msq.errors import TensorFileError
 from tests.hostile.helpers import (
     OP,
     compare,
@@ -238,3 +239,143 @@ def test_unmatched_op_with_a_tensor_kwarg(tmp_path: Path, compat: bool) -> None:
     assert got == [(f"{OP}.input.0", "N/A", "No bench data matched."),
                    (f"{OP}.kwargs.weight", "N/A", "No bench data matched."),
                    (f"{OP}.output.0", "N/A", "No bench data matched.")]
+
+
+# ------------------------------------------------------------------------------ one line, not a
+# traceback (issue 17, item 7)
+
+
+@pytest.mark.parametrize("data_name", [f"{IN0}.p\x00t", f"{OP}.in\x00put.0.pt", "\x00"],
+                         ids=["in-suffix", "in-name", "alone"])
+def test_nul_in_data_name_is_one_line(tmp_path: Path, data_name: str) -> None:
+    cfg = one_op(tmp_path)
+    for dump_json in sides(cfg):
+        set_data_name(dump_json, OP, "input_args", 0, data_name)
+    tensor_dir = sides(cfg)[0].parent / "dump_tensor_data"
+    refused(cfg, tensor_dir, "invalid tensor file name")
+
+
+@pytest.mark.parametrize("dtype", ["V4", "U2", "S4", "M8[s]", "m8[s]"])
+def test_npy_of_a_non_numeric_dtype_is_refused(tmp_path: Path, dtype: str) -> None:
+    cfg = one_op(tmp_path, ".npy")
+    bad = tensor_file(cfg, "npu", f"{IN0}.npy")
+    np.save(bad, np.zeros((2, 3), dtype=dtype))
+    refused(cfg, bad, f"holds an array of dtype {np.dtype(dtype)}; msq compares numeric arrays "
+                      "only (bool, integers, floats, complex)")
+
+
+def _npy_header(shape: tuple[int, ...]) -> bytes:
+    import struct
+
+    text = f"{{'descr': '<f4', 'fortran_order': False, 'shape': {shape!r}, }}"
+    text += " " * (63 - (len(text) + 10) % 64) + "\n"
+    return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(text)) + text.encode()
+
+
+def test_npy_over_64_dimensions_is_refused(tmp_path: Path) -> None:
+    cfg = one_op(tmp_path, ".npy")
+    for side in ("npu", "bench"):
+        tensor_file(cfg, side, f"{IN0}.npy").write_bytes(_npy_header((1,) * 65) + bytes(4))
+    bad = tensor_file(cfg, "npu", f"{IN0}.npy")
+    refused(cfg, bad, "has 65 dimensions; numpy (and msq) handle at most 64")
+
+
+def test_pt_over_64_dimensions_is_refused(tmp_path: Path) -> None:
+    from tests.hostile import ptcraft as pc
+
+    cfg = one_op(tmp_path)
+    for side in ("npu", "bench"):
+        pc.archive(tensor_file(cfg, side, f"{IN0}.pt"),
+                   pc.tensor_pickle(numel=1, size=(1,) * 65, stride=(1,) * 65), bytes(4))
+    bad = tensor_file(cfg, "npu", f"{IN0}.pt")
+    refused(cfg, bad, "has 65 dimensions; numpy (and msq) handle at most 64")
+
+
+# ------------------------------------------------------------------------------ check, then swap
+# Files over 1 MiB are not read at the confinement check; once they were opened again by name
+# later, so a symlink swapped in between was followed out of the directory (6 of 25 tries).
+# These tests swap at the exact moment between the check and the read.
+
+BIG = 300_000  # float32 elements: 1.2 MB, above the read-whole-file size
+
+
+def _swap_for_outside_link(path: Path, outside: Path) -> None:
+    path.unlink()
+    path.symlink_to(outside)
+
+
+@pytest.mark.parametrize("ext", [".pt", ".npy"])
+def test_swap_after_the_check_never_reads_outside(tmp_path: Path, ext: str) -> None:
+    from msq.tensors.meta import ChunkReader, to_array
+    from msq.tensors.paths import read_confined
+    from msq.tensors.reader import inspect_tensor
+    from tests.hostile.helpers import save_pt
+
+    inside = np.arange(BIG, dtype=np.float32)
+    tdir = tmp_path / "dump_tensor_data"
+    tdir.mkdir()
+    secret = tmp_path / f"secret{ext}"
+    name = f"x{ext}"
+    for path, arr in ((tdir / name, inside), (secret, -inside - 7)):
+        save_pt(path, arr) if ext == ".pt" else np.save(path, arr)
+    found = read_confined(tdir, name)  # the check (and, for large files, the only open)
+    assert found is not None
+    _swap_for_outside_link(tdir / name, secret)
+    meta = inspect_tensor(*found)
+    assert np.array_equal(to_array(meta), inside)
+    streamed = np.concatenate([c.copy() for c in ChunkReader(meta, 1 << 16).chunks()])
+    assert np.array_equal(streamed, inside)
+    from msq.tensors import fused
+
+    assert np.array_equal(fused.raw_range(meta, 10, 20000), inside[10:20000])
+
+
+def test_swap_before_a_pool_worker_reopens_is_refused(tmp_path: Path) -> None:
+    """A large pair's metadata travels to other pool workers by pickle, without the descriptor:
+    a worker reopens the file and must find the very file that was checked."""
+    import pickle
+
+    from msq.tensors.meta import ChunkReader, to_array
+    from msq.tensors.paths import read_confined
+    from msq.tensors.reader import inspect_tensor
+    from tests.hostile.helpers import save_pt
+
+    tdir = tmp_path / "dump_tensor_data"
+    tdir.mkdir()
+    save_pt(tdir / "x.pt", np.arange(BIG, dtype=np.float32))
+    secret = tmp_path / "secret.pt"
+    save_pt(secret, np.zeros(BIG, dtype=np.float32))
+    found = read_confined(tdir, "x.pt")
+    assert found is not None
+    sent = pickle.dumps(inspect_tensor(*found))
+    _swap_for_outside_link(tdir / "x.pt", secret)
+    meta = pickle.loads(sent)
+    with pytest.raises(TensorFileError, match="changed while msq was reading it"):
+        to_array(meta)
+    with pytest.raises(TensorFileError, match="changed while msq was reading it"):
+        next(iter(ChunkReader(meta, 1 << 16).chunks()))
+
+
+def test_symlink_retargeted_after_the_check_is_refused(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """A symlink inside the directory is checked by where it points; pointing it elsewhere
+    between that check and the open must not matter: the opened file itself is checked."""
+    from msq.tensors import paths
+    from tests.hostile.helpers import save_pt
+
+    tdir = tmp_path / "dump_tensor_data"
+    tdir.mkdir()
+    save_pt(tdir / "real.pt", np.arange(6, dtype=np.float32))
+    (tdir / "x.pt").symlink_to("real.pt")
+    secret = tmp_path / "secret.pt"
+    save_pt(secret, np.zeros(6, dtype=np.float32))
+    checked = paths.resolve_tensor_file
+
+    def check_then_swap(tensor_dir: str, name: str) -> str | None:
+        found = checked(tensor_dir, name)
+        _swap_for_outside_link(tdir / name, secret)
+        return found
+
+    monkeypatch.setattr(paths, "resolve_tensor_file", check_then_swap)
+    with pytest.raises(TensorFileError, match="outside the tensor directory"):
+        paths.read_confined(tdir, "x.pt")
