@@ -296,6 +296,21 @@ def _storage_index(
     return index
 
 
+def check_shape(path: str, shape: tuple[int, ...], what: str) -> None:
+    """Refuse a shape numpy cannot hold: more than MAX_DIMS dimensions, or (empty or not) more
+    elements than it can address once the zero dimensions are left out."""
+    if len(shape) > MAX_DIMS:
+        raise TensorFileError(
+            f"{path}: the {what} has {len(shape)} dimensions; numpy (and msq) handle at most "
+            f"{MAX_DIMS}"
+        )
+    if math.prod(d for d in shape if d > 0) >= 1 << 62:
+        raise TensorFileError(
+            f"{path}: the {what} shape {shape} has more elements than numpy can address; "
+            "the file is corrupt"
+        )
+
+
 def check_extent(meta: TensorMeta, available: int, what: str) -> None:
     """Refuse a layout that would read outside the ``available`` bytes of its storage."""
     if any(d < 0 for d in meta.shape) or (meta.strides and any(s < 0 for s in meta.strides)):
@@ -363,5 +378,3 @@ def read_small(path: str, *, nofollow: bool = False) -> bytes | None:
         opened.close()
         return None
     return opened
-
-

@@ -9,10 +9,10 @@ from numpy.lib import format as npformat
 
 from msq.errors import TensorFileError
 from msq.tensors.meta import (
-    MAX_DIMS,
     TensorFile,
     TensorMeta,
     check_extent,
+    check_shape,
     open_tensor,
     to_array,
 )
@@ -88,11 +88,7 @@ def _header(path: str, stream: io.BytesIO) -> tuple[np.dtype, tuple[int, ...], b
             f"{path}: holds an array of dtype {dtype}; msq compares numeric arrays only "
             "(bool, integers, floats, complex)"
         )
-    if len(shape) > MAX_DIMS:
-        raise TensorFileError(
-            f"{path}: the array has {len(shape)} dimensions; numpy (and msq) handle at most "
-            f"{MAX_DIMS}"
-        )
+    check_shape(path, tuple(shape), "array")
     return dtype, tuple(shape), bool(fortran), stream.tell()
 
 

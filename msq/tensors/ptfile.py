@@ -22,12 +22,12 @@ import pickle
 import struct
 import warnings
 import zipfile
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 
 from msq.errors import TensorFileError
-from msq.tensors.meta import MAX_DIMS, TensorFile, TensorMeta, open_tensor, to_array
+from msq.tensors.meta import TensorFile, TensorMeta, check_shape, open_tensor, to_array
 
 _STORAGE_DTYPES = {
     "FloatStorage": np.float32,
@@ -160,16 +160,23 @@ class _TensorStub:
         raise _Refused("an item assignment on a tensor")
 
 
+_INT64 = range(-(1 << 63), 1 << 63)
+
+
+def _int64(value: object) -> TypeGuard[int]:
+    return type(value) is int and value in _INT64
+
+
 def _ints(value: object, what: str) -> tuple[int, ...]:
-    if not isinstance(value, (tuple, list)) or not all(type(v) is int for v in value):
-        raise _Refused(f"a tensor {what} that is not a tuple of integers")
+    if not isinstance(value, (tuple, list)) or not all(_int64(v) for v in value):
+        raise _Refused(f"a tensor {what} that is not a tuple of 64-bit integers")
     return tuple(value)
 
 
 def _rebuild_v2(
     storage: object, offset: object, size: object, stride: object, *_: object
 ) -> _TensorStub:
-    if not isinstance(storage, _Storage) or storage.stype.dtype is None or type(offset) is not int:
+    if not isinstance(storage, _Storage) or storage.stype.dtype is None or not _int64(offset):
         raise _Refused("a tensor rebuilt from something that is not a typed storage")
     stype = storage.stype
     return _TensorStub(
@@ -184,7 +191,7 @@ def _rebuild_v3(
     if (
         not isinstance(storage, _Storage)
         or not isinstance(dtype, _TorchDType)
-        or type(offset) is not int
+        or not _int64(offset)
     ):
         raise _Refused("a tensor rebuilt from something that is not a storage")
     np_dtype = _TORCH_DTYPES.get(dtype.name)
@@ -641,11 +648,7 @@ def _derive(path: str, stub: _TensorStub, little: bool) -> tuple:
         raise TensorFileError(
             f"{path}: tensor size and stride have different lengths; corrupt file"
         )
-    if len(shape) > MAX_DIMS:
-        raise TensorFileError(
-            f"{path}: the tensor has {len(shape)} dimensions; numpy (and msq) handle at most "
-            f"{MAX_DIMS}"
-        )
+    check_shape(path, shape, "tensor")
     if stub.offset < 0 or any(d < 0 for d in shape) or any(s < 0 for s in stride):
         raise TensorFileError(f"{path}: negative offset, size or stride; the file is corrupt")
     # a dimension of size 0 or 1 never steps: its stride (any value torch or a file gives) is 0

@@ -12,16 +12,22 @@ Decisions (docs/errors.md, "Tensor files"):
 
 from __future__ import annotations
 
+import io
 import json
+import os
 import re
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from msq.errors import TensorFileError
+from msq.tensors.meta import to_array as load_array
 from msq.tensors.reader import inspect_tensor, load_tensor
 from tests.hostile import ptcraft as pc
 from tests.hostile.helpers import OP, compare, error_line, outputs, tensor_file, tensor_pair
@@ -29,6 +35,7 @@ from tests.hostile.helpers import OP, compare, error_line, outputs, tensor_file,
 A = np.arange(6, dtype=np.float32).reshape(2, 3) + 1
 IN0 = f"{OP}.input.0.pt"
 MSQ = [sys.executable, "-m", "msq.cli"]
+EXAMPLES = int(os.environ.get("MSQ_FUZZ_EXAMPLES", "100"))
 COMPRESSED = ("is compressed (zip method 8); torch.save never compresses its members, so the "
               "file was rewritten by another tool: save the tensor again with torch.save")
 
@@ -147,3 +154,43 @@ def test_huge_stride_of_a_size_one_dimension_is_harmless(tmp_path: Path) -> None
     pc.archive(path, pc.tensor_pickle(numel=3, size=(1, 3), stride=(1 << 62, 1)),
                np.arange(3, dtype=np.float32).tobytes())
     assert load_tensor(str(path)).tolist() == [[0.0, 1.0, 2.0]]
+
+
+def test_sizes_beyond_64_bits_are_refused_in_one_line(tmp_path: Path) -> None:
+    """torch sizes and strides are 64-bit; a 5,000-digit one once reached an error message whose
+    formatting raised (Python limits int-to-text conversion)."""
+    path = tmp_path / "x.pt"
+    pc.archive(path, pc.tensor_pickle(numel=1, size=(10**5000,), stride=(0,)), bytes(4))
+    with pytest.raises(TensorFileError, match="a tensor size that is not a tuple of 64-bit"):
+        inspect_tensor(str(path))
+
+
+@settings(max_examples=EXAMPLES, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.integers(0, 6) | st.integers(-2, 2**64), min_size=0, max_size=4),
+       st.lists(st.integers(0, 6) | st.integers(-2, 2**64), min_size=0, max_size=4),
+       st.integers(-1, 40) | st.integers(-2, 2**64), st.integers(0, 64))
+def test_fuzz_layouts_cost_what_their_storage_holds(size: list[int], stride: list[int],
+                                                    offset: int, stored: int) -> None:
+    """Any size, stride and offset over a storage of ``stored`` elements: refused in one
+    TensorFileError, or read, and then never more than the storage (or the broadcast allowance)."""
+    from msq.tensors.meta import ChunkReader
+    from msq.tensors.ptfile import MAX_REPEATED_ELEMS
+
+    payload = pc.tensor_pickle(numel=stored, offset=offset, size=tuple(size), stride=tuple(stride))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as z:
+        for name, data in (("a/data.pkl", payload), ("a/byteorder", b"little"),
+                           ("a/data/0", np.arange(stored, dtype=np.float32).tobytes())):
+            z.writestr(name, data)
+    try:
+        meta = inspect_tensor("x.pt", out.getvalue())
+    except TensorFileError:
+        return
+    assert meta.numel <= max(stored, MAX_REPEATED_ELEMS)
+    if meta.numel <= 4096:
+        arr = np.asarray(load_array(meta))
+        assert arr.shape == tuple(size)
+        chunks = [c.copy() for c in ChunkReader(meta, 1000).chunks()]
+        assert np.array_equal(np.concatenate(chunks) if chunks else arr.reshape(-1),
+                              arr.reshape(-1))
