@@ -78,9 +78,6 @@ class TensorFile:
             got += len(part)
         return b"".join(parts)
 
-    def preadinto(self, view: memoryview, offset: int) -> int:
-        return os.preadv(self.fileno(), [view], offset)
-
     def close(self) -> None:
         _KEPT.pop(id(self), None)
         if self._fd is not None:
