@@ -1,5 +1,6 @@
 """docs/errors.md lists every error msq can report: each ``raise <...>Error("...")`` in ``msq/``
-must have its message in the page (its longest literal part, at least).
+(and each ``return <...>Error("...")`` of a helper that builds one to be raised) must have its
+message in the page (its longest literal part, at least).
 
 A new error without a row fails here: add the message, its exit status and what the user should
 do to docs/errors.md.
@@ -36,11 +37,13 @@ def raised_messages() -> list[tuple[str, str]]:
     found = []
     for path in sorted((ROOT / "msq").rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if not (isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call)):
+            call = node.exc if isinstance(node, ast.Raise) else (
+                node.value if isinstance(node, ast.Return) else None)
+            if not isinstance(call, ast.Call):
                 continue
-            if ast.unparse(node.exc.func) not in USER_ERRORS or not node.exc.args:
+            if ast.unparse(call.func) not in USER_ERRORS or not call.args:
                 continue
-            parts = [p.split("\n")[0].strip() for p in _fragments(node.exc.args[0])]
+            parts = [p.split("\n")[0].strip() for p in _fragments(call.args[0])]
             longest = max(parts, key=len, default="")
             found.append((f"{path.relative_to(ROOT)}:{node.lineno}", longest))
     return found
