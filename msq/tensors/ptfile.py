@@ -282,18 +282,23 @@ class _Unpickler(pickle.Unpickler):
 _EOCD = struct.Struct("<4s4H2LH")
 _EOCD64_LOC = struct.Struct("<4sLQL")
 _EOCD64 = struct.Struct("<4sQ2H2L4Q")
-_CDIR = struct.Struct("<4s4B4HL2L5H2L")
+# method, compressed size, size, name and extra lengths, local header offset (record + 10)
+_CDIR_ENTRY = struct.Struct("<H8xLLHH10xL")
 _CDIR_LENGTHS = struct.Struct("<3H")  # name, extra, comment lengths at offset 28 of a record
-_LOCAL = struct.Struct("<4s2B4HL2L2H")
+_LOCAL_LENGTHS = struct.Struct("<HH")  # name and extra lengths at offset 26 of a local header
 
 
 class _Zip:
     """Minimal reader of a zip's central directory, over bytes in memory or an open file.
 
-    zipfile is the reference, but opening a ZipFile costs more than the rest of a small-tensor
-    compare; this reads only what a torch archive needs and checks every offset against the size.
-    Members must be stored: torch.save never compresses, and inflating what a rewritten archive
-    holds could turn a small file into gigabytes (issue 17).
+    zipfile is the reference, but it costs about 93 us of CPU per small file against 14-18 us
+    for this whole parse (zip, pickle and layout; bench/ptparse.py, bench/README.md): 1.7 CPU
+    seconds on the tensor-small workload, a third of msq's whole compare. This reads only what a
+    torch archive needs and checks every offset against the size. It is the only zip parser
+    here: a second, one-pass one for files held in memory saved 3-6 us per file (0.06-0.13 s on
+    22k files, 1-3 % of the compare) and was dropped (issue 11). Members must be stored:
+    torch.save never compresses, and inflating what a rewritten archive holds could turn a small
+    file into gigabytes (issue 17).
     """
 
     def __init__(self, path: str, file: TensorFile | None, data: bytes | None, size: int) -> None:
@@ -379,15 +384,6 @@ class _Zip:
             at += 46 + nlen + xlen + clen
         return members
 
-    def entry(self, at: int) -> tuple[int, int, int, int]:
-        """(method, compressed size, size, local header offset) of the record at ``at``."""
-        f = _CDIR.unpack_from(self.cdir, at)
-        size, csize, header = f[11], f[10], f[18]
-        if 0xFFFFFFFF in (size, csize, header):
-            extra = self.cdir[at + 46 + f[12] : at + 46 + f[12] + f[13]]
-            size, csize, header = _zip64_extra(extra, size, csize, header)
-        return f[6], csize, size, header
-
     def _zip64_directory(self, eocd_at: int) -> tuple[int, int, int]:
         loc = self.read_at(eocd_at - _EOCD64_LOC.size, _EOCD64_LOC.size)
         sig, _, rec_at, _ = _EOCD64_LOC.unpack(loc)
@@ -398,33 +394,39 @@ class _Zip:
             raise self._bad("a damaged zip64 end-of-directory record")
         return rec[7], rec[8], rec[9]
 
-    def data_offset(self, at: int, name: str) -> int:
-        _, csize, _, header = self.entry(at)
-        head = self.read_at(header, 30)
-        if head[:4] != b"PK\x03\x04":
-            raise self._bad(f"a damaged local header for {name}")
-        nlen, xlen = _LOCAL.unpack(head)[-2:]
-        start = header + 30 + nlen + xlen
-        if start + csize > self.size:
-            raise self._bad(f"member {name} extends past the end of the file")
-        return start
+    def span(self, at: int, name: str) -> tuple[int, int]:
+        """(start, length) of the bytes of the member whose directory record is at ``at``.
 
-    def read_member(self, at: int, name: str) -> bytes:
-        self.check_stored(at, name)
-        return self.read_at(self.data_offset(at, name), self.entry(at)[1])
-
-    def check_stored(self, at: int, name: str) -> None:
-        method = self.entry(at)[0]
+        One unpack of the central record, one read of the local header; refuses a compressed
+        member and any size or offset that does not fit the file.
+        """
+        method, csize, size, nlen, xlen, header = _CDIR_ENTRY.unpack_from(self.cdir, at + 10)
+        if 0xFFFFFFFF in (size, csize, header):
+            extra = self.cdir[at + 46 + nlen : at + 46 + nlen + xlen]
+            size, csize, header = _zip64_extra(extra, size, csize, header)
         if method != zipfile.ZIP_STORED:
             raise TensorFileError(
                 f"{self.path}: member {name} is compressed (zip method {method}); torch.save "
                 "never compresses its members, so the file was rewritten by another tool: save "
                 "the tensor again with torch.save"
             )
+        if size != csize:
+            raise self._bad(f"member {name} is stored but gives two different sizes")
+        head = self.read_at(header, 30)
+        if head[:4] != b"PK\x03\x04":
+            raise self._bad(f"a damaged local header for {name}")
+        nlen, xlen = _LOCAL_LENGTHS.unpack_from(head, 26)
+        start = header + 30 + nlen + xlen
+        if start + csize > self.size:
+            raise self._bad(f"member {name} extends past the end of the file")
+        return start, csize
+
+    def read_member(self, at: int, name: str) -> bytes:
+        return self.read_at(*self.span(at, name))
 
     def check_all_stored(self) -> None:
         for name, at in self.members.items():
-            self.check_stored(at, name)
+            self.span(at, name)
 
 
 def _zip64_extra(extra: bytes, size: int, csize: int, header: int) -> tuple[int, int, int]:
@@ -483,10 +485,6 @@ def _inspect(path: str, file: TensorFile | None, data: bytes | None, size: int) 
             f"{path}: not a torch.save archive (no zip header); expected a .pt tensor file"
         )
     try:
-        if data is not None:
-            fast = _inspect_bytes(path, data)
-            if fast is not None:
-                return fast
         z = _Zip(path, file, data, size)
         pkl_name, pkl_at = z.find_pickle()
         root = pkl_name[: -len("data.pkl")]
@@ -498,61 +496,6 @@ def _inspect(path: str, file: TensorFile | None, data: bytes | None, size: int) 
     order_at = z.find(root + "byteorder")
     little = order_at is None or z.read_member(order_at, "byteorder").strip() != b"big"
     return _meta_from_stub(path, z, root, stub, little, data, file)
-
-
-_EOCD_TAIL = struct.Struct("<HLL")  # entries, directory size, directory offset (EOCD + 10)
-_LOCAL_LENGTHS = struct.Struct("<HH")  # name and extra lengths (local header + 26)
-
-
-def _stored(data: bytes, at: int, nlen: int) -> tuple[int, int] | None:
-    """(start, size) of the stored member whose central record is at ``at``, or None."""
-    f = _CDIR.unpack_from(data, at)
-    if f[0] != b"PK\x01\x02" or f[6] != 0 or f[12] != nlen or 0xFFFFFFFF in (f[10], f[18]):
-        return None
-    header = f[18]
-    if data[header : header + 4] != b"PK\x03\x04":
-        return None
-    ln, lx = _LOCAL_LENGTHS.unpack_from(data, header + 26)
-    start = header + 30 + ln + lx
-    return (start, f[10]) if start + f[10] <= len(data) else None
-
-
-def _named(data: bytes, lo: int, hi: int, name: bytes) -> tuple[int, int] | None:
-    pos = data.find(name, lo, hi)
-    return None if pos < lo + 46 else _stored(data, pos - 46, len(name))
-
-
-def _inspect_bytes(path: str, data: bytes) -> TensorMeta | None:
-    """The common case in one pass over a file held in memory: a stored, non-zip64 torch archive.
-
-    Every member is found through the central directory and checked against its local header.
-    Returns None for anything unusual; the general parser then handles it or names the problem.
-    """
-    size = len(data)
-    eocd = data.rfind(b"PK\x05\x06", max(0, size - 65557))
-    if eocd < 0 or eocd + 22 > size:
-        return None
-    _, cd_size, lo = _EOCD_TAIL.unpack_from(data, eocd + 10)
-    hi = lo + cd_size
-    if hi > eocd:
-        return None
-    pkl = data.find(b"/data.pkl", lo, hi)
-    head = data.rfind(b"PK\x01\x02", lo, pkl) if pkl > 0 else -1
-    if head < 0 or data.find(b"/data.pkl", pkl + 1, hi) >= 0:
-        return None
-    root = data[head + 46 : pkl + 1]
-    if root.count(b"/") != 1:
-        return None
-    member = _stored(data, head, len(root) + 8)
-    if member is None:
-        return None
-    stub = _unpickle(path, data[member[0] : member[0] + member[1]])
-    order = _named(data, lo, hi, root + b"byteorder")
-    storage = _named(data, lo, hi, root + b"data/" + stub.storage.key.encode())
-    if order is None or storage is None:
-        return None
-    little = data[order[0] : order[0] + order[1]].strip() != b"big"
-    return _layout(path, stub, little, storage[0], storage[1], data)
 
 
 _STUB_CACHE: dict[bytes, _TensorStub] = {}
@@ -602,9 +545,8 @@ def _meta_from_stub(
     at = z.find(name)
     if at is None:
         raise z._bad(f"storage data/{stub.storage.key} is missing")
-    z.check_stored(at, name)
-    avail = z.entry(at)[2]
-    return _layout(path, stub, little, z.data_offset(at, name), avail, data, file)
+    start, avail = z.span(at, name)
+    return _layout(path, stub, little, start, avail, data, file)
 
 
 #: A layout that reads storage elements more than once (stride 0: ``expand``; overlapping

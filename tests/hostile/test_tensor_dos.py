@@ -194,3 +194,18 @@ def test_fuzz_layouts_cost_what_their_storage_holds(size: list[int], stride: lis
         chunks = [c.copy() for c in ChunkReader(meta, 1000).chunks()]
         assert np.array_equal(np.concatenate(chunks) if chunks else arr.reshape(-1),
                               arr.reshape(-1))
+
+
+def test_stored_member_claiming_more_bytes_than_it_has_is_refused(tmp_path: Path) -> None:
+    """A stored member's two sizes must agree: the larger one would let a layout read past the
+    member's bytes."""
+    import zlib
+
+    path = tmp_path / "x.pt"
+    payload = pc.tensor_pickle(numel=1000, size=(1000,), stride=(1,))
+    stored, raw = zipfile.ZIP_STORED, bytes(8)
+    pc.raw_zip(path, [("a/data.pkl", stored, payload, len(payload), zlib.crc32(payload)),
+                      ("a/byteorder", stored, b"little", 6, zlib.crc32(b"little")),
+                      ("a/data/0", stored, raw, 4000, zlib.crc32(raw))])
+    with pytest.raises(TensorFileError, match="member a/data/0 is stored but gives two different"):
+        inspect_tensor(str(path))
