@@ -142,7 +142,7 @@ def main(ctx: click.Context, framework: str | None) -> None:
 @click.option("--compat", type=click.Choice(["msprobe-1.1"]), default=None,
               help="Reproduce msprobe 1.1.0 cell for cell, its bugs included.")
 @click.option("--format", "formats", default="xlsx", show_default=True,
-              help="Comma-separated outputs: xlsx, csv, parquet.")
+              help="Comma-separated outputs: xlsx, csv, parquet, html (a report).")
 @click.option("--db", "db_path", type=click.Path(path_type=Path), envvar="MSQ_DB",
               help="History database (default: msq.duckdb in the output directory).")
 @click.option("--no-history", is_flag=True, help="Do not record this compare in a history database.")
@@ -257,6 +257,36 @@ def _print_query(db_path: Path | None, query: str, fmt: str, output: Path | None
         click.echo(history.export_text(path, query, fmt), nl=False)
     else:
         history.export(path, query, fmt, output)
+
+
+@main.command("report")
+@_DB_OPTION
+@click.option("--compare", "compare_id", type=int, default=None,
+              help="One compare: its id, as msq runs lists it.")
+@click.option("--label", default=None,
+              help="One run: the newest compare of each step and rank recorded with this label.")
+@click.option("-o", "--output", type=click.Path(path_type=Path), required=True,
+              help="The HTML file to write.")
+@click.option("-q", "--quiet", is_flag=True, help="Only warnings and errors on stderr.")
+@click.option("-v", "--verbose", count=True, help="More log lines.")
+@handle_errors
+def report_cmd(db_path: Path | None, compare_id: int | None, label: str | None, output: Path,
+               quiet: bool, verbose: int) -> None:
+    """Write a self-contained HTML report from the history database.
+
+    One compare (--compare), one run (--label: every step and rank), or by default the newest
+    compare's run. The file opens offline in a browser (docs/report.md).
+    """
+    from msq import history  # lazy: as in _print_query
+    from msq.report import write_history_report  # lazy: the report loads pyarrow and numpy
+
+    setup_logging(verbose, quiet)
+    if compare_id is not None and label is not None:
+        raise click.UsageError("give --compare or --label, not both")
+    shown = write_history_report(history.resolve_db_path(db_path), output,
+                                 compare_id=compare_id, label=label)
+    if not quiet:
+        click.echo(f"wrote {output} ({shown} compare{'' if shown == 1 else 's'})")
 
 
 def _mapping_flag(value: str | None) -> str | bool | None:

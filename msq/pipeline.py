@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -157,7 +158,8 @@ def _run_single(inp: SingleInput, output_dir: Path, opts: Options, suffix: str,
         if result.rows == 0:
             log.warning("Can`t match any op: no rows to compare; no workbook written")
         else:
-            write_outputs(con, mode, output_dir, opts, suffix, stamp, result)
+            write_outputs(con, mode, output_dir, opts, suffix, stamp, result,
+                          report_writer(con, mode, opts, result))
             clock.lap("outputs")
         if recorder is not None:  # the compares row names the outputs: only now is it complete
             ctx = RecordContext(inp, opts, result, output_dir, started, framework)
@@ -198,6 +200,16 @@ def compute(inp: SingleInput, opts: Options, output_dir: Path, suffix: str,
     summarize(con, mode, result)
     clock.lap("summary")
     return con, mode, framework, result
+
+
+def report_writer(con: duckdb.DuckDBPyConnection, mode: str, opts: Options,
+                  result: CompareResult) -> dict[str, Callable[[Path], None]]:
+    """``--format html``: the report is drawn from this compare's connection (msq/report)."""
+    if "html" not in opts.formats:
+        return {}
+    from msq.report import write_compare_report  # lazy: only --format html loads the report
+
+    return {"html": lambda path: write_compare_report(con, mode, path, opts, result)}
 
 
 def summarize(con: duckdb.DuckDBPyConnection, mode: str, result: CompareResult) -> None:

@@ -8,7 +8,7 @@ import os
 import re
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 import duckdb
@@ -66,10 +66,11 @@ def ensure_output_dir(path: Path) -> None:
 
 
 def check_formats(formats: tuple[str, ...]) -> tuple[str, ...]:
-    bad = [f for f in formats if f not in WRITERS]
+    known = [*WRITERS, *UPPER_FORMATS]
+    bad = [f for f in formats if f not in known]
     if bad or not formats:
         raise UsageError(f"unknown output format(s) {', '.join(bad) or '(none)'}; "
-                         f"try one of: {', '.join(WRITERS)}")
+                         f"try one of: {', '.join(known)}")
     return formats
 
 
@@ -78,14 +79,22 @@ def result_view(mode: str) -> str:
 
 
 def write_outputs(con: duckdb.DuckDBPyConnection, mode: str, out_dir: Path, opts: Options,
-                  suffix: str, stamp: str, result: CompareResult) -> None:
-    """Write every requested output of one compare into ``out_dir``."""
+                  suffix: str, stamp: str, result: CompareResult,
+                  writers: Mapping[str, Callable[[Path], None]] | None = None) -> None:
+    """Write every requested output of one compare into ``out_dir``.
+
+    ``writers``: the writers of ``UPPER_FORMATS``, each a function of the file to write, handed
+    over by the caller (the pipeline).
+    """
     cols = columns_for(mode, opts.stack_mode)
     base = f"compare_result{suffix}_{stamp}"
     for fmt in check_formats(opts.formats):
         path = out_dir / f"{base}.{fmt}"
         with _writing(path):
-            WRITERS[fmt](con, mode, cols, path)
+            if fmt in WRITERS:
+                WRITERS[fmt](con, mode, cols, path)
+            else:
+                (writers or {})[fmt](path)
         result.files.append(path)
         log.info("Compare result is %s", path)
     if opts.auto_analyze:
@@ -124,6 +133,11 @@ Writer = Callable[[duckdb.DuckDBPyConnection, str, list[str], Path], None]
 #: One writer per ``--format``: a new output format is a module of msq/export/ and a line here.
 WRITERS: dict[str, Writer] = {"xlsx": _write_workbook, "csv": _write_csv,
                               "parquet": _write_parquet}
+
+#: Formats written by a layer above export, which hands its writer to write_outputs: ``html``,
+#: the report (msq/report), reads the compare's rows in the history's shape and its header
+#: (paths, flags, advisor), more than a Writer is given.
+UPPER_FORMATS = ("html",)
 
 
 @contextlib.contextmanager

@@ -1,0 +1,335 @@
+"""The report's data, without a browser: what a page would decode, checked against the history.
+
+Real compares of the shipped fixtures (and golden cases where present) are recorded into real
+DuckDB files; the report's payload is decoded here as the page decodes it (msq/report/payload.py
+describes the layout) and compared with ``result_rows``.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import hashlib
+import json
+import math
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from msq.cli import main
+
+REPO = Path(__file__).resolve().parents[2]
+DTYPES = {"f64": "<f8", "u32": "<u4", "u16": "<u2", "u8": "u1"}
+
+
+def decode_html(path: Path) -> tuple[dict[str, Any], dict[str, list[Any]]]:
+    """The payload inside a report: its JSON header and every row column as a list."""
+    text = path.read_text(encoding="utf-8")
+    found = re.search(r'<script type="application/octet-stream" id="msq-data">([A-Za-z0-9+/=]*)'
+                      r"</script>", text)
+    assert found, "no payload element"
+    blob = base64.b64decode(found.group(1))
+    assert blob[:4] == b"MSQR"
+    count = int.from_bytes(blob[4:8], "little")
+    lengths = [int.from_bytes(blob[8 + 4 * k:12 + 4 * k], "little") for k in range(count)]
+    offset, parts = 8 + 4 * count, []
+    for length in lengths:
+        parts.append(gzip.decompress(blob[offset:offset + length]))
+        offset += length
+    meta = json.loads(parts[0])
+    cols: dict[str, list[Any]] = {}
+    for name, spec in meta["row_columns"].items():
+        if spec["enc"] in DTYPES:
+            values = np.frombuffer(parts[spec["part"]], DTYPES[spec["enc"]]).tolist()
+            cols[name] = [spec["dict"][v] for v in values] if "dict" in spec else values
+        elif spec["enc"] == "list":
+            cols[name] = spec["values"]
+    for name, spec in meta["row_columns"].items():
+        if spec["enc"] == "same":
+            column = [None if None in parts else ".".join(parts)
+                      for parts in zip(*(cols[r] for r in spec["ref"]))]
+            for i, value in spec["except"]:
+                column[i] = value
+            cols[name] = column
+    assert all(len(v) == meta["rows"] for v in cols.values())
+    return meta, cols
+
+
+def msq(*args: str, cwd: Path | None = None, monkeypatch: pytest.MonkeyPatch | None = None,
+        code: int = 0) -> str:
+    if cwd is not None and monkeypatch is not None:
+        monkeypatch.chdir(cwd)
+    result = CliRunner().invoke(main, list(args), catch_exceptions=False)
+    assert result.exit_code == code, result.output
+    return result.output
+
+
+def history_rows(db: Path, compare_id: int) -> list[dict[str, Any]]:
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        rel = con.execute("SELECT * FROM result_rows WHERE compare_id = ? ORDER BY out_seq",
+                          [compare_id])
+        names = [d[0] for d in rel.description]
+        return [dict(zip(names, r)) for r in rel.fetchall()]
+    finally:
+        con.close()
+
+
+def expected_error(mode: str, row: dict[str, Any]) -> float | None:
+    """The documented error figure (docs/report.md), computed here from the history row."""
+    def num(v: Any) -> float | None:
+        return None if v is None else float(v)
+
+    if mode == "statistics":
+        parts = [abs(v) for v in (num(row["max_rel_pct"]), num(row["norm_rel_pct"]))
+                 if v is not None]
+        if not parts:
+            return None
+        return math.nan if any(math.isnan(p) for p in parts) else max(parts) / 100
+    if mode == "tensor":
+        cos = num(row["cosine"])
+        if cos is not None and not math.isnan(cos):
+            return max(0.0, 1.0 - cos)
+        return None if row["max_abs_err"] is None else abs(row["max_abs_err"])
+    if row["npu_md5"] is None or row["bench_md5"] is None:
+        return None
+    return float(row["npu_md5"] != row["bench_md5"])
+
+
+def same_number(a: float | None, b: float | None) -> bool:
+    if a is None or b is None:
+        return a is None and b is None
+    return (math.isnan(a) and math.isnan(b)) or a == b
+
+
+def check_rows(meta: dict[str, Any], cols: dict[str, list[Any]], db: Path) -> None:
+    """Every compare's rows in the payload are its result_rows, with the documented figure."""
+    for head in meta["compares"]:
+        want = history_rows(db, head["compare_id"])
+        got = range(head["start"], head["end"])
+        assert len(got) == len(want) == head["n_rows"]
+        for i, row in zip(got, want):
+            assert cols["out_seq"][i] == row["out_seq"]
+            assert cols["npu_name"][i] == row["npu_name"]
+            assert cols["bench_name"][i] == row["bench_name"]
+            assert cols["mark"][i] == row["mark"]
+            assert cols["mark_rules"][i] == row["mark_rules"]
+            assert bool(cols["failing"][i]) == bool(row["failing"])
+            figure = None if cols["err_none"][i] else cols["err"][i]
+            assert same_number(figure, expected_error(head["mode"], row)), (i, row["npu_name"])
+            for col in meta["columns"][head["mode"]]:
+                if col["kind"] != "text":
+                    shown = cols[col["key"] + "__show"][i]
+                    text = row.get(col["key"] + "_text")
+                    assert shown == (text if text is not None else
+                                     ("" if row[col["key"]] is None else None))
+                    if row[col["key"]] is not None:
+                        assert same_number(cols[col["key"]][i], row[col["key"]])
+                else:
+                    assert cols[col["key"]][i] == row[col["key"]]
+
+
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def stat_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("stat") / "out"
+    CliRunner().invoke(main, ["compare", str(REPO / "fixtures/stat/compare.json"), "-o", str(out),
+                              "--format", "xlsx,html", "-q"], catch_exceptions=False)
+    return out
+
+
+def test_compare_and_history_reports_hold_the_recorded_rows(stat_run: Path,
+                                                             tmp_path: Path) -> None:
+    (live,) = stat_run.glob("compare_result_*.html")
+    db = stat_run / "msq.duckdb"
+    msq("report", "--db", str(db), "-o", str(tmp_path / "h.html"))
+    live_meta, live_cols = decode_html(live)
+    hist_meta, hist_cols = decode_html(tmp_path / "h.html")
+    hist_meta["compares"][0]["compare_id"] = 1
+    check_rows(hist_meta, hist_cols, db)
+    # the live compare builds the same rows before recording them
+    assert live_cols.keys() == hist_cols.keys()
+    for name in live_cols:
+        assert [str(v) for v in live_cols[name]] == [str(v) for v in hist_cols[name]], name
+    def without_id(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [{k: v for k, v in f.items() if k != "compare_id"} for f in items]
+
+    assert without_id(live_meta["findings"]) == without_id(hist_meta["findings"])
+    assert without_id(live_meta["divergence"]) == without_id(hist_meta["divergence"])
+    assert live_meta["columns"] == hist_meta["columns"]
+    for key in ("n_rows", "n_red", "n_yellow", "suspect", "suspect_line", "npu_path", "advice"):
+        assert live_meta["compares"][0][key] == hist_meta["compares"][0][key], key
+
+
+def test_the_page_is_self_contained_and_its_scripts_are_pinned(stat_run: Path) -> None:
+    (page,) = stat_run.glob("compare_result_*.html")
+    text = page.read_text(encoding="utf-8")
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:|//)""", text)
+    assert "@import" not in text and "url(http" not in text
+    policy = re.search(r'http-equiv="Content-Security-Policy" content="([^"]*)"', text).group(1)
+    assert "default-src 'none'" in policy
+    scripts = re.findall(r"<script>(.*?)</script>", text, flags=re.DOTALL)
+    assert len(scripts) == 2  # uPlot and the page's own script; the data is not a script
+    for body in scripts:
+        digest = base64.b64encode(hashlib.sha256(body.encode()).digest()).decode()
+        assert f"'sha256-{digest}'" in policy
+    assert "uPlot" in scripts[0] and "v1.6.32" in scripts[0]
+
+
+def test_findings_name_the_rule_and_the_worst_rows(stat_run: Path) -> None:
+    (page,) = stat_run.glob("compare_result_*.html")
+    meta, _ = decode_html(page)
+    db = stat_run / "msq.duckdb"
+    rows = history_rows(db, 1)
+    by_rule: dict[tuple[str | None, str], list[dict[str, Any]]] = {}
+    for row in rows:
+        for rule in (row["mark_rules"] or "").split(","):
+            if rule.strip():
+                by_rule.setdefault((row["mark"], rule.strip()), []).append(row)
+        if row["failing"]:
+            by_rule.setdefault((None, "advisor: " + row["result"]), []).append(row)
+    got: dict[tuple[str | None, str], list[int]] = {}
+    for f in meta["findings"]:
+        got.setdefault((f["mark"], f["rule"]), []).append(f["out_seq"])
+        assert f["n_rule"] == len(by_rule[(f["mark"], f["rule"])])
+    assert set(got) == set(by_rule)
+
+    def worst(r: dict[str, Any]) -> tuple[float, int]:
+        e = expected_error("statistics", r)
+        return (-math.inf if e is None else (math.inf if math.isnan(e) else e), -r["out_seq"])
+
+    for key, seqs in got.items():
+        want = sorted(by_rule[key], key=worst, reverse=True)[:5]
+        assert seqs == [r["out_seq"] for r in want], key
+
+
+@pytest.mark.parametrize("case, mode", [("fixtures/tensor", "tensor"), ("golden/mlp_md5_L1", "md5"),
+                                        ("golden/tfm_tensor_L1", "tensor")])
+def test_error_figure_of_each_mode(case: str, mode: str, request: pytest.FixtureRequest,
+                                   tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    if case.startswith("golden/"):
+        where = request.getfixturevalue("golden") / case.split("/")[1]
+        spec = "expected/default/compare.json"
+    else:
+        where, spec = REPO / case, "compare.json"
+    out = tmp_path / "out"
+    msq("compare", spec, "-o", str(out), "--format", "html", "-q", cwd=where,
+        monkeypatch=monkeypatch)
+    (page,) = out.glob("compare_result_*.html")
+    meta, cols = decode_html(page)
+    assert meta["compares"][0]["mode"] == mode
+    meta["compares"][0]["compare_id"] = 1
+    check_rows(meta, cols, out / "msq.duckdb")
+    figures = [e for e, none in zip(cols["err"], cols["err_none"]) if not none]
+    assert figures and any(e > 0 for e in figures)
+
+
+def _ranks_history(tmp: Path, labels: list[str | None]) -> Path:
+    out = tmp / "out"
+    for label in labels:
+        args = ["compare", str(REPO / "fixtures/ranks/compare.json"), "-o", str(out), "-q"]
+        msq(*args, *(["--label", label] if label else []))
+    return out / "msq.duckdb"
+
+
+def test_which_compares_a_history_report_shows(tmp_path: Path) -> None:
+    db = _ranks_history(tmp_path, ["a", "a", "b", None])   # compares 1-2, 3-4 (a), 5-6, 7-8
+    page = tmp_path / "r.html"
+
+    def shown(*args: str) -> set[int]:
+        msq("report", "--db", str(db), "-o", str(page), *args)
+        return {c["compare_id"] for c in decode_html(page)[0]["compares"]}
+
+    assert shown("--label", "a") == {3, 4}        # the newest of each rank: a re-run replaces
+    assert shown("--label", "b") == {5, 6}
+    assert shown("--compare", "2") == {2}
+    assert shown() == {7, 8}                       # the newest compare's run (unlabelled, same -o)
+    meta = decode_html(page)[0]
+    assert meta["title"] == "statistics run: 1 step x 2 ranks"
+    assert [(c["step"], c["rank"]) for c in meta["compares"]] == [(0, 0), (0, 1)]
+    first, second = meta["compares"]
+    assert first["start"] == 0 and second["start"] == first["end"]
+
+
+def test_report_errors_are_one_line(tmp_path: Path) -> None:
+    db = _ranks_history(tmp_path, ["a"])
+    out = str(tmp_path / "r.html")
+    text = msq("report", "--db", str(db), "--compare", "9", "-o", out, code=1)
+    assert text.strip() == (f"msq: error: {db}: no compare 9 recorded; "
+                            f"`msq runs --db {db}` lists them")
+    text = msq("report", "--db", str(db), "--label", "zz", "-o", out, code=1)
+    assert "no compare recorded with label 'zz'" in text and text.count("\n") == 1
+    text = msq("report", "--db", str(db), "--label", "a", "--compare", "1", "-o", out, code=2)
+    assert "give --compare or --label, not both" in text
+    text = msq("report", "--db", str(db), "-o", str(tmp_path / "no" / "r.html"), code=1)
+    assert "cannot write the report" in text and text.count("\n") == 1
+    text = msq("report", "--db", str(tmp_path / "none.duckdb"), "-o", out, code=1)
+    assert "no history database here" in text
+    assert not (tmp_path / "r.html").exists()
+
+
+def test_without_blame_the_advisor_suspect_is_where_the_error_enters(stat_run: Path) -> None:
+    (page,) = stat_run.glob("compare_result_*.html")
+    meta, cols = decode_html(page)
+    assert meta["blame"] is False and meta["local_sources"] == []
+    assert not any(k.startswith("blame_") for k in cols)
+    head = meta["compares"][0]
+    advisor = next(stat_run.glob("advisor_*.txt")).read_text()
+    assert f"Line: {head['suspect_line']}\nSuspect Nodes: {head['suspect']}\n" in advisor
+    assert f"Expert Advice: {head['advice']}" in advisor
+    assert meta["divergence"][0]["out_seq"] <= head["suspect_line"]
+
+
+def test_a_blame_relation_on_issue_13s_contract_is_used(stat_run: Path, tmp_path: Path) -> None:
+    """When the history holds a ``blame`` view (issue 13's contract), its output error is the
+    figure and its local sources, worst first, are where the error enters. The view here is
+    written by hand on the contract's columns; the blame issue provides the real one."""
+    db = tmp_path / "blame.duckdb"
+    shutil.copy(stat_run / "msq.duckdb", db)
+    con = duckdb.connect(str(db))
+    con.execute("""CREATE VIEW blame AS
+      SELECT r.compare_id, c.rank, c.step, r.npu_name, 0.001 AS input_err,
+             0.01 * (r.out_seq + 1) AS output_err, 10.0 * (r.out_seq + 1) AS amplification,
+             CASE WHEN r.out_seq IN (158, 235) THEN 'local' WHEN r.out_seq > 158 THEN 'inherited'
+                  ELSE 'clean' END AS verdict,
+             CASE r.out_seq WHEN 235 THEN 1 WHEN 158 THEN 2 END AS blame_rank
+      FROM result_rows r JOIN compares c USING (compare_id)
+      WHERE r.kind = 'matched'""")
+    con.close()
+    page = tmp_path / "r.html"
+    msq("report", "--db", str(db), "-o", str(page))
+    meta, cols = decode_html(page)
+    assert meta["blame"] is True
+    assert [s["out_seq"] for s in meta["local_sources"]] == [235, 158]
+    assert meta["local_sources"][0]["amplification"] == 2360.0
+    i = cols["out_seq"].index(158)
+    assert cols["blame_verdict"][i] == "local" and cols["err"][i] == pytest.approx(1.59)
+    assert cols["err_kind"][i] == "blame output error"
+    assert meta["rows"] == history_rows(db, 1).__len__()
+
+
+@pytest.mark.parametrize("ci", ["", "true"])
+def test_browser_tests_skip_without_chromium_but_fail_in_ci(ci: str, tmp_path: Path) -> None:
+    """Without Chromium the browser tests skip, with the reason; under CI they fail."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "MSQ_CHROMIUM": str(tmp_path / "no-chromium"), "CI": ci}
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-n", "0", "-rsf", "-p", "no:cacheprovider",
+         "tests/report/test_browser.py::test_script_in_op_names_shows_as_text"],
+        check=False, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert "Chromium not found" in proc.stdout, proc.stdout
+    if ci:
+        assert proc.returncode == 1 and "1 error" in proc.stdout, proc.stdout
+    else:
+        assert proc.returncode == 0 and "1 skipped" in proc.stdout, proc.stdout
