@@ -6,7 +6,7 @@ report's SQL (``sql/report/``) reads:
 - ``rep_compares(compare_id, mode, label, step, rank, ord)``: the compares shown, ``ord`` their
   display order (step, rank);
 - ``rep_rows``: their output rows, in the history's ``result_rows`` shape (a live compare builds
-  the same rows with ``sql/history_record/hist_rows_<mode>.sql`` before recording them);
+  the same rows with ``sql/history/record/hist_rows_<mode>.sql`` before recording them);
 - ``rep_blame(compare_id, npu_name, input_err, output_err, amplification, verdict, blame_rank)``:
   the blame verdicts (issue 13) when a ``blame`` table or view exists, else empty.
 
