@@ -289,7 +289,8 @@
       points: { show: true, size, width: 0, fill: color, stroke: color },
     });
     const opts = {
-      width: Math.max(320, host.clientWidth), height: 360,
+      width: Math.max(320, host.clientWidth), height: 380,
+      padding: [22, 12, 0, 0],  // room above the plot for the pass labels
       legend: { show: false },
       cursor: { x: false, y: false, points: { show: false }, drag: { x: true, y: false } },
       scales: { x: { time: false }, y: { distr: 3, range: [lanes.none / 2.5, lanes.bad * 2.5] } },
@@ -396,11 +397,12 @@
   }
 
   function drawPassLabels(u, runs) {
-    // over the points, with a white halo: the pass of each stretch of the execution order
-    const ctx = u.ctx, dpr = devicePixelRatio || 1, top = u.bbox.top;
+    // above the plot: the pass of each stretch of the execution order
+    const ctx = u.ctx, dpr = devicePixelRatio || 1, top = u.bbox.top - 17 * dpr;
     ctx.save();
     ctx.font = `${11 * dpr}px system-ui, sans-serif`;
     ctx.textBaseline = 'top';
+    ctx.textAlign = 'left';  // uPlot leaves its axes' alignment set
     for (const r of runs) {
       const x0 = Math.max(u.bbox.left, u.valToPos(r.x0 - 0.5, 'x', true));
       const x1 = Math.min(u.bbox.left + u.bbox.width, u.valToPos(r.x1 + 0.5, 'x', true));
@@ -422,6 +424,8 @@
     ctx.strokeStyle = '#111';
     ctx.fillStyle = '#111';
     ctx.font = `bold ${11 * dpr}px system-ui, sans-serif`;
+    ctx.textAlign = 'left';
+    ctx.textBaseline = 'alphabetic';
     for (const r of rings.slice(0, 50)) {
       const x = u.valToPos(S.cols.out_seq.arr[r.i], 'x', true), y = u.valToPos(plotY(r.i, lanes), 'y', true);
       if (x < u.bbox.left || x > u.bbox.left + u.bbox.width) continue;
