@@ -48,7 +48,7 @@ class PairTables:
     result: pa.Table                    # result_<mode>: the output rows, out_seq order
     marks: pa.Table | None              # marks (red / yellow and the rules); None in md5 mode
     settings: pa.Table                  # the one settings row (stack, cross_framework, ...)
-    row_ops: pa.Table | None            # hist_row_ops: out_seq -> op_name (when recording)
+    row_ops: pa.Table | None            # hist_row_ops: out_seq -> op_name (history, html)
     logs: list[logging.LogRecord] = field(default_factory=list)
     node: str = ""                      # where it ran (set by the Ray engine)
 
@@ -93,8 +93,9 @@ def _compute(job: PairJob, opts: Options, output_dir: Path) -> PairTables:
             result=_arrow(con, f"SELECT * FROM result_{mode}"),
             marks=_arrow(con, "SELECT * FROM marks") if mode != "md5" else None,
             settings=_arrow(con, "SELECT * FROM settings"),
+            # each row's op: the history's rows and the HTML report's are keyed by it
             row_ops=_arrow(con, db.sql_file("history/record/hist_row_ops.sql").body)
-            if opts.record else None)
+            if opts.record or "html" in opts.formats else None)
     finally:
         if early is not None:
             early.cancel()

@@ -23,6 +23,7 @@ from msq.config import Options, SingleInput
 from msq.export.outputs import write_outputs
 from msq.history import RecordContext, compare_row, resolve_db_path
 from msq.history.run_recorder import RunRecorder
+from msq.pipeline import report_writer
 from msq.result import CompareResult
 
 if TYPE_CHECKING:
@@ -67,7 +68,7 @@ class RunWriter:
             else:
                 stamp = time.strftime("%Y%m%d%H%M%S", time.localtime(tables.started))
                 write_outputs(self.con, mode, self.output_dir, self.opts, job.suffix, stamp,
-                              result)
+                              result, report_writer(self.con, mode, self.opts, result))
             if self.history is not None:
                 ctx = RecordContext(SingleInput(job.npu[0], job.bench[0], job.npu[1]), self.opts,
                                     result, self.output_dir, tables.started, tables.framework)

@@ -86,7 +86,7 @@ def live_source(con: duckdb.DuckDBPyConnection, mode: str, result: CompareResult
         The source; its connection is a cursor of ``con`` that the caller closes.
     """
     cur = con.cursor()
-    rows_sql = prepare_rows(cur, mode)
+    rows_sql = _rows_sql(cur, mode)
     have = {d[0] for d in cur.execute(f"SELECT * FROM ({rows_sql}) LIMIT 0").description}
     # the mode's rows hold the mode's columns; the others are NULL, as in result_rows
     select = ", ".join(f'"{name}"' if name in have else f'NULL::{dtype} AS "{name}"'
@@ -98,6 +98,24 @@ def live_source(con: duckdb.DuckDBPyConnection, mode: str, result: CompareResult
     _create_compares(cur, [header])
     blame = _create_blame(cur, _find_relation(cur, BLAME), live_id=0)
     return ReportSource(cur, [header], "compare", blame=blame, owns_connection=True)
+
+
+def _rows_sql(cur: duckdb.DuckDBPyConnection, mode: str) -> str:
+    """The SELECT of the compare's rows in the history's shape (the recorder's own SQL).
+
+    A directory compare's driver (msq/run_writer.py) holds each row's op as the table
+    ``hist_row_ops``, shipped with the pair's tables; a single compare derives it from its
+    matching tables.
+    """
+    if _find_relation(cur, "hist_row_ops") is None:
+        return prepare_rows(cur, mode)
+    db.run_schema(cur, "history/record/macros")
+    source = db.sql_file(f"history/record/hist_source_{mode}.sql")
+    try:
+        cur.execute(f"CREATE OR REPLACE TEMP VIEW hist_result AS {source.body}")
+    except duckdb.Error as err:
+        raise SqlFileError(f"{source.origin}: {err}") from err
+    return db.sql_file(f"history/record/hist_rows_{mode}.sql").body
 
 
 @lru_cache(maxsize=1)

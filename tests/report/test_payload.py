@@ -259,6 +259,32 @@ def test_which_compares_a_history_report_shows(tmp_path: Path) -> None:
     assert first["start"] == 0 and second["start"] == first["end"]
 
 
+@pytest.mark.parametrize("record", [True, False])
+def test_a_directory_compare_writes_one_report_per_pair(record: bool, tmp_path: Path) -> None:
+    """The driver of a directory compare (msq/run_writer.py) writes each pair's page from the
+    pair's shipped tables: the same rows as its history record, with or without a history."""
+    def run(out: Path, *extra: str) -> None:
+        msq("compare", str(REPO / "fixtures/ranks/compare.json"), "-o", str(out),
+            "--format", "xlsx,html", "-q", *extra)
+
+    out = tmp_path / "out"
+    run(out, *([] if record else ["--no-history"]))
+    pages = sorted(out.glob("compare_result_*.html"))
+    assert [p.name.split("_")[2] for p in pages] == ["rank0-rank0", "rank1-rank1"]
+    db = out / "msq.duckdb"
+    if not record:
+        assert not db.exists()
+        db = tmp_path / "h.duckdb"  # the same compare recorded elsewhere, to check against
+        run(tmp_path / "again", "--db", str(db))
+    for compare_id, page in enumerate(pages, start=1):
+        meta, cols = decode_html(page)
+        (head,) = meta["compares"]
+        assert head["rank"] == compare_id - 1
+        head["compare_id"] = compare_id
+        check_rows(meta, cols, db)
+        assert None not in cols["op_name"]
+
+
 def test_report_errors_are_one_line(tmp_path: Path) -> None:
     db = _ranks_history(tmp_path, ["a"])
     out = str(tmp_path / "r.html")
