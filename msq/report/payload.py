@@ -78,7 +78,7 @@ CELLS: dict[str, dict[str, tuple[str, str]]] = {
 # what every row carries besides its workbook cells
 _ROW_EXTRAS = ("out_seq", "op_name", "arg", "kind", "mark", "mark_rules", "failing", "err",
                "err_kind", "direction", "io", "blame_verdict", "blame_input_err",
-               "blame_amplification", "blame_rank")
+               "blame_amplification", "blame_rank", "blame_reason")
 
 
 @dataclass
@@ -211,7 +211,8 @@ def _records(con: duckdb.DuckDBPyConnection, sql: str) -> list[dict[str, Any]]:
 
 def _local_sources(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
     return _records(con, "SELECT compare_id, out_seq, row_name, blame_input_err AS input_err, "
-                         "err AS output_err, blame_amplification AS amplification, blame_rank "
+                         "err AS output_err, blame_amplification AS amplification, blame_rank, "
+                         "blame_reason AS reason "
                          "FROM report_rows WHERE blame_verdict = 'local' "
                          "ORDER BY blame_rank NULLS LAST, ord, out_seq LIMIT 20")
 

@@ -7,8 +7,9 @@ report's SQL (``sql/report/``) reads:
   display order (step, rank);
 - ``rep_rows``: their output rows, in the history's ``result_rows`` shape (a live compare builds
   the same rows with ``sql/history/record/hist_rows_<mode>.sql`` before recording them);
-- ``rep_blame(compare_id, npu_name, input_err, output_err, amplification, verdict, blame_rank)``:
-  the blame verdicts (issue 13) when a ``blame`` table or view exists, else empty.
+- ``rep_blame(compare_id, out_seq, input_err, output_err, amplification, verdict, blame_rank,
+  reason)``: the blame verdicts (issue 13, docs/schema.md) when a ``blame`` table or view
+  exists, else empty.
 
 The compares' headers (paths, flags, counts, the advisor's suspect and advice) travel beside
 them as plain dicts.
@@ -38,12 +39,12 @@ if TYPE_CHECKING:
 log = logging.getLogger("msq")
 
 BLAME = "blame"
-BLAME_COLUMNS = ("compare_id", "npu_name", "input_err", "output_err", "amplification", "verdict",
+BLAME_COLUMNS = ("compare_id", "out_seq", "input_err", "output_err", "amplification", "verdict",
                  "blame_rank")
-_EMPTY_BLAME = ("SELECT NULL::BIGINT AS compare_id, NULL::VARCHAR AS npu_name, "
+_EMPTY_BLAME = ("SELECT NULL::BIGINT AS compare_id, NULL::BIGINT AS out_seq, "
                 "NULL::DOUBLE AS input_err, NULL::DOUBLE AS output_err, "
                 "NULL::DOUBLE AS amplification, NULL::VARCHAR AS verdict, "
-                "NULL::BIGINT AS blame_rank WHERE false")
+                "NULL::BIGINT AS blame_rank, NULL::VARCHAR AS reason WHERE false")
 # the compares columns a report header shows (the history's names; a live compare fills the same)
 HEADER_COLUMNS = ("compare_id", "started_at", "seconds", "label", "mode", "framework", "compat",
                   "fuzzy", "stack", "auto_analyze", "cross_framework", "data_mapping",
@@ -281,7 +282,8 @@ def _advice_from_file(files: list[str]) -> str | None:
         except (OSError, UnicodeDecodeError):
             return None
         _, found, advice = text.partition("Expert Advice: ")
-        return advice.rstrip("\n") if found else None
+        # one line: what follows it (blame's lines in the default mode) the report shows itself
+        return advice.partition("\n")[0] if found else None
     return None
 
 
@@ -338,11 +340,13 @@ def _create_blame(con: duckdb.DuckDBPyConnection, relation: str | None,
                         "suspect", ", ".join(missing))
         else:
             cid = "compare_id" if "compare_id" in cols else f"{live_id}::BIGINT"
-            body = (f"SELECT {cid} AS compare_id, npu_name, input_err::DOUBLE AS input_err, "
-                    "output_err::DOUBLE AS output_err, amplification::DOUBLE AS amplification, "
-                    "verdict::VARCHAR AS verdict, blame_rank::BIGINT AS blame_rank "
+            reason = "reason::VARCHAR" if "reason" in cols else "NULL::VARCHAR"
+            body = (f"SELECT {cid} AS compare_id, out_seq::BIGINT AS out_seq, "
+                    "input_err::DOUBLE AS input_err, output_err::DOUBLE AS output_err, "
+                    "amplification::DOUBLE AS amplification, verdict::VARCHAR AS verdict, "
+                    f"blame_rank::BIGINT AS blame_rank, {reason} AS reason "
                     f"FROM {relation} "
-                    f"QUALIFY row_number() OVER (PARTITION BY {cid}, npu_name "
+                    f"QUALIFY row_number() OVER (PARTITION BY {cid}, out_seq "
                     "ORDER BY blame_rank NULLS LAST) = 1")
     con.execute(f"CREATE OR REPLACE TEMP VIEW rep_blame AS {body}")
     return body is not _EMPTY_BLAME

@@ -38,7 +38,7 @@ SELECT
   CASE WHEN f.arg LIKE 'input%' THEN 'input' WHEN f.arg LIKE 'output%' THEN 'output'
        ELSE 'other' END AS io,
   b.verdict AS blame_verdict, b.input_err AS blame_input_err,
-  b.amplification AS blame_amplification, b.blame_rank
+  b.amplification AS blame_amplification, b.blame_rank, b.reason AS blame_reason
 FROM figured f
-LEFT JOIN rep_blame b ON b.compare_id = f.compare_id AND b.npu_name = f.npu_name
+LEFT JOIN rep_blame b ON b.compare_id = f.compare_id AND b.out_seq = f.out_seq
 ORDER BY f.ord, f.out_seq

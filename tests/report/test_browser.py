@@ -239,3 +239,54 @@ def test_script_in_op_names_shows_as_text(tmp_path: Path, open_report: Any,
     assert report.page.locator("script").count() == 3
     assert report.page.locator("img, #pwned").count() == 0
     assert report.errors == [], report.console
+
+
+# a blame view on issue 13's contract (docs/schema.md), written by hand over a real history
+HAND_BLAME = """CREATE VIEW blame AS
+  SELECT r.compare_id, r.out_seq, r.npu_name, 0.001 AS input_err,
+         0.01 * (r.out_seq + 1) AS output_err, 10.0 * (r.out_seq + 1) AS amplification,
+         CASE WHEN r.out_seq IN (158, 235) THEN 'local' WHEN r.out_seq > 158 THEN 'inherited'
+              ELSE 'clean' END AS verdict,
+         CASE r.out_seq WHEN 235 THEN 1 WHEN 158 THEN 2 END AS blame_rank,
+         'reason of ' || r.out_seq AS reason
+  FROM result_rows r
+  WHERE r.kind = 'matched'"""
+
+
+def test_blame_marks_local_sources_and_filters_them(tmp_path: Path, open_report: Any,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    out = tmp_path / "out"
+    run_msq(["compare", str(REPO / "fixtures/stat/compare.json"), "-o", str(out), "-q"], tmp_path,
+            monkeypatch)
+    con = duckdb.connect(str(out / "msq.duckdb"))
+    con.execute(HAND_BLAME)
+    want = {v: [(s, n) for s, n in con.execute(
+        "SELECT out_seq, npu_name FROM blame WHERE verdict = ? ORDER BY out_seq", [v]).fetchall()]
+        for v in ("local", "inherited", "clean")}
+    coloured = {r[0] for r in con.execute(
+        "SELECT out_seq FROM result_rows WHERE mark IS NOT NULL OR failing").fetchall()}
+    con.close()
+    html = tmp_path / "blame.html"
+    run_msq(["report", "--db", str(out / "msq.duckdb"), "-o", str(html)], tmp_path, monkeypatch)
+    report = open_report(html)
+    # the header and the findings name the worst local source first; the chart rings both
+    enters = report.page.text_content("#enters")
+    assert "blame: local sources" in enters
+    assert enters.index(want["local"][1][1]) < enters.index(want["local"][0][1])  # rank 1: 235
+    assert "blame" in report.page.text_content("#findings .card.blame")
+    # the unmarked rows whose error their inputs explain: a series of their own
+    plain_inherited = [s for s, _ in want["inherited"] if s not in coloured]
+    assert report.state("S.chart.data[0].filter((x, k) => S.chart.data[3][k] !== null)") \
+        == plain_inherited
+    rings = report.page.evaluate("""() => { const S = window.msqReport.state;
+      const c = S.meta.compares[S.sel]; const v = S.cols.blame_verdict; const out = [];
+      for (let i = c.start; i < c.end; i++) if (v.text(i) === 'local') out.push(S.cols.out_seq.arr[i]);
+      return out; }""")
+    assert rings == [s for s, _ in want["local"]]
+    for verdict, rows in want.items():
+        report.page.select_option("#f-blame", verdict)
+        assert [(int(s), n) for s, n in report.page.evaluate(SHOWN_ROWS)] == rows, verdict
+    report.page.select_option("#f-blame", "local")
+    report.page.screenshot(path=str(tmp_path / "blame.png"), full_page=True)
+    click_point(report, want["local"][0][0])
+    assert report.errors == [], report.console

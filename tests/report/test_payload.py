@@ -322,11 +322,12 @@ def test_a_blame_relation_on_issue_13s_contract_is_used(stat_run: Path, tmp_path
     shutil.copy(stat_run / "msq.duckdb", db)
     con = duckdb.connect(str(db))
     con.execute("""CREATE VIEW blame AS
-      SELECT r.compare_id, c.rank, c.step, r.npu_name, 0.001 AS input_err,
+      SELECT r.compare_id, c.rank, c.step, r.out_seq, r.npu_name, 0.001 AS input_err,
              0.01 * (r.out_seq + 1) AS output_err, 10.0 * (r.out_seq + 1) AS amplification,
              CASE WHEN r.out_seq IN (158, 235) THEN 'local' WHEN r.out_seq > 158 THEN 'inherited'
                   ELSE 'clean' END AS verdict,
-             CASE r.out_seq WHEN 235 THEN 1 WHEN 158 THEN 2 END AS blame_rank
+             CASE r.out_seq WHEN 235 THEN 1 WHEN 158 THEN 2 END AS blame_rank,
+             'why ' || r.out_seq AS reason
       FROM result_rows r JOIN compares c USING (compare_id)
       WHERE r.kind = 'matched'""")
     con.close()
@@ -336,9 +337,16 @@ def test_a_blame_relation_on_issue_13s_contract_is_used(stat_run: Path, tmp_path
     assert meta["blame"] is True
     assert [s["out_seq"] for s in meta["local_sources"]] == [235, 158]
     assert meta["local_sources"][0]["amplification"] == 2360.0
+    assert meta["local_sources"][0]["reason"] == "why 235"
     i = cols["out_seq"].index(158)
     assert cols["blame_verdict"][i] == "local" and cols["err"][i] == pytest.approx(1.59)
     assert cols["err_kind"][i] == "blame output error"
+    assert cols["blame_reason"][i] == "why 158"
+    verdicts = [cols["blame_verdict"][cols["out_seq"].index(r["out_seq"])]
+                for r in history_rows(db, 1)]
+    assert verdicts == [None if r["kind"] != "matched" else "local" if r["out_seq"] in (158, 235)
+                        else "inherited" if r["out_seq"] > 158 else "clean"
+                        for r in history_rows(db, 1)]
     assert meta["rows"] == history_rows(db, 1).__len__()
 
 

@@ -3,7 +3,7 @@
  * or canvas text: never into innerHTML. See msq/report/payload.py for the payload layout. */
 'use strict';
 (function () {
-  const RED = '#d7263d', YELLOW = '#e0a800', FAILING = '#e8590c', PLAIN = '#3a6ea5', NOFIG = '#a9b1ba';
+  const RED = '#d7263d', YELLOW = '#e0a800', FAILING = '#e8590c', PLAIN = '#3a6ea5', NOFIG = '#a9b1ba', INHERITED = '#9b59b6';
   const MARK_COLORS = { red: RED, yellow: YELLOW };
 
   // ------------------------------------------------------------------------------ helpers
@@ -115,7 +115,7 @@
   // ------------------------------------------------------------------------------ state
   const S = {
     meta: null, cols: null, sel: 0, view: null, pos: null, rowHeight: 24, focus: -1,
-    filter: { text: '', mark: 'all', dir: 'all', io: 'all' }, sort: { key: null, desc: false },
+    filter: { text: '', mark: 'all', dir: 'all', io: 'all', blame: 'all' }, sort: { key: null, desc: false },
     chart: null, trend: null, heat: null, lower: null,
   };
 
@@ -271,15 +271,17 @@
     const n = c.end - c.start;
     const lanes = lanesOf(c);
     const xs = new Array(n), red = new Array(n).fill(null), yellow = new Array(n).fill(null),
-      failing = new Array(n).fill(null), plain = new Array(n).fill(null), nofig = new Array(n).fill(null);
+      failing = new Array(n).fill(null), plain = new Array(n).fill(null), nofig = new Array(n).fill(null),
+      inherited = new Array(n).fill(null);
     const mark = S.cols.mark, seq = S.cols.out_seq.arr, fails = S.cols.failing.arr;
-    const counts = { red: 0, yellow: 0, failing: 0, plain: 0, nofig: 0 };
+    const counts = { red: 0, yellow: 0, failing: 0, plain: 0, nofig: 0, inherited: 0 };
+    const verdict = S.meta.blame ? S.cols.blame_verdict : null;
     for (let k = 0; k < n; k++) {
       const i = c.start + k;
       xs[k] = seq[i];
       const y = plotY(i, lanes);
       const mk = mark.text(i);
-      if (mk === 'red') { red[k] = y; counts.red++; } else if (mk === 'yellow') { yellow[k] = y; counts.yellow++; } else if (fails[i]) { failing[k] = y; counts.failing++; } else if (errState(i) === 'none') { nofig[k] = y; counts.nofig++; } else { plain[k] = y; counts.plain++; }
+      if (mk === 'red') { red[k] = y; counts.red++; } else if (mk === 'yellow') { yellow[k] = y; counts.yellow++; } else if (fails[i]) { failing[k] = y; counts.failing++; } else if (errState(i) === 'none') { nofig[k] = y; counts.nofig++; } else if (verdict && verdict.text(i) === 'inherited') { inherited[k] = y; counts.inherited++; } else { plain[k] = y; counts.plain++; }
     }
     const bands = directionRuns(c);
     const rings = ringRows(c);
@@ -301,7 +303,7 @@
           values: (u, splits) => splits.map((v) => laneLabel(v, lanes)) },
       ],
       series: [{}, pointSeries('no error figure', NOFIG), pointSeries('unmarked', PLAIN),
-        pointSeries("advisor's failing test", FAILING), pointSeries('yellow', YELLOW), pointSeries('red', RED)],
+        pointSeries('inherited (blame)', INHERITED), pointSeries("advisor's failing test", FAILING), pointSeries('yellow', YELLOW), pointSeries('red', RED)],
       hooks: {
         drawClear: [(u) => drawBands(u, bands, lanes)],
         draw: [(u) => drawPassLabels(u, bands), (u) => drawRings(u, rings, lanes), () => {
@@ -310,9 +312,9 @@
         }],
       },
     };
-    S.chart = new uPlot(opts, [xs, nofig, plain, failing, yellow, red], host);
+    S.chart = new uPlot(opts, [xs, nofig, plain, inherited, failing, yellow, red], host);
     S.chart.msqRows = { start: c.start, xs, lanes };
-    host.dataset.points = String(counts.red + counts.yellow + counts.failing + counts.plain + counts.nofig);
+    host.dataset.points = String(counts.red + counts.yellow + counts.failing + counts.plain + counts.nofig + counts.inherited);
     host.dataset.rows = String(n);
     S.chart.over.addEventListener('mousemove', (e) => chartHover(e));
     S.chart.over.addEventListener('mouseleave', hideTip);
@@ -444,7 +446,8 @@
       el('span', null, dot(RED), `red (${counts.red.toLocaleString('en-US')})`),
       el('span', null, dot(YELLOW), `yellow (${counts.yellow.toLocaleString('en-US')})`),
       el('span', null, dot(FAILING), `unmarked, failing the advisor's test (${counts.failing.toLocaleString('en-US')})`),
-      el('span', null, dot(PLAIN), `unmarked, passing (${counts.plain.toLocaleString('en-US')})`),
+      el('span', null, dot(PLAIN), `unmarked, passing${S.meta.blame ? ', not inherited' : ''} (${counts.plain.toLocaleString('en-US')})`),
+      S.meta.blame ? el('span', null, dot(INHERITED), `unmarked, passing, error inherited from its inputs (blame) (${counts.inherited.toLocaleString('en-US')})`) : '',
       el('span', null, dot(NOFIG), `no error figure, lane n/a (${counts.nofig.toLocaleString('en-US')})`),
     ];
     if (rings.length) items.push(el('span', null, el('span', { class: 'ring' }), S.meta.blame ? 'local source (blame)' : "advisor's first suspect"));
@@ -504,6 +507,8 @@
     for (const col of columnsOf(c)) if (keys.includes(col.label)) lines.push(el('div', { text: `${col.label}: ${cellText(col, i)}` }));
     if (S.meta.blame && cols.blame_verdict.text(i)) {
       lines.push(el('div', { text: `blame: ${cols.blame_verdict.text(i)} · input ${fmtNum(cols.blame_input_err.arr[i])} → output ${fmtNum(cols.err.arr[i])} (×${fmtNum(cols.blame_amplification.arr[i])})` }));
+      const why = cols.blame_reason.text(i);
+      if (why) lines.push(el('div', { class: 'muted', text: why }));
     }
     return lines;
   }
@@ -608,10 +613,11 @@
       select('f-mark', 'Mark', [['all', 'all'], ['red', 'red'], ['yellow', 'yellow'], ['marked', 'red or yellow'], ['failing', "advisor's failing test"], ['none', 'unmarked']], 'mark'),
       select('f-dir', 'Pass', [['all', 'all'], ['forward', 'forward'], ['backward', 'backward']], 'dir'),
       select('f-io', 'Arg', [['all', 'all'], ['input', 'input'], ['output', 'output']], 'io'),
+      S.meta.blame ? select('f-blame', 'Blame', [['all', 'all'], ['local', 'local: the error enters'], ['inherited', 'inherited from inputs'], ['clean', 'clean'], ['none', 'not judged']], 'blame') : '',
       el('button', { type: 'button', text: 'Clear', onclick: () => { resetFilters(); buildFilters(); rebuildView(); } }));
   }
 
-  function resetFilters() { S.filter = { text: '', mark: 'all', dir: 'all', io: 'all' }; S.sort = { key: null, desc: false }; }
+  function resetFilters() { S.filter = { text: '', mark: 'all', dir: 'all', io: 'all', blame: 'all' }; S.sort = { key: null, desc: false }; }
 
   function lowerNames() {
     if (!S.lower) {
@@ -658,6 +664,7 @@
       if (f.mark === 'failing' && !cols.failing.arr[i]) continue;
       if (f.dir !== 'all' && cols.direction.text(i) !== f.dir) continue;
       if (f.io !== 'all' && cols.io.text(i) !== f.io) continue;
+      if (f.blame !== 'all' && (cols.blame_verdict.text(i) ?? 'none') !== f.blame) continue;
       out.push(i);
     }
     if (S.sort.key !== null) sortRows(out, S.tcols.find((t) => t.key === S.sort.key), S.sort.desc);
@@ -674,7 +681,8 @@
     const wrap = byId('table-wrap'), body = byId('rows').querySelector('tbody');
     const rh = S.rowHeight, total = S.view.length;
     const first = Math.max(0, Math.floor(wrap.scrollTop / rh) - 8);
-    const count = Math.ceil(wrap.clientHeight / rh) + 16;
+    // the wrap shrinks to a short table: rows for its full height (its CSS max-height)
+    const count = Math.ceil(Math.max(wrap.clientHeight, Math.min(innerHeight * 0.7, 760)) / rh) + 16;
     const last = Math.min(total, first + count);
     const spacer = (h) => (h > 0 ? el('tr', { class: 'spacer' }, el('td', { colspan: S.tcols.length, style: `height:${h}px` })) : null);
     const trs = [spacer(first * rh)];
@@ -720,6 +728,7 @@
       el('div', null, el('b', { text: 'Suspect Nodes: ' }), c.suspect ? rowLink(c, c.suspect_line, c.suspect) : 'NA'),
       el('div', { class: 'advice' }, el('b', { text: 'Expert Advice: ' }), c.advice ?? '(not available)'));
     const cards = [advisor];
+    if (S.meta.blame) cards.push(blameCard());
     const rules = new Map();
     for (const f of S.meta.findings) {
       const key = `${f.mark}\u0000${f.rule}`;
@@ -743,6 +752,26 @@
     }
     if (!rules.size) cards.push(el('div', { class: 'card muted', text: 'No row is marked or fails the advisor\'s test.' }));
     box.replaceChildren(...cards);
+  }
+
+  function blameCard() {
+    // where the error enters, over every compare of the page, worst first (blame_rank)
+    const m = S.meta, many = m.compares.length > 1;
+    const card = el('div', { class: 'card blame' },
+      el('h3', null, el('span', { class: 'chip local', text: 'blame' }), ' local sources: where the error enters',
+        el('span', { class: 'muted', text: ` · ${plural(m.local_sources.length, 'row')}${m.local_sources.length === 20 ? ' or more' : ''}` })));
+    if (!m.local_sources.length) {
+      card.append(el('p', { class: 'muted', text: 'no local source: every error is explained by its inputs or within the floor' }));
+      return card;
+    }
+    const list = el('ol');
+    for (const s of m.local_sources.slice(0, 5)) {
+      const c = compareById(s.compare_id);
+      list.append(el('li', null, rowLink(c, s.out_seq, s.row_name),
+        el('span', { class: 'muted', text: ` ${many && where(c) ? where(c) + ' · ' : ''}line ${s.out_seq} · input ${fmtErr(jsonNum(s.input_err))} → output ${fmtErr(jsonNum(s.output_err))}${s.reason ? ' · ' + s.reason : ''}` })));
+    }
+    card.append(list, el('div', { class: 'muted', text: 'The table\'s Blame filter shows local, inherited or clean rows.' }));
+    return card;
   }
 
   // ------------------------------------------------------------------------------ compare choice
