@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import secrets
 import shutil
 import signal
 import subprocess
@@ -58,6 +59,7 @@ class LocalRayCluster:
     root: Path | None = None
     _proc: subprocess.Popen[bytes] | None = None
     _holder: int | None = None
+    _token: str | None = None
 
     # -- life cycle -------------------------------------------------------------------------
     def start(self) -> None:
@@ -68,7 +70,7 @@ class LocalRayCluster:
         script = self.root / "holder.sh"
         script.write_text(self._script())
         log = open(self.root / "holder.log", "wb")  # noqa: SIM115 (kept open by the child)
-        env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0")
+        env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0", **self._auth())
         self._proc = subprocess.Popen(
             ["unshare", "--net", "--pid", "--fork", "--kill-child", "--mount-proc",
              "bash", str(script)], stdout=log, stderr=subprocess.STDOUT,
@@ -120,7 +122,20 @@ class LocalRayCluster:
         if self._holder is None:
             raise RuntimeError("the cluster is not running")
         wd = [f"--wd={cwd}"] if cwd is not None else []
-        return ["nsenter", "-t", str(self._holder), "-n", "-p", "-m", *wd, "--", *argv]
+        auth = [f"{k}={v}" for k, v in self._auth().items()]
+        return ["nsenter", "-t", str(self._holder), "-n", "-p", "-m", *wd, "--", "env", *auth,
+                *argv]
+
+    def _auth(self) -> dict[str, str]:
+        """The cluster's own token, given to its nodes and to every command run in it.
+
+        Ray 2.59+ turns token authentication on for local clusters and keeps the token in
+        ~/.ray/auth_token; whether that file exists (a user's earlier ``ray.init()``) must not
+        decide whether this cluster starts. An explicit mode and token, which take precedence
+        over the file, make the cluster independent of the user's home."""
+        if self._token is None:
+            self._token = secrets.token_hex(32)
+        return {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": self._token}
 
     def run(self, argv: Sequence[str], cwd: Path | str | None = None, timeout: float = 600,
             env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
