@@ -1,13 +1,54 @@
-"""Fixtures shared by every test package (fixtures of one package's tests stay beside them)."""
+"""Fixtures shared by every test package (fixtures of one package's tests stay beside them), and
+the one place that says where msprobe's golden cases are.
+
+Golden data (real msprobe 1.1.0 dumps and outputs) lives outside the repository: ``$MSQ_GOLDEN``,
+else ``../shared/golden`` beside the clone. A test that needs it is marked ``golden`` (or takes
+its cases from :func:`golden_params`); when the folder is missing it is skipped with the reason,
+except under ``CI=true``, where it fails: CI must check msprobe's real outputs.
+"""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+import os
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.msprobe_oracle import IN_CI, VENV_PYTHON
+
+ROOT = Path(__file__).resolve().parents[1]
+#: msprobe's golden cases: $MSQ_GOLDEN, else ../shared/golden beside the repository
+GOLDEN = Path(os.environ.get("MSQ_GOLDEN") or ROOT.parent / "shared" / "golden")
+
+
+def golden_missing() -> str | None:
+    """Why the golden tests cannot run (None when they can)."""
+    if GOLDEN.is_dir():
+        return None
+    return f"golden data not found at {GOLDEN} (set MSQ_GOLDEN to the folder of msprobe's cases)"
+
+
+def golden_params(values: Sequence[Any], ids: Any = None) -> list[Any]:
+    """Parameters over golden cases; without golden data, one placeholder marked ``golden``
+    (skipped, or failed under CI) instead of an empty list that pytest would quietly skip."""
+    if values:
+        return [pytest.param(v, marks=pytest.mark.golden, id=ids(v) if callable(ids) else None)
+                for v in values]
+    return [pytest.param(None, marks=pytest.mark.golden, id="no-golden-data")]
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if item.get_closest_marker("golden") is None:
+        return
+    reason = golden_missing()
+    if reason is None:
+        return
+    if IN_CI:
+        pytest.fail(f"{reason}; CI=true needs it", pytrace=False)
+    pytest.skip(reason)
 
 
 @pytest.fixture(autouse=True)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 import shlex
 from dataclasses import dataclass
@@ -13,7 +12,8 @@ from typing import Any
 
 import openpyxl
 
-GOLDEN = Path(os.environ.get("MSQ_GOLDEN", Path(__file__).resolve().parents[2] / "shared" / "golden"))
+from tests.conftest import GOLDEN
+
 _TS = re.compile(r"_\d{14}")
 
 

@@ -15,7 +15,8 @@ import pytest
 from click.testing import CliRunner
 
 from msq.cli import main
-from tests.golden_util import GOLDEN, all_flag_sets, outputs_by_name, read_sheet
+from tests.conftest import GOLDEN, golden_params
+from tests.golden_util import all_flag_sets, outputs_by_name, read_sheet
 
 SETS = [fs for fs in (all_flag_sets() if GOLDEN.is_dir() else [])
         if fs.name in ("default", "dist_default", "am", "dm")]
@@ -38,8 +39,7 @@ def op_of(name: str) -> str:
     return name
 
 
-@pytest.mark.skipif(not SETS, reason="golden cases not found")
-@pytest.mark.parametrize("fs", SETS, ids=str)
+@pytest.mark.parametrize("fs", golden_params(SETS, ids=str))
 def test_default_mode_differs_only_as_documented(fs, tmp_path, monkeypatch):
     out = run_default(fs, tmp_path, monkeypatch)
     want_files, got_files = outputs_by_name(fs.expected, ".xlsx"), outputs_by_name(out, ".xlsx")

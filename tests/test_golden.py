@@ -1,8 +1,8 @@
 """msq --compat msprobe-1.1 reproduces msprobe 1.1.0's own outputs on every golden case.
 
-Each flag set of ../shared/golden is run through the msq CLI (cwd = the case folder, as msprobe
-was run); every workbook must equal msprobe's cell by cell (value, cell type, fill) and every
-advisor file byte for byte.
+Each golden flag set (tests/conftest.py: GOLDEN) is run through the msq CLI (cwd = the case
+folder, as msprobe was run); every workbook must equal msprobe's cell by cell (value, cell type,
+fill) and every advisor file byte for byte.
 """
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ import pytest
 from click.testing import CliRunner
 
 from msq.cli import main
-from tests.golden_util import GOLDEN, FlagSet, all_flag_sets, diff_sheets, outputs_by_name
+from tests.conftest import GOLDEN, golden_params
+from tests.golden_util import FlagSet, all_flag_sets, diff_sheets, outputs_by_name
 
 FLAG_SETS = all_flag_sets() if GOLDEN.is_dir() else []
 
@@ -23,8 +24,7 @@ def run_flag_set(fs: FlagSet, tmp_path, monkeypatch):
     return result, out
 
 
-@pytest.mark.skipif(not FLAG_SETS, reason=f"golden cases not found at {GOLDEN}")
-@pytest.mark.parametrize("fs", FLAG_SETS, ids=str)
+@pytest.mark.parametrize("fs", golden_params(FLAG_SETS, ids=str))
 def test_golden_flag_set(fs: FlagSet, tmp_path, monkeypatch):
     result, out = run_flag_set(fs, tmp_path, monkeypatch)
     assert result.exit_code == 0, result.output
@@ -43,12 +43,8 @@ def test_golden_flag_set(fs: FlagSet, tmp_path, monkeypatch):
         assert got_adv[name].read_bytes() == want.read_bytes(), name
 
 
-def test_golden_cases_are_present_in_ci():
-    """CI must check msprobe's real outputs: a missing ../shared/golden is a failure there, not a
-    silent skip (set MSQ_GOLDEN to point elsewhere)."""
-    import os
-
-    if not os.environ.get("CI"):
-        pytest.skip("outside CI the golden cases are optional")
-    assert GOLDEN.is_dir(), f"golden cases not found at {GOLDEN}"
+@pytest.mark.golden
+def test_every_golden_case_is_there():
+    """A golden folder that is there must be complete (a missing one skips or, under CI, fails
+    through the ``golden`` marker: tests/conftest.py)."""
     assert len(FLAG_SETS) >= 100

@@ -39,7 +39,8 @@ def one_input(raw: bytes) -> None:
 
 
 def main() -> None:
-    seeds = Path(__file__).parents[3] / "shared/golden"
+    from tests.conftest import GOLDEN as seeds  # the golden cases, where the tests find them
+
     args = list(sys.argv)
     if not [a for a in args[1:] if not a.startswith("-")] and seeds.is_dir():
         # no corpus given: start from the small real dumps

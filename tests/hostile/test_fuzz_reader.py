@@ -22,11 +22,12 @@ from hypothesis import strategies as st
 from msq.errors import MsqError
 from msq.jsonio import read_stack
 from msq.loader import read_side
+from tests.conftest import GOLDEN
 
 EXAMPLES = int(os.environ.get("MSQ_FUZZ_EXAMPLES", "100"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-SEED_DUMP = (Path(__file__).parents[3] / "shared/golden/tfm_md5_L1/npu/step0/rank/dump.json")
+SEED_DUMP = GOLDEN / "tfm_md5_L1/npu/step0/rank/dump.json"
 
 
 def _seed() -> bytes:

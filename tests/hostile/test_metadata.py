@@ -19,8 +19,8 @@ import pytest
 from msq import jsonio
 from msq.errors import DumpError
 from msq.loader import read_side
+from tests.conftest import GOLDEN
 from tests.dumps import fwd, t, write_pair
-from tests.golden_util import GOLDEN
 from tests.hostile.helpers import OP, compare, error_line, good_pair, outputs, sides
 from tests.xlsx_read import only_xlsx, rows
 
@@ -54,6 +54,7 @@ def nest(levels: int, inner: Any) -> Any:
 # ------------------------------------------------------------------------------ truncated JSON
 
 
+@pytest.mark.golden
 @pytest.mark.parametrize("fraction", [0.001, 0.25, 0.5, 0.999])
 def test_truncated_msprobe_dump_names_the_last_line(tmp_path: Path, fraction: float) -> None:
     """A dump cut short (disk full, copy interrupted) is reported at the line where it stops."""
@@ -283,6 +284,7 @@ def test_duplicate_op_name_warns_and_compares_the_last_entry(
         [f"{OP}.input.0", f"{OP}.input.1", f"{OP}.output.0"]
 
 
+@pytest.mark.golden
 def test_msprobe_layout_without_duplicates_is_not_parsed_twice(
         monkeypatch: pytest.MonkeyPatch) -> None:
     calls = []

@@ -19,12 +19,7 @@ import torch  # noqa: TID253  (tests write and cross-check real .pt files)
 from msq.errors import TensorFileError
 from msq.tensors.metrics import compare_arrays
 from msq.tensors.pool import SCHEMA, TensorJob, compute_metrics
-
-GOLDEN = Path("/work/shared/golden")
-for _parent in Path(__file__).resolve().parents:
-    if (_parent / "shared" / "golden").is_dir():
-        GOLDEN = _parent / "shared" / "golden"
-        break
+from tests.conftest import GOLDEN
 
 METRICS = ("cosine", "max_abs_err", "max_rel_err", "one_thousandth", "five_thousandth")
 CSV_COLUMNS = (
@@ -234,6 +229,7 @@ def _same(got: object, text: str) -> bool:
     return got == want or (math.isnan(want) and math.isnan(got))
 
 
+@pytest.mark.golden
 @pytest.mark.parametrize(
     "case,flags",
     [

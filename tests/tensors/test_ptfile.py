@@ -18,10 +18,7 @@ from msq.tensors import ptfile
 from msq.tensors.meta import ChunkReader
 from msq.tensors.ptfile import inspect_pt, load_pt
 from msq.tensors.reader import inspect_tensor, load_tensor
-
-GOLDEN = Path(__file__).resolve().parents[3] / "shared" / "golden"
-if not GOLDEN.is_dir():
-    GOLDEN = Path("/work/shared/golden")
+from tests.conftest import GOLDEN
 
 
 def expected(path: str | Path) -> np.ndarray:
@@ -154,6 +151,7 @@ def golden_files(case: str) -> list[str]:
     )
 
 
+@pytest.mark.golden
 @pytest.mark.parametrize("case", ["mlp_tensor_L1", "tfm_tensor_L1"])
 def test_every_golden_pt_matches_torch(case: str) -> None:
     files = golden_files(case)
