@@ -1,26 +1,153 @@
 """msq: accuracy compare of model dumps (msprobe-compatible), on DuckDB.
 
-Public API: :func:`compare` and :func:`compare_distributed` take msprobe's parameters.
+Public API: :func:`compare` and :func:`compare_distributed` take msprobe's parameters;
+:func:`compare_json` runs a compare.json as ``msq compare`` does. Each returns
+:class:`msq.result.CompareResult` records: counts, the suspect and its sheet row, rank and step,
+absolute paths of the dumps and of the files written.
+
+The options after ``*`` are the same for all three (the command line's flags):
+
+* ``compat``: ``"msprobe-1.1"`` reproduces msprobe 1.1.0 cell for cell, its bugs included.
+* ``framework``: ``"pytorch"`` or ``"mindspore"``, the NPU side's; None lets the dump tell.
+* ``data_mapping``: ``-dm``, a YAML path or a dict of NPU row name -> bench row name.
+* ``api_mapping``, ``cell_mapping``: ``-am``/``-cm`` (MindSpore): True for the built-in
+  mapping, or a YAML path. ``layer_mapping``: ``-lm``, a YAML path.
+* ``formats``: outputs to write, ``"xlsx,csv,parquet"`` or a sequence of names.
+* ``label``, ``db``, ``record``: the history database (``record=False`` skips it).
+* ``workers``: processes for tensor metrics (default: all cores).
+* ``sql_dir``: a folder of SQL views that replace msq's own by name.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import os
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from msq.version import VERSION as __version__
 
-__all__ = ["__version__", "compare", "compare_distributed"]
+__all__ = ["__version__", "compare", "compare_distributed", "compare_json"]
+
+if TYPE_CHECKING:  # the records only: import msq stays light (no duckdb)
+    from msq.result import CompareResult
+
+PathLike = str | os.PathLike[str]
 
 
-def compare(*args: Any, **kwargs: Any) -> Any:
-    """See :func:`msq.pipeline.compare`."""
+def compare(input_param: Mapping[str, Any], output_path: PathLike, stack_mode: bool = False,
+            auto_analyze: bool = True, fuzzy_match: bool = False, *,
+            compat: str | None = None, framework: str | None = None,
+            data_mapping: PathLike | dict[str, str] | None = None,
+            api_mapping: PathLike | bool | None = None,
+            cell_mapping: PathLike | bool | None = None,
+            layer_mapping: PathLike | None = None,
+            formats: str | Sequence[str] = "xlsx", label: str | None = None,
+            db: PathLike | None = None, record: bool = True, workers: int | None = None,
+            sql_dir: PathLike | None = None) -> CompareResult:
+    """Compare one NPU dump with one bench dump (``msprobe.pytorch.compare``'s parameters).
+
+    Args:
+        input_param: ``npu_json_path``, ``bench_json_path`` and ``stack_json_path`` (optional),
+            as msprobe's API takes them; ``npu_path``/``bench_path``/``stack_path`` work too.
+        output_path: output directory (created if missing).
+        stack_mode: add the NPU_Stack_Info column.
+        auto_analyze: write the advisor file.
+        fuzzy_match: match ops without their call counters.
+        compat, framework, data_mapping, api_mapping, cell_mapping, layer_mapping, formats,
+            label, db, record, workers, sql_dir: see the module's help (``help(msq)``).
+
+    Returns:
+        The compare's :class:`~msq.result.CompareResult`.
+    """
     from msq.pipeline import compare as _compare  # lazy: import msq stays light (no duckdb)
 
-    return _compare(*args, **kwargs)
+    return _compare(input_param, output_path, stack_mode, auto_analyze, fuzzy_match,
+                    **_options(compat=compat, framework=framework, data_mapping=data_mapping,
+                               api_mapping=api_mapping, cell_mapping=cell_mapping,
+                               layer_mapping=layer_mapping, formats=formats, label=label, db=db,
+                               record=record, workers=workers, sql_dir=sql_dir))
 
 
-def compare_distributed(*args: Any, **kwargs: Any) -> Any:
-    """See :func:`msq.distributed.compare_distributed`."""
-    from msq.distributed import compare_distributed as _compare_distributed  # lazy: as above
+def compare_distributed(npu_dump_dir: PathLike, bench_dump_dir: PathLike, output_path: PathLike,
+                        stack_mode: bool = False, auto_analyze: bool = True,
+                        fuzzy_match: bool = False, *,
+                        compat: str | None = None, framework: str | None = None,
+                        data_mapping: PathLike | dict[str, str] | None = None,
+                        api_mapping: PathLike | bool | None = None,
+                        cell_mapping: PathLike | bool | None = None,
+                        layer_mapping: PathLike | None = None,
+                        formats: str | Sequence[str] = "xlsx", label: str | None = None,
+                        db: PathLike | None = None, record: bool = True,
+                        workers: int | None = None, sql_dir: PathLike | None = None,
+                        suffix: str | None = None) -> list[CompareResult]:
+    """Compare every rank (and step) pair of two directories (msprobe's ``compare_distributed``).
 
-    return _compare_distributed(*args, **kwargs)
+    Args:
+        npu_dump_dir: a step directory (holding rank0, rank1, ...) or a dump root of steps.
+        bench_dump_dir: the bench directory of the same kind.
+        output_path: output directory (created if missing).
+        stack_mode, auto_analyze, fuzzy_match: as for :func:`compare`.
+        compat, framework, data_mapping, api_mapping, cell_mapping, layer_mapping, formats,
+            label, db, record, workers, sql_dir: see the module's help (``help(msq)``).
+        suffix: msprobe's, refused (``UsageError``) as msprobe 1.1.0 refuses it.
+
+    Returns:
+        One :class:`~msq.result.CompareResult` per compared pair, in step and rank order.
+    """
+    from msq.distributed import compare_distributed as _distributed  # lazy: as compare
+    from msq.errors import UsageError
+
+    if suffix is not None:
+        raise UsageError("argument 'suffix' is not supported by compare_distributed")
+
+    return _distributed(npu_dump_dir, bench_dump_dir, output_path, stack_mode=stack_mode,
+                        auto_analyze=auto_analyze, fuzzy_match=fuzzy_match,
+                        **_options(compat=compat, framework=framework,
+                                   data_mapping=data_mapping, api_mapping=api_mapping,
+                                   cell_mapping=cell_mapping, layer_mapping=layer_mapping,
+                                   formats=formats, label=label, db=db, record=record,
+                                   workers=workers, sql_dir=sql_dir))
+
+
+def compare_json(path: PathLike, output_path: PathLike, stack_mode: bool = False,
+                 auto_analyze: bool = True, fuzzy_match: bool = False, *,
+                 compat: str | None = None, framework: str | None = None,
+                 data_mapping: PathLike | dict[str, str] | None = None,
+                 api_mapping: PathLike | bool | None = None,
+                 cell_mapping: PathLike | bool | None = None,
+                 layer_mapping: PathLike | None = None,
+                 formats: str | Sequence[str] = "xlsx", label: str | None = None,
+                 db: PathLike | None = None, record: bool = True, workers: int | None = None,
+                 sql_dir: PathLike | None = None) -> list[CompareResult]:
+    """Run a compare.json, as ``msq compare compare.json -o OUTPUT_PATH`` does.
+
+    compare.json names two dump.json files (one card), two directories (ranks and steps) or,
+    with ``rank_id``, two MindSpore kernel dumps. Its keys are msprobe's (``npu_path``,
+    ``bench_path``, ``stack_path``) or the API's (``npu_json_path``, ...); relative paths are
+    taken from the working directory, else from compare.json's folder.
+
+    Args:
+        path: the compare.json file.
+        output_path: output directory (created if missing).
+        stack_mode, auto_analyze, fuzzy_match: as for :func:`compare`.
+        compat, framework, data_mapping, api_mapping, cell_mapping, layer_mapping, formats,
+            label, db, record, workers, sql_dir: see the module's help (``help(msq)``).
+
+    Returns:
+        One :class:`~msq.result.CompareResult` per compare performed (one for a single card).
+    """
+    from pathlib import Path
+
+    from msq.runner import run_from_compare_json  # lazy: as compare
+
+    return run_from_compare_json(
+        Path(path), Path(output_path), framework=framework, stack_mode=stack_mode,
+        auto_analyze=auto_analyze, fuzzy_match=fuzzy_match,
+        **_options(compat=compat, data_mapping=data_mapping, api_mapping=api_mapping,
+                   cell_mapping=cell_mapping, layer_mapping=layer_mapping, formats=formats,
+                   label=label, db=db, record=record, workers=workers, sql_dir=sql_dir))
+
+
+def _options(**given: Any) -> dict[str, Any]:
+    """The options the caller set: left out, an option keeps the library's own default."""
+    return {name: value for name, value in given.items() if value is not None}

@@ -10,6 +10,7 @@ import functools
 import logging
 import signal
 import sys
+import time
 from collections.abc import Callable
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
@@ -17,7 +18,8 @@ from typing import Any, TypeVar
 
 import click
 
-from msq.console import print_summary, render_table
+from msq import status_line
+from msq.console import gate_line, print_summary, render_table
 from msq.errors import ExitStatus, MsqError, printable
 from msq.runner import run_from_compare_json
 from msq.version import VERSION
@@ -100,9 +102,19 @@ class _PrintableFormatter(logging.Formatter):
         return printable(super().formatMessage(record))
 
 
+class _LogHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """stderr, each record on a line of its own even while a progress line is drawn."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        status_line.break_line()
+        super().emit(record)
+
+
 def setup_logging(verbose: int, quiet: bool) -> None:
-    level = logging.WARNING if quiet else (logging.DEBUG if verbose > 1 else logging.INFO)
-    handler = logging.StreamHandler(sys.stderr)
+    """stderr has warnings and errors; log lines only with -v (-vv: the time of each stage).
+    ``quiet`` (-q) drops the summary on stdout, not the warnings."""
+    level = logging.DEBUG if verbose > 1 else logging.INFO if verbose else logging.WARNING
+    handler = _LogHandler(sys.stderr)
     handler.setFormatter(_PrintableFormatter("%(asctime)s [%(levelname)s] %(message)s",
                                              "%Y-%m-%d %H:%M:%S"))
     root = logging.getLogger("msq")
@@ -163,8 +175,10 @@ def main(ctx: click.Context, framework: str | None) -> None:
                    "labelled msq-node=NODE (node-local dumps); repeatable.")
 @click.option("--resume", is_flag=True,
               help="Directories: skip the pairs this run already recorded in the history.")
-@click.option("-q", "--quiet", is_flag=True, help="Only warnings and errors on stderr.")
-@click.option("-v", "--verbose", count=True, help="More log lines.")
+@click.option("-q", "--quiet", is_flag=True,
+              help="No summary on stdout; stderr keeps warnings, errors and the gate's line.")
+@click.option("-v", "--verbose", count=True,
+              help="Log lines on stderr (-vv: also the time of each stage).")
 @click.pass_context
 @handle_errors
 def compare_cmd(ctx: click.Context, compare_json: Path | None, input_path: Path | None,
@@ -181,6 +195,7 @@ def compare_cmd(ctx: click.Context, compare_json: Path | None, input_path: Path 
         raise click.UsageError("give compare.json as an argument or with -i")
     if input_path and compare_json and input_path != compare_json:
         raise click.UsageError("compare.json given twice (argument and -i); give it once")
+    started = time.monotonic()
     results = run_from_compare_json(
         source, output_path, framework=ctx.obj.get("framework"), stack_mode=stack_mode,
         auto_analyze=not compare_only, fuzzy_match=fuzzy_match, data_mapping=data_mapping,
@@ -188,8 +203,10 @@ def compare_cmd(ctx: click.Context, compare_json: Path | None, input_path: Path 
         layer_mapping=layer_mapping, compat=compat, formats=formats, db=db_path,
         record=not no_history, label=label, workers=workers, sql_dir=sql_dir, engine=engine,
         ray_address=ray_address, ray_place=list(ray_place) or None, resume=resume or None)
-    print_summary(results, quiet=quiet)
-    if fail_on and any(_gate_hit(r, fail_on) for r in results):
+    print_summary(results, quiet=quiet, seconds=time.monotonic() - started)
+    tripped = gate_line(results, fail_on) if fail_on else None
+    if tripped is not None:  # on stderr even with -q: the one line a CI log must show
+        click.echo(tripped, err=True)
         sys.exit(int(ExitStatus.ACCURACY_GATE))
 
 
@@ -293,12 +310,6 @@ def _mapping_flag(value: str | None) -> str | bool | None:
     if value is None:
         return None
     return True if value == "__builtin__" else value
-
-
-def _gate_hit(result: Any, fail_on: str) -> bool:
-    if fail_on == "red":
-        return bool(getattr(result, "red", 0))
-    return getattr(result, "suspect", "NA") != "NA"
 
 
 if __name__ == "__main__":  # pragma: no cover

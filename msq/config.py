@@ -5,6 +5,7 @@ Everything is validated here, before any work starts, so that a mistake costs on
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -118,9 +119,31 @@ def parse_compare_json(path: Path) -> SingleInput | DirInput:
     return input_from_mapping(doc, path, Path.cwd())
 
 
-def input_from_mapping(doc: dict[str, Any], source: Path | str, base: Path) -> SingleInput | DirInput:
+#: The Python API's key names (msprobe's ``compare(input_param)``), accepted in compare.json too
+API_KEYS = {"npu_json_path": "npu_path", "bench_json_path": "bench_path",
+            "stack_json_path": "stack_path"}
+
+
+def canonical_keys(doc: Mapping[str, Any], source: Path | str) -> dict[str, Any]:
+    """compare.json's keys whichever spelling was used: ``npu_json_path`` (the API's) is read as
+    ``npu_path`` (msprobe's compare.json), and so on; both spellings at once must agree."""
+    out = dict(doc)
+    for api_key, key in API_KEYS.items():
+        if api_key not in out:
+            continue
+        value = out.pop(api_key)
+        if key in out and out[key] != value:
+            raise InputError(f"{source}: '{key}' and '{api_key}' name different paths "
+                             f"({out[key]!r} vs {value!r}); give one of them")
+        out[key] = value
+    return out
+
+
+def input_from_mapping(doc: Mapping[str, Any], source: Path | str,
+                       base: Path) -> SingleInput | DirInput:
     """Classify a compare.json-like mapping: two files, or two directories."""
     source = Path(str(source))
+    doc = canonical_keys(doc, source)
     for key in ("npu_path", "bench_path"):
         if key not in doc:
             raise InputError(f"{source}: missing '{key}'; compare.json needs npu_path and bench_path")
@@ -156,16 +179,17 @@ def _int_list(doc: dict[str, Any], key: str, source: Path) -> list[int] | None:
 
 
 def input_from_api(input_param: Any) -> SingleInput:
-    """The Python API's dict: npu_json_path, bench_json_path, stack_json_path."""
-    if not isinstance(input_param, dict):
+    """The Python API's dict: npu_json_path, bench_json_path, stack_json_path (compare.json's
+    npu_path, bench_path, stack_path are read too)."""
+    if not isinstance(input_param, Mapping):
         raise UsageError(f"input_param must be a dict with npu_json_path and bench_json_path, "
                          f"got {type(input_param).__name__}")
-    mapping = {"npu_path": input_param.get("npu_json_path"),
-               "bench_path": input_param.get("bench_json_path")}
-    if input_param.get("stack_json_path") is not None:
-        mapping["stack_path"] = input_param["stack_json_path"]
-    if "is_print_compare_log" in input_param:
-        mapping["is_print_compare_log"] = input_param["is_print_compare_log"]
+    given = canonical_keys(input_param, "input_param")
+    mapping = {"npu_path": given.get("npu_path"), "bench_path": given.get("bench_path")}
+    if given.get("stack_path") is not None:
+        mapping["stack_path"] = given["stack_path"]
+    if "is_print_compare_log" in given:
+        mapping["is_print_compare_log"] = given["is_print_compare_log"]
     for key, api_key in (("npu_path", "npu_json_path"), ("bench_path", "bench_json_path")):
         if mapping[key] is None:
             raise UsageError(f"input_param is missing '{api_key}'")

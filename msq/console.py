@@ -14,13 +14,16 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from msq.errors import printable
+from msq.result import CompareResult
 
 if TYPE_CHECKING:  # msq.history loads duckdb: only when a history command runs
     from msq.history import Table
 
 
-def print_summary(results: Sequence[Any], *, quiet: bool = False) -> None:
-    """One block per compare: rows, matches, marks, the first suspect and the files written."""
+def print_summary(results: Sequence[CompareResult], *, quiet: bool = False,
+                  seconds: float | None = None) -> None:
+    """One block per compare: rows, matches, marks, the first suspect (by the sheet row that
+    holds it) and the files written; a run of several compares ends with a total line."""
     if quiet:
         return
     for res in results:
@@ -28,21 +31,81 @@ def print_summary(results: Sequence[Any], *, quiet: bool = False) -> None:
             for path in res.files:
                 click.echo(f"wrote {path}")
             continue
-        title = getattr(res, "title", "") or ""
+        title = res.title or ""
         click.echo(f"msq compare{(' ' + title) if title else ''}: {res.mode} mode, {res.rows} rows "
-                   f"({res.matched} matched, {res.unmatched_npu} NPU-only"
-                   f"{f', {res.unmatched_bench} bench-only' if res.unmatched_bench else ''}), "
-                   f"{res.red} red, {res.yellow} yellow, {res.seconds:.1f}s")
-        if res.suspect != "NA":
-            click.echo(f"  first suspect: row {res.suspect_line}: {printable(str(res.suspect))}")
+                   f"({_counts(res)}), {res.red} red, {res.yellow} yellow, {res.seconds:.1f}s")
+        suspect = res.suspect_ref
+        if suspect is not None:
+            click.echo(f"  first suspect: {suspect.label}: {printable(suspect.name)}")
         else:
             click.echo("  no suspect: every row meets the accuracy rules")
         for path in res.files:
             click.echo(f"  wrote {path}")
-        if getattr(res, "history_db", None) is not None:
+        if res.history_db is not None:
             click.echo(f"  recorded as compare {res.history_id} in {res.history_db}")
         if res.rows == 0:
             click.echo("  nothing to compare: no rows matched (no workbook written)")
+    line = total_line(results, seconds)
+    if line is not None:
+        click.echo(line)
+
+
+def _counts(res: CompareResult) -> str:
+    bench_only = f", {res.unmatched_bench} bench-only" if res.unmatched_bench else ""
+    return f"{res.matched} matched, {res.unmatched_npu} NPU-only{bench_only}"
+
+
+def total_line(results: Sequence[CompareResult], seconds: float | None = None) -> str | None:
+    """The last line of a directory run: every pair's counts added up, and where the first
+    suspect is (pairs in step and rank order). None for a single compare."""
+    pairs = [r for r in results if r.mode != "kernel"]
+    if not pairs or (len(pairs) == 1 and not pairs[0].title):
+        return None
+    total = CompareResult(mode="", rows=sum(r.rows for r in pairs),
+                          matched=sum(r.matched for r in pairs),
+                          unmatched_npu=sum(r.unmatched_npu for r in pairs),
+                          unmatched_bench=sum(r.unmatched_bench for r in pairs))
+    red, yellow = sum(r.red for r in pairs), sum(r.yellow for r in pairs)
+    took = seconds if seconds is not None else sum(r.seconds for r in pairs)
+    first = next((r for r in pairs if r.suspect_ref is not None), None)
+    where = f"first suspect in {_where(first)}" if first is not None else "no suspect"
+    return (f"msq compare total: {_plural(len(pairs), 'compare')}, {total.rows} rows "
+            f"({_counts(total)}), {red} red, {yellow} yellow, {took:.1f}s; {where}")
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def _where(res: CompareResult) -> str:
+    return res.title or (f"rank {res.rank}" if res.rank is not None else "the compare")
+
+
+def gate_line(results: Sequence[CompareResult], fail_on: str) -> str | None:
+    """The line ``--fail-on`` prints on stderr when it trips: which rule, how many rows, and the
+    first one (its sheet row and name; for red, the rules that made it red). None: passed."""
+    pairs = [r for r in results if r.mode != "kernel"]
+    several = len(pairs) > 1
+    in_pairs = ""
+    if fail_on == "red":
+        hit = [r for r in pairs if r.red]
+        if several:
+            in_pairs = f" in {len(hit)} of {len(pairs)} compares"
+        count = f"{_plural(sum(r.red for r in hit), 'red row')}{in_pairs}"
+        first = hit[0].first_red if hit else None
+        why = f" ({first.rules})" if first is not None and first.rules else ""
+    else:
+        hit = [r for r in pairs if r.suspect_ref is not None]
+        if several:
+            in_pairs = f" in {len(hit)} of {len(pairs)} compares"
+        count = (f"the advisor names a suspect{in_pairs} "
+                 f"({_plural(sum(r.failing for r in hit), 'failing row')})")
+        first, why = (hit[0].suspect_ref if hit else None), ""
+    if not hit:
+        return None
+    place = f"{_where(hit[0])} " if several else ""
+    row = f"{place}{first.label}: {printable(first.name)}{why}" if first is not None else place
+    return f"msq: accuracy gate tripped (--fail-on {fail_on}): {count}; first: {row}"
 
 
 # --------------------------------------------------------------------------------------------

@@ -274,8 +274,8 @@ def run_pair_jobs(jobs: list[PairJob], output_dir: Path, opts: Options) -> list[
     return run_jobs(jobs, output_dir, opts)
 
 
-def compare_distributed(npu_dump_dir: str | Path, bench_dump_dir: str | Path,
-                        output_path: str | Path, **kwargs: Any) -> list[CompareResult]:
+def compare_distributed(npu_dump_dir: str | os.PathLike[str], bench_dump_dir: str | os.PathLike[str],
+                        output_path: str | os.PathLike[str], **kwargs: Any) -> list[CompareResult]:
     """Compare every rank pair of two step directories (msprobe's ``compare_distributed``).
 
     Args:

@@ -7,8 +7,10 @@ them. ``compare()`` is the public entry point with msprobe's signature.
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Callable
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -20,14 +22,20 @@ from msq.config import Options, SingleInput, input_from_api, options_from_kwargs
 from msq.errors import DumpError, InputError
 from msq.export.outputs import ensure_output_dir, write_outputs
 from msq.highlight import write_windows
-from msq.history import RecordContext, check_target, compare_row, start_recording
+from msq.history import (
+    RecordContext,
+    check_target,
+    compare_row,
+    parse_rank_step,
+    start_recording,
+)
 from msq.jsonio import check_stack, read_stack
 from msq.loader import SideData, gc_paused, read_sides
 from msq.mappings import pair_rows_mapped
 from msq.match_compat import write_compat_pairs
 from msq.mindspore import hooks as mindspore_hooks
 from msq.mindspore.detect import is_cross_framework, resolve_framework
-from msq.result import CompareResult
+from msq.result import CompareResult, RowRef, sheet_row
 from msq.tensors_bridge import EarlyMetrics, fill_tensor_metrics
 
 log = logging.getLogger("msq")
@@ -164,7 +172,7 @@ def _run_single(inp: SingleInput, output_dir: Path, opts: Options, suffix: str,
         if recorder is not None:  # the compares row names the outputs: only now is it complete
             ctx = RecordContext(inp, opts, result, output_dir, started, framework)
             result.history_id = recorder.finish(compare_row(ctx, con))
-            result.history_db = recorder.path
+            result.history_db = Path(os.path.abspath(recorder.path))
             clock.lap("history")
     except BaseException:
         if recorder is not None:
@@ -196,7 +204,7 @@ def compute(inp: SingleInput, opts: Options, output_dir: Path, suffix: str,
     for view in (f"result_{mode}", "marks"):
         db.materialize(con, view)
         clock.lap(view)
-    result = CompareResult(mode=mode, npu_path=str(inp.npu_json), bench_path=str(inp.bench_json))
+    result = new_result(mode, inp)
     summarize(con, mode, result)
     clock.lap("summary")
     return con, mode, framework, result
@@ -210,9 +218,20 @@ def report_writer(con: duckdb.DuckDBPyConnection, mode: str, opts: Options,
     from msq.report import write_compare_report  # lazy: only --format html loads the report
 
     return {"html": lambda path: write_compare_report(con, mode, path, opts, result)}
+def new_result(mode: str, inp: SingleInput) -> CompareResult:
+    """An empty result of one compare: its mode, absolute dump paths, rank and step."""
+    rank, step = parse_rank_step(Path(inp.npu_json))
+    return CompareResult(mode=mode, npu_path=os.path.abspath(inp.npu_json),
+                         bench_path=os.path.abspath(inp.bench_json), rank=rank, step=step)
+
+
+#: Why a marked row is marked, as the console, the gate and ``msq show`` print it: the column of
+#: ``marks`` that says which rules fired (switch it here when the marks say more).
+MARK_REASON = "rules"
 
 
 def summarize(con: duckdb.DuckDBPyConnection, mode: str, result: CompareResult) -> None:
+    """Counts, the advisor's finding and the first red row, from the materialised views."""
     counts = dict(con.execute("SELECT kind, count(*) FROM compare_rows GROUP BY kind").fetchall())
     result.rows = sum(counts.values())
     result.matched = counts.get("matched", 0)
@@ -221,13 +240,22 @@ def summarize(con: duckdb.DuckDBPyConnection, mode: str, result: CompareResult) 
     marks = dict(con.execute("SELECT mark, count(*) FROM marks GROUP BY mark").fetchall()) \
         if mode != "md5" else {}
     result.red, result.yellow = marks.get("red", 0), marks.get("yellow", 0)
-    finding = con.execute("SELECT line, suspect, advice FROM advisor_finding").fetchone()
-    assert finding is not None  # the view always returns one row (NA when nothing fails)
-    result.suspect_line, result.suspect, result.advice = finding
+    line, suspect, advice = con.execute(
+        "SELECT line, suspect, advice FROM advisor_finding").fetchall()[0]
+    result.suspect_line, result.suspect, result.advice = line, suspect, advice
+    result.suspect_row = None if line == "NA" else sheet_row(int(line))[1]
+    result.failing = int(db.scalar(con, "SELECT count(*) FROM failing_rows"))
+    if result.red:
+        out_seq, name, why = con.execute(
+            f'SELECT m.out_seq, r."NPU Name", m.{MARK_REASON} FROM marks m '
+            f"JOIN result_{mode} r USING (out_seq) WHERE m.mark = 'red' "
+            "ORDER BY m.out_seq LIMIT 1").fetchall()[0]
+        result.first_red = RowRef(int(out_seq), str(name), str(why or ""))
 
 
-def compare(input_param: dict[str, Any], output_path: str | Path, stack_mode: bool = False,
-            auto_analyze: bool = True, fuzzy_match: bool = False, **kwargs: Any) -> CompareResult:
+def compare(input_param: Mapping[str, Any], output_path: str | os.PathLike[str],
+            stack_mode: bool = False, auto_analyze: bool = True, fuzzy_match: bool = False,
+            **kwargs: Any) -> CompareResult:
     """Compare two dumps, as ``msprobe.pytorch.compare`` does, and write the workbook and advisor.
 
     Args:

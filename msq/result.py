@@ -9,10 +9,51 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+#: Data rows below the header on one sheet (Excel's 1,048,576 rows, less the header); the
+#: workbook writer (msq/export/xlsx.py) continues on Sheet2, Sheet3, ... after that many.
+SHEET_DATA_ROWS = 1_048_575
+
+
+def sheet_row(out_seq: int, per_sheet: int = SHEET_DATA_ROWS) -> tuple[int, int]:
+    """Where output line ``out_seq`` (0-based, the advisor's msprobe ``Line``) sits in the
+    workbook: (sheet number from 1, row number as Excel shows it). Row 1 is the header."""
+    sheet, index = divmod(out_seq, per_sheet)
+    return sheet + 1, index + 2
+
+
+def row_label(out_seq: int) -> str:
+    """``row 91``, or ``row 5 of Sheet2`` past the first sheet's rows."""
+    sheet, row = sheet_row(out_seq)
+    return f"row {row}" if sheet == 1 else f"row {row} of Sheet{sheet}"
+
+
+@dataclass
+class RowRef:
+    """One output row: its line (0-based ``out_seq``), its sheet row, NPU name and why it is
+    marked (the rules that fired; empty for the advisor's suspect)."""
+
+    out_seq: int
+    name: str
+    rules: str = ""
+
+    @property
+    def row(self) -> int:
+        """The row number Excel shows (on the row's sheet)."""
+        return sheet_row(self.out_seq)[1]
+
+    @property
+    def label(self) -> str:
+        return row_label(self.out_seq)
+
 
 @dataclass
 class CompareResult:
-    """What one compare produced (the CLI prints it as the console summary)."""
+    """What one compare produced (the CLI prints it as the console summary).
+
+    Paths are absolute. ``suspect_line`` is msprobe's advisor ``Line`` (the 0-based line as
+    text, ``NA`` when every row passes); ``suspect_row`` is the sheet row holding the suspect, as
+    Excel numbers it, the number the console prints.
+    """
 
     mode: str
     rows: int = 0
@@ -31,3 +72,15 @@ class CompareResult:
     title: str = ""
     history_db: Path | None = None
     history_id: int | None = None
+    rank: int | None = None          # from .../rank<R>/dump.json; None when the path has none
+    step: int | None = None          # from .../step<S>/rank<R>/dump.json
+    suspect_row: int | None = None   # the sheet row of the suspect; None when there is none
+    failing: int = 0                 # rows the advisor counts as failing (its suspect is the first)
+    first_red: RowRef | None = None  # the first red row, with the rules that made it red
+
+    @property
+    def suspect_ref(self) -> RowRef | None:
+        """The advisor's suspect as a row reference (None when every row passes)."""
+        if self.suspect_line == "NA":
+            return None
+        return RowRef(int(self.suspect_line), self.suspect)

@@ -1,9 +1,49 @@
-"""What the CLI prints (msq/console.py)."""
+"""What the CLI prints (msq/console.py): the text tables, and what ``msq compare`` prints: the
+sheet row of the suspect, the gate's one line on stderr, a quiet stderr, log lines apart from the
+progress line, and the total line of a directory run."""
 
 from __future__ import annotations
 
+import io
+import logging
+import re
+import sys
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import openpyxl
+import pytest
+from click.testing import CliRunner, Result
+
+from msq import status_line
+from msq.cli import main, setup_logging
 from msq.console import render_table
-from msq.history import Table
+from msq.history import Table, store
+from tests.conftest import GOLDEN
+from tests.history.builders import LINEAR1_OUT, RELU_OUT, build_roots, single_card
+
+SUSPECT = re.compile(r"^  first suspect: (row (\d+)): (\S+)$", re.MULTILINE)
+
+
+def run(*args: str) -> Result:
+    return CliRunner().invoke(main, list(args))
+
+
+def sheet_names(path: Path) -> dict[int, str]:
+    """Column A of the workbook by the row number Excel shows."""
+    sheet = openpyxl.load_workbook(path, read_only=True).worksheets[0]
+    return {i: row[0] for i, row in enumerate(sheet.iter_rows(values_only=True), start=1)}
+
+
+def advisor_line(out: Path) -> str:
+    (advisor,) = out.glob("advisor_*.txt")
+    return advisor.read_text().splitlines()[0]
+
+
+@pytest.fixture
+def red_card(tmp_path: Path) -> Path:
+    """One card whose linear.1 output is red (Max x3); relu's output is yellow-ish (x1.25)."""
+    return single_card(tmp_path / "dumps", {LINEAR1_OUT: {"Max": 3.0}, RELU_OUT: {"Max": 1.25}})
 
 
 def test_render_table_aligns_numbers_and_marks_nulls() -> None:
@@ -17,3 +57,157 @@ def test_render_table_aligns_numbers_and_marks_nulls() -> None:
                     "long name   NULL  1e-20\n"
                     "(3 rows)\n")
     assert render_table(Table([], [], [])) == "OK\n"
+
+
+# ----------------------------------------------------------------------- item 6: row N is Excel's
+
+
+@pytest.mark.parametrize("compat", [False, True])
+def test_row_n_is_the_sheet_row_that_holds_the_name(red_card: Path, tmp_path: Path,
+                                                   compat: bool) -> None:
+    out = tmp_path / "out"
+    result = run("compare", str(red_card), "-o", str(out), "--no-history",
+                 *(["--compat", "msprobe-1.1"] if compat else []))
+    assert result.exit_code == 0, result.output
+    _, row, name = SUSPECT.search(result.stdout).groups()
+    (book,) = out.glob("*.xlsx")
+    assert sheet_names(book)[int(row)] == name
+    # the advisor file: msprobe's 0-based Line under --compat, the same row in the default mode
+    assert advisor_line(out) == f"Line: {int(row) - 2 if compat else row}"
+
+
+@pytest.mark.golden
+def test_tfm_stat_l1_console_row_is_where_the_op_sits(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """The issue's case: the console said "row 158" for an op on Excel row 160."""
+    monkeypatch.chdir(GOLDEN / "tfm_stat_L1")
+    out = tmp_path / "out"
+    result = run("compare", "expected/default/compare.json", "-o", str(out), "--no-history")
+    assert result.exit_code == 0, result.output
+    _, row, name = SUSPECT.search(result.stdout).groups()
+    (book,) = out.glob("*.xlsx")
+    assert sheet_names(book)[int(row)] == name
+    assert advisor_line(out) == f"Line: {row}"
+
+
+# ------------------------------------------------------------------ item 7: the gate says it tripped
+
+
+def test_gate_tripped_is_one_line_on_stderr_even_with_q(red_card: Path, tmp_path: Path) -> None:
+    result = run("compare", str(red_card), "-o", str(tmp_path / "out"), "--no-history", "-q",
+                 "--fail-on", "red")
+    assert result.exit_code == 3
+    assert result.stdout == ""
+    (line,) = result.stderr.splitlines()
+    found = re.fullmatch(r"msq: accuracy gate tripped \(--fail-on red\): (\d+) red rows?; "
+                         r"first: row (\d+): (\S+) \((.+)\)", line)
+    assert found, line
+    count, row, name, rules = found.groups()
+    (book,) = (tmp_path / "out").glob("*.xlsx")
+    assert sheet_names(book)[int(row)] == name == "Functional.linear.1.forward.output.0"
+    assert int(count) >= 1 and "max relative error" in rules
+
+
+def test_gate_on_suspect_names_the_advisors_row(red_card: Path, tmp_path: Path) -> None:
+    result = run("compare", str(red_card), "-o", str(tmp_path / "out"), "--no-history",
+                 "--fail-on", "suspect")
+    assert result.exit_code == 3
+    _, row, name = SUSPECT.search(result.stdout).groups()
+    want = (f"msq: accuracy gate tripped (--fail-on suspect): the advisor names a suspect "
+            f"(1 failing row); first: row {row}: {name}")
+    assert result.stderr.splitlines() == [want]
+
+
+def test_gate_that_passes_prints_nothing(tmp_path: Path) -> None:
+    clean = single_card(tmp_path / "dumps")
+    for rule in ("red", "suspect"):
+        result = run("compare", str(clean), "-o", str(tmp_path / "out"), "--no-history", "-q",
+                     "--fail-on", rule)
+        assert (result.exit_code, result.stdout, result.stderr) == (0, "", "")
+
+
+# ------------------------------------------------------------------------ item 11: a quiet console
+
+
+def test_stdout_has_the_summary_and_stderr_nothing(red_card: Path, tmp_path: Path) -> None:
+    result = run("compare", str(red_card), "-o", str(tmp_path / "out"))
+    assert result.exit_code == 0
+    assert result.stderr == ""
+    assert result.stdout.startswith("msq compare: statistics mode")
+
+
+def test_log_lines_only_with_v_and_never_the_written_files_twice(red_card: Path,
+                                                                 tmp_path: Path) -> None:
+    result = run("compare", str(red_card), "-o", str(tmp_path / "out"), "-v")
+    assert result.exit_code == 0
+    assert "[INFO] compare mode: statistics (default)" in result.stderr
+    assert "[INFO]" not in result.stdout
+    written = [line.split("wrote ", 1)[1] for line in result.stdout.splitlines() if "wrote " in line]
+    assert len(written) == 2
+    for path in written:
+        assert path not in result.stderr  # once, in the summary ("Compare result is" is gone)
+
+
+def test_a_log_line_never_shares_the_progress_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    err = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", err)
+    setup_logging(1, False)
+    from msq.tensors.pool import _Progress
+
+    bar = _Progress(10, True)
+    bar.advance(3)
+    logging.getLogger("msq").warning("a tensor file is odd")
+    bar.advance(7)
+    lines = err.getvalue().split("\n")
+    logged = [line for line in lines if "a tensor file is odd" in line]
+    assert len(logged) == 1 and re.match(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \[WARNING\]", logged[0])
+    assert lines[0] == "\rmsq: tensor metrics 3/10 (30%)"
+    assert lines[-2:] == ["\rmsq: tensor metrics 10/10 (100%)", ""]
+    status_line.break_line()  # closed: nothing more is written
+    assert err.getvalue().endswith("(100%)\n")
+
+
+def _level_in_a_worker() -> int:
+    return store._wait_level()
+
+
+def test_workers_do_not_say_they_wait_for_the_history() -> None:
+    """Rank pairs in msq's own pool wait for each other: debug only; a compare on its own says
+    it waits for another process (-v)."""
+    assert store._wait_level() == logging.INFO
+    with ProcessPoolExecutor(max_workers=1) as pool:
+        assert pool.submit(_level_in_a_worker).result() == logging.DEBUG
+
+
+# --------------------------------------------------------------------- directory runs: the total
+
+
+def test_directory_run_ends_with_a_total_line(tmp_path: Path) -> None:
+    roots = build_roots(tmp_path / "dumps")
+    out = tmp_path / "out"
+    result = run("compare", str(roots["v1"]), "-o", str(out), "--no-history", "--fail-on", "red")
+    assert result.exit_code == 3, result.output
+    lines = result.stdout.splitlines()
+    titles = [line.split(":")[0] for line in lines if line.startswith("msq compare step")]
+    assert titles == [f"msq compare step{s} rank{r}-rank{r}" for s in (0, 1, 2) for r in (0, 1)]
+    total = re.fullmatch(r"msq compare total: 6 compares, (\d+) rows \((\d+) matched, 0 NPU-only\),"
+                         r" (\d+) red, (\d+) yellow, \d+\.\ds; first suspect in (.+)", lines[-1])
+    assert total, lines[-1]
+    rows, matched, red, yellow, where = total.groups()
+    per_pair = [re.search(r": statistics mode, (\d+) rows .*, (\d+) red, (\d+) yellow", line)
+                for line in lines if line.startswith("msq compare step")]
+    assert int(rows) == int(matched) == sum(int(m.group(1)) for m in per_pair)
+    assert (int(red), int(yellow)) == (sum(int(m.group(2)) for m in per_pair),
+                                       sum(int(m.group(3)) for m in per_pair))
+    first_pair = lines[lines.index(next(x for x in lines if "first suspect: row" in x)) - 1]
+    assert first_pair.startswith(f"msq compare {where}:")
+    # the gate: over every pair, and the first red row of the first pair that has one
+    (gate,) = result.stderr.splitlines()
+    assert re.fullmatch(r"msq: accuracy gate tripped \(--fail-on red\): 1 red row in 1 of 6 "
+                        r"compares; first: step1 rank1-rank1 row \d+: "
+                        r"Functional\.linear\.1\.forward\.output\.0 \(.+\)", gate), gate
+
+
+def test_a_single_card_has_no_total_line(red_card: Path, tmp_path: Path) -> None:
+    result = run("compare", str(red_card), "-o", str(tmp_path / "out"), "--no-history")
+    assert "total" not in result.stdout

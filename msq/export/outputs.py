@@ -17,7 +17,7 @@ from msq.config import Options
 from msq.db import atomic_write, csv_guard, quote_ident, quote_str
 from msq.errors import ExportError, UsageError
 from msq.export.xlsx import SheetSpec, write_xlsx
-from msq.result import CompareResult
+from msq.result import CompareResult, sheet_row
 
 log = logging.getLogger("msq")
 
@@ -88,6 +88,7 @@ def write_outputs(con: duckdb.DuckDBPyConnection, mode: str, out_dir: Path, opts
     """
     cols = columns_for(mode, opts.stack_mode)
     base = f"compare_result{suffix}_{stamp}"
+    out_dir = Path(os.path.abspath(out_dir))  # the result names its files by absolute path
     for fmt in check_formats(opts.formats):
         path = out_dir / f"{base}.{fmt}"
         with _writing(path):
@@ -95,11 +96,11 @@ def write_outputs(con: duckdb.DuckDBPyConnection, mode: str, out_dir: Path, opts
                 WRITERS[fmt](con, mode, cols, path)
             else:
                 (writers or {})[fmt](path)
+        # no log line: the console summary says "wrote <path>" (it was said twice with -v)
         result.files.append(path)
-        log.info("Compare result is %s", path)
     if opts.auto_analyze:
         with _writing(out_dir / f"advisor{suffix}_*.txt"):
-            result.files.append(write_advisor(out_dir, suffix, result))
+            result.files.append(write_advisor(out_dir, suffix, result, compat=opts.is_compat))
 
 
 def _write_workbook(con: duckdb.DuckDBPyConnection, mode: str, cols: list[str],
@@ -176,13 +177,24 @@ def _csv_expr(col: str) -> str:
     return f'{csv_guard(f"CAST({quote_ident(col)} AS VARCHAR)")} AS {quote_ident(col)}'
 
 
-def write_advisor(out_dir: Path, suffix: str, result: CompareResult) -> Path:
-    """The three-line advisor file (spec §6), written atomically."""
+def write_advisor(out_dir: Path, suffix: str, result: CompareResult, *, compat: bool) -> Path:
+    """The three-line advisor file (spec §6), written atomically.
+
+    ``Line`` is msprobe's 0-based line under ``--compat``; in the default mode it is the sheet
+    row that holds the suspect, the row the console names (docs/compat.md)."""
     stamp = time.strftime("%Y%m%d%H%M%S")
     path = out_dir / f"advisor{suffix}_{stamp}.txt"
-    text = (f"Line: {result.suspect_line}\nSuspect Nodes: {result.suspect}\n"
+    text = (f"Line: {advisor_line(result, compat)}\nSuspect Nodes: {result.suspect}\n"
             f"Expert Advice: {result.advice}\n")
     with atomic_write(path) as tmp:
         tmp.write_text(text, encoding="utf-8")
-    log.info("The advisor summary is saved in: %s", path)
     return path
+
+
+def advisor_line(result: CompareResult, compat: bool) -> str:
+    """What follows ``Line:``: msprobe's 0-based line (compat), else the suspect's sheet row."""
+    ref = result.suspect_ref
+    if compat or ref is None:
+        return result.suspect_line
+    sheet, row = sheet_row(ref.out_seq)
+    return str(row) if sheet == 1 else f"{row} (Sheet{sheet})"

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from threadpoolctl import ThreadpoolController
 
-from msq import procs
+from msq import procs, status_line
 from msq.errors import TensorFileError
 from msq.tensors.meta import TensorFile, TensorMeta, read_small, to_array
 from msq.tensors.metrics import (
@@ -294,10 +294,8 @@ class _Progress:
             return
         self.last = now
         pct = 100 * done // max(total, 1)
-        sys.stderr.write(f"\rmsq: tensor metrics {done}/{total} ({pct}%)")
-        if done >= total:
-            sys.stderr.write("\n")
-        sys.stderr.flush()
+        # through status_line: a log line written meanwhile starts on a line of its own
+        status_line.show(f"msq: tensor metrics {done}/{total} ({pct}%)", done=done >= total)
 
 
 def compute_metrics(
