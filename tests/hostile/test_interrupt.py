@@ -161,7 +161,6 @@ def test_interrupt_during_tensor_metrics(tmp_path: Path) -> None:
     status, err, took = interrupt([str(cfg), "-o", str(out), "--db", str(db), "--workers", "2"],
                                   "tensor metrics: started", workers=True)
     assert_interrupted(status, err)
-    assert "Compare result is" not in err
     assert outputs(out) == []            # no workbook, no advisor, no temporary file
     assert history(db) == [(1, 2, 2)]    # opens; holds only the complete compare
     assert took < 45, f"{took:.1f} s from SIGINT to exit"
