@@ -20,7 +20,7 @@ import pyarrow as pa
 from msq import db
 from msq.config import Options, SingleInput, input_from_api, options_from_kwargs
 from msq.errors import DumpError, InputError
-from msq.export.outputs import ensure_output_dir, write_outputs
+from msq.export.outputs import MARK_REASON, ensure_output_dir, write_outputs
 from msq.highlight import write_windows
 from msq.history import (
     RecordContext,
@@ -223,11 +223,6 @@ def new_result(mode: str, inp: SingleInput) -> CompareResult:
     rank, step = parse_rank_step(Path(inp.npu_json))
     return CompareResult(mode=mode, npu_path=os.path.abspath(inp.npu_json),
                          bench_path=os.path.abspath(inp.bench_json), rank=rank, step=step)
-
-
-#: Why a marked row is marked, as the console, the gate and ``msq show`` print it: the column of
-#: ``marks`` that says which rules fired (switch it here when the marks say more).
-MARK_REASON = "rules"
 
 
 def summarize(con: duckdb.DuckDBPyConnection, mode: str, result: CompareResult) -> None:

@@ -118,13 +118,12 @@ def _write_workbook(con: duckdb.DuckDBPyConnection, mode: str, cols: list[str],
 
 
 def _write_csv(con: duckdb.DuckDBPyConnection, mode: str, cols: list[str], path: Path) -> None:
-    write_table(con, f"SELECT * FROM {result_view(mode)} ORDER BY out_seq", cols, path, "csv")
+    write_table(con, mode, cols, path, "csv")
 
 
 def _write_parquet(con: duckdb.DuckDBPyConnection, mode: str, cols: list[str],
                    path: Path) -> None:
-    write_table(con, f"SELECT * FROM {result_view(mode)} ORDER BY out_seq", cols, path,
-                "parquet")
+    write_table(con, mode, cols, path, "parquet")
 
 
 #: A format's writer: (the compare's connection, its mode, the workbook's columns, the file).
@@ -156,25 +155,68 @@ def _writing(path: Path) -> Iterator[None]:
                           "permissions of the output directory, or choose another -o") from None
 
 
-def write_table(con: duckdb.DuckDBPyConnection, query: str, cols: list[str], path: Path,
+#: Why a row is marked: the column of the ``marks`` view that CSV, Parquet, the console's gate
+#: line and the first red row carry (the rules that fired). One name to change when the marks
+#: say more (which rule fired with what numbers).
+MARK_REASON = "rules"
+
+#: After the workbook's columns, CSV and Parquet carry each row's colour and why: (header, SQL).
+MARK_COLUMNS = (("Mark", "m.mark"), ("Mark_rules", f"m.{MARK_REASON}"))
+
+#: The statistics mode's relative errors are texts in the workbook ("12.5%"); Parquet holds
+#: their number (12.5), as the history's max_rel_pct ... columns do.
+PERCENT_COLUMNS = ("MaxRelativeErr", "MinRelativeErr", "MeanRelativeErr", "NormRelativeErr")
+
+
+def table_columns(cols: list[str]) -> list[str]:
+    """The header of the CSV and Parquet outputs: the workbook's, then the marks."""
+    return [*cols, *(name for name, _ in MARK_COLUMNS)]
+
+
+def write_table(con: duckdb.DuckDBPyConnection, mode: str, cols: list[str], path: Path,
                 fmt: str) -> None:
-    """CSV or Parquet with the workbook's columns; CSV cells that look like formulas are quoted."""
-    select = ", ".join(_csv_expr(c) if fmt == "csv" else _parquet_expr(c) for c in cols)
+    """CSV or Parquet: the workbook's columns and the marks (:data:`MARK_COLUMNS`).
+
+    CSV: every cell is text as in the workbook, quoted, and cells that look like formulas are
+    prefixed. Parquet: typed columns; a number-or-text cell is a DOUBLE (NaN and infinities
+    kept; NULL where the workbook shows a text such as N/A, None or unsupported)."""
+    view = result_view(mode)
+    types = dict(con.execute(f"SELECT column_name, column_type FROM (DESCRIBE {view})").fetchall())
+    if fmt == "csv":
+        exprs = [_csv_expr(f"r.{quote_ident(c)}", c) for c in cols]
+    else:
+        exprs = [f"{_typed_expr(f'r.{quote_ident(c)}', types[c], mode, c)} AS {quote_ident(c)}"
+                 for c in cols]
+    has_marks = mode != "md5"  # md5 mode has no highlighting (and a directory run no marks)
+    for name, sql in MARK_COLUMNS:
+        value = sql if has_marks else "NULL::VARCHAR"
+        # CSV: an unmarked row's cells are "" (every cell quoted); Parquet: NULL
+        exprs.append(_csv_expr(f"coalesce({value}, '')", name) if fmt == "csv"
+                     else f"{value} AS {quote_ident(name)}")
+    source = f"{view} r" + (" LEFT JOIN marks m USING (out_seq)" if has_marks else "")
     # Every CSV cell quoted: where ';' is the list separator, a spreadsheet splits an unquoted
     # "a;=1+1" into two cells and evaluates the second.
     options = "FORMAT csv, HEADER true, FORCE_QUOTE *" if fmt == "csv" else "FORMAT parquet"
+    query = f"SELECT {', '.join(exprs)} FROM {source} ORDER BY r.out_seq"
     with atomic_write(path) as tmp:
-        con.execute(f"COPY (SELECT {select} FROM ({query})) TO {quote_str(tmp)} ({options})")
+        con.execute(f"COPY ({query}) TO {quote_str(tmp)} ({options})")
 
 
-def _parquet_expr(col: str) -> str:
-    # A number-or-text workbook column becomes text in Parquet (as in the CSV); the typed numbers
-    # are in the history database's result_rows.
-    return f"CAST({quote_ident(col)} AS VARCHAR) AS {quote_ident(col)}"
+def _typed_expr(expr: str, type_name: str, mode: str, col: str) -> str:
+    """A workbook column as a typed Parquet column."""
+    if type_name.startswith("UNION"):
+        text = f"replace(union_extract({expr}, 's'), chr(9), '')"
+        return (f"CASE union_tag({expr}) WHEN 'n' THEN union_extract({expr}, 'n') "
+                f"WHEN 'b' THEN CAST(union_extract({expr}, 'b') AS DOUBLE) "
+                f"WHEN 's' THEN CASE {text} WHEN 'nan' THEN 'nan'::DOUBLE "
+                f"WHEN 'inf' THEN 'inf'::DOUBLE WHEN '-inf' THEN '-inf'::DOUBLE END END")
+    if mode == "statistics" and col in PERCENT_COLUMNS:
+        return f"TRY_CAST(rtrim({expr}, '%') AS DOUBLE)"
+    return expr
 
 
-def _csv_expr(col: str) -> str:
-    return f'{csv_guard(f"CAST({quote_ident(col)} AS VARCHAR)")} AS {quote_ident(col)}'
+def _csv_expr(expr: str, name: str) -> str:
+    return f'{csv_guard(f"CAST({expr} AS VARCHAR)")} AS {quote_ident(name)}'
 
 
 def write_advisor(out_dir: Path, suffix: str, result: CompareResult, *, compat: bool) -> Path:

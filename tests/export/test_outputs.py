@@ -4,7 +4,9 @@ the per-sheet row limit continues on further sheets (each with its header) and s
 from __future__ import annotations
 
 import csv
+import json
 import logging
+import math
 from pathlib import Path
 from typing import Any
 
@@ -77,7 +79,19 @@ def run(compare_json: Path, out: Path, **kwargs: Any) -> Any:
     return msq.compare(param, out, record=False, **kwargs)
 
 
-@pytest.mark.parametrize("mode", ["statistics", "md5", pytest.param("tensor", marks=pytest.mark.golden)])
+MARKS = ["Mark", "Mark_rules"]
+
+
+def fills(path: Path) -> list[str | None]:
+    """The colour of each data row of the workbook: red, yellow or None."""
+    book = openpyxl.load_workbook(path)
+    colour = {xlsx.RED: "red", xlsx.YELLOW: "yellow"}
+    return [colour.get(row[0].fill.fgColor.rgb) if row[0].fill.fill_type == "solid" else None
+            for ws in book.worksheets for row in ws.iter_rows(min_row=2)]
+
+
+@pytest.mark.parametrize("mode", ["statistics", "md5",
+                                  pytest.param("tensor", marks=pytest.mark.golden)])
 def test_csv_and_parquet_carry_the_workbook_columns(mode: str, tmp_path: Path) -> None:
     if mode == "statistics":
         cj = single_card(tmp_path / "dumps", {LINEAR1_OUT: {"Max": 3.0}})
@@ -90,7 +104,7 @@ def test_csv_and_parquet_carry_the_workbook_columns(mode: str, tmp_path: Path) -
     files = outputs(tmp_path / "out")
     book, table = xlsx_rows(files["xlsx"]), csv_rows(files["csv"])
     parquet = pq.read_table(files["parquet"])
-    assert book[0] == table[0] == parquet.column_names
+    assert book[0] + MARKS == table[0] == parquet.column_names
     assert "NPU_Stack_Info" in book[0]
     assert len(book) == len(table) == parquet.num_rows + 1 == result.rows + 1
     names = parquet.column("NPU Name").to_pylist()
@@ -99,6 +113,12 @@ def test_csv_and_parquet_carry_the_workbook_columns(mode: str, tmp_path: Path) -
     col = book[0].index("Result" if mode != "tensor" else "Accuracy Reached or Not")
     assert [r[col] or "" for r in book[1:]] == [r[col] for r in table[1:]] \
         == [v or "" for v in parquet.column(col).to_pylist()]
+    # and so do the marks: the fill of each workbook row, and the rules that fired
+    marks = fills(files["xlsx"])
+    assert [r[-2] or None for r in table[1:]] == parquet.column("Mark").to_pylist() == marks
+    assert [bool(r[-1]) for r in table[1:]] == [m is not None for m in marks]
+    if mode != "md5":
+        assert "red" in marks
 
 
 def test_formula_like_text_is_escaped_in_csv_only(tmp_path: Path) -> None:
@@ -117,15 +137,47 @@ def test_formula_like_text_is_escaped_in_csv_only(tmp_path: Path) -> None:
         assert by_name[f"Functional.pad.0.forward.input.k{i}.0"][npu_max] == "'" + text
     # numbers that start with '-' stay numbers
     assert by_name["Functional.linear.0.forward.input.0"][header.index("NPU min")] == "-1.0"
-    # Parquet keeps the text as it is (a number-or-text column is text there);
+    # Parquet's NPU max is a number column: a str argument's text is NULL there;
     # the workbook writes it as a text cell, never a formula
     parquet = pq.read_table(files["parquet"]).to_pylist()
-    assert [r["NPU max"] for r in parquet if ".input.k" in r["NPU Name"]] == FORMULAS
+    assert [r["NPU max"] for r in parquet if ".input.k" in r["NPU Name"]] == [None] * 5
     book = openpyxl.load_workbook(files["xlsx"])
     cells = [row[npu_max] for row in book.active.iter_rows(min_row=2)
              if ".input.k" in str(row[0].value)]
     assert [c.value for c in cells] == FORMULAS
     assert {c.data_type for c in cells} == {"s"}
+
+
+def test_parquet_columns_are_typed(tmp_path: Path) -> None:
+    """Numbers as DOUBLE (NaN and infinities kept), NULL where the workbook shows N/A or None,
+    the statistics relative errors as their percentage; texts stay VARCHAR."""
+    extra = {"Functional.pad.0.forward": {
+        "input_args": [tensor([2, 2], 0)], "input_kwargs": {},
+        "output": [dict(tensor([2, 2], 0), Max=float("inf"), Min=float("nan"))]},
+             "Functional.npu_only.0.forward": {"input_args": [tensor([2], 0)], "input_kwargs": {},
+                                               "output": [tensor([2], 0)]}}
+    cj = single_card(tmp_path / "dumps", {LINEAR1_OUT: {"Max": 3.0}}, extra=extra)
+    bench = json.loads(Path(json.loads(cj.read_text())["bench_path"]).read_text())
+    del bench["data"]["Functional.npu_only.0.forward"]
+    write_json(Path(json.loads(cj.read_text())["bench_path"]), bench)
+    run(cj, tmp_path / "out", formats="xlsx,csv,parquet")
+    files = outputs(tmp_path / "out")
+    table = pq.read_table(files["parquet"])
+    types = {f.name: str(f.type) for f in table.schema}
+    for col in ("Max diff", "MaxRelativeErr", "NormRelativeErr", "NPU max", "Bench l2norm"):
+        assert types[col] == "double", col
+    for col in ("NPU Name", "NPU Tensor Shape", "Result", "Err_message", "Mark", "Mark_rules"):
+        assert types[col] == "string", col
+    rows = {r["NPU Name"]: r for r in table.to_pylist()}
+    pad = rows["Functional.pad.0.forward.output.0"]
+    assert pad["NPU max"] == math.inf and math.isnan(pad["NPU min"])
+    only = rows["Functional.npu_only.0.forward.output.0"]
+    assert only["Max diff"] is None and only["MaxRelativeErr"] is None and only["Result"] == "N/A"
+    red = rows["Functional.linear.1.forward.output.0"]
+    csv_red = next(r for r in csv_rows(files["csv"]) if r[0] == red["NPU Name"])
+    header = csv_rows(files["csv"])[0]
+    assert csv_red[header.index("MaxRelativeErr")] == f"{red['MaxRelativeErr']}%"
+    assert (red["Mark"], red["Mark_rules"]) == ("red", "max relative error")
 
 
 class Warnings(logging.Handler):
@@ -153,7 +205,7 @@ def test_xlsx_continues_on_further_sheets_with_a_header_each(
     book = openpyxl.load_workbook(files[".xlsx"])
     assert book.sheetnames == ["Sheet", "Sheet2", "Sheet3"]
     sheets = [[[c.value for c in row] for row in ws.iter_rows()] for ws in book.worksheets]
-    header = csv_rows(files[".csv"])[0]
+    header = csv_rows(files[".csv"])[0][:-len(MARKS)]
     assert [len(s) for s in sheets] == [6, 6, 4]
     assert all(s[0] == header for s in sheets)
     names = [row[0] for s in sheets for row in s[1:]]

@@ -15,6 +15,7 @@ import csv
 import errno
 import json
 import os
+import re
 import resource
 import signal
 import subprocess
@@ -93,7 +94,9 @@ def test_formula_like_text_is_written_as_text(tmp_path: Path, compat: bool) -> N
     assert all(line.startswith('"') for line in raw.splitlines() if line)
     assert '"a;=1+1"' in raw
     got = list(csv.reader(raw.splitlines(keepends=True)))
-    assert got[0] == header
+    assert got[0] == [*header, "Mark", "Mark_rules"]
+    # every cell quoted, the empty marks of an unmarked row too ("")
+    assert re.fullmatch(r'(?:"(?:[^"]|"")*"(?:,"(?:[^"]|"")*")*\r?\n)*', raw)
     for line in got[1:]:
         for cell in line:
             assert not cell.startswith(CSV_RISKY_START) or is_number(cell), cell
