@@ -14,7 +14,7 @@ from pathlib import Path
 import duckdb
 
 from msq.config import Options
-from msq.db import atomic_write, csv_guard, quote_ident, quote_str
+from msq.db import atomic_write, csv_guard, quote_ident, quote_str, scalar
 from msq.errors import ExportError, UsageError
 from msq.export.xlsx import SheetSpec, write_xlsx
 from msq.result import CompareResult, sheet_row
@@ -112,7 +112,10 @@ def _write_workbook(con: duckdb.DuckDBPyConnection, mode: str, cols: list[str],
     def extra_sheet(number: int) -> None:
         log.warning("more than 1,048,575 rows: continuing on sheet %d of %s", number, path)
 
-    sheets = write_xlsx(con, SheetSpec(rows, cols, cols, marks), path, on_extra_sheet=extra_sheet)
+    # the default mode's workbook is for browsing 100k rows; --compat keeps msprobe's layout
+    browse = not scalar(con, "SELECT compat FROM settings")
+    sheets = write_xlsx(con, SheetSpec(rows, cols, cols, marks, browse=browse), path,
+                        on_extra_sheet=extra_sheet)
     if sheets > 1:
         log.warning("%s holds %d sheets (Excel's row limit)", path.name, sheets)
 

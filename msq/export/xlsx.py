@@ -46,6 +46,9 @@ class SheetSpec:
     # as pandas' to_excel writes a sheet (the kernel compare's workbooks): a bold, bordered
     # header, sheets named Sheet1, Sheet2, ..., a NaN number as an empty cell, +-inf as text
     pandas_style: bool = False
+    # a sheet to browse (the default mode's): a bold header (pandas' style) frozen with the name
+    # column, an autofilter, columns as wide as their text; msprobe's own layout (--compat) without
+    browse: bool = False
 
 
 def _col_letter(index: int) -> str:
@@ -133,6 +136,11 @@ def _cell_sql(column: str, type_name: str, pandas_style: bool = False) -> str:
     return _text_cell_sql(f"CAST({col} AS VARCHAR)")
 
 
+def _types(con: duckdb.DuckDBPyConnection, spec: SheetSpec) -> dict[str, str]:
+    return dict(con.execute(f"SELECT column_name, column_type FROM (DESCRIBE {spec.query})")
+                .fetchall())
+
+
 def _rows_query(con: duckdb.DuckDBPyConnection, spec: SheetSpec) -> str:
     """``out_seq`` and each row's cells as one XML string, in no particular order.
 
@@ -140,7 +148,7 @@ def _rows_query(con: duckdb.DuckDBPyConnection, spec: SheetSpec) -> str:
     :func:`_row_tags`): numbering them in SQL took a window and two sorts of every column. One
     ``concat`` of the cells, not a chain of ``||``, copies each row's text once.
     """
-    types = dict(con.execute(f"SELECT column_name, column_type FROM (DESCRIBE {spec.query})").fetchall())
+    types = _types(con, spec)
     cells = ", ".join(_cell_sql(c, types[c], spec.pandas_style) for c in spec.columns)
     marks = spec.marks_query or "SELECT NULL::BIGINT AS out_seq, NULL::VARCHAR AS mark WHERE false"
     return f"""
@@ -227,10 +235,10 @@ _PANDAS_STYLES = (_STYLES
                            'xfId="0" applyFont="1" applyBorder="1" applyAlignment="1">'
                            '<alignment horizontal="center" vertical="top"/></xf></cellXfs>'))
 _HEADER_STYLE = ' s="6"'
-_SHEET_HEAD = ('<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n'
-               '<worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main">'
-               "<sheetData>")
-_SHEET_TAIL = "</sheetData></worksheet>"
+_SHEET_OPEN = ('<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n'
+               '<worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main">')
+_MAX_WIDTH = 60  # characters: a long stack or message is read in the cell, not the column
+_NUMBER_WIDTH = 12  # Excel's General format shows a number in 11 characters
 
 
 def _xml_text(text: str) -> str:
@@ -245,13 +253,67 @@ def _header_xml(headers: Sequence[str], style: str = "") -> str:
     return f'<row r="1">{cells}</row>'
 
 
+@dataclass(frozen=True)
+class _Layout:
+    """The sheet XML around the rows: sized by each sheet's row count (``<dimension>``, the
+    autofilter's range), and the browsing aids of :attr:`SheetSpec.browse`."""
+
+    header: str
+    n_cols: int
+    widths: Sequence[float] | None  # None: no <cols> (msprobe's layout)
+    browse: bool
+
+    def ref(self, rows: int) -> str:
+        return f"A1:{_col_letter(max(self.n_cols, 1) - 1)}{rows + 1}"
+
+    def head(self, rows: int) -> bytes:
+        """Everything before the first data row of a sheet of ``rows`` data rows."""
+        parts = [_SHEET_OPEN, f'<dimension ref="{self.ref(rows)}"/>']
+        if self.browse:  # header row and name column stay in view
+            parts.append('<sheetViews><sheetView workbookViewId="0"><pane xSplit="1" ySplit="1" '
+                         'topLeftCell="B2" activePane="bottomRight" state="frozen"/>'
+                         '<selection pane="topRight"/><selection pane="bottomLeft"/>'
+                         '<selection pane="bottomRight" activeCell="B2" sqref="B2"/>'
+                         "</sheetView></sheetViews>")
+        if self.widths:
+            parts.append("<cols>" + "".join(
+                f'<col min="{i + 1}" max="{i + 1}" width="{w:g}" customWidth="1"/>'
+                for i, w in enumerate(self.widths)) + "</cols>")
+        parts.append("<sheetData>" + self.header)
+        return "".join(parts).encode()
+
+    def tail(self, rows: int) -> bytes:
+        filt = f'<autoFilter ref="{self.ref(rows)}"/>' if self.browse else ""
+        return f"</sheetData>{filt}</worksheet>".encode()
+
+
+def _widths(con: duckdb.DuckDBPyConnection, spec: SheetSpec) -> list[float]:
+    """Each column as wide as its longest text (header and filter button included), numbers as
+    wide as Excel's General format needs, nothing wider than :data:`_MAX_WIDTH`."""
+    types = _types(con, spec)
+    texts = [c for c in spec.columns if types[c] == "VARCHAR"]
+    longest: dict[str, int] = {}
+    if texts:
+        lengths = ", ".join(f'max(length("{c}"))' for c in texts)
+        row = con.cursor().sql(f"SELECT {lengths} FROM ({spec.query})").fetchall()[0]
+        longest = {c: int(n or 0) for c, n in zip(texts, row)}
+    widths = []
+    for col, head in zip(spec.columns, spec.headers):
+        data = longest.get(col, _NUMBER_WIDTH)
+        widths.append(float(min(_MAX_WIDTH, max(len(head) + 4, data + 2))))
+    return widths
+
+
 def _sheet_name(index: int, pandas_style: bool = False) -> str:
     if pandas_style:
         return f"Sheet{index + 1}"
     return "Sheet" if index == 0 else f"Sheet{index + 1}"
 
 
-def _finish_package(zf: zipfile.ZipFile, n_sheets: int, *, pandas_style: bool = False) -> None:
+def _finish_package(zf: zipfile.ZipFile, n_sheets: int, *, pandas_style: bool = False,
+                    styles: str = _STYLES, filters: Sequence[str] = ()) -> None:
+    """The package's other parts; ``filters``: each sheet's autofilter range (A1:Z9), named as
+    Excel names it (``_xlnm._FilterDatabase``)."""
     overrides = "\n".join(
         f'<Override PartName="/xl/worksheets/sheet{i + 1}.xml" '
         'ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml"/>'
@@ -264,7 +326,7 @@ def _finish_package(zf: zipfile.ZipFile, n_sheets: int, *, pandas_style: bool = 
         '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n'
         '<workbook xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main" '
         'xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships">'
-        f"<sheets>{sheets}</sheets></workbook>"))
+        f"<sheets>{sheets}</sheets>{_filter_names(filters)}</workbook>"))
     rels = "".join(
         f'<Relationship Id="rId{i + 1}" Type="http://schemas.openxmlformats.org/officeDocument/2006/'
         f'relationships/worksheet" Target="worksheets/sheet{i + 1}.xml"/>' for i in range(n_sheets))
@@ -274,7 +336,21 @@ def _finish_package(zf: zipfile.ZipFile, n_sheets: int, *, pandas_style: bool = 
         '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n'
         '<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">'
         f"{rels}</Relationships>"))
-    zf.writestr("xl/styles.xml", _PANDAS_STYLES if pandas_style else _STYLES)
+    zf.writestr("xl/styles.xml", styles)
+
+
+def _filter_names(filters: Sequence[str]) -> str:
+    if not filters:
+        return ""
+    names = "".join(
+        f'<definedName name="_xlnm._FilterDatabase" localSheetId="{i}" hidden="1">'
+        f"{_sheet_name(i)}!{_absolute(ref)}</definedName>" for i, ref in enumerate(filters))
+    return f"<definedNames>{names}</definedNames>"
+
+
+def _absolute(ref: str) -> str:
+    """A1:AB287 -> $A$1:$AB$287"""
+    return ":".join(re.sub(r"([A-Z]+)(\d+)", r"$\1$\2", part) for part in ref.split(":"))
 
 
 def write_xlsx(con: duckdb.DuckDBPyConnection, spec: SheetSpec, path: Path,
@@ -303,17 +379,17 @@ def write_xlsx(con: duckdb.DuckDBPyConnection, spec: SheetSpec, path: Path,
 def _write_package(con: duckdb.DuckDBPyConnection, spec: SheetSpec, tmp: Path,
                    on_extra_sheet: Callable[[int], None] | None, max_rows: int) -> int:
     rows = _rendered_rows(con, spec)
+    bold = spec.pandas_style or spec.browse  # pandas' bold header (its style is style 6)
+    layout = _Layout(_header_xml(spec.headers, _HEADER_STYLE if bold else ""), len(spec.columns),
+                     _widths(con, spec) if spec.browse else None, spec.browse)
     with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as zf:
-        header = _header_xml(spec.headers, _HEADER_STYLE if spec.pandas_style else "")
-        with _Sheets(zf, header, max_rows - 1, on_extra_sheet) as sheets:
+        with _Sheets(zf, layout, max_rows - 1, len(rows), on_extra_sheet) as sheets:
             for chunk in rows.chunks:
                 for start in range(0, len(chunk), _BATCH_ROWS):
                     sheets.add(chunk.slice(start, _BATCH_ROWS))
             n_sheets = sheets.close()
-        if spec.pandas_style:
-            _finish_package(zf, n_sheets, pandas_style=True)
-        else:
-            _finish_package(zf, n_sheets)
+        _finish_package(zf, n_sheets, pandas_style=spec.pandas_style,
+                        styles=_PANDAS_STYLES if bold else _STYLES, filters=sheets.filters)
     return n_sheets
 
 
@@ -328,13 +404,15 @@ class _Sheets:
     batch waits, and a writer error surfaces at the next batch.
     """
 
-    def __init__(self, zf: zipfile.ZipFile, header: str, per_sheet: int,
+    def __init__(self, zf: zipfile.ZipFile, layout: _Layout, per_sheet: int, total: int,
                  on_extra_sheet: Callable[[int], None] | None) -> None:
-        self.zf, self.header, self.per_sheet = zf, header, per_sheet
+        self.zf, self.layout, self.per_sheet, self.total = zf, layout, per_sheet, total
         self.on_extra_sheet = on_extra_sheet
+        self.filters: list[str] = []  # each sheet's autofilter range, when it has one
         self.count = 0    # sheets opened
         self.in_sheet = 0  # data rows in the open sheet
         self._sheet: IO[bytes] | None = None  # the writer thread's open entry
+        self._rows = 0  # its data rows
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="msq-xlsx")
         self._pending: Future[None] | None = None
 
@@ -374,7 +452,11 @@ class _Sheets:
                 self.on_extra_sheet(self.count + 1)
         self.count += 1
         self.in_sheet = 0
-        self._submit(self._open_entry, self.count)
+        # every sheet's size is known before its rows: the <dimension> readers size it by
+        rows = max(0, min(self.per_sheet, self.total - (self.count - 1) * self.per_sheet))
+        if self.layout.browse:
+            self.filters.append(self.layout.ref(rows))
+        self._submit(self._open_entry, self.count, rows)
 
     def _submit(self, task: Callable[..., None], *args: Any) -> None:
         if self._pending is not None:
@@ -382,9 +464,10 @@ class _Sheets:
         self._pending = self._writer.submit(task, *args)
 
     # -- in the writer thread ------------------------------------------------------------------
-    def _open_entry(self, number: int) -> None:
+    def _open_entry(self, number: int, rows: int) -> None:
         self._sheet = self.zf.open(f"xl/worksheets/sheet{number}.xml", "w", force_zip64=True)
-        self._sheet.write((_SHEET_HEAD + self.header).encode())
+        self._sheet.write(self.layout.head(rows))
+        self._rows = rows
 
     def _write(self, data: bytes) -> None:
         assert self._sheet is not None
@@ -392,6 +475,6 @@ class _Sheets:
 
     def _close_entry(self) -> None:
         assert self._sheet is not None
-        self._sheet.write(_SHEET_TAIL.encode())
+        self._sheet.write(self.layout.tail(self._rows))
         self._sheet.close()
         self._sheet = None

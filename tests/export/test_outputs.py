@@ -234,3 +234,17 @@ def test_write_xlsx_row_limit_parameter(tmp_path: Path) -> None:
     assert write_xlsx(con, spec, path) == 1
     with pytest.raises(ExportError, match="max_rows"):
         write_xlsx(con, spec, path, max_rows=1)
+
+
+@pytest.mark.parametrize("compat", [None, "msprobe-1.1"])
+def test_default_workbook_is_for_browsing_and_compat_keeps_msprobes_layout(
+        tmp_path: Path, compat: str | None) -> None:
+    cj = single_card(tmp_path / "dumps", {LINEAR1_OUT: {"Max": 3.0}})
+    result = run(cj, tmp_path / "out", compat=compat)
+    (book,) = [f for f in result.files if f.suffix == ".xlsx"]
+    ws = openpyxl.load_workbook(book).active
+    browse = compat is None
+    assert (ws.freeze_panes, ws.auto_filter.ref) == (
+        ("B2", f"A1:X{result.rows + 1}") if browse else (None, None))
+    assert ws["A1"].font.b is browse
+    assert openpyxl.load_workbook(book, read_only=True).active.max_row == result.rows + 1

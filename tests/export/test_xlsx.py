@@ -3,6 +3,7 @@ the read-only one), every row full width, control characters escaped, formulas n
 
 from __future__ import annotations
 
+import zipfile
 from pathlib import Path
 
 import duckdb
@@ -92,3 +93,63 @@ def test_a_write_failure_in_the_writer_thread_leaves_nothing(tmp_path, monkeypat
         write_xlsx(con, shuffled_rows(con, 11), tmp_path / "b.xlsx")
     assert list(tmp_path.iterdir()) == []
     assert not [t for t in threading.enumerate() if t.name.startswith("msq-xlsx")]
+
+
+# ------------------------------------------------------- a workbook to browse (the default mode)
+
+
+def browse_spec(con: duckdb.DuckDBPyConnection, n: int, browse: bool = True) -> SheetSpec:
+    con.execute(f"""CREATE OR REPLACE TABLE w AS SELECT range AS out_seq,
+        'Functional.op_with_a_long_name.' || range || '.forward.output.0' AS name,
+        CAST(range AS DOUBLE) / 3 AS v, repeat('stack line ', 20) AS stack FROM range({n})""")
+    return SheetSpec("SELECT * FROM w", ["name", "v", "stack"], ["NPU Name", "Max diff", "Stack"],
+                     None, browse=browse)
+
+
+def test_a_browse_sheet_is_frozen_filtered_sized_and_has_a_bold_header(tmp_path: Path) -> None:
+    con = duckdb.connect()
+    path = tmp_path / "b.xlsx"
+    write_xlsx(con, browse_spec(con, 12), path)
+    ws = openpyxl.load_workbook(path).active
+    assert ws.freeze_panes == "B2"          # header row and the name column stay in view
+    assert ws.auto_filter.ref == "A1:C13"   # every row and column
+    assert [c.font.b for c in ws[1]] == [True] * 3 and not ws["A2"].font.b
+    longest = max(len(c.value) for c in ws["A"][1:])
+    widths = [ws.column_dimensions[col].width for col in "ABC"]
+    assert widths == [longest + 2, 12 + 2, 60]  # numbers as General shows them; texts capped
+    # read-only readers (pandas) know the size from <dimension>, before reading a row
+    ro = openpyxl.load_workbook(path, read_only=True).active
+    assert (ro.max_row, ro.max_column, ro.calculate_dimension()) == (13, 3, "A1:C13")
+
+
+def test_each_sheet_has_its_own_size_and_filter(tmp_path: Path) -> None:
+    con = duckdb.connect()
+    path = tmp_path / "b.xlsx"
+    assert write_xlsx(con, browse_spec(con, 11), path, max_rows=5) == 3
+    book = openpyxl.load_workbook(path, read_only=True)
+    assert [ws.calculate_dimension() for ws in book.worksheets] == ["A1:C5", "A1:C5", "A1:C4"]
+    book = openpyxl.load_workbook(path)
+    assert [ws.auto_filter.ref for ws in book.worksheets] == ["A1:C5", "A1:C5", "A1:C4"]
+    assert all(ws.freeze_panes == "B2" for ws in book.worksheets)
+
+
+def test_msprobe_layout_has_only_the_dimension(tmp_path: Path) -> None:
+    con = duckdb.connect()
+    path = tmp_path / "c.xlsx"
+    write_xlsx(con, browse_spec(con, 4, browse=False), path)
+    with zipfile.ZipFile(path) as zf:
+        sheet = zf.read("xl/worksheets/sheet1.xml").decode()
+        book = zf.read("xl/workbook.xml").decode()
+    assert '<dimension ref="A1:C5"/>' in sheet
+    for absent in ("<sheetViews", "<cols", "<autoFilter", ' s="6"'):
+        assert absent not in sheet
+    assert "definedName" not in book
+
+
+def test_an_empty_browse_sheet_is_the_header(tmp_path: Path) -> None:
+    con = duckdb.connect()
+    path = tmp_path / "e.xlsx"
+    write_xlsx(con, browse_spec(con, 0), path)
+    ws = openpyxl.load_workbook(path).active
+    assert [[c.value for c in r] for r in ws.iter_rows()] == [["NPU Name", "Max diff", "Stack"]]
+    assert ws.auto_filter.ref == "A1:C1"
