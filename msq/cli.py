@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 import click
 
 from msq import status_line
-from msq.console import gate_line, print_summary, render_table
+from msq.console import gate_line, print_summary, render_show, render_table
 from msq.errors import ExitStatus, MsqError, printable
 from msq.runner import run_from_compare_json
 from msq.version import VERSION
@@ -257,6 +257,52 @@ def runs_cmd(db_path: Path | None, label: str | None, fmt: str, output: Path | N
 
     setup_logging(verbose, quiet)
     _print_query(db_path, runs_sql(label), fmt, output)
+
+
+@main.command("show")
+@click.argument("target", required=False)
+@_DB_OPTION
+@click.option("--limit", type=click.IntRange(0), default=20, show_default=True,
+              help="Red and yellow rows shown per compare (0: all of them).")
+@click.option("-q", "--quiet", is_flag=True, help="Only warnings and errors on stderr.")
+@click.option("-v", "--verbose", count=True, help="More log lines.")
+@handle_errors
+def show_cmd(target: str | None, db_path: Path | None, limit: int, quiet: bool,
+             verbose: int) -> None:
+    """Show a compare: its summary, its red and yellow rows and the rules that fired; for a
+    directory run, a line per rank and step first.
+
+    TARGET is a compare id of the history, or an output folder (its history, else its CSV or
+    Parquet outputs); without it, the latest run of the history.
+    """
+    from msq import history  # lazy: as in _print_query
+    from msq.history.show import show_compare, show_latest_run
+
+    setup_logging(verbose, quiet)
+    cap = limit or None
+    if target is not None and target.isdigit():
+        run = show_compare(history.resolve_db_path(db_path), int(target), cap)
+    elif target is None or Path(target).suffix == ".duckdb":
+        run = show_latest_run(Path(target) if target else history.resolve_db_path(db_path),
+                              None, cap)
+    else:
+        run = _show_folder(Path(target), db_path, cap)
+    click.echo(render_show(run), nl=False)
+
+
+def _show_folder(folder: Path, db_path: Path | None, limit: int | None) -> Any:
+    """An output folder: the history it was recorded in (--db / MSQ_DB, else its own), else
+    its CSV or Parquet outputs."""
+    from msq import history  # lazy: as in _print_query
+    from msq.export.readback import show_folder
+    from msq.history.show import show_latest_run
+
+    if not folder.is_dir():
+        raise click.UsageError(f"{folder}: not a compare id, a history file or an output folder")
+    db = history.resolve_db_path(db_path, folder)
+    if db.is_file():
+        return show_latest_run(db, folder, limit)
+    return show_folder(folder, limit)
 
 
 def _print_query(db_path: Path | None, query: str, fmt: str, output: Path | None) -> None:

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+import textwrap
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import click
 
 from msq.errors import printable
-from msq.result import CompareResult
+from msq.result import CompareResult, ShownCompare, ShownRun
 
 if TYPE_CHECKING:  # msq.history loads duckdb: only when a history command runs
     from msq.history import Table
@@ -150,3 +151,129 @@ def render_table(table: Table) -> str:
 def _line(values: Sequence[str], widths: Sequence[int], right: Sequence[bool]) -> str:
     parts = [v.rjust(w) if r else v.ljust(w) for v, w, r in zip(values, widths, right)]
     return "  ".join(parts).rstrip()
+
+
+# --------------------------------------------------------------------------------------------
+# msq show: a recorded compare in at most 100 columns
+
+WIDTH = 100
+_ROW_HEAD = ("      row  mark    ", "NPU name, then why it is marked")
+
+
+def render_show(run: ShownRun) -> str:
+    """A compare (or a directory run: a line per rank and step first), its marked rows with
+    their rules, readable in :data:`WIDTH` columns (a long name or rule wraps; paths do not)."""
+    lines: list[str] = []
+    if len(run.compares) == 1:
+        lines += _compare_block(run.compares[0], run.source)
+    else:
+        lines += _run_block(run)
+    for shown in run.compares:
+        lines += _marked_block(shown, titled=len(run.compares) > 1)
+    return "\n".join(line.rstrip() for line in lines) + "\n"
+
+
+def _what(shown: ShownCompare) -> str:
+    bits = [f"{shown.mode} mode", "--compat " + shown.compat if shown.compat else "default"]
+    if shown.label:
+        bits.append(f"label {printable(shown.label)}")
+    if shown.started_at is not None:
+        bits.append(shown.started_at.isoformat(sep=" ", timespec="seconds"))
+    if shown.seconds is not None:
+        bits.append(f"{shown.seconds:.1f}s")
+    return ", ".join(bits)
+
+
+def _shown_counts(shown: ShownCompare) -> str:
+    bench_only = f", {shown.bench_only} bench-only" if shown.bench_only else ""
+    return (f"{shown.rows} rows ({shown.matched} matched, {shown.npu_only} NPU-only{bench_only}),"
+            f" {shown.red} red, {shown.yellow} yellow")
+
+
+def _suspect_text(shown: ShownCompare) -> str:
+    if shown.suspect is None:
+        return "no suspect"
+    where = f"{shown.suspect_label}: " if shown.suspect_label else ""
+    return f"{where}{printable(shown.suspect)}"
+
+
+def _compare_block(shown: ShownCompare, source: str) -> list[str]:
+    name = f"compare {shown.compare_id}" if shown.compare_id is not None else "compare"
+    title = f" ({shown.title})" if shown.title else ""
+    lines = [f"{name}{title}: {_what(shown)}"]
+    if shown.npu_path:
+        lines += [f"  NPU:   {shown.npu_path}", f"  bench: {shown.bench_path}"]
+    lines.append(f"  {_shown_counts(shown)}")
+    lines += _wrap(f"first suspect: {_suspect_text(shown)}", "  ", "    ")
+    for i, path in enumerate(shown.files):
+        lines.append(f"  {'files:' if i == 0 else '      '} {path}")
+    lines.append(f"  read from {source}")
+    return lines
+
+
+def _run_block(run: ShownRun) -> list[str]:
+    first = run.compares[0]
+    ids = [c.compare_id for c in run.compares if c.compare_id is not None]
+    id_text = f" (ids {min(ids)}-{max(ids)})" if ids else ""
+    total = ShownCompare(mode=first.mode, rows=sum(c.rows for c in run.compares),
+                         matched=sum(c.matched for c in run.compares),
+                         npu_only=sum(c.npu_only for c in run.compares),
+                         bench_only=sum(c.bench_only for c in run.compares),
+                         red=sum(c.red for c in run.compares),
+                         yellow=sum(c.yellow for c in run.compares))
+    started = min((c.started_at for c in run.compares if c.started_at is not None), default=None)
+    what = _what(ShownCompare(mode=first.mode, compat=first.compat, label=first.label,
+                              started_at=started))
+    lines = [f"run of {len(run.compares)} compares{id_text}: {what}",
+             f"  {_shown_counts(total)}", f"  read from {run.source}", ""]
+    head = ["step", "rank", "id", "rows", "red", "yellow"]
+    cells = [[_num(c.step), _num(c.rank), _num(c.compare_id), str(c.rows), str(c.red),
+              str(c.yellow)] for c in run.compares]
+    widths = [max(len(h), *(len(r[i]) for r in cells)) for i, h in enumerate(head)]
+    left = sum(widths) + 2 * len(widths)
+    lines.append("  " + _line([*head, "first suspect"], [*widths, 0], [False] * 7))
+    lines.append("  " + _line(["-" * w for w in [*widths, WIDTH - 2 - left]],
+                              [*widths, 0], [True] * 7))
+    for shown, row in zip(run.compares, cells):
+        suspect = _fit(_suspect_text(shown), WIDTH - 2 - left)
+        lines.append("  " + _line([*row, suspect], [*widths, 0], [True] * 6 + [False]))
+    return lines
+
+
+def _marked_block(shown: ShownCompare, titled: bool) -> list[str]:
+    where = f"{shown.title or 'compare'}: " if titled else ""
+    if not shown.marked_total:
+        return ["", f"{where}no red or yellow row"] if titled else ["", "no red or yellow row"]
+    lines = ["", f"{where}red and yellow rows ({shown.marked_total}):",
+             _ROW_HEAD[0] + _ROW_HEAD[1],
+             "  " + "-" * 7 + "  " + "-" * 6 + "  " + "-" * (WIDTH - len(_ROW_HEAD[0]))]
+    indent = " " * len(_ROW_HEAD[0])
+    for row in shown.marked:
+        first = f"  {row.label.removeprefix('row '):>7}  {row.mark:<6}  "
+        name = _wrap(printable(row.name), first, indent)
+        reason = _wrap(printable(row.reason), indent, indent) if row.reason else []
+        lines += name + reason
+    more = shown.marked_total - len(shown.marked)
+    if more > 0:
+        lines.append(f"  ... and {more} more (msq show --limit 0 lists every one)")
+    return lines
+
+
+def _wrap(text: str, first: str, rest: str) -> list[str]:
+    """``text`` after ``first``, continued after ``rest``, in lines of at most :data:`WIDTH`
+    columns: at spaces, and anywhere in a word too long for a line (an op name)."""
+    wrapper = textwrap.TextWrapper(width=WIDTH, initial_indent=first, subsequent_indent=rest,
+                                   break_on_hyphens=False)
+    return wrapper.wrap(text) or [first]
+
+
+def _fit(text: str, room: int) -> str:
+    """``text`` cut in the middle to ``room`` columns (a name's op and its tail both show)."""
+    if len(text) <= room or room < 10:
+        return text
+    keep = room - 1
+    return text[: keep // 2] + "…" + text[len(text) - (keep - keep // 2):]
+
+
+def _num(value: int | None) -> str:
+    return "-" if value is None else str(value)

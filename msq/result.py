@@ -1,11 +1,15 @@
-"""What one compare produced: counts, the advisor's suspect, the files written.
+"""What one compare produced: counts, the advisor's suspect, the files written; and a recorded
+compare as ``msq show`` presents it.
 
-A plain record with no live connection, so that it crosses process boundaries (a directory
-compare's workers return it) and any layer can read it without importing the pipeline.
+Plain records with no live connection, so that they cross process boundaries (a directory
+compare's workers return them) and any layer can read them without importing the pipeline.
+``msq show`` fills :class:`ShownRun` from the history database (msq/history/show.py) or from a
+folder's CSV/Parquet outputs (msq/export/readback.py); the CLI prints it (msq/console.py).
 """
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -84,3 +88,68 @@ class CompareResult:
         if self.suspect_line == "NA":
             return None
         return RowRef(int(self.suspect_line), self.suspect)
+
+
+# ------------------------------------------------------------------------------- msq show
+
+
+@dataclass
+class MarkedRow:
+    """A red or yellow row: where it sits, its NPU name and why it is marked."""
+
+    out_seq: int
+    mark: str
+    name: str
+    reason: str
+
+    @property
+    def label(self) -> str:
+        return row_label(self.out_seq)
+
+
+@dataclass
+class ShownCompare:
+    """One compare (one rank and step pair of a directory run)."""
+
+    mode: str
+    rows: int = 0
+    matched: int = 0
+    npu_only: int = 0
+    bench_only: int = 0
+    red: int = 0
+    yellow: int = 0
+    suspect_seq: int | None = None    # the advisor's first failing row (0-based line)
+    suspect: str | None = None
+    compare_id: int | None = None     # None when read from output files
+    rank: int | None = None
+    step: int | None = None
+    title: str = ""                   # "step0 rank1": where it sits in a directory run
+    compat: str | None = None
+    label: str | None = None
+    started_at: dt.datetime | None = None
+    seconds: float | None = None
+    npu_path: str = ""
+    bench_path: str = ""
+    files: list[str] = field(default_factory=list)
+    marked: list[MarkedRow] = field(default_factory=list)  # the first ones, in sheet order
+    marked_total: int = 0                                  # every red and yellow row
+
+    @property
+    def suspect_label(self) -> str | None:
+        return None if self.suspect_seq is None else row_label(self.suspect_seq)
+
+
+@dataclass
+class ShownRun:
+    """What ``msq show`` shows: one compare, or every pair of a directory run, in step and rank
+    order; ``source`` says where it was read."""
+
+    source: str
+    compares: list[ShownCompare]
+
+
+def pair_title(step: int | None, rank: int | None) -> str:
+    """``step0 rank1``, ``rank1``, or empty (a single card)."""
+    parts = ([f"step{step}"] if step is not None else []) + \
+        ([f"rank{rank}"] if rank is not None else [])
+    return " ".join(parts)

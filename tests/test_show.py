@@ -1,0 +1,184 @@
+"""``msq show`` (issue 12, item 10): a compare from the history or an output folder, its red and
+yellow rows with their rules, a line per rank and step for a directory run, in 100 columns."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import duckdb
+import pytest
+from click.testing import CliRunner, Result
+
+from msq.cli import main
+from tests.history.builders import LINEAR1_OUT, RELU_OUT, build_roots, single_card
+
+PATH_LINES = ("  NPU:", "  bench:", "  files:", "        ", "  read from")
+
+
+def run(*args: str) -> Result:
+    return CliRunner().invoke(main, list(args))
+
+
+def fits(text: str) -> None:
+    """Every line within 100 columns (paths are printed whole, so their lines are not counted)."""
+    long = [line for line in text.splitlines()
+            if len(line) > 100 and not line.startswith(PATH_LINES)]
+    assert long == []
+
+
+def marked_in_history(db: Path, compare_id: int) -> list[tuple[int, str, str, str]]:
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return con.execute("SELECT out_seq + 2, mark, npu_name, mark_rules FROM result_rows "
+                           "WHERE compare_id = ? AND mark IS NOT NULL ORDER BY out_seq",
+                           [compare_id]).fetchall()
+    finally:
+        con.close()
+
+
+def shown_rows(text: str) -> list[tuple[int, str, str, str]]:
+    """(row, mark, name, rules) of each marked row the view lists."""
+    found = re.findall(r"^ +(\d+)  (red|yellow) +(\S+)\n {19}(.+)$", text, re.MULTILINE)
+    return [(int(row), mark, name, rules) for row, mark, name, rules in found]
+
+
+@pytest.fixture
+def one_card(tmp_path: Path) -> tuple[Path, Result]:
+    """A compare with a red and a yellow-candidate row, recorded in out/msq.duckdb."""
+    cfg = single_card(tmp_path / "dumps", {LINEAR1_OUT: {"Max": 3.0}, RELU_OUT: {"Max": 1.25}})
+    out = tmp_path / "out"
+    result = run("compare", str(cfg), "-o", str(out))
+    assert result.exit_code == 0, result.output
+    return out, result
+
+
+def test_show_a_compare_by_id(one_card: tuple[Path, Result]) -> None:
+    out, compared = one_card
+    result = run("show", "1", "--db", str(out / "msq.duckdb"))
+    assert result.exit_code == 0, result.output
+    text = result.stdout
+    fits(text)
+    assert text.startswith("compare 1 (step0 rank0): statistics mode, default, ")
+    counts = re.search(r"(\d+ rows \(.*\)), (\d+) red, (\d+) yellow", compared.stdout)
+    assert f"  {counts.group(0)}\n" in text
+    # the suspect by the same row as the console gave
+    suspect = re.search(r"first suspect: (row \d+: \S+)", compared.stdout).group(1)
+    assert f"  first suspect: {suspect}\n" in text
+    # every red and yellow row, with the rules that fired, as the history keeps them
+    want = marked_in_history(out / "msq.duckdb", 1)
+    assert want and shown_rows(text) == want
+    assert f"red and yellow rows ({len(want)}):" in text
+
+
+def test_show_an_output_folder_is_its_latest_run(one_card: tuple[Path, Result]) -> None:
+    out, _ = one_card
+    by_folder, by_id = run("show", str(out)), run("show", "1", "--db", str(out / "msq.duckdb"))
+    assert by_folder.exit_code == 0, by_folder.output
+    assert by_folder.stdout == by_id.stdout
+
+
+def test_limit_caps_the_rows_and_says_how_many_more(tmp_path: Path) -> None:
+    cfg = single_card(tmp_path / "dumps", {LINEAR1_OUT: {"Max": 3.0}, RELU_OUT: {"Max": 3.0}})
+    out = tmp_path / "out"
+    assert run("compare", str(cfg), "-o", str(out)).exit_code == 0
+    every = shown_rows(run("show", str(out), "--limit", "0").stdout)
+    assert len(every) >= 2
+    capped = run("show", str(out), "--limit", "1").stdout
+    assert shown_rows(capped) == every[:1]
+    assert f"  ... and {len(every) - 1} more (msq show --limit 0 lists every one)" in capped
+
+
+def test_a_directory_run_has_a_line_per_rank_and_step(tmp_path: Path) -> None:
+    roots = build_roots(tmp_path / "dumps")
+    out = tmp_path / "out"
+    compared = run("compare", str(roots["v1"]), "-o", str(out))
+    assert compared.exit_code == 0, compared.output
+    result = run("show", str(out))
+    assert result.exit_code == 0, result.output
+    text = result.stdout
+    fits(text)
+    assert text.startswith("run of 6 compares (ids 1-6): statistics mode, default, ")
+    table = re.findall(r"^ +(\d) +(\d) +(\d) +(\d+) +(\d+) +(\d+)  (.+)$", text, re.MULTILINE)
+    assert [(int(s), int(r)) for s, r, *_ in table] == [(s, r) for s in (0, 1, 2) for r in (0, 1)]
+    # each line agrees with what the compare printed for that pair
+    for step, rank, _id, rows, red, yellow, suspect in table:
+        block = re.search(rf"^msq compare step{step} rank{rank}-rank{rank}: statistics mode, "
+                          rf"(\d+) rows .*, (\d+) red, (\d+) yellow.*\n  (.+)$",
+                          compared.stdout, re.MULTILINE)
+        assert (rows, red, yellow) == block.groups()[:3]
+        said = block.group(4)
+        assert said == f"first suspect: {suspect}" or (suspect == "no suspect"
+                                                       and said.startswith("no suspect"))
+    assert "step1 rank1: red and yellow rows (" in text
+
+
+def test_the_same_run_from_its_csv_or_parquet_outputs(tmp_path: Path) -> None:
+    """Without a history the folder's outputs carry the marks: the same view, but ids and
+    paths."""
+    roots = build_roots(tmp_path / "dumps")
+    with_history, files_only = tmp_path / "hist", tmp_path / "files"
+    assert run("compare", str(roots["v2"]), "-o", str(with_history)).exit_code == 0
+    for fmt in ("csv", "parquet"):
+        out = files_only / fmt
+        assert run("compare", str(roots["v2"]), "-o", str(out), "--no-history",
+                   "--format", fmt).exit_code == 0
+        text = run("show", str(out)).stdout
+        fits(text)
+        assert shown_rows(text) == shown_rows(run("show", str(with_history)).stdout)
+        assert re.search(r"^run of 6 compares: ", text, re.MULTILINE)
+        lines = [re.sub(r"^ +(\d) +(\d) +\S+ ", r"\1 \2 ", line) for line in text.splitlines()
+                 if re.match(r"^ +\d +\d +[\d-]+ +\d+ ", line)]
+        hist_lines = [re.sub(r"^ +(\d) +(\d) +\S+ ", r"\1 \2 ", line)
+                      for line in run("show", str(with_history)).stdout.splitlines()
+                      if re.match(r"^ +\d +\d +[\d-]+ +\d+ ", line)]
+        assert [line.split() for line in lines] == [line.split() for line in hist_lines]
+
+
+def test_long_names_and_rules_wrap_within_100_columns(tmp_path: Path) -> None:
+    long_op = "Module." + ".".join(f"layers{i}" for i in range(14)) + ".Linear.forward.0"
+    extra = {long_op: {"input_args": [], "input_kwargs": {},
+                       "output": [{"type": "torch.Tensor", "dtype": "torch.float32",
+                                   "shape": [4], "Max": 1.0, "Min": 0.0, "Mean": 0.5,
+                                   "Norm": 1.0, "requires_grad": False}]}}
+    cfg = single_card(tmp_path / "dumps", extra=extra)
+    npu = Path(json.loads(cfg.read_text())["npu_path"])
+    doc = json.loads(npu.read_text())
+    doc["data"][long_op]["output"][0]["Max"] = float("inf")  # red there: overflow
+    npu.write_text(json.dumps(doc))
+    out = tmp_path / "out"
+    assert run("compare", str(cfg), "-o", str(out)).exit_code == 0
+    text = run("show", str(out)).stdout
+    fits(text)
+    joined = text.replace("\n" + " " * 19, "")
+    assert long_op + ".output.0" in joined
+
+
+def test_nothing_to_show_is_one_line(tmp_path: Path) -> None:
+    cfg = single_card(tmp_path / "dumps")
+    out = tmp_path / "out"
+    assert run("compare", str(cfg), "-o", str(out), "--no-history").exit_code == 0
+    result = run("show", str(out))
+    assert result.exit_code == 1
+    assert result.stderr.startswith(f"msq: error: {out}: no history database (msq.duckdb) and "
+                                    "no CSV or Parquet output to read")
+    missing = run("show", "7", "--db", str(tmp_path / "nope.duckdb"))
+    assert missing.exit_code == 1 and "no history database here" in missing.stderr
+
+
+def test_an_unknown_id_says_which_ids_there_are(one_card: tuple[Path, Result]) -> None:
+    out, _ = one_card
+    result = run("show", "9", "--db", str(out / "msq.duckdb"))
+    assert result.exit_code == 1
+    assert result.stderr == (f"msq: error: {out / 'msq.duckdb'}: no compare 9 (the ids go from "
+                             "1 to 1); msq runs lists them\n")
+
+
+def test_without_a_target_the_latest_run_of_the_history(one_card: tuple[Path, Result],
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    out, _ = one_card
+    monkeypatch.chdir(out)
+    result = run("show")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith("compare 1 ")
