@@ -65,3 +65,27 @@ def test_python_dash_m_msq_is_the_same_command() -> None:
                           text=True, timeout=60, check=False)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("Usage: msq compare [OPTIONS] [COMPARE_JSON]")
+
+
+def test_readme_tells_the_console_flags_golden_data_and_completion():
+    for said in ("`-q`", "`-v`", "`-vv`", "MSQ_GOLDEN", "CI=true", "msq show", "compare_json",
+                 "_MSQ_COMPLETE=bash_source msq"):
+        assert said in README, said
+
+
+def test_the_readme_completion_completes_commands_and_flags():
+    """What `eval "$(_MSQ_COMPLETE=bash_source msq)"` installs answers as bash asks it."""
+    script = Path(sys.executable).with_name("msq")
+    source = subprocess.run([str(script)], env={"_MSQ_COMPLETE": "bash_source"},
+                            capture_output=True, text=True, timeout=60, check=False)
+    assert source.returncode == 0 and "complete -o nosort -F _msq_completion msq" in source.stdout
+
+    def complete(words: str) -> list[str]:
+        env = {"_MSQ_COMPLETE": "bash_complete", "COMP_WORDS": words,
+               "COMP_CWORD": str(len(words.split()) - 1)}
+        proc = subprocess.run([str(script)], env=env, capture_output=True, text=True,
+                              timeout=60, check=False)
+        return [line.split(",", 1)[1] for line in proc.stdout.splitlines()]
+
+    assert complete("msq sh") == ["show"]
+    assert complete("msq compare --fail") == ["--fail-on"]
