@@ -104,9 +104,11 @@ def gate_line(results: Sequence[CompareResult], fail_on: str) -> str | None:
         first, why = (hit[0].suspect_ref if hit else None), ""
     if not hit:
         return None
+    line = f"msq: accuracy gate tripped (--fail-on {fail_on}): {count}"
+    if first is None:  # a result that does not say which row (it always should)
+        return line
     place = f"{_where(hit[0])} " if several else ""
-    row = f"{place}{first.label}: {printable(first.name)}{why}" if first is not None else place
-    return f"msq: accuracy gate tripped (--fail-on {fail_on}): {count}; first: {row}"
+    return f"{line}; first: {place}{first.label}: {printable(first.name)}{why}"
 
 
 # --------------------------------------------------------------------------------------------

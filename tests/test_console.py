@@ -4,6 +4,7 @@ progress line, and the total line of a directory run."""
 
 from __future__ import annotations
 
+import csv
 import io
 import logging
 import re
@@ -15,10 +16,11 @@ import openpyxl
 import pytest
 from click.testing import CliRunner, Result
 
-from msq import status_line
+from msq import distributed, status_line
 from msq.cli import main, setup_logging
-from msq.console import render_table
+from msq.console import gate_line, render_table
 from msq.history import Table, store
+from msq.result import CompareResult
 from tests.conftest import GOLDEN
 from tests.history.builders import LINEAR1_OUT, RELU_OUT, build_roots, single_card
 
@@ -126,6 +128,14 @@ def test_gate_that_passes_prints_nothing(tmp_path: Path) -> None:
         assert (result.exit_code, result.stdout, result.stderr) == (0, "", "")
 
 
+def test_gate_line_without_a_row_still_counts() -> None:
+    # a result that knows its red count but not its first red row (e.g. taken back from the
+    # history) still trips the gate with the count, and without a dangling "first:"
+    bare = CompareResult(mode="statistics", rows=5, red=2)
+    assert gate_line([bare], "red") == "msq: accuracy gate tripped (--fail-on red): 2 red rows"
+    assert gate_line([CompareResult(mode="statistics", rows=5)], "red") is None
+
+
 # ------------------------------------------------------------------------ item 11: a quiet console
 
 
@@ -211,3 +221,18 @@ def test_directory_run_ends_with_a_total_line(tmp_path: Path) -> None:
 def test_a_single_card_has_no_total_line(red_card: Path, tmp_path: Path) -> None:
     result = run("compare", str(red_card), "-o", str(tmp_path / "out"), "--no-history")
     assert "total" not in result.stdout
+
+
+@pytest.mark.skipif(not hasattr(distributed, "run_pair_jobs"),
+                    reason="compare ids follow step and rank order once the driver records every "
+                           "pair in job order (msq/run_writer.py, branch ray); until then the "
+                           "rank pairs record as they finish")
+def test_msq_runs_lists_ids_in_step_and_rank_order(tmp_path: Path) -> None:
+    roots = build_roots(tmp_path / "dumps")
+    out = tmp_path / "out"
+    assert run("compare", str(roots["v1"]), "-o", str(out), "-q").exit_code == 0
+    listed = run("runs", "--db", str(out / "msq.duckdb"), "--format", "csv")
+    rows = list(csv.DictReader(io.StringIO(listed.stdout)))
+    assert [row["compare_id"] for row in rows] == [str(i) for i in range(1, 7)]
+    assert [(row["step"], row["rank"]) for row in rows] == \
+        [(str(s), str(r)) for s in (0, 1, 2) for r in (0, 1)]
