@@ -16,6 +16,14 @@ The options after ``*`` are the same for all three (the command line's flags):
 * ``label``, ``db``, ``record``: the history database (``record=False`` skips it).
 * ``workers``: processes for tensor metrics (default: all cores).
 * ``sql_dir``: a folder of SQL views that replace msq's own by name.
+
+Directories only (:func:`compare_distributed`, :func:`compare_json`):
+
+* ``engine``: ``"local"`` (the default, a process pool here) or ``"ray"`` (each rank x step pair
+  a task on a Ray cluster); ``ray_address``: the cluster to join; ``ray_place``:
+  ``{path prefix: node}``, pairs whose NPU rank directory is under the prefix run on the node
+  labelled ``msq-node=NODE``.
+* ``resume``: skip the pairs this run already recorded in the history.
 """
 
 from __future__ import annotations
@@ -79,6 +87,9 @@ def compare_distributed(npu_dump_dir: PathLike, bench_dump_dir: PathLike, output
                         formats: str | Sequence[str] = "xlsx", label: str | None = None,
                         db: PathLike | None = None, record: bool = True,
                         workers: int | None = None, sql_dir: PathLike | None = None,
+                        engine: str | None = None, ray_address: str | None = None,
+                        ray_place: dict[str, str] | Sequence[str] | None = None,
+                        resume: bool = False,
                         suffix: str | None = None) -> list[CompareResult]:
     """Compare every rank (and step) pair of two directories (msprobe's ``compare_distributed``).
 
@@ -88,7 +99,8 @@ def compare_distributed(npu_dump_dir: PathLike, bench_dump_dir: PathLike, output
         output_path: output directory (created if missing).
         stack_mode, auto_analyze, fuzzy_match: as for :func:`compare`.
         compat, framework, data_mapping, api_mapping, cell_mapping, layer_mapping, formats,
-            label, db, record, workers, sql_dir: see the module's help (``help(msq)``).
+            label, db, record, workers, sql_dir, engine, ray_address, ray_place, resume: see the
+            module's help (``help(msq)``).
         suffix: msprobe's, refused (``UsageError``) as msprobe 1.1.0 refuses it.
 
     Returns:
@@ -106,7 +118,8 @@ def compare_distributed(npu_dump_dir: PathLike, bench_dump_dir: PathLike, output
                                    data_mapping=data_mapping, api_mapping=api_mapping,
                                    cell_mapping=cell_mapping, layer_mapping=layer_mapping,
                                    formats=formats, label=label, db=db, record=record,
-                                   workers=workers, sql_dir=sql_dir))
+                                   workers=workers, sql_dir=sql_dir, engine=engine,
+                                   ray_address=ray_address, ray_place=ray_place, resume=resume))
 
 
 def compare_json(path: PathLike, output_path: PathLike, stack_mode: bool = False,
@@ -118,7 +131,10 @@ def compare_json(path: PathLike, output_path: PathLike, stack_mode: bool = False
                  layer_mapping: PathLike | None = None,
                  formats: str | Sequence[str] = "xlsx", label: str | None = None,
                  db: PathLike | None = None, record: bool = True, workers: int | None = None,
-                 sql_dir: PathLike | None = None) -> list[CompareResult]:
+                 sql_dir: PathLike | None = None, engine: str | None = None,
+                 ray_address: str | None = None,
+                 ray_place: dict[str, str] | Sequence[str] | None = None,
+                 resume: bool = False) -> list[CompareResult]:
     """Run a compare.json, as ``msq compare compare.json -o OUTPUT_PATH`` does.
 
     compare.json names two dump.json files (one card), two directories (ranks and steps) or,
@@ -131,7 +147,8 @@ def compare_json(path: PathLike, output_path: PathLike, stack_mode: bool = False
         output_path: output directory (created if missing).
         stack_mode, auto_analyze, fuzzy_match: as for :func:`compare`.
         compat, framework, data_mapping, api_mapping, cell_mapping, layer_mapping, formats,
-            label, db, record, workers, sql_dir: see the module's help (``help(msq)``).
+            label, db, record, workers, sql_dir, engine, ray_address, ray_place, resume: see the
+            module's help (``help(msq)``).
 
     Returns:
         One :class:`~msq.result.CompareResult` per compare performed (one for a single card).
@@ -145,7 +162,8 @@ def compare_json(path: PathLike, output_path: PathLike, stack_mode: bool = False
         auto_analyze=auto_analyze, fuzzy_match=fuzzy_match,
         **_options(compat=compat, data_mapping=data_mapping, api_mapping=api_mapping,
                    cell_mapping=cell_mapping, layer_mapping=layer_mapping, formats=formats,
-                   label=label, db=db, record=record, workers=workers, sql_dir=sql_dir))
+                   label=label, db=db, record=record, workers=workers, sql_dir=sql_dir,
+                   engine=engine, ray_address=ray_address, ray_place=ray_place, resume=resume))
 
 
 def _options(**given: Any) -> dict[str, Any]:

@@ -34,7 +34,7 @@ log = logging.getLogger("msq")
 
 #: The counts and the advisor finding of a pair (the CompareResult fields the driver copies).
 SUMMARY_FIELDS = ("rows", "matched", "unmatched_npu", "unmatched_bench", "red", "yellow",
-                  "suspect_line", "suspect", "advice")
+                  "suspect_line", "suspect", "advice", "suspect_row", "failing", "first_red")
 
 
 @dataclass

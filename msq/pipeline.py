@@ -9,8 +9,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Callable
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 

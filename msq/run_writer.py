@@ -14,6 +14,7 @@ finds them (:meth:`RunWriter.recorded`); no worker opens the database.
 from __future__ import annotations
 
 import logging
+import os
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -23,7 +24,7 @@ from msq.config import Options, SingleInput
 from msq.export.outputs import write_outputs
 from msq.history import RecordContext, compare_row, resolve_db_path
 from msq.history.run_recorder import RunRecorder
-from msq.pipeline import report_writer
+from msq.pipeline import new_result, report_writer
 from msq.result import CompareResult
 
 if TYPE_CHECKING:
@@ -50,8 +51,12 @@ class RunWriter:
     def write(self, job: PairJob, tables: PairTables) -> CompareResult:
         """Write one pair's outputs and record it; a pair stopped half-way leaves no file."""
         mode = tables.mode
-        result = CompareResult(mode=mode, npu_path=str(job.npu[0]), bench_path=str(job.bench[0]),
-                               title=job.title, **tables.summary)
+        # paths, rank and step from the driver's job: a Ray worker's working directory is not ours
+        inp = SingleInput(job.npu[0], job.bench[0], job.npu[1])
+        result = new_result(mode, inp)
+        result.title = job.title
+        for name, value in tables.summary.items():
+            setattr(result, name, value)
         names = {f"result_{mode}": tables.result, "settings": tables.settings}
         if tables.marks is not None:
             names["marks"] = tables.marks
@@ -70,10 +75,10 @@ class RunWriter:
                 write_outputs(self.con, mode, self.output_dir, self.opts, job.suffix, stamp,
                               result, report_writer(self.con, mode, self.opts, result))
             if self.history is not None:
-                ctx = RecordContext(SingleInput(job.npu[0], job.bench[0], job.npu[1]), self.opts,
-                                    result, self.output_dir, tables.started, tables.framework)
+                ctx = RecordContext(inp, self.opts, result, self.output_dir, tables.started,
+                                    tables.framework)
                 result.history_id = self.history.record(mode, compare_row(ctx, self.con))
-                result.history_db = self.history.path
+                result.history_db = Path(os.path.abspath(self.history.path))
         except BaseException:
             for path in result.files:  # written, but the pair is not recorded: drop them
                 Path(path).unlink(missing_ok=True)

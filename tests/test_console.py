@@ -9,17 +9,16 @@ import io
 import logging
 import re
 import sys
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import openpyxl
 import pytest
 from click.testing import CliRunner, Result
 
-from msq import distributed, status_line
+from msq import status_line
 from msq.cli import main, setup_logging
 from msq.console import gate_line, render_table
-from msq.history import Table, store
+from msq.history import Table
 from msq.result import CompareResult
 from tests.conftest import GOLDEN
 from tests.history.builders import LINEAR1_OUT, RELU_OUT, build_roots, single_card
@@ -177,16 +176,15 @@ def test_a_log_line_never_shares_the_progress_line(monkeypatch: pytest.MonkeyPat
     assert err.getvalue().endswith("(100%)\n")
 
 
-def _level_in_a_worker() -> int:
-    return store._wait_level()
-
-
-def test_workers_do_not_say_they_wait_for_the_history() -> None:
-    """Rank pairs in msq's own pool wait for each other: debug only; a compare on its own says
-    it waits for another process (-v)."""
-    assert store._wait_level() == logging.INFO
-    with ProcessPoolExecutor(max_workers=1) as pool:
-        assert pool.submit(_level_in_a_worker).result() == logging.DEBUG
+def test_a_directory_run_does_not_say_it_waits_for_its_own_history(tmp_path: Path) -> None:
+    """The driver alone opens the history (msq/run_writer.py): with -v, no pair says it waits
+    for another process, and every pair is recorded."""
+    roots = build_roots(tmp_path / "dumps")
+    result = run("compare", str(roots["v1"]), "-o", str(tmp_path / "out"), "-v")
+    assert result.exit_code == 0, result.output
+    assert "[INFO]" in result.stderr  # -v: log lines are on
+    assert "another process" not in result.stderr
+    assert len(re.findall(r"recorded as compare \d+ in ", result.stdout)) == 6
 
 
 # --------------------------------------------------------------------- directory runs: the total
@@ -223,10 +221,6 @@ def test_a_single_card_has_no_total_line(red_card: Path, tmp_path: Path) -> None
     assert "total" not in result.stdout
 
 
-@pytest.mark.skipif(not hasattr(distributed, "run_pair_jobs"),
-                    reason="compare ids follow step and rank order once the driver records every "
-                           "pair in job order (msq/run_writer.py, branch ray); until then the "
-                           "rank pairs record as they finish")
 def test_msq_runs_lists_ids_in_step_and_rank_order(tmp_path: Path) -> None:
     roots = build_roots(tmp_path / "dumps")
     out = tmp_path / "out"

@@ -7,7 +7,6 @@ waits with backoff (``MSQ_DB_TIMEOUT`` seconds, default 60) instead of failing.
 from __future__ import annotations
 
 import logging
-import multiprocessing
 import os
 import random
 import tempfile
@@ -105,8 +104,8 @@ def with_lock_retry(action: Callable[[], T], path: Path, timeout: float,
                     f"{timeout:g} s ({first_lines(err)}); try again later, raise MSQ_DB_TIMEOUT, "
                     "or record elsewhere with --db / skip with --no-history") from None
             if not waited:
-                log.log(_wait_level(), "%s: another process is using the history database; "
-                        "waiting up to %g s", path, timeout)
+                log.info("%s: another process is using the history database; waiting up to %g s",
+                         path, timeout)
                 waited = True
             # jitter keeps two waiting processes from retrying in lockstep
             pause = min(remaining, delay * random.uniform(0.5, 1.0))
@@ -117,13 +116,6 @@ def with_lock_retry(action: Callable[[], T], path: Path, timeout: float,
             delay = min(delay * 2, 1.0)
         except duckdb.Error as err:
             raise open_error(path, err) from None
-
-
-def _wait_level() -> int:
-    """A worker of msq's own pool (a rank pair of a directory compare) waits for its siblings,
-    which is no news: only the debug log (-vv) says so. A compare on its own waits for another
-    msq, which -v tells."""
-    return logging.DEBUG if multiprocessing.parent_process() is not None else logging.INFO
 
 
 def open_error(path: Path, err: BaseException) -> HistoryError:
