@@ -223,6 +223,34 @@ def test_pairs_run_where_their_dumps_are_and_a_broken_pair_stops_no_other(cluste
         history_rows(tmp_path / "local" / "msq.duckdb")
 
 
+def _console(text: str, out: Path) -> str:
+    """A run's console with what differs between two equal runs taken out: times, file
+    timestamps, the output folder."""
+    text = text.replace(str(out), "OUT")
+    return re.sub(r"\d+\.\ds\b", "Ts", re.sub(r"_\d{14}", "", text))
+
+
+def test_the_console_of_a_directory_run_on_ray_is_the_local_ones(cluster, tmp_path):
+    """A line per pair in step and rank order with its sheet row and files, the total line, and
+    the gate's line on stderr: the same on both engines."""
+    base = root(tmp_path / "root", 2, 2)
+    args = ["compare", "compare.json", "--format", "xlsx,csv", "--fail-on", "red"]
+    done = on_ray(cluster, [*args, "-o", str(tmp_path / "ray")], base)
+    want = local([*args, "-o", str(tmp_path / "local")], base)
+    assert (done.returncode, want.returncode) == (3, 3), done.stderr[-3000:]
+    got = _console(done.stdout, tmp_path / "ray")
+    assert got == _console(want.stdout, tmp_path / "local")
+    heads = [line for line in got.splitlines() if line.startswith("msq compare")]
+    assert [head.split(":")[0] for head in heads[:-1]] == \
+        [f"msq compare step{s} rank{r}-rank{r}" for s in range(2) for r in range(2)]
+    assert heads[-1].startswith("msq compare total: 4 compares, ")
+    assert re.findall(r"recorded as compare (\d+) in OUT/msq.duckdb", got) == ["1", "2", "3", "4"]
+    gate = [line for line in done.stderr.splitlines() if "accuracy gate" in line]
+    assert gate == [line for line in want.stderr.splitlines() if "accuracy gate" in line]
+    assert re.fullmatch(r"msq: accuracy gate tripped \(--fail-on red\): \d+ red rows? in \d of 4 "
+                        r"compares; first: step\d rank\d-rank\d row \d+: \S+ \(.+\)", gate[0])
+
+
 def test_a_place_naming_no_live_node_is_refused(cluster, tmp_path):
     base = root(tmp_path / "root", 1, 1)
     done = on_ray(cluster, ["compare", "compare.json", "-o", str(tmp_path / "o"),
