@@ -154,7 +154,7 @@ def test_outputs_appear_only_complete_under_their_name(tmp_path: Path,
 @pytest.mark.parametrize("failure", [KeyboardInterrupt, OSError])
 def test_failure_while_writing_the_workbook_leaves_nothing(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, failure: type[BaseException]) -> None:
-    def broken(zf: zipfile.ZipFile, n_sheets: int) -> None:
+    def broken(zf: zipfile.ZipFile, n_sheets: int, **layout: Any) -> None:
         raise OSError(errno.ENOSPC, "No space left on device") if failure is OSError \
             else KeyboardInterrupt()
 
