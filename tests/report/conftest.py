@@ -103,7 +103,7 @@ def open_report(browser: Any) -> Iterator[Any]:
 
 @pytest.fixture(scope="session")
 def golden() -> Path:
-    """The golden cases (``../shared/golden`` or ``MSQ_GOLDEN``)."""
+    """The golden cases (``MSQ_GOLDEN``; where they are looked for: tests/conftest.py)."""
     if not GOLDEN.is_dir():
         _missing(f"golden cases not found at {GOLDEN} (set MSQ_GOLDEN)")
     return GOLDEN

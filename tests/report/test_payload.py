@@ -23,6 +23,7 @@ import pytest
 from click.testing import CliRunner
 
 from msq.cli import main
+from msq.result import sheet_row
 
 REPO = Path(__file__).resolve().parents[2]
 DTYPES = {"f64": "<f8", "u32": "<u4", "u16": "<u2", "u8": "u1"}
@@ -309,7 +310,8 @@ def test_without_blame_the_advisor_suspect_is_where_the_error_enters(stat_run: P
     assert not any(k.startswith("blame_") for k in cols)
     head = meta["compares"][0]
     advisor = next(stat_run.glob("advisor_*.txt")).read_text()
-    assert f"Line: {head['suspect_line']}\nSuspect Nodes: {head['suspect']}\n" in advisor
+    line = sheet_row(int(head["suspect_line"]))[1]  # the default advisor's Line: the sheet row
+    assert f"Line: {line}\nSuspect Nodes: {head['suspect']}\n" in advisor
     assert f"Expert Advice: {head['advice']}" in advisor
     assert meta["divergence"][0]["out_seq"] <= head["suspect_line"]
 
