@@ -10,9 +10,11 @@ are read whole (one ``read`` call is cheaper than an mmap for a few KiB) and kee
 
 from __future__ import annotations
 
+import functools
 import io
 import math
 import os
+import socket
 import stat
 import weakref
 from collections.abc import Iterator
@@ -38,22 +40,25 @@ class TensorFile:
     in since (issue 17: 6 of 25 tries read outside ``dump_tensor_data``). In the process that
     opened it every read goes through this descriptor. A TensorMeta that travels to another pool
     worker (pickled: descriptors do not cross processes), or whose descriptor was closed to stay
-    under MAX_KEPT_FILES, reopens the path and must find the very same file (device and inode),
-    else TensorFileError.
+    under MAX_KEPT_FILES, reopens the path and must find the very same file, else
+    TensorFileError: on the same machine the same device and inode; on another machine (a Ray
+    task on another node, over a shared file system, which numbers its devices per machine) the
+    same inode, size and modification time.
     """
 
-    __slots__ = ("__weakref__", "_fd", "dev", "ino", "path", "size")
+    __slots__ = ("__weakref__", "_fd", "dev", "ino", "machine", "mtime_ns", "path", "size")
 
     def __init__(self, path: str, fd: int, st: os.stat_result) -> None:
         self.path, self.size, self.dev, self.ino = path, st.st_size, st.st_dev, st.st_ino
+        self.mtime_ns, self.machine = st.st_mtime_ns, machine_id()
         self._fd: int | None = None
         self._keep(fd)
 
-    def __getstate__(self) -> tuple[str, int, int, int]:
-        return self.path, self.size, self.dev, self.ino
+    def __getstate__(self) -> tuple[str, int, int, int, int, str]:
+        return self.path, self.size, self.dev, self.ino, self.mtime_ns, self.machine
 
-    def __setstate__(self, state: tuple[str, int, int, int]) -> None:
-        self.path, self.size, self.dev, self.ino = state
+    def __setstate__(self, state: tuple[str, int, int, int, int, str]) -> None:
+        self.path, self.size, self.dev, self.ino, self.mtime_ns, self.machine = state
         self._fd = None
 
     def fileno(self) -> int:
@@ -104,13 +109,28 @@ class TensorFile:
         except OSError as exc:
             raise TensorFileError(f"{self.path}: cannot read tensor file ({exc.strerror})") from exc
         st = os.fstat(fd)
-        if (st.st_dev, st.st_ino) != (self.dev, self.ino):
+        if self.machine == machine_id():
+            same = (st.st_dev, st.st_ino) == (self.dev, self.ino)
+        else:
+            same = (st.st_ino, st.st_size, st.st_mtime_ns) == (self.ino, self.size, self.mtime_ns)
+        if not same:
             os.close(fd)
             raise TensorFileError(
                 f"{self.path}: changed while msq was reading it (the name now leads to another "
                 "file); refusing to read it"
             )
         return fd
+
+
+@functools.cache
+def machine_id() -> str:
+    """This kernel's boot id (the host name where there is none): processes that share it see
+    one file system through the same device numbers."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as fh:
+            return fh.read().strip()
+    except OSError:
+        return socket.gethostname()
 
 
 _KEPT: dict[int, weakref.ref[TensorFile]] = {}  # id -> file holding a descriptor, oldest first

@@ -356,6 +356,64 @@ def test_swap_before_a_pool_worker_reopens_is_refused(tmp_path: Path) -> None:
         next(iter(ChunkReader(meta, 1 << 16).chunks()))
 
 
+def _sent_to_another_machine(tdir: Path) -> bytes:
+    """The pickled meta of the checked ``x.pt`` as a Ray task on another node receives it: the
+    same state, but opened on a machine with another boot id."""
+    import pickle
+
+    from msq.tensors.paths import read_confined
+    from msq.tensors.reader import inspect_tensor
+
+    found = read_confined(tdir, "x.pt")
+    assert found is not None
+    meta = inspect_tensor(*found)
+    assert meta.file is not None
+    meta.file.machine = "another-node"
+    return pickle.dumps(meta)
+
+
+def test_a_meta_sent_to_another_machine_reads_the_same_file(tmp_path: Path) -> None:
+    """A shared file system may number its devices differently on each node: on another machine
+    the file is recognised by inode, size and modification time instead."""
+    import pickle
+
+    from msq.tensors.meta import ChunkReader, machine_id, to_array
+    from tests.hostile.helpers import save_pt
+
+    tdir = tmp_path / "dump_tensor_data"
+    tdir.mkdir()
+    save_pt(tdir / "x.pt", np.arange(BIG, dtype=np.float32))
+    meta = pickle.loads(_sent_to_another_machine(tdir))
+    assert meta.file.machine != machine_id()
+    meta.file.dev = -1  # what the other machine saw: its device number means nothing here
+    assert np.array_equal(to_array(meta), np.arange(BIG, dtype=np.float32))
+    meta = pickle.loads(_sent_to_another_machine(tdir))
+    meta.file.dev = -1
+    assert np.array_equal(np.concatenate([c.copy() for c in ChunkReader(meta, 1 << 16).chunks()]),
+                          np.arange(BIG, dtype=np.float32))
+
+
+@pytest.mark.parametrize("swap", ["outside-link", "rewritten"])
+def test_swap_before_another_machine_reopens_is_refused(tmp_path: Path, swap: str) -> None:
+    import pickle
+
+    from msq.tensors.meta import to_array
+    from tests.hostile.helpers import save_pt
+
+    tdir = tmp_path / "dump_tensor_data"
+    tdir.mkdir()
+    save_pt(tdir / "x.pt", np.arange(BIG, dtype=np.float32))
+    secret = tmp_path / "secret.pt"
+    save_pt(secret, np.zeros(BIG, dtype=np.float32))  # the same size
+    sent = _sent_to_another_machine(tdir)
+    if swap == "outside-link":
+        _swap_for_outside_link(tdir / "x.pt", secret)
+    else:  # another file of the same size renamed over it
+        os.replace(secret, tdir / "x.pt")
+    with pytest.raises(TensorFileError, match="changed while msq was reading it"):
+        to_array(pickle.loads(sent))
+
+
 def test_symlink_retargeted_after_the_check_is_refused(tmp_path: Path,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """A symlink inside the directory is checked by where it points; pointing it elsewhere
