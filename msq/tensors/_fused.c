@@ -22,12 +22,27 @@
  * that chunk with the numpy kernel, which applies msprobe's position check.
  *
  * Interface (buffers are C-contiguous, native byte order, same element count):
- *   stats(npu, bench, npu_kind, bench_kind, compat, eps, t1, t5) -> tuple | None
+ *   stats(npu, bench, npu_kind, bench_kind, compat, eps, t1, t5, base) -> tuple | None
  *     kinds: 0 float32, 1 bfloat16 (raw uint16 bits), 2 float16 (raw uint16 bits);
  *     float16 must pair with float16, float32/bfloat16 with float32/bfloat16.
  *     eps: the bench dtype's machine epsilon; t1, t5: 0.001 and 0.005 in the compute dtype.
- *     Returns (dot_nb, dot_nn, dot_bb, max_abs, max_rel, rel_nan, c1, c5, had_zero), or None
- *     when an element is inf or NaN (the caller then uses the numpy kernel for these elements).
+ *     base: flat index of the buffers' first element in the whole tensor (for the content hash).
+ *     Returns (dot_nb, dot_nn, dot_bb, max_abs, max_rel, rel_nan, c1, c5, had_zero, sq_diff,
+ *     hash_npu, hash_bench), or None when an element is inf or NaN (the caller then uses the
+ *     numpy kernel for these elements).
+ *   hash_words(words, base) -> int: the content hash of a uint32 word buffer (see below).
+ *
+ * sq_diff is the sum of squared differences of the values the dot products see (blame's
+ * relative L2 error), summed in the dot products' lanes and order.
+ *
+ * Content hash (blame links an op's input to the earlier output with the same content): every
+ * value is taken as a 32-bit word (the float32 bits of float32, bfloat16 and float16 values; the
+ * numpy kernel takes wider dtypes as several words), and the hash of a tensor is
+ *     H = sum over words t of  M(t / HASH_BLOCK) * R[t % HASH_BLOCK] * word_t   (mod 2^64)
+ * with R a fixed table of 32-bit constants and M a 64-bit mix of the block number (splitmix64).
+ * A sum of per-word terms: chunks and ranges hashed apart add up to the hash of the whole, in any
+ * order, and the numpy kernel (metrics.py) computes the same number. It identifies content, it is
+ * not a cryptographic digest.
  *   isa() -> "avx2" | "generic";  use_generic(flag) forces the portable loop (tests).
  */
 #define PY_SSIZE_T_CLEAN
@@ -48,19 +63,84 @@ enum { KIND_F32 = 0, KIND_BF16 = 1, KIND_F16 = 2 };
 #define LANES 8
 /* lane counters are int32 in the vector loop: flush them at least this often (elements) */
 #define FLUSH_ELEMS (1 << 24)
+/* words per block of the content hash (a multiple of LANES) */
+#define HASH_BLOCK 4096
 
 typedef struct {
-    double nb[LANES], nn[LANES], bb[LANES];
+    double nb[LANES], nn[LANES], bb[LANES], ss[LANES];
     double amax;
     float rmax;
     int rnan, bad, zero;
     int64_t c1, c5;
+    /* content hash: running totals, the open block's sums, its number and the position in it */
+    uint64_t hn, hb, blk_n, blk_b, q;
+    Py_ssize_t j;
+    int hash_here; /* 0: the hash is taken by a separate pass (unaligned base) */
 } Acc;
 
-static void acc_init(Acc *a) {
+static void acc_init(Acc *a, Py_ssize_t base) {
     memset(a, 0, sizeof(*a));
     a->amax = 0.0; /* |x| >= 0, and a pair reaching here has at least one element */
     a->rmax = -INFINITY;
+    a->q = (uint64_t)(base / HASH_BLOCK);
+    a->j = base % HASH_BLOCK;
+    a->hash_here = (base % LANES) == 0;
+}
+
+/* ------------------------------------------------------------------------------ content hash */
+
+static uint32_t hash_r[HASH_BLOCK];
+
+static uint32_t fmix32(uint32_t h) {
+    h ^= h >> 16;
+    h *= 0x85ebca6bu;
+    h ^= h >> 13;
+    h *= 0xc2b2ae35u;
+    h ^= h >> 16;
+    return h;
+}
+
+static void hash_init(void) {
+    for (uint32_t j = 0; j < HASH_BLOCK; j++) hash_r[j] = fmix32(j * 0x9e3779b9u + 0x7f4a7c15u);
+}
+
+static uint64_t block_mult(uint64_t q) { /* splitmix64 */
+    uint64_t z = q + 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* close the open block: its sums, weighted by the block's multiplier, join the totals */
+static inline void hash_flush(Acc *a) {
+    uint64_t m = block_mult(a->q);
+    a->hn += m * a->blk_n;
+    a->hb += m * a->blk_b;
+    a->blk_n = a->blk_b = 0;
+    a->q++;
+    a->j = 0;
+}
+
+static inline void hash_word(Acc *a, uint32_t wn, uint32_t wb) {
+    uint64_t r = hash_r[a->j];
+    a->blk_n += r * wn;
+    a->blk_b += r * wb;
+    if (++a->j == HASH_BLOCK) hash_flush(a);
+}
+
+static inline uint32_t float_bits(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+
+/* The hash of one buffer of words starting at flat word index `base` (any alignment). */
+static uint64_t hash_words_at(const uint32_t *w, Py_ssize_t k, Py_ssize_t base) {
+    Acc a;
+    acc_init(&a, base);
+    for (Py_ssize_t i = 0; i < k; i++) hash_word(&a, w[i], 0);
+    if (a.j) hash_flush(&a);
+    return a.hn;
 }
 
 /* ------------------------------------------------------------------ float16 <-> float32 (portable) */
@@ -152,8 +232,11 @@ static inline void step(Acc *a, int lane, float n, float b, int half, int compat
     a->nb[lane] += dn * db;
     a->nn[lane] += dn * dn;
     a->bb[lane] += db * db;
-    double ad = fabs(dn - db);
+    double sd = dn - db;
+    a->ss[lane] += sd * sd;
+    double ad = fabs(sd);
     if (ad > a->amax) a->amax = ad;
+    if (a->hash_here) hash_word(a, float_bits(n), float_bits(b));
 }
 
 static void run_generic(Acc *a, const void *np_, const void *bp, Py_ssize_t k, int nk, int bk,
@@ -209,6 +292,12 @@ AVX_TARGET static inline int64_t hsum_epi32(__m256i v) {
     return s;
 }
 
+AVX_TARGET static inline uint64_t hsum_epi64(__m256i v) {
+    uint64_t t[4];
+    _mm256_storeu_si256((__m256i *)t, v);
+    return (t[0] + t[1]) + (t[2] + t[3]);
+}
+
 AVX_TARGET static void run_avx2(Acc *a, const void *np_, const void *bp, Py_ssize_t k, int nk,
                                 int bk, int compat, float eps, float t1, float t5) {
     const int half = (bk == KIND_F16);
@@ -220,7 +309,11 @@ AVX_TARGET static void run_avx2(Acc *a, const void *np_, const void *bp, Py_ssiz
     __m256d nb_lo = _mm256_loadu_pd(a->nb), nb_hi = _mm256_loadu_pd(a->nb + 4);
     __m256d nn_lo = _mm256_loadu_pd(a->nn), nn_hi = _mm256_loadu_pd(a->nn + 4);
     __m256d bb_lo = _mm256_loadu_pd(a->bb), bb_hi = _mm256_loadu_pd(a->bb + 4);
+    __m256d ss_lo = _mm256_loadu_pd(a->ss), ss_hi = _mm256_loadu_pd(a->ss + 4);
     __m256d amax = _mm256_set1_pd(a->amax);
+    /* the open hash block's sums, as four 64-bit lanes per side (even and odd words added) */
+    const int hash_here = a->hash_here;
+    __m256i hsn = _mm256_setzero_si256(), hsb = _mm256_setzero_si256();
     __m256 rmax = _mm256_set1_ps(a->rmax);
     __m256 nanacc = zero_ps, zeroacc = zero_ps;
     __m256i badacc = _mm256_setzero_si256(), c1 = _mm256_setzero_si256(),
@@ -264,7 +357,28 @@ AVX_TARGET static void run_avx2(Acc *a, const void *np_, const void *bp, Py_ssiz
         bb_lo = _mm256_add_pd(bb_lo, _mm256_mul_pd(b_lo, b_lo));
         bb_hi = _mm256_add_pd(bb_hi, _mm256_mul_pd(b_hi, b_hi));
         amax = _mm256_max_pd(_mm256_and_pd(_mm256_sub_pd(n_lo, b_lo), abs_pd), amax);
-        amax = _mm256_max_pd(_mm256_and_pd(_mm256_sub_pd(n_hi, b_hi), abs_pd), amax);
+        __m256d sd_lo = _mm256_sub_pd(n_lo, b_lo), sd_hi = _mm256_sub_pd(n_hi, b_hi);
+        ss_lo = _mm256_add_pd(ss_lo, _mm256_mul_pd(sd_lo, sd_lo));
+        ss_hi = _mm256_add_pd(ss_hi, _mm256_mul_pd(sd_hi, sd_hi));
+        amax = _mm256_max_pd(_mm256_and_pd(sd_lo, abs_pd), amax);
+        amax = _mm256_max_pd(_mm256_and_pd(sd_hi, abs_pd), amax);
+        if (hash_here) {
+            /* 32x32 -> 64-bit products: even words, then odd words shifted down */
+            __m256i rv = _mm256_loadu_si256((const __m256i *)(hash_r + a->j));
+            __m256i ro = _mm256_srli_epi64(rv, 32);
+            __m256i wn = _mm256_castps_si256(n), wb = _mm256_castps_si256(b);
+            hsn = _mm256_add_epi64(hsn, _mm256_mul_epu32(wn, rv));
+            hsn = _mm256_add_epi64(hsn, _mm256_mul_epu32(_mm256_srli_epi64(wn, 32), ro));
+            hsb = _mm256_add_epi64(hsb, _mm256_mul_epu32(wb, rv));
+            hsb = _mm256_add_epi64(hsb, _mm256_mul_epu32(_mm256_srli_epi64(wb, 32), ro));
+            a->j += LANES;
+            if (a->j == HASH_BLOCK) {
+                a->blk_n += hsum_epi64(hsn);
+                a->blk_b += hsum_epi64(hsb);
+                hsn = hsb = _mm256_setzero_si256();
+                hash_flush(a);
+            }
+        }
         since_flush += LANES;
         if (since_flush >= FLUSH_ELEMS) {
             a->c1 += hsum_epi32(c1);
@@ -281,6 +395,10 @@ AVX_TARGET static void run_avx2(Acc *a, const void *np_, const void *bp, Py_ssiz
     _mm256_storeu_pd(a->nn + 4, nn_hi);
     _mm256_storeu_pd(a->bb, bb_lo);
     _mm256_storeu_pd(a->bb + 4, bb_hi);
+    _mm256_storeu_pd(a->ss, ss_lo);
+    _mm256_storeu_pd(a->ss + 4, ss_hi);
+    a->blk_n += hsum_epi64(hsn);
+    a->blk_b += hsum_epi64(hsb);
     double am = hmax_pd(amax);
     if (am > a->amax) a->amax = am;
     float rm = hmax_ps(rmax);
@@ -318,8 +436,10 @@ static PyObject *fused_stats(PyObject *self, PyObject *args) {
     Py_buffer nbuf, bbuf;
     int nk, bk, compat;
     float eps, t1, t5;
+    Py_ssize_t base = 0;
     (void)self;
-    if (!PyArg_ParseTuple(args, "y*y*iipfff", &nbuf, &bbuf, &nk, &bk, &compat, &eps, &t1, &t5))
+    if (!PyArg_ParseTuple(args, "y*y*iipfff|n", &nbuf, &bbuf, &nk, &bk, &compat, &eps, &t1, &t5,
+                          &base))
         return NULL;
     PyObject *result = NULL;
     int ok_kinds = (nk >= 0 && nk <= 2 && bk >= 0 && bk <= 2) &&
@@ -333,8 +453,12 @@ static PyObject *fused_stats(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "npu and bench buffers hold different element counts");
         goto done;
     }
+    if (base < 0) {
+        PyErr_SetString(PyExc_ValueError, "base must be 0 or more");
+        goto done;
+    }
     Acc a;
-    acc_init(&a);
+    acc_init(&a, base);
     Py_BEGIN_ALLOW_THREADS
 #if MSQ_X86
     if (!force_generic && have_avx2())
@@ -342,17 +466,44 @@ static PyObject *fused_stats(PyObject *self, PyObject *args) {
     else
 #endif
         run_generic(&a, nbuf.buf, bbuf.buf, k, nk, bk, compat, eps, t1, t5);
+    if (!a.bad && !a.hash_here) { /* a base off the lane grid (tests only): hash in a pass of its own */
+        a.hash_here = 1;
+        for (Py_ssize_t i = 0; i < k; i++)
+            hash_word(&a, float_bits(load_value(nbuf.buf, i, nk)),
+                      float_bits(load_value(bbuf.buf, i, bk)));
+    }
+    if (a.j || a.blk_n || a.blk_b) hash_flush(&a);
     Py_END_ALLOW_THREADS
     if (a.bad) {
         result = Py_NewRef(Py_None);
         goto done;
     }
-    result = Py_BuildValue("(dddddiLLi)", lane_sum(a.nb), lane_sum(a.nn), lane_sum(a.bb), a.amax,
-                           (double)a.rmax, a.rnan, (long long)a.c1, (long long)a.c5, a.zero);
+    result = Py_BuildValue("(dddddiLLidKK)", lane_sum(a.nb), lane_sum(a.nn), lane_sum(a.bb),
+                           a.amax, (double)a.rmax, a.rnan, (long long)a.c1, (long long)a.c5,
+                           a.zero, lane_sum(a.ss), (unsigned long long)a.hn,
+                           (unsigned long long)a.hb);
 done:
     PyBuffer_Release(&nbuf);
     PyBuffer_Release(&bbuf);
     return result;
+}
+
+static PyObject *fused_hash_words(PyObject *self, PyObject *args) {
+    Py_buffer buf;
+    Py_ssize_t base = 0;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "y*|n", &buf, &base)) return NULL;
+    if (buf.len % 4 || base < 0) {
+        PyBuffer_Release(&buf);
+        PyErr_SetString(PyExc_ValueError, "hash_words takes whole 32-bit words and a base >= 0");
+        return NULL;
+    }
+    uint64_t h;
+    Py_BEGIN_ALLOW_THREADS
+    h = hash_words_at((const uint32_t *)buf.buf, buf.len / 4, base);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&buf);
+    return PyLong_FromUnsignedLongLong(h);
 }
 
 static PyObject *fused_isa(PyObject *self, PyObject *noargs) {
@@ -371,8 +522,10 @@ static PyObject *fused_use_generic(PyObject *self, PyObject *arg) {
 
 static PyMethodDef methods[] = {
     {"stats", fused_stats, METH_VARARGS,
-     "stats(npu, bench, npu_kind, bench_kind, compat, eps, t1, t5) -> (dot_nb, dot_nn, dot_bb, "
-     "max_abs, max_rel, rel_nan, c1, c5, had_zero) or None when an inf/NaN was seen"},
+     "stats(npu, bench, npu_kind, bench_kind, compat, eps, t1, t5, base=0) -> (dot_nb, dot_nn, "
+     "dot_bb, max_abs, max_rel, rel_nan, c1, c5, had_zero) or None when an inf/NaN was seen"},
+    {"hash_words", fused_hash_words, METH_VARARGS,
+     "hash_words(words, base=0) -> int: content hash of uint32 words starting at word `base`"},
     {"isa", fused_isa, METH_NOARGS, "isa() -> 'avx2' or 'generic': the loop stats() runs"},
     {"use_generic", fused_use_generic, METH_O, "use_generic(flag): force the portable loop"},
     {NULL, NULL, 0, NULL},
@@ -383,4 +536,7 @@ static struct PyModuleDef module = {
     methods, NULL, NULL, NULL, NULL,
 };
 
-PyMODINIT_FUNC PyInit__fused(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__fused(void) {
+    hash_init();
+    return PyModule_Create(&module);
+}

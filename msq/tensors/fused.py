@@ -77,10 +77,15 @@ def plan(npu: TensorMeta, bench: TensorMeta) -> Plan | None:
     return Plan(nk, bk, float(np.finfo(rdt).eps), float(rdt(0.001)), float(rdt(0.005)))
 
 
-def stats(npu_raw: np.ndarray, bench_raw: np.ndarray, p: Plan, compat: bool) -> tuple | None:
-    """``(dot_nb, dot_nn, dot_bb, max_abs, max_rel, rel_nan, c1, c5, had_zero)`` of raw storage
-    slices, or None when they hold an inf or NaN."""
-    return _fused.stats(npu_raw, bench_raw, p.npu_kind, p.bench_kind, compat, p.eps, p.t1, p.t5)
+def stats(npu_raw: np.ndarray, bench_raw: np.ndarray, p: Plan, compat: bool,
+          base: int = 0) -> tuple | None:
+    """``(dot_nb, dot_nn, dot_bb, max_abs, max_rel, rel_nan, c1, c5, had_zero, sq_diff,
+    npu_hash, bench_hash)`` of raw storage slices, or None when they hold an inf or NaN.
+
+    ``base``: the flat index of the slices' first element in the tensor (for the content hash).
+    """
+    return _fused.stats(npu_raw, bench_raw, p.npu_kind, p.bench_kind, compat, p.eps, p.t1, p.t5,
+                        base)
 
 
 def values(raw: np.ndarray, kind: int) -> np.ndarray:

@@ -10,6 +10,11 @@ nothing), and the dot products of a tensor that fits in one chunk are the same s
 so such tensors get bit-identical results; larger ones differ only in the summation order of the
 dot products.
 
+The same pass also yields what blame needs (none of it changes a metric cell): the sum of
+squared differences of the values the dot products see, the two sums of squares (the relative L2
+error is ``sqrt(sq_diff) / sqrt(max(npu_sq, bench_sq))``) and a content hash of each side
+(:mod:`msq.tensors.chash`), taken before anything in the chunk is modified.
+
 Two behaviours (``compat``):
 
 * ``compat=True`` — msprobe 1.1.0 exactly: the ε shift is applied in place, so Cosine and
@@ -30,7 +35,7 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from msq.tensors import fused
+from msq.tensors import chash, fused
 from msq.tensors.meta import ChunkReader, TensorMeta, to_array
 
 Cell = float | str
@@ -70,6 +75,10 @@ class MetricResult(NamedTuple):
     Cells are floats or the exact texts of the spec (``"None"``, ``"unsupported"``, ``"Nan"``,
     ``"N/A"``, ``"shape unmatched"``). ``err_message`` excludes the fuzzy-match suffix, which the
     caller appends. ``status`` is one of no_data, empty, shape, nanpos, scalar, ok.
+
+    Then blame's figures (None where the pair was not read through): ``sq_diff`` the sum of
+    squared differences, ``npu_sq``/``bench_sq`` the sums of squares, ``npu_hash``/``bench_hash``
+    each side's content hash.
     """
 
     cosine: Cell
@@ -80,6 +89,11 @@ class MetricResult(NamedTuple):
     accuracy: str
     err_message: str
     status: str
+    sq_diff: float | None = None
+    npu_sq: float | None = None
+    bench_sq: float | None = None
+    npu_hash: int | None = None
+    bench_hash: int | None = None
 
 
 def r12(x: object) -> float:
@@ -125,7 +139,8 @@ def no_data(error_file: str | None = None, *, compat: bool = True) -> MetricResu
 
 
 def _empty(compat: bool) -> MetricResult:
-    return _fixed((UNSUPPORTED, 0.0, 0.0, 0.0, 0.0), MSG_EMPTY, "empty", compat=compat)
+    row = _fixed((UNSUPPORTED, 0.0, 0.0, 0.0, 0.0), MSG_EMPTY, "empty", compat=compat)
+    return row._replace(sq_diff=0.0, npu_sq=0.0, bench_sq=0.0, npu_hash=0, bench_hash=0)
 
 
 def _shape(compat: bool) -> MetricResult:
@@ -165,6 +180,17 @@ class Stats:
     c5: int = 0
     nanpos: bool = False
     zeros_seen: bool = False  # a hint for the next chunk (bench had zeros), not a result
+    sq_diff: float | None = None
+    npu_hash: int = 0  # content hashes (msq.tensors.chash): sums, merged in any order
+    bench_hash: int = 0
+
+    def add_hashes(self, npu: int, bench: int) -> None:
+        self.npu_hash = (self.npu_hash + npu) & chash.MASK
+        self.bench_hash = (self.bench_hash + bench) & chash.MASK
+
+    def add_sq_diff(self, sq: float) -> None:
+        # from the first chunk's value, as the dots, so that one chunk equals np.dot exactly
+        self.sq_diff = sq if self.sq_diff is None else self.sq_diff + sq
 
     def add_dots(self, nb: float, nn: float, bb: float) -> None:
         # start from the first chunk's value (not 0.0 + value) so one chunk equals np.dot exactly
@@ -183,6 +209,9 @@ class Stats:
         self.c1 += other.c1
         self.c5 += other.c5
         self.nanpos |= other.nanpos
+        if other.sq_diff is not None:
+            self.add_sq_diff(other.sq_diff)
+        self.add_hashes(other.npu_hash, other.bench_hash)
 
 
 class _Work(threading.local):
@@ -206,8 +235,11 @@ def _is_float(dtype: np.dtype) -> bool:
     return dtype.type in _FLOAT_KINDS
 
 
-def _chunk(nc: np.ndarray, bc: np.ndarray, st: Stats, compat: bool, rel64: bool = False) -> None:
+def _chunk(
+    nc: np.ndarray, bc: np.ndarray, st: Stats, compat: bool, rel64: bool = False, base: int = 0
+) -> None:
     """Fold one chunk into ``st``. ``nc``/``bc`` are writable 1-D copies; they get mutated.
+    ``base``: the flat index of the chunk's first element in its tensor (for the content hash).
 
     Call inside ``np.errstate(all="ignore")`` (division by zero, float16 overflow are expected).
     ``rel64``: the relative error in float64 whatever the dtype (ε64 shift on float64 copies),
@@ -222,6 +254,8 @@ def _chunk(nc: np.ndarray, bc: np.ndarray, st: Stats, compat: bool, rel64: bool 
     whose rounded difference ties the chunk's maximum need the exact float64 difference).
     """
     k = nc.shape[0]
+    # the hashes first: the shift and the inf/NaN zeroing below modify the chunk
+    st.add_hashes(chash.hash_values(nc, base), chash.hash_values(bc, base))
     bench_float = _is_float(bc.dtype) and not rel64
     early = False
     if compat and bench_float and st.zeros_seen:
@@ -258,9 +292,10 @@ def _chunk(nc: np.ndarray, bc: np.ndarray, st: Stats, compat: bool, rel64: bool 
     st.add_dots(np.dot(n64, b64), nn, bb)
     st.numel += k
     _fold_rel(rel, rmax, st)
+    diff = _WORK.get("diff", np.float64, k)
+    np.subtract(n64, b64, out=diff)
+    st.add_sq_diff(np.dot(diff, diff))
     if diff32 is None:
-        diff = _WORK.get("diff", np.float64, k)
-        np.subtract(n64, b64, out=diff)
         st.amax = max(st.amax, float(diff.max()), -float(diff.min()))
         return
     d32, m32 = diff32
@@ -391,10 +426,12 @@ def finish(st: Stats, *, compat: bool) -> MetricResult:
     """Turn the aggregates of a whole (>= 1-d, same-shape, non-empty) pair into the row."""
     if st.nanpos:
         return _nanpos(compat)
-    return _row_of(
+    row = _row_of(
         st.numel, st.dot_nb, st.dot_nn, st.dot_bb, st.amax,  # type: ignore[arg-type]
         math.nan if st.rnan else st.rmax, st.c1, st.c5, compat,
     )  # fmt: skip
+    return row._replace(sq_diff=st.sq_diff, npu_sq=st.dot_nn, bench_sq=st.dot_bb,
+                        npu_hash=st.npu_hash, bench_hash=st.bench_hash)
 
 
 def _row_of(
@@ -474,6 +511,9 @@ def _group(
     np.cumsum(sizes[:-1], out=starts[1:])
     if _has_inf_nan(N) or _has_inf_nan(B):  # rare: take the exact per-pair path
         return [compare_arrays(n, b, compat=compat) for n, b in zip(ns, bs)]
+    # the hashes before the shift below modifies N and B
+    hashes = [(chash.hash_values(N[s : s + k]), chash.hash_values(B[s : s + k]))
+              for s, k in zip(starts.tolist(), sizes)]
     bench_float = _is_float(B.dtype)
     zero = B == 0
     shift = bool(zero.any())
@@ -498,25 +538,18 @@ def _group(
     c1 = np.add.reduceat(rel < 0.001, starts, dtype=np.int64).tolist()
     c5 = np.add.reduceat(rel < 0.005, starts, dtype=np.int64).tolist()
     diff = np.subtract(N64, B64)
+    dot = np.dot
+    sq = [dot(diff[s : s + k], diff[s : s + k]) for s, k in zip(starts.tolist(), sizes)]
     np.abs(diff, out=diff)
     amax = np.maximum.reduceat(diff, starts).tolist()
-    dot = np.dot
     rows = []
     for j, (s, k) in enumerate(zip(starts.tolist(), sizes)):
         n64, b64 = N64[s : s + k], B64[s : s + k]
-        rows.append(
-            _row_of(
-                k,
-                dot(n64, b64),
-                dot(n64, n64),
-                dot(b64, b64),
-                amax[j],
-                rmax[j],
-                c1[j],
-                c5[j],
-                compat,
-            )
-        )
+        nn, bb = dot(n64, n64), dot(b64, b64)
+        row = _row_of(k, dot(n64, b64), nn, bb, amax[j], rmax[j], c1[j], c5[j], compat)
+        rows.append(row._replace(
+            sq_diff=sq[j], npu_sq=nn, bench_sq=bb, npu_hash=hashes[j][0],
+            bench_hash=hashes[j][1]))
     return rows
 
 
@@ -537,6 +570,12 @@ def _scalar(n: np.ndarray, b: np.ndarray, compat: bool) -> MetricResult:
     """0-d pair: msprobe skips the inf/NaN step, keeps native dtypes, reports ratios as Nan."""
     n, b = np.array(n), np.array(b)  # writable 0-d copies
     n0, b0 = n.copy(), b.copy()
+    hashes = chash.hash_values(n0.reshape(1)), chash.hash_values(b0.reshape(1))
+    blame: dict[str, float | None] = {"sq_diff": None, "npu_sq": None, "bench_sq": None}
+    if n0.dtype.kind in "biuf" and b0.dtype.kind in "biuf":
+        with np.errstate(all="ignore"):
+            n1, b1 = float(n0.astype(np.float64)), float(b0.astype(np.float64))
+            blame = {"sq_diff": (n1 - b1) ** 2, "npu_sq": n1 * n1, "bench_sq": b1 * b1}
     with np.errstate(all="ignore"):
         if _is_float(b.dtype):
             rn, rb = n, b
@@ -561,16 +600,19 @@ def _scalar(n: np.ndarray, b: np.ndarray, compat: bool) -> MetricResult:
     return MetricResult(
         UNSUPPORTED, mae, mre, NAN_TEXT, NAN_TEXT,
         accuracy(UNSUPPORTED, mae, compat=compat), msg, "scalar",
+        npu_hash=hashes[0], bench_hash=hashes[1], **blame,
     )  # fmt: skip
 
 
 # ------------------------------------------------------------------------------------ entry
 
 
-def _flat_chunks(arr: np.ndarray, chunk: int, start: int, stop: int) -> Iterator[np.ndarray]:
+def _flat_chunks(
+    arr: np.ndarray, chunk: int, start: int, stop: int
+) -> Iterator[tuple[int, np.ndarray]]:
     flat = arr.reshape(-1)
     for s in range(start, stop, chunk):
-        yield np.array(flat[s : min(stop, s + chunk)])  # writable copy
+        yield s, np.array(flat[s : min(stop, s + chunk)])  # writable copy
 
 
 def array_stats(
@@ -581,9 +623,9 @@ def array_stats(
     (no ranges: the dot products are summed in chunk order). ``rel64``: see :func:`_chunk`."""
     st = Stats()
     with np.errstate(all="ignore"):
-        for nc, bc in zip(_flat_chunks(npu, chunk, 0, npu.size),
-                          _flat_chunks(bench, chunk, 0, bench.size)):
-            _chunk(nc, bc, st, compat, rel64)
+        for (base, nc), (_, bc) in zip(_flat_chunks(npu, chunk, 0, npu.size),
+                                       _flat_chunks(bench, chunk, 0, bench.size)):
+            _chunk(nc, bc, st, compat, rel64, base)
             if st.nanpos:
                 break
     return st
@@ -616,10 +658,10 @@ def compare_arrays(
         for start in range(0, npu.size, range_size(chunk)):
             stop = min(npu.size, start + range_size(chunk))
             st = Stats()
-            for nc, bc in zip(
+            for (base, nc), (_, bc) in zip(
                 _flat_chunks(npu, chunk, start, stop), _flat_chunks(bench, chunk, start, stop)
             ):
-                _chunk(nc, bc, st, compat)
+                _chunk(nc, bc, st, compat, base=base)
                 if st.nanpos:
                     break
             total.merge(st)
@@ -667,10 +709,12 @@ def range_stats(
     st = Stats()
     n_reader, b_reader = ChunkReader(npu, chunk), ChunkReader(bench, chunk)
     with np.errstate(all="ignore"):  # once per range: errstate costs more than a small chunk
+        base = start
         for nc, bc in zip(n_reader.chunks(start, stop), b_reader.chunks(start, stop)):
-            _chunk(nc, bc, st, compat, rel64)
+            _chunk(nc, bc, st, compat, rel64, base)
             if st.nanpos:
                 break
+            base += nc.shape[0]
     return st
 
 
@@ -684,15 +728,18 @@ def _fused_range(
     n_raw, b_raw = fused.raw_range(npu, start, stop), fused.raw_range(bench, start, stop)
     for s in range(0, stop - start, chunk):
         nr, br = n_raw[s : s + chunk], b_raw[s : s + chunk]
-        got = fused.stats(nr, br, p, compat)
+        got = fused.stats(nr, br, p, compat, start + s)
         if got is None:
             with np.errstate(all="ignore"):
-                _chunk(fused.values(nr, p.npu_kind), fused.values(br, p.bench_kind), st, compat)
+                _chunk(fused.values(nr, p.npu_kind), fused.values(br, p.bench_kind), st, compat,
+                       base=start + s)
             if st.nanpos:
                 break
             continue
-        nb, nn, bb, amax, rmax, rnan, c1, c5, _ = got
+        nb, nn, bb, amax, rmax, rnan, c1, c5, _, sq, hn, hb = got
         st.add_dots(nb, nn, bb)
+        st.add_sq_diff(sq)
+        st.add_hashes(hn, hb)
         st.numel += nr.shape[0]
         st.amax = max(st.amax, amax)
         st.rmax = max(st.rmax, rmax)

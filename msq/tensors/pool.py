@@ -67,6 +67,9 @@ INLINE_BYTES = 64 << 20
 _executor: Callable[[int], Executor] | None = None
 
 METRIC_COLUMNS = ("cosine", "max_abs_err", "max_rel_err", "one_thousandth", "five_thousandth")
+#: What blame reads (see MetricResult): squared-difference and square sums, content hashes.
+BLAME_FLOATS = ("sq_diff", "npu_sq", "bench_sq")
+BLAME_HASHES = ("npu_hash", "bench_hash")
 
 
 @functools.cache
@@ -85,6 +88,8 @@ def _schema() -> pa.Schema:
             pa.field("err_message", pa.string()),
             pa.field("status", pa.string()),
         ]
+        + [pa.field(name, pa.float64()) for name in BLAME_FLOATS]
+        + [pa.field(name, pa.uint64()) for name in BLAME_HASHES]
     )
 
 
@@ -142,7 +147,8 @@ def single_threaded_blas() -> contextlib.AbstractContextManager[object]:
     return _BLAS[0].limit(limits=1, user_api="blas")
 
 
-_Row = tuple  # (job_id, cos, mae, mre, r1, r5, accuracy, err_message, status)
+_Row = tuple  # (job_id, cos, mae, mre, r1, r5, accuracy, err_message, status, sq_diff, npu_sq,
+#                bench_sq, npu_hash, bench_hash)
 
 
 def locate(directory: str | None, name: str) -> tuple[str, bytes | TensorFile | None] | None:
@@ -598,4 +604,6 @@ def _to_table(rows: list[_Row], ids: list[int]) -> pa.Table:
         cols["accuracy"].append(row[6])
         cols["err_message"].append(row[7])
         cols["status"].append(row[8])
+        for name, value in zip(BLAME_FLOATS + BLAME_HASHES, row[9:14]):
+            cols[name].append(None if value is None else value)
     return pa.table(cols, schema=schema)

@@ -73,9 +73,11 @@ def _both_loops(n_raw: np.ndarray, b_raw: np.ndarray, p: fused.Plan, compat: boo
 
 
 def _assert_same(got: tuple, st: Stats) -> None:
-    nb, nn, bb, amax, rmax, rnan, c1, c5, _ = got
+    nb, nn, bb, amax, rmax, rnan, c1, c5, _, sq, hn, hb = got
     assert (amax, rmax, bool(rnan), c1, c5) == (st.amax, st.rmax, st.rnan, st.c1, st.c5)
-    for mine, ref in ((nb, st.dot_nb), (nn, st.dot_nn), (bb, st.dot_bb)):
+    # blame's content hashes are integers: the same whichever kernel; sums up to their order
+    assert (hn, hb) == (st.npu_hash, st.bench_hash)
+    for mine, ref in ((nb, st.dot_nb), (nn, st.dot_nn), (bb, st.dot_bb), (sq, st.sq_diff)):
         assert math.isclose(mine, ref, rel_tol=1e-12, abs_tol=1e-300)
 
 
@@ -171,8 +173,12 @@ def test_large_pt_files_give_the_numpy_kernels_cells(
         else torch.from_numpy(b).to(dtype).numpy(),
         compat=compat,
     )  # fmt: skip
-    assert got[1:] == ref[1:]
+    assert got[1:8] == ref[1:8]
     assert math.isclose(got.cosine, ref.cosine, abs_tol=2e-12)
+    # blame's figures: hashes exactly, sums of squares up to summation order
+    assert (got.npu_hash, got.bench_hash) == (ref.npu_hash, ref.bench_hash)
+    for name in ("sq_diff", "npu_sq", "bench_sq"):
+        assert math.isclose(getattr(got, name), getattr(ref, name), rel_tol=1e-12)
 
 
 def test_nanpos_in_a_later_chunk(tmp_path: Path) -> None:

@@ -26,7 +26,9 @@ CREATE TABLE IF NOT EXISTS tensor_metrics (
   max_rel_err DOUBLE, max_rel_err_text VARCHAR,
   one_thousandth DOUBLE, one_thousandth_text VARCHAR,
   five_thousandth DOUBLE, five_thousandth_text VARCHAR,
-  accuracy VARCHAR, err_message VARCHAR, status VARCHAR
+  accuracy VARCHAR, err_message VARCHAR, status VARCHAR,
+  -- blame: sums of squares (difference, each side) and content hashes, from the same pass
+  sq_diff DOUBLE, npu_sq DOUBLE, bench_sq DOUBLE, npu_hash UBIGINT, bench_hash UBIGINT
 );
 -- Highlight windows: which rows are weighed against which (spec §5.5.1).
 CREATE TABLE IF NOT EXISTS hl_windows (out_seq BIGINT, win BIGINT, is_input BOOLEAN);

@@ -1,0 +1,74 @@
+-- description: One comparable error figure per output row (relative, 0 = equal; docs/blame.md): statistics mode from the four statistics (scale-aware), tensor mode the relative L2 error of the tensors, md5 mode 0 equal / 1 differs; err_kind says how it was computed.
+-- Scale-aware statistics figure, the largest of:
+--   |dNorm| / max(norm)          (the L2 norms)
+--   |dMean| / rms, rms = max(norm) / sqrt(numel)   (a mean that cancels to ~0 cannot blow it up)
+--   |dMax|, |dMin| / the largest magnitude among both sides' max and min
+-- each 0 when the two values are equal (a shared inf or NaN included), 1 when their scale is 0,
+-- +inf when one side is inf/NaN and the other is not (scales: over finite values only).
+-- Tensor mode: sqrt(sum (n-b)^2) / sqrt(max(sum n^2, sum b^2)), from the metrics pass.
+-- Tensor mode, inf/NaN at different positions: +inf.
+-- Non-tensor arguments: |a-b| / max(|a|,|b|) for numbers, 0/1 for other values.
+-- Empty tensors: 0. Unmatched rows: err NULL, err_kind 'unmatched'.
+WITH j AS (
+  SELECT
+    r.out_seq, r.kind,
+    n.is_tensor AND b.is_tensor AS tensors,
+    greatest(coalesce(n.numel, 1), 1) AS numel,
+    n.numel = 0 AND b.numel = 0 AS empty,
+    n.md5 AS n_md5, b.md5 AS b_md5,
+    n.max_num AS n_max, n.min_num AS n_min, n.mean_num AS n_mean, n.norm_num AS n_norm,
+    b.max_num AS b_max, b.min_num AS b_min, b.mean_num AS b_mean, b.norm_num AS b_norm,
+    n.max_kind IN ('i', 'f', 'b') AND b.max_kind IN ('i', 'f', 'b') AS n_num,
+    coalesce(n.max_str, CAST(n.max_num AS VARCHAR)) AS n_val,
+    coalesce(b.max_str, CAST(b.max_num AS VARCHAR)) AS b_val,
+    tm.status, tm.sq_diff, tm.npu_sq, tm.bench_sq
+  FROM compare_rows r
+  LEFT JOIN tensors n ON n.side = 'npu' AND n.row_seq = r.npu_row
+  LEFT JOIN tensors b ON b.side = 'bench' AND b.row_seq = r.bench_row
+  LEFT JOIN tensor_metrics tm ON tm.out_seq = r.out_seq
+),
+stat AS (
+  SELECT j.*,
+    CASE WHEN n_norm IS NULL OR b_norm IS NULL OR n_max IS NULL OR b_max IS NULL
+              OR n_min IS NULL OR b_min IS NULL OR n_mean IS NULL OR b_mean IS NULL THEN NULL
+         ELSE greatest(
+           blame_rel(n_norm, b_norm, greatest(blame_fin(n_norm), blame_fin(b_norm))),
+           blame_rel(n_mean, b_mean,
+                     greatest(blame_fin(n_norm), blame_fin(b_norm)) / sqrt(numel)),
+           blame_rel(n_max, b_max, greatest(blame_fin(n_max), blame_fin(n_min),
+                                            blame_fin(b_max), blame_fin(b_min))),
+           blame_rel(n_min, b_min, greatest(blame_fin(n_max), blame_fin(n_min),
+                                            blame_fin(b_max), blame_fin(b_min))))
+    END AS stat_err
+  FROM j
+)
+SELECT
+  out_seq,
+  CASE
+    WHEN kind <> 'matched' THEN NULL
+    WHEN NOT coalesce(tensors, false) THEN
+      CASE WHEN n_val IS NOT DISTINCT FROM b_val THEN 0.0
+           WHEN n_num THEN blame_rel(n_max, b_max, greatest(blame_fin(n_max), blame_fin(b_max)))
+           ELSE 1.0 END
+    WHEN empty THEN 0.0
+    WHEN (SELECT mode FROM settings) = 'md5' THEN
+      CASE WHEN n_md5 IS NOT DISTINCT FROM b_md5 THEN 0.0 ELSE 1.0 END
+    WHEN status = 'nanpos' THEN 'inf'::DOUBLE
+    WHEN sq_diff IS NOT NULL THEN
+      CASE WHEN sq_diff = 0 THEN 0.0
+           WHEN greatest(npu_sq, bench_sq) = 0 THEN 1.0
+           ELSE sqrt(sq_diff) / sqrt(greatest(npu_sq, bench_sq)) END
+    ELSE stat_err
+  END AS err,
+  CASE
+    WHEN kind <> 'matched' THEN 'unmatched'
+    WHEN NOT coalesce(tensors, false) THEN 'value'
+    WHEN empty THEN 'empty'
+    WHEN (SELECT mode FROM settings) = 'md5' THEN 'md5'
+    WHEN status = 'nanpos' THEN 'inf/nan positions differ'
+    WHEN sq_diff IS NOT NULL THEN 'relative L2'
+    WHEN stat_err IS NULL THEN 'not comparable'
+    WHEN stat_err = 'inf'::DOUBLE THEN 'inf/nan on one side'
+    ELSE 'statistics'
+  END AS err_kind
+FROM stat
