@@ -204,6 +204,13 @@ def compare_cmd(ctx: click.Context, compare_json: Path | None, input_path: Path 
         record=not no_history, label=label, workers=workers, sql_dir=sql_dir, engine=engine,
         ray_address=ray_address, ray_place=list(ray_place) or None, resume=resume or None)
     print_summary(results, quiet=quiet, seconds=time.monotonic() - started)
+    empty = [r for r in results if r.nothing_compared]
+    for res in empty:  # not a pass (the default mode): say so, and exit 1
+        title = res.title
+        click.echo(f"msq: error: {title + ': ' if title else ''}{printable(res.nothing_compared)}",
+                   err=True)
+    if empty:
+        sys.exit(int(ExitStatus.ERROR))
     tripped = gate_line(results, fail_on) if fail_on else None
     if tripped is not None:  # on stderr even with -q: the one line a CI log must show
         click.echo(tripped, err=True)

@@ -35,11 +35,8 @@ def print_summary(results: Sequence[CompareResult], *, quiet: bool = False,
         title = res.title or ""
         click.echo(f"msq compare{(' ' + title) if title else ''}: {res.mode} mode, {res.rows} rows "
                    f"({_counts(res)}), {res.red} red, {res.yellow} yellow, {res.seconds:.1f}s")
-        suspect = res.suspect_ref
-        if suspect is not None:
-            click.echo(f"  first suspect: {suspect.label}: {printable(suspect.name)}")
-        else:
-            click.echo("  no suspect: every row meets the accuracy rules")
+        for line in verdict_lines(res):
+            click.echo(f"  {printable(line)}")
         for path in res.files:
             click.echo(f"  wrote {path}")
         if res.history_db is not None:
@@ -109,6 +106,56 @@ def gate_line(results: Sequence[CompareResult], fail_on: str) -> str | None:
         return line
     place = f"{_where(hit[0])} " if several else ""
     return f"{line}; first: {place}{first.label}: {printable(first.name)}{why}"
+
+
+#: Why rows are unmatched (the default mode's reason codes, sql/compare/rules/unmatched_reasons.sql)
+#: as the console counts them; {other} is the side that lacks the row.
+_REASONS = {
+    "dtype": "dtype cannot be compared",
+    "shape": "shape differs",
+    "op_differs": "another row of its op differs",
+    "args": "the {other} op has other arguments",
+    "taken": "the {other} row is paired elsewhere",
+    "call": "no {other} op at that call",
+    "api": "the {other} lacks the API",
+    "extra": "no {other} argument at that place",
+    "dm_missing": "-dm maps it to a name the bench lacks",
+    "dm_unnamed": "not named in the -dm mapping",
+}
+_SIDES = {"npu_only": ("NPU-only", "bench"), "npu_extra": ("NPU-only", "bench"),
+          "bench_only": ("bench-only", "NPU")}
+
+
+def verdict_lines(res: CompareResult) -> list[str]:
+    """The suspect (with the rule that marked it), or why there is none; why rows are unmatched.
+
+    "Every row meets the accuracy rules" is said only when no row is red or yellow and at least
+    one row was compared.
+    """
+    lines = []
+    suspect = res.suspect_ref
+    if suspect is not None:
+        lines.append(f"first suspect: {suspect.label}: {suspect.name}")
+        if res.suspect_reason:
+            lines.append(f"  {res.suspect_reason}")
+    elif res.rows and not res.matched:
+        lines.append("no suspect: nothing was compared (no row has a counterpart)")
+    elif res.red or res.yellow:  # --compat: msprobe's colours and its accuracy rule disagree
+        lines.append(f"no suspect by msprobe's accuracy rule, but {res.red} red and {res.yellow} "
+                     "yellow rows: read them in the workbook")
+    elif res.rows:
+        lines.append("no suspect: every row meets the accuracy rules")
+    counts: dict[str, dict[str, int]] = {}
+    for (kind, why), n in res.unmatched_reasons.items():
+        side, other = _SIDES.get(kind, (kind, "other side"))
+        label = _REASONS.get(why, why).format(other=other)
+        counts.setdefault(side, {})
+        counts[side][label] = counts[side].get(label, 0) + n
+    for side, labels in counts.items():
+        parts = ", ".join(f"{n} {label}"
+                          for label, n in sorted(labels.items(), key=lambda kv: (-kv[1], kv[0])))
+        lines.append(f"{side}: {sum(labels.values())} rows ({parts})")
+    return lines
 
 
 # --------------------------------------------------------------------------------------------

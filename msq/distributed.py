@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from msq.config import Options, options_from_kwargs
-from msq.errors import InputError, UsageError
+from msq.errors import InputError, NothingComparedError, UsageError
 from msq.export.outputs import ensure_output_dir
 from msq.pair_tables import PairFailure, PairTables, compute_pair
 from msq.procs import gc_frozen, process_pool
@@ -286,6 +286,9 @@ def compare_distributed(npu_dump_dir: str | os.PathLike[str], bench_dump_dir: st
 
     Returns:
         One :class:`CompareResult` per compared pair.
+
+    Raises:
+        NothingComparedError: the default mode matched no row in a pair (every pair is written).
     """
     if "suffix" in kwargs:
         raise UsageError("argument 'suffix' is not supported by compare_distributed")
@@ -295,4 +298,10 @@ def compare_distributed(npu_dump_dir: str | os.PathLike[str], bench_dump_dir: st
     for path in (npu, bench):
         if not path.is_dir():
             raise InputError(f"{path}: not a directory; compare_distributed takes step directories")
-    return run_dir_compare(npu, bench, Path(output_path), opts)
+    results = run_dir_compare(npu, bench, Path(output_path), opts)
+    empty = [r for r in results if r.nothing_compared]
+    if empty:  # not a pass: the caller must not read it as one
+        raise NothingComparedError(f"{empty[0].title}: {empty[0].nothing_compared}"
+                                   + (f" (and {len(empty) - 1} more pairs)" if len(empty) > 1 else ""),
+                                   list(results))
+    return results

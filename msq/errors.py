@@ -50,6 +50,15 @@ class ExportError(MsqError):
     """An output could not be written."""
 
 
+class NothingComparedError(InputError):
+    """The default mode compared nothing: no row has a counterpart (the outputs, which say why
+    each row is unmatched, are written; ``results`` holds what the compare produced)."""
+
+    def __init__(self, message: str, results: list[object] | None = None) -> None:
+        super().__init__(message)
+        self.results = results or []
+
+
 class HistoryError(MsqError):
     """The history database cannot be used (wrong schema version, locked, ...)."""
 

@@ -33,7 +33,8 @@ class SideData:
     side: str
     path: Path
     task: str
-    has_md5: bool          # spec §1.5: an md5 key directly in an op's argument lists
+    has_md5: bool          # spec §1.5: an md5 key directly in an op's argument lists (the
+                           # bench side is read only in the default mode, which refuses a mix)
     looks_mindspore: bool  # MindSpore op names or tensor types
     ops: pa.Table
     rows: pa.Table
@@ -98,7 +99,7 @@ def _read_side(side: str, path: Path, compat: bool) -> SideData:
                     "n_input_args": pa.array(n_args, pa.int32()),
                     "n_input": pa.array(n_input, pa.int32()),
                     "n_output": pa.array(n_output, pa.int32())})
-    return SideData(side, path, task, side == "npu" and _has_md5(doc["data"]),
+    return SideData(side, path, task, (side == "npu" or not compat) and _has_md5(doc["data"]),
                     looks_like_mindspore(doc), ops, flat.buf.to_arrow())
 
 

@@ -34,7 +34,8 @@ log = logging.getLogger("msq")
 
 #: The counts and the advisor finding of a pair (the CompareResult fields the driver copies).
 SUMMARY_FIELDS = ("rows", "matched", "unmatched_npu", "unmatched_bench", "red", "yellow",
-                  "suspect_line", "suspect", "advice", "suspect_row", "failing", "first_red")
+                  "suspect_line", "suspect", "advice", "suspect_row", "failing", "first_red",
+                  "compat", "suspect_reason", "unmatched_reasons", "nothing_compared")
 
 
 @dataclass

@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from msq import db
 from msq.config import Options, SingleInput, input_from_api, options_from_kwargs
-from msq.errors import DumpError, InputError
+from msq.errors import DumpError, InputError, NothingComparedError
 from msq.export.outputs import MARK_REASON, ensure_output_dir, write_outputs
 from msq.highlight import write_windows
 from msq.history import (
@@ -42,14 +42,36 @@ log = logging.getLogger("msq")
 MODES = ("statistics", "md5", "tensor")
 
 
-def detect_mode(npu: SideData, bench: SideData) -> str:
-    """statistics, md5 or tensor (spec §1.5): md5 is decided by the NPU file alone."""
+def detect_mode(npu: SideData, bench: SideData, compat: bool = True) -> str:
+    """statistics, md5 or tensor (spec §1.5): md5 is decided by the NPU file alone; the default
+    mode refuses an md5 dump against a statistics one, as it refuses statistics against tensor."""
     if npu.task != bench.task:
         raise DumpError(f"the dump tasks differ ({npu.path}: {npu.task}, {bench.path}: {bench.task}); "
                         "compare two dumps taken with the same task")
     if npu.task == "tensor":
         return "tensor"
+    if not compat and npu.has_md5 != bench.has_md5:
+        md5, stats = (npu, bench) if npu.has_md5 else (bench, npu)
+        raise DumpError(f"the summary modes differ ({md5.path}: md5, {stats.path}: statistics); "
+                        "compare two dumps taken with the same summary_mode")
     return "md5" if npu.has_md5 else "statistics"
+
+
+def check_comparable(npu: SideData, bench: SideData, opts: Options) -> None:
+    """The default mode's refusals of a compare that could compare nothing: an empty side, or a
+    MindSpore dump against a PyTorch one without a mapping (every name would differ)."""
+    if opts.is_compat:
+        return
+    for side in (npu, bench):
+        if side.ops.num_rows == 0:
+            raise DumpError(f"{side.path}: holds no ops (its \"data\" is empty): nothing to "
+                            "compare; dump the step and rank you mean to compare")
+    mapped = (opts.api_mapping or opts.cell_mapping or opts.layer_mapping
+              or opts.data_mapping is not None)
+    if npu.looks_mindspore and not bench.looks_mindspore and not mapped:
+        raise InputError(f"these look like MindSpore ({npu.path}) vs PyTorch ({bench.path}) "
+                         "dumps, whose op names differ: nothing would be compared; add -am "
+                         "(and -cm for cells) to map MindSpore names to PyTorch's")
 
 
 def load_sides(con: duckdb.DuckDBPyConnection, npu: SideData, bench: SideData) -> None:
@@ -88,7 +110,8 @@ def prepare(inp: SingleInput,
     # read first: the dump readers may fork, which is safe only while no DuckDB connection and
     # its threads exist (msq/procs.py)
     npu, bench = read_sides(inp.npu_json, inp.bench_json, opts.is_compat)
-    mode = detect_mode(npu, bench)
+    mode = detect_mode(npu, bench, opts.is_compat)
+    check_comparable(npu, bench, opts)
     con = db.connect(threads=opts.workers)
     db.run_schema(con)
     framework = resolve_framework(opts, npu.looks_mindspore)
@@ -99,8 +122,11 @@ def prepare(inp: SingleInput,
                  is_cross_framework(opts, bench.path, api_map, cell_map), api_map, cell_map])
     load_sides(con, npu, bench)
     load_stacks(con, inp.stack_json, opts.stack_mode)
-    # the MindSpore mapping views (sql/compare/match/mindspore/) load only where they can be used
-    db.load_views(con, variants=[mode, *(["mindspore"] if framework == "mindspore" else [])],
+    # the MindSpore mapping views (sql/compare/match/mindspore/) load only where they can be
+    # used; the colour rules are msprobe's under --compat (sql/compare/rules/compat/), msq's own
+    # by default (sql/compare/rules/default/)
+    db.load_views(con, variants=[mode, "compat" if opts.is_compat else "default",
+                                 *(["mindspore"] if framework == "mindspore" else [])],
                   user_dirs=[Path(opts.sql_dir)] if opts.sql_dir else [])
     mindspore_hooks.rename_for_match(con, opts, framework)
     return con, mode, framework, npu, bench
@@ -200,10 +226,13 @@ def compute(inp: SingleInput, opts: Options, output_dir: Path, suffix: str,
         clock.lap("metrics")
     write_windows(con, opts.is_compat)
     # computed once, read by the summary, the workbook, the advisor and the history
-    for view in (f"result_{mode}", "marks"):
+    # the default mode's verdicts read the per-row error; --compat has neither (msprobe's rules)
+    views = [] if opts.is_compat else ["row_error", "verdicts"]
+    for view in (*views, f"result_{mode}", "marks"):
         db.materialize(con, view)
         clock.lap(view)
     result = new_result(mode, inp)
+    result.compat = opts.is_compat
     summarize(con, mode, result)
     clock.lap("summary")
     return con, mode, framework, result
@@ -245,6 +274,39 @@ def summarize(con: duckdb.DuckDBPyConnection, mode: str, result: CompareResult) 
             f"JOIN result_{mode} r USING (out_seq) WHERE m.mark = 'red' "
             "ORDER BY m.out_seq LIMIT 1").fetchall()[0]
         result.first_red = RowRef(int(out_seq), str(name), str(why or ""))
+    if result.compat:
+        return
+    if line != "NA":
+        found = con.execute("SELECT reason FROM verdicts WHERE out_seq = ?", [int(line)]).fetchone()
+        result.suspect_reason = found[0] if found and found[0] else ""
+    result.unmatched_reasons = {
+        (kind, why): n for kind, why, n in con.execute(
+            "SELECT r.kind, v.unmatched_kind, count(*) FROM verdicts v "
+            "JOIN compare_rows r USING (out_seq) WHERE v.unmatched_kind IS NOT NULL "
+            "GROUP BY ALL ORDER BY ALL").fetchall()}
+    if result.rows and not result.matched:
+        result.nothing_compared = nothing_compared_message(result)
+
+
+#: What to try when no row matched, by the most common reason the rows are unmatched.
+_NOTHING_HINTS = {
+    "call": "the call counters differ; try -f, which pairs the calls of each API in order",
+    "taken": "the call counters differ; try -f, which pairs the calls of each API in order",
+    "dtype": "the dtypes differ everywhere: are both dumps of the same model and inputs?",
+    "shape": "the shapes differ everywhere: are both dumps of the same model and inputs?",
+    "dm_unnamed": "the -dm mapping names none of the NPU rows; check its names",
+    "dm_missing": "the bench lacks every name the -dm mapping gives; check its names",
+}
+
+
+def nothing_compared_message(result: CompareResult) -> str:
+    """Why a default-mode compare with no matched row is an error, and what to try."""
+    worst = max(result.unmatched_reasons.items(), key=lambda kv: kv[1], default=None)
+    hint = _NOTHING_HINTS.get(worst[0][1], "") if worst else ""
+    return (f"nothing compared: none of the {result.rows} rows has a counterpart "
+            f"({result.unmatched_npu} NPU-only, {result.unmatched_bench} bench-only; each row's "
+            f"Err_message says why){'; ' + hint if hint else ''}; "
+            "check that both dumps are of the same model, step and rank")
 
 
 def compare(input_param: Mapping[str, Any], output_path: str | os.PathLike[str],
@@ -264,10 +326,16 @@ def compare(input_param: Mapping[str, Any], output_path: str | os.PathLike[str],
 
     Returns:
         A :class:`CompareResult` with counts, the suspect and the written files.
+
+    Raises:
+        NothingComparedError: the default mode matched no row (the outputs are written).
     """
     opts = options_from_kwargs(stack_mode, auto_analyze, fuzzy_match, kwargs)
     inp = input_from_api(input_param)
-    return run_compare(inp, Path(output_path), opts)
+    result = run_compare(inp, Path(output_path), opts)
+    if result.nothing_compared:  # not a pass: the caller must not read it as one
+        raise NothingComparedError(result.nothing_compared, [result])
+    return result
 
 
 def run_compare(inp: SingleInput, output_dir: Path, opts: Options, suffix: str = "",

@@ -141,9 +141,19 @@ def test_output_path_is_a_file(tmp_path):
 
 def test_nothing_to_compare_writes_no_file(tmp_path):
     cfg = write_pair(tmp_path, {}, {})
-    code, text = cli("compare", str(cfg), "-o", str(tmp_path / "o"), "--no-history")
+    code, text = cli("compare", str(cfg), "-o", str(tmp_path / "o"), "--no-history",
+                     "--compat", "msprobe-1.1")
     assert code == 0
     assert "nothing to compare" in text
+    assert not list((tmp_path / "o").glob("*.xlsx"))
+
+
+def test_an_empty_side_is_refused_by_default(tmp_path):
+    """Nothing compared is not a pass (docs/errors.md): one line naming the empty dump, exit 1."""
+    cfg = write_pair(tmp_path, {"Functional.a.0.forward": fwd(t(), out=t())}, {})
+    code, text = cli("compare", str(cfg), "-o", str(tmp_path / "o"), "--no-history")
+    assert code == 1
+    assert "bench/step0/rank/dump.json: holds no ops" in text
     assert not list((tmp_path / "o").glob("*.xlsx"))
 
 

@@ -9,6 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from msq.cli import main
+from msq.errors import NothingComparedError
 from tests.dumps import bwd, fwd, t, write_dump, write_pair
 from tests.xlsx_read import only_xlsx, rows
 
@@ -46,7 +47,8 @@ def test_bench_only_ops_are_listed_by_default(tmp_path):
     bench_only = [r for r in default if r["NPU Name"] == "N/A"]
     assert [r["Bench Name"] for r in bench_only] == ["Functional.b.0.forward.input.0",
                                                     "Functional.b.0.forward.output.0"]
-    assert {r["Err_message"] for r in bench_only} == {"No NPU data matched."}
+    assert {r["Err_message"] for r in bench_only} == {
+        "No NPU data matched: the NPU has no Functional.b.forward op."}
     # placed where the bench side has them: after a, before c
     assert names(default, "Bench Name")[2:4] == [r["Bench Name"] for r in bench_only]
 
@@ -144,8 +146,11 @@ def test_data_mapping_warning_names_the_missing_bench_name(tmp_path):
     handler.emit = lambda rec: records.append(rec.getMessage())  # type: ignore[method-assign]
     logging.getLogger("msq").addHandler(handler)
     try:
-        compare(param, tmp_path / "o", data_mapping={
-            "Functional.a.0.forward.output.0": "Functional.zz.0.forward.output.0"}, record=False)
+        # the only mapped name is missing: nothing is compared, which is not a pass
+        with pytest.raises(NothingComparedError, match="the -dm mapping gives"):
+            compare(param, tmp_path / "o", data_mapping={
+                "Functional.a.0.forward.output.0": "Functional.zz.0.forward.output.0"},
+                record=False)
     finally:
         logging.getLogger("msq").removeHandler(handler)
     assert any("Can not find bench op name : `Functional.zz.0.forward.output.0`" in r

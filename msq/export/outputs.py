@@ -36,13 +36,20 @@ COLUMNS: dict[str, tuple[str, ...]] = {
 }
 
 
-def columns_for(mode: str, stack_mode: bool) -> list[str]:
-    """The exact header of a mode's workbook (spec §5.2)."""
+#: The default mode's column after msprobe's: which rule marked the row and with what numbers,
+#: a note when the dtypes differ in precision, or why the row is unmatched (docs/rules.md).
+REASON = "Reason"
+
+
+def columns_for(mode: str, stack_mode: bool, compat: bool = True) -> list[str]:
+    """The exact header of a mode's workbook (spec §5.2); the default mode adds Reason."""
     cols = list(COLUMNS[mode])
     if stack_mode:
         cols.append("NPU_Stack_Info")
     if mode == "tensor":
         cols.append("Data_name")
+    if not compat:
+        cols.append(REASON)
     return cols
 
 
@@ -86,7 +93,7 @@ def write_outputs(con: duckdb.DuckDBPyConnection, mode: str, out_dir: Path, opts
     ``writers``: the writers of ``UPPER_FORMATS``, each a function of the file to write, handed
     over by the caller (the pipeline).
     """
-    cols = columns_for(mode, opts.stack_mode)
+    cols = columns_for(mode, opts.stack_mode, opts.is_compat)
     base = f"compare_result{suffix}_{stamp}"
     out_dir = Path(os.path.abspath(out_dir))  # the result names its files by absolute path
     for fmt in check_formats(opts.formats):

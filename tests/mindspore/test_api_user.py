@@ -125,7 +125,9 @@ def test_listed_positions_pair_and_the_rest_stay(stat_case: Path, tmp_path: Path
     for name in ("Functional.foo.0.forward.input.0", "Functional.foo.0.forward.input.1",
                  "Functional.foo.0.forward.output.0"):
         assert rows[name]["Max diff"] == 0 and rows[name]["L2norm diff"] == 0
-    assert rows["Functional.foo.0.forward.input.2"]["Err_message"] == "No bench data matched."
+    assert rows["Functional.foo.0.forward.input.2"]["Err_message"] == (
+        "No bench data matched: its op is paired with the bench op Torch.bar.0.forward, "
+        "which has no argument at this place.")
     # APIs the YAML does not name still go through the built-in table
     assert rows["Mint.abs.0.forward.input.0"]["Bench Name"] == "Torch.abs.0.forward.input.0"
     assert rows["Functional.add.0.forward.input.0"]["Bench Name"] == "Torch.add.0.forward.input.0"
@@ -195,7 +197,9 @@ def test_tensor_mode_reads_the_mapped_files(tmp_path: Path) -> None:
                  "Functional.foo.0.forward.output.0"):
         assert (rows[name]["Cosine"], rows[name]["MaxAbsErr"]) == (1, 0)
         assert rows[name]["Err_message"].endswith("the comparison accuracy may be affected.")
-    assert rows["Functional.foo.0.forward.input.2"]["Err_message"] == "No bench data matched."
+    assert rows["Functional.foo.0.forward.input.2"]["Err_message"] == (
+        "No bench data matched: its op is paired with the bench op Torch.bar.0.forward, "
+        "which has no argument at this place.")
 
 
 # -- compat -------------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from msq import compare
+from msq.errors import NothingComparedError
 from msq.mindspore.layer_mapping import Scope, layer_pairs, scope_keys, stack_functions
 from tests.mindspore.msdump import (
     DumpBuilder,
@@ -271,9 +272,11 @@ def test_empty_construct_pairs_nothing_but_keeps_rows(tmp_path: Path,
     npu.write()
     bench.write()
     (tmp_path / "layer.yaml").write_text(LAYER_YAML)
-    with caplog.at_level(logging.WARNING, logger="msq"):
-        result = compare(api_input(npu, bench), tmp_path / "out", framework="mindspore",
-                         record=False, layer_mapping=str(tmp_path / "layer.yaml"))
+    with caplog.at_level(logging.WARNING, logger="msq"), \
+            pytest.raises(NothingComparedError) as nothing:  # the default mode: not a pass
+        compare(api_input(npu, bench), tmp_path / "out", framework="mindspore",
+                record=False, layer_mapping=str(tmp_path / "layer.yaml"))
+    result = nothing.value.results[0]
     assert "stack.json or construct.json is empty" in caplog.text
     assert "the layer mapping paired no rows" in caplog.text
     assert (result.rows, result.unmatched_npu) == (3, 3)

@@ -16,7 +16,8 @@ from msq import db
 from msq.errors import SqlFileError
 
 VARIANTS = [
-    [mode, *extra] for mode in ("statistics", "md5", "tensor") for extra in ([], ["mindspore"])
+    [mode, rules, *extra] for mode in ("statistics", "md5", "tensor")
+    for rules in ("default", "compat") for extra in ([], ["mindspore"])
 ]
 
 

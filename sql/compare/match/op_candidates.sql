@@ -1,4 +1,4 @@
--- description: NPU/bench op pairs whose row names agree (exactly, or without call counts under -f) and whose structures match (spec §3.2).
+-- description: NPU/bench op pairs whose row names agree (exactly, or without call counts under -f) and whose structures match (spec §3.2); the default mode lets any two float dtypes match (bf16/fp16/fp32/fp64).
 WITH s AS (SELECT * FROM settings),
 named AS (
   SELECT n.op_seq AS npu_op, b.op_seq AS bench_op, n.n_in, n.n_out
@@ -11,7 +11,7 @@ row_checks AS (
     bool_and(tn.dtype IS NOT DISTINCT FROM tb.dtype AND tn.shape IS NOT DISTINCT FROM tb.shape
              AND ((SELECT mode FROM s) <> 'md5' OR tn.md5 IS NOT DISTINCT FROM tb.md5)) AS exact_struct,
     bool_and(tn.shape IS NOT DISTINCT FROM tb.shape
-             AND (tn.dtype IS NOT DISTINCT FROM tb.dtype OR dtype_tolerated(tn.dtype, tb.dtype))) AS loose_struct
+             AND dtype_compatible(tn.dtype, tb.dtype, (SELECT compat FROM s))) AS loose_struct
   FROM named p
   JOIN (SELECT * REPLACE (CASE WHEN (SELECT cross_framework FROM settings) THEN ms_to_torch_dtype(dtype)
                               ELSE dtype END AS dtype)
@@ -23,4 +23,4 @@ SELECT npu_op, bench_op
 FROM row_checks
 WHERE exact_struct
    -- 1.1.0's fallback needs inputs and outputs (an empty zip is "no match"); the default mode does not.
-   OR (loose_struct AND n_in > 0 AND (n_out > 0 OR NOT (SELECT compat FROM s)))
+   OR (loose_struct AND (NOT (SELECT compat FROM s) OR (n_in > 0 AND n_out > 0)))

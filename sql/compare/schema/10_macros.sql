@@ -40,6 +40,17 @@ CREATE OR REPLACE MACRO dtype_tolerated(a, b) AS (
              ('torch.float16', 'torch.bfloat16'), ('torch.bfloat16', 'torch.float16'),
              ('Float16', 'Float32'), ('Float32', 'Float16'),
              ('Float16', 'BFloat16'), ('BFloat16', 'Float16')));
+-- The default mode's float tolerance: two float dtypes that differ only in precision (bf16, fp16,
+-- fp32, fp64, either side; MindSpore names too) match, and their values are compared.
+CREATE OR REPLACE MACRO is_float_dtype(d) AS (
+  d IN ('torch.float16', 'torch.bfloat16', 'torch.float32', 'torch.float64',
+        'Float16', 'BFloat16', 'Float32', 'Float64'));
+CREATE OR REPLACE MACRO float_precision_pair(a, b) AS (
+  a <> b AND is_float_dtype(a) AND is_float_dtype(b));
+-- Two dtypes that still match: exactly, or 1.1.0's tolerated pairs (compat), or any two floats.
+CREATE OR REPLACE MACRO dtype_compatible(a, b, compat) AS (
+  a IS NOT DISTINCT FROM b
+  OR CASE WHEN compat THEN dtype_tolerated(a, b) ELSE float_precision_pair(a, b) END);
 -- Statistics mode (spec §4.1): difference, relative-error text and the >0.5 magnitude flag.
 CREATE OR REPLACE MACRO stat_diff(n, nk, b, bk) AS (
   CASE WHEN is_num(nk) AND is_num(bk) THEN num_cell(n - b)

@@ -9,6 +9,7 @@
 -- Tensor mode, inf/NaN at different positions: +inf.
 -- Non-tensor arguments: |a-b| / max(|a|,|b|) for numbers, 0/1 for other values.
 -- Empty tensors: 0. Unmatched rows: err NULL, err_kind 'unmatched'.
+-- err_stat (statistics mode): which of the four statistics set err, for the verdict reasons.
 WITH j AS (
   SELECT
     r.out_seq, r.kind,
@@ -27,20 +28,29 @@ WITH j AS (
   LEFT JOIN tensors b ON b.side = 'bench' AND b.row_seq = r.bench_row
   LEFT JOIN tensor_metrics tm ON tm.out_seq = r.out_seq
 ),
-stat AS (
+parts AS (
   SELECT j.*,
-    CASE WHEN n_norm IS NULL OR b_norm IS NULL OR n_max IS NULL OR b_max IS NULL
-              OR n_min IS NULL OR b_min IS NULL OR n_mean IS NULL OR b_mean IS NULL THEN NULL
-         ELSE greatest(
-           blame_rel(n_norm, b_norm, greatest(blame_fin(n_norm), blame_fin(b_norm))),
-           blame_rel(n_mean, b_mean,
-                     greatest(blame_fin(n_norm), blame_fin(b_norm)) / sqrt(numel)),
-           blame_rel(n_max, b_max, greatest(blame_fin(n_max), blame_fin(n_min),
-                                            blame_fin(b_max), blame_fin(b_min))),
-           blame_rel(n_min, b_min, greatest(blame_fin(n_max), blame_fin(n_min),
-                                            blame_fin(b_max), blame_fin(b_min))))
-    END AS stat_err
+    n_norm IS NULL OR b_norm IS NULL OR n_max IS NULL OR b_max IS NULL
+      OR n_min IS NULL OR b_min IS NULL OR n_mean IS NULL OR b_mean IS NULL AS stat_missing,
+    blame_rel(n_norm, b_norm, greatest(blame_fin(n_norm), blame_fin(b_norm))) AS e_norm,
+    blame_rel(n_mean, b_mean, greatest(blame_fin(n_norm), blame_fin(b_norm)) / sqrt(numel))
+      AS e_mean,
+    blame_rel(n_max, b_max, greatest(blame_fin(n_max), blame_fin(n_min),
+                                     blame_fin(b_max), blame_fin(b_min))) AS e_max,
+    blame_rel(n_min, b_min, greatest(blame_fin(n_max), blame_fin(n_min),
+                                     blame_fin(b_max), blame_fin(b_min))) AS e_min
   FROM j
+),
+stat AS (
+  SELECT parts.*,
+    CASE WHEN stat_missing THEN NULL ELSE greatest(e_norm, e_mean, e_max, e_min) END AS stat_err,
+    -- which statistic set stat_err (the first of Norm, Mean, Max, Min on a tie): verdict reasons
+    CASE WHEN stat_missing THEN NULL
+         WHEN e_norm >= greatest(e_mean, e_max, e_min) THEN 'Norm'
+         WHEN e_mean >= greatest(e_max, e_min) THEN 'Mean'
+         WHEN e_max >= e_min THEN 'Max'
+         ELSE 'Min' END AS stat_part
+  FROM parts
 )
 SELECT
   out_seq,
@@ -70,5 +80,8 @@ SELECT
     WHEN stat_err IS NULL THEN 'not comparable'
     WHEN stat_err = 'inf'::DOUBLE THEN 'inf/nan on one side'
     ELSE 'statistics'
-  END AS err_kind
+  END AS err_kind,
+  -- statistics mode: the statistic that set err ('Norm', 'Mean', 'Max' or 'Min'), else NULL
+  CASE WHEN kind = 'matched' AND coalesce(tensors, false) AND NOT empty
+            AND (SELECT mode FROM settings) = 'statistics' THEN stat_part END AS err_stat
 FROM stat

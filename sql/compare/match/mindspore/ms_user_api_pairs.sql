@@ -23,8 +23,8 @@ checked AS (
   GROUP BY ALL
   HAVING bool_and(n.row_seq IS NOT NULL AND b.row_seq IS NOT NULL
                   AND n.shape IS NOT DISTINCT FROM b.shape
-                  AND (ms_to_torch_dtype(n.dtype) IS NOT DISTINCT FROM ms_to_torch_dtype(b.dtype)
-                       OR dtype_tolerated(ms_to_torch_dtype(n.dtype), ms_to_torch_dtype(b.dtype))))
+                  AND dtype_compatible(ms_to_torch_dtype(n.dtype), ms_to_torch_dtype(b.dtype),
+                                       false))
 ),
 -- an op reached through two entries keeps the first entry; a bench op the first NPU op
 one_per_npu AS (

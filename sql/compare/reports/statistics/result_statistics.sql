@@ -1,4 +1,4 @@
--- description: The statistics-mode workbook, one row per output line with msprobe's 25 columns (spec §5.2, §5.4).
+-- description: The statistics-mode workbook, one row per output line with msprobe's 25 columns (spec §5.2, §5.4), and the default mode's Reason; the default mode's Result follows its colour rules and its Err_message says why a row is unmatched (docs/rules.md).
 SELECT
   out_seq,
   kind,
@@ -24,9 +24,17 @@ SELECT
   "Bench min",
   "Bench mean",
   "Bench l2norm",
-  CASE kind WHEN 'matched' THEN CASE WHEN flagged THEN 'Warning' ELSE '' END ELSE 'N/A' END AS "Result",
-  CASE kind WHEN 'matched' THEN CASE WHEN flagged THEN 'Need double check api accuracy.' ELSE '' END
-            WHEN 'bench_only' THEN 'No NPU data matched.'
-            ELSE 'No bench data matched.' END AS "Err_message",
-  stack AS "NPU_Stack_Info"
-FROM stat_rows
+  CASE kind WHEN 'matched' THEN CASE WHEN warn THEN 'Warning' ELSE '' END ELSE 'N/A' END AS "Result",
+  CASE kind WHEN 'matched' THEN CASE WHEN warn THEN 'Need double check api accuracy.' ELSE '' END
+            WHEN 'bench_only' THEN 'No NPU data matched' || unmatched_why
+            ELSE 'No bench data matched' || unmatched_why END AS "Err_message",
+  stack AS "NPU_Stack_Info",
+  coalesce(reason, '') AS "Reason"
+FROM (
+  -- msprobe's Warning flag under --compat; the default mode warns on the rows its rules colour
+  SELECT s.*, v.reason,
+         CASE WHEN (SELECT compat FROM settings) THEN flagged ELSE v.mark IS NOT NULL END AS warn,
+         CASE WHEN (SELECT compat FROM settings) OR v.unmatched_reason IS NULL THEN '.'
+              ELSE ': ' || v.unmatched_reason || '.' END AS unmatched_why
+  FROM stat_rows s LEFT JOIN verdicts v USING (out_seq)
+)

@@ -1,0 +1,153 @@
+-- description: Why an output row has no counterpart on the other side (default mode: Err_message and Reason): reason_kind, a short code the console counts (dm_missing, dm_unnamed, extra, dtype, shape, taken, op_differs, args, call, api), and the reason text with the names and dtypes involved.
+WITH s AS (SELECT * FROM settings),
+u AS (  -- the unmatched rows, each with the one side it has
+  SELECT r.out_seq, r.kind, r.ord,
+         CASE WHEN r.kind = 'bench_only' THEN 'bench' ELSE 'npu' END AS side,
+         CASE WHEN r.kind = 'bench_only' THEN 'NPU' ELSE 'bench' END AS other,
+         coalesce(n.match_name, b.match_name) AS name,
+         coalesce(n.disp_name, b.disp_name) AS disp,
+         ms_to_torch_dtype(coalesce(n.dtype, b.dtype)) AS dtype,
+         coalesce(n.shape, b.shape) AS shape,
+         coalesce(n.op_seq, b.op_seq) AS op_seq
+  FROM compare_rows r
+  LEFT JOIN tensors n ON r.kind <> 'bench_only' AND n.side = 'npu' AND n.row_seq = r.npu_row
+  LEFT JOIN tensors b ON r.kind = 'bench_only' AND b.side = 'bench' AND b.row_seq = r.bench_row
+  WHERE r.kind <> 'matched' AND NOT (SELECT compat FROM s)  -- --compat keeps msprobe's texts
+),
+matched_rows AS (
+  SELECT npu_row AS row_seq, 'npu' AS side FROM compare_rows WHERE kind = 'matched'
+  UNION ALL SELECT bench_row, 'bench' FROM compare_rows WHERE kind = 'matched'
+),
+same AS (  -- the other side's row of the same (matching) name; the first when there are several
+  SELECT u.out_seq,
+         arg_min(ms_to_torch_dtype(o.dtype), o.row_seq) AS o_dtype,
+         arg_min(o.shape, o.row_seq) AS o_shape,
+         bool_or(m.row_seq IS NOT NULL) AS o_taken
+  FROM u
+  JOIN tensors o ON o.side <> u.side AND o.match_name = u.name
+  LEFT JOIN matched_rows m ON m.side = o.side AND m.row_seq = o.row_seq
+  GROUP BY u.out_seq
+),
+op_names AS (  -- each op's name as the matching sees it (MindSpore -am/-cm rewrite row names)
+  SELECT side, op_seq, op_name AS op, n_rows FROM ops
+  WHERE NOT (SELECT api_mapping OR cell_mapping FROM s)
+  UNION ALL
+  SELECT side, op_seq, row_op(arg_min(match_name, row_in_op)), count(*) FROM tensors
+  WHERE (SELECT api_mapping OR cell_mapping FROM s)
+  GROUP BY side, op_seq
+),
+u_ops AS (SELECT DISTINCT u.side, u.op_seq, o.op, o.n_rows
+          FROM u JOIN op_names o USING (side, op_seq)),
+u_apis AS (SELECT DISTINCT side, op_api(op) AS api FROM u_ops),
+other_calls AS (  -- the calls of those APIs on the other side
+  SELECT u.side, u.api, op_call(o.op) AS call
+  FROM u_apis u JOIN op_names o ON o.side <> u.side AND op_api(o.op) = u.api
+),
+other_op AS (  -- the other side's op of the same name
+  SELECT uo.side, uo.op_seq, min(o.n_rows) AS o_rows, any_value(uo.n_rows) AS u_rows
+  FROM u_ops uo JOIN op_names o ON o.side <> uo.side AND o.op = uo.op
+  GROUP BY ALL
+),
+first_diff AS (  -- the first row of an unmatched op that the other side's same-named row rejects
+  SELECT uo.side, uo.op_seq,
+         arg_min(t.match_name || CASE
+                   WHEN o.row_seq IS NULL THEN ' is absent there'
+                   WHEN NOT dtype_compatible(ms_to_torch_dtype(t.dtype), ms_to_torch_dtype(o.dtype),
+                                             (SELECT compat FROM s))
+                     THEN ': dtype ' || coalesce(t.dtype, 'None') || ' vs ' || coalesce(o.dtype, 'None')
+                   ELSE ': shape ' || coalesce(t.shape, 'None') || ' vs ' || coalesce(o.shape, 'None')
+                 END,
+                 t.row_in_op) AS what
+  FROM u_ops uo
+  JOIN tensors t ON t.side = uo.side AND t.op_seq = uo.op_seq
+  LEFT JOIN tensors o ON o.side <> t.side AND o.match_name = t.match_name
+  WHERE o.row_seq IS NULL
+     OR NOT dtype_compatible(ms_to_torch_dtype(t.dtype), ms_to_torch_dtype(o.dtype),
+                             (SELECT compat FROM s))
+     OR t.shape IS DISTINCT FROM o.shape
+  GROUP BY ALL
+),
+other_api AS (  -- how often the other side calls the API of each unmatched op
+  SELECT uo.side, uo.op_seq, op_api(uo.op) AS api, op_call(uo.op) AS call,
+         count(c.api) AS calls, min(c.call) AS first_call, max(c.call) AS last_call
+  FROM u_ops uo
+  LEFT JOIN other_calls c ON c.side = uo.side AND c.api = op_api(uo.op)
+  GROUP BY ALL
+),
+paired_ops AS (  -- ops some of whose rows are matched: the other side's op they are matched with
+  SELECT 'npu' AS side, n.op_seq, any_value(bo.op_name) AS o_op
+  FROM tensors n
+  JOIN compare_rows r ON r.kind = 'matched' AND r.npu_row = n.row_seq
+  JOIN tensors b ON b.side = 'bench' AND b.row_seq = r.bench_row
+  JOIN ops bo ON bo.side = 'bench' AND bo.op_seq = b.op_seq
+  WHERE n.side = 'npu' AND n.op_seq IN (SELECT op_seq FROM u_ops WHERE side = 'npu')
+  GROUP BY n.op_seq
+  UNION ALL
+  SELECT 'bench', b.op_seq, any_value(no.op_name)
+  FROM tensors b
+  JOIN compare_rows r ON r.kind = 'matched' AND r.bench_row = b.row_seq
+  JOIN tensors n ON n.side = 'npu' AND n.row_seq = r.npu_row
+  JOIN ops no ON no.side = 'npu' AND no.op_seq = n.op_seq
+  WHERE b.side = 'bench' AND b.op_seq IN (SELECT op_seq FROM u_ops WHERE side = 'bench')
+  GROUP BY b.op_seq
+),
+dm AS (
+  SELECT u.out_seq, m.bench_key
+  FROM u JOIN mappings m ON m.kind = 'data' AND m.npu_key = u.disp
+),
+judged AS (
+  SELECT u.*, po.o_op AS extra_op, d.bench_key AS dm_key,
+         sm.o_dtype, sm.o_shape, sm.o_taken, sm.out_seq IS NOT NULL AS has_same,
+         oo.o_rows, oo.u_rows, fd.what, a.api, a.call, a.calls, a.first_call, a.last_call,
+         (SELECT count(*) > 0 FROM mappings WHERE kind = 'data') AS dm_on,
+         CASE
+           WHEN (SELECT count(*) > 0 FROM mappings WHERE kind = 'data') THEN
+             CASE WHEN d.bench_key IS NOT NULL THEN 'dm_missing' ELSE 'dm_unnamed' END
+           WHEN u.kind = 'npu_extra' OR po.o_op IS NOT NULL THEN 'extra'
+           WHEN sm.out_seq IS NOT NULL THEN
+             CASE WHEN NOT dtype_compatible(u.dtype, sm.o_dtype, (SELECT compat FROM s)) THEN 'dtype'
+                  WHEN u.shape IS DISTINCT FROM sm.o_shape THEN 'shape'
+                  WHEN sm.o_taken THEN 'taken'
+                  WHEN fd.what IS NOT NULL THEN 'op_differs'
+                  ELSE 'args' END
+           WHEN oo.o_rows IS NOT NULL THEN 'args'
+           WHEN a.call IS NOT NULL AND a.calls > 0 THEN 'call'
+           ELSE 'api'
+         END AS reason_kind
+  FROM u
+  LEFT JOIN paired_ops po ON po.side = u.side AND po.op_seq = u.op_seq
+  LEFT JOIN dm d USING (out_seq)
+  LEFT JOIN same sm USING (out_seq)
+  LEFT JOIN other_op oo ON oo.side = u.side AND oo.op_seq = u.op_seq
+  LEFT JOIN first_diff fd ON fd.side = u.side AND fd.op_seq = u.op_seq
+  LEFT JOIN other_api a ON a.side = u.side AND a.op_seq = u.op_seq
+)
+SELECT
+  out_seq, reason_kind,
+  coalesce(CASE reason_kind
+    WHEN 'extra' THEN coalesce('its op is paired with the ' || other || ' op ' || extra_op,
+                               'its op is paired') || ', which has no argument at this place'
+    WHEN 'dm_missing' THEN 'mapped by -dm to ' || dm_key || ', which the bench lacks'
+    WHEN 'dm_unnamed' THEN 'not named in the -dm mapping'
+    WHEN 'dtype' THEN other || ' has this name with dtype ' || coalesce(o_dtype, 'None') || '; '
+                      || coalesce(dtype, 'None') || ' vs ' || coalesce(o_dtype, 'None')
+                      || ' cannot be compared'
+    WHEN 'shape' THEN other || ' has this name with shape ' || coalesce(o_shape, 'None')
+                      || '; shapes ' || coalesce(shape, 'None') || ' vs ' || coalesce(o_shape, 'None')
+                      || ' differ'
+    WHEN 'taken' THEN 'the ' || other || ' row of this name is paired with another row'
+    WHEN 'op_differs' THEN 'its op does not match the ' || other || ' op of that name ('
+                           || what || ')'
+    WHEN 'args' THEN 'the ' || other || ' op of this name has other arguments'
+                     || CASE WHEN has_same THEN coalesce(' (' || o_rows || ' rows there, ' || u_rows
+                                                  || ' here)', '')
+                             ELSE ' (no ' || disp || ' there)' END
+    WHEN 'call' THEN 'no ' || other || ' op of this API at call ' || call || ' (' || other || ' has '
+                     || CASE WHEN calls = 1 THEN 'call ' || first_call || ' only'
+                             WHEN calls = last_call - first_call + 1
+                               THEN 'calls ' || first_call || '-' || last_call
+                             ELSE calls || ' calls, ' || first_call || ' to ' || last_call END
+                     || ' of ' || api || ')'
+    ELSE 'the ' || other || ' has no ' || api || ' op'
+  END, 'no ' || other || ' row of this name') AS reason
+FROM judged

@@ -1,0 +1,29 @@
+-- The default mode's verdict rules (sql/rules/verdicts.sql, docs/rules.md): thresholds on the
+-- per-row error figure of row_error (relative to the tensor's scale, 0 = equal).
+-- red: the row is off by at least a tenth of its scale.
+CREATE OR REPLACE MACRO verdict_red_err() AS 0.1;
+-- yellow: an output off by at least 1% of its scale ...
+CREATE OR REPLACE MACRO verdict_yellow_err() AS 0.01;
+-- ... and at least ten times as much as the worst input of its op: the error grows here.
+CREATE OR REPLACE MACRO verdict_growth() AS 10.0;
+-- A number in a reason text: three significant digits ("0.284", "1.5e-09", "inf").
+CREATE OR REPLACE MACRO reason_num(x) AS (
+  CASE WHEN x IS NULL THEN 'None' ELSE printf('%.3g', x) END);
+-- An op's name from one of its row names: "Functional.relu.3.forward.input.0" ->
+-- "Functional.relu.3.forward", "Module.fc2.Linear.backward.0.output.1" ->
+-- "Module.fc2.Linear.backward.0" (the last direction field followed by input/output).
+CREATE OR REPLACE MACRO row_op(name) AS (
+  coalesce(nullif(regexp_extract(name, '^(.*\.(forward|backward)(\.[0-9]+)?)\.(input|output)', 1),
+                  ''), name));
+-- An op's API (its name without the call counter) and its call counter (NULL when it has none).
+CREATE OR REPLACE MACRO op_api(op) AS (
+  CASE WHEN regexp_matches(op, '\.[0-9]+\.(forward|backward)$')
+         THEN regexp_replace(op, '\.[0-9]+\.(forward|backward)$', '.\1')
+       WHEN regexp_matches(op, '\.(forward|backward)\.[0-9]+$')
+         THEN regexp_replace(op, '\.[0-9]+$', '')
+       ELSE op END);
+CREATE OR REPLACE MACRO op_call(op) AS (
+  CASE WHEN regexp_matches(op, '\.[0-9]+\.(forward|backward)$')
+         THEN CAST(regexp_extract(op, '\.([0-9]+)\.(forward|backward)$', 1) AS INTEGER)
+       WHEN regexp_matches(op, '\.(forward|backward)\.[0-9]+$')
+         THEN CAST(regexp_extract(op, '\.([0-9]+)$', 1) AS INTEGER) END);

@@ -1,0 +1,138 @@
+"""Why a row is unmatched (sql/rules/unmatched_reasons.sql), table-driven, end to end.
+
+Each case is a pair of small dumps (and flags); the test runs the default mode and reads, for the
+rows named, the Err_message (statistics mode: ``No bench data matched: <why>.``), the Reason column
+and the console's count per reason. Float dtypes that differ only in precision are matched.
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from msq.cli import main
+from tests.dumps import bwd, fwd, t, write_pair
+
+F32, I64, BF16 = "torch.float32", "torch.int64", "torch.bfloat16"
+
+
+def op(out_dtype: str = F32, shape: list[int] | None = None, **kwargs: Any) -> dict[str, Any]:
+    return fwd(t(), out=t(shape, dtype=out_dtype), **kwargs)
+
+
+@dataclass
+class Case:
+    name: str
+    npu: dict[str, Any]
+    bench: dict[str, Any]
+    # row name -> expected Reason (a substring; the Err_message carries the same text)
+    want: dict[str, str]
+    console: str = ""              # expected in the console's count per reason
+    flags: list[str] = field(default_factory=list)
+    mapping: str | None = None     # -dm YAML text
+
+
+CASES = [
+    Case("dtype that cannot be compared",
+         {"Functional.a.0.forward": op(), "Functional.b.0.forward": op()},
+         {"Functional.a.0.forward": op(I64), "Functional.b.0.forward": op()},
+         {"Functional.a.0.forward.output.0":
+          "bench has this name with dtype torch.int64; torch.float32 vs torch.int64 cannot be "
+          "compared",
+          "Functional.a.0.forward.input.0":
+          "its op does not match the bench op of that name (Functional.a.0.forward.output.0: "
+          "dtype torch.float32 vs torch.int64)"},
+         "NPU-only: 2 rows (1 another row of its op differs, 1 dtype cannot be compared)"),
+    Case("shape",
+         {"Functional.a.0.forward": op(shape=[4, 16]), "Functional.b.0.forward": op()},
+         {"Functional.a.0.forward": op(shape=[4, 8]), "Functional.b.0.forward": op()},
+         {"Functional.a.0.forward.output.0":
+          "bench has this name with shape [4, 8]; shapes [4, 16] vs [4, 8] differ"},
+         "1 shape differs"),
+    Case("no bench op at that call",
+         {f"Functional.relu.{i}.forward": op() for i in range(3)},
+         {f"Functional.relu.{i}.forward": op() for i in range(2)},
+         {"Functional.relu.2.forward.output.0":
+          "no bench op of this API at call 2 (bench has calls 0-1 of Functional.relu.forward)"},
+         "NPU-only: 2 rows (2 no bench op at that call)"),
+    Case("an API the bench lacks, a bench-only API",
+         {"Functional.a.0.forward": op(), "Functional.hardtanh.0.forward": op()},
+         {"Functional.a.0.forward": op(), "Tensor.flatten.0.forward": op()},
+         {"Functional.hardtanh.0.forward.output.0": "the bench has no Functional.hardtanh.forward op",
+          "Tensor.flatten.0.forward.output.0": "the NPU has no Tensor.flatten.forward op"},
+         "bench-only: 2 rows (2 the NPU lacks the API)"),
+    Case("other arguments",
+         {"Functional.a.0.forward": op(), "Functional.b.0.forward": op(inplace={"type": "bool", "value": True})},
+         {"Functional.a.0.forward": op(), "Functional.b.0.forward": op()},
+         {"Functional.b.0.forward.input.inplace.0":
+          "the bench op of this name has other arguments "
+          "(no Functional.b.0.forward.input.inplace.0 there)",
+          "Functional.b.0.forward.output.0": "its op does not match the bench op of that name"}),
+    Case("a backward op with another gradient count",
+         {"Functional.a.0.backward": bwd([t()], [t(), t()]), "Functional.b.0.forward": op()},
+         {"Functional.a.0.backward": bwd([t()], [t()]), "Functional.b.0.forward": op()},
+         {"Functional.a.0.backward.output.1":
+          "the bench op of this name has other arguments (no Functional.a.0.backward.output.1 "
+          "there)"}),
+    Case("-dm names a bench row the bench lacks; rows it does not name",
+         {"Functional.a.0.forward": op(), "Functional.b.0.forward": op()},
+         {"Functional.a.0.forward": op(), "Functional.b.0.forward": op()},
+         {"Functional.a.0.forward.output.0":
+          "mapped by -dm to Functional.zz.0.forward.output.0, which the bench lacks",
+          "Functional.b.0.forward.output.0": "not named in the -dm mapping"},
+         "-dm maps it to a name the bench lacks",
+         mapping="Functional.a.0.forward.output.0: Functional.zz.0.forward.output.0\n"
+                 "Functional.a.0.forward.input.0: Functional.a.0.forward.input.0\n"),
+    Case("bf16 against fp32 is matched, the dtypes noted",
+         {"Functional.a.0.forward": op(BF16)},
+         {"Functional.a.0.forward": op(F32)},
+         {"Functional.a.0.forward.output.0":
+          "dtypes differ in precision (torch.bfloat16 vs torch.float32): values compared"}),
+]
+
+
+def _run(case: Case, tmp_path: Path, *extra: str) -> tuple[int, str, dict[str, dict[str, str]]]:
+    cfg = write_pair(tmp_path, case.npu, case.bench)
+    flags = list(case.flags)
+    if case.mapping is not None:
+        (tmp_path / "dm.yaml").write_text(case.mapping)
+        flags += ["-dm", str(tmp_path / "dm.yaml")]
+    out = tmp_path / "out"
+    result = CliRunner().invoke(main, ["compare", str(cfg), "-o", str(out), "--no-history",
+                                       "--format", "csv", *flags, *extra], catch_exceptions=False)
+    (path,) = out.glob("compare_result_*.csv")
+    with path.open(newline="", encoding="utf-8") as f:
+        table = list(csv.DictReader(f))
+    by_name = {r["NPU Name"] if r["NPU Name"] != "N/A" else r["Bench Name"]: r for r in table}
+    return result.exit_code, result.output, by_name
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_unmatched_rows_say_why(case: Case, tmp_path: Path) -> None:
+    code, output, by_name = _run(case, tmp_path)
+    assert code == 0, output
+    for name, why in case.want.items():
+        row = by_name[name]
+        assert why in row["Reason"], f"{name}: {row['Reason']!r}"
+        unmatched = "N/A" in (row["NPU Name"], row["Bench Name"])
+        if unmatched:
+            side = "bench" if row["NPU Name"] != "N/A" else "NPU"
+            assert row["Err_message"] == f"No {side} data matched: {row['Reason']}."
+        else:
+            assert row["Result"] == "" and row["Max diff"] == "0.0"
+    assert case.console in output
+
+
+def test_compat_keeps_msprobe_texts_and_tolerance(tmp_path: Path) -> None:
+    """1.1.0: bf16 against fp32 does not match; Err_message is a bare "No bench data matched."."""
+    case = next(c for c in CASES if c.name.startswith("bf16"))
+    code, output, by_name = _run(case, tmp_path, "--compat", "msprobe-1.1")
+    assert code == 0, output
+    row = by_name["Functional.a.0.forward.output.0"]
+    assert (row["Bench Name"], row["Err_message"]) == ("N/A", "No bench data matched.")
+    assert "Reason" not in row
