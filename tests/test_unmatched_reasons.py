@@ -1,4 +1,4 @@
-"""Why a row is unmatched (sql/rules/unmatched_reasons.sql), table-driven, end to end.
+"""Why a row is unmatched (sql/compare/rules/unmatched_reasons.sql), table-driven, end to end.
 
 Each case is a pair of small dumps (and flags); the test runs the default mode and reads, for the
 rows named, the Err_message (statistics mode: ``No bench data matched: <why>.``), the Reason column

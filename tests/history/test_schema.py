@@ -13,7 +13,7 @@ from msq import history
 from msq.cli import main
 from msq.errors import HistoryError
 from msq.history import schema
-from tests.history.builders import count, run_api, set_version, single_card
+from tests.history.builders import LINEAR1_OUT, count, run_api, set_version, single_card
 
 
 def test_newer_schema_is_refused_by_name(made: tuple[Path, Path], tmp_path: Path) -> None:
@@ -47,21 +47,51 @@ def test_unknown_databases_are_refused(tmp_path: Path) -> None:
 def test_older_schema_is_migrated_in_the_same_transaction(made: tuple[Path, Path], tmp_path: Path,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     cj, db = made
+    now = schema.SCHEMA_VERSION
+    later = now + 1
     migrations = tmp_path / "migrations"
     migrations.mkdir()
-    monkeypatch.setattr(schema, "SCHEMA_VERSION", 2)
+    monkeypatch.setattr(schema, "SCHEMA_VERSION", later)
     monkeypatch.setattr(schema, "_migration_folder", lambda: migrations)
     # a broken migration leaves the file as it was
-    (migrations / "v2.sql").write_text("ALTER TABLE result_rows ADD COLUMN note VARCHAR;\n"
-                                       "ALTER TABLE no_such_table ADD COLUMN x INTEGER;\n")
-    with pytest.raises(HistoryError, match="migrating to history schema version 2 failed"):
+    (migrations / f"v{later}.sql").write_text("ALTER TABLE result_rows ADD COLUMN note VARCHAR;\n"
+                                              "ALTER TABLE no_such_table ADD COLUMN x INTEGER;\n")
+    with pytest.raises(HistoryError, match=f"migrating to history schema version {later} failed"):
         run_api(cj, tmp_path / "out", db=db)
-    assert history.query(db, "SELECT value FROM meta WHERE key = 'schema_version'").rows == [("1",)]
+    assert history.query(db, "SELECT value FROM meta WHERE key = 'schema_version'").rows == [
+        (str(now),)]
     assert count(db) == 1
-    (migrations / "v2.sql").write_text(
+    (migrations / f"v{later}.sql").write_text(
         "ALTER TABLE result_rows ADD COLUMN note VARCHAR;\n"
-        "UPDATE result_rows SET note = 'before v2';\n")
+        f"UPDATE result_rows SET note = 'before v{later}';\n")
     run_api(cj, tmp_path / "out", db=db)
-    assert history.query(db, "SELECT value FROM meta WHERE key = 'schema_version'").rows == [("2",)]
+    assert history.query(db, "SELECT value FROM meta WHERE key = 'schema_version'").rows == [
+        (str(later),)]
     assert history.query(db, "SELECT compare_id, count(*), count(note) FROM result_rows "
                              "GROUP BY ALL ORDER BY 1").rows == [(1, 13, 13), (2, 13, 0)]
+
+
+def test_a_version_1_file_gains_the_reason_column(made: tuple[Path, Path], tmp_path: Path) -> None:
+    """Schema version 2 (sql/history/migrate/v2.sql): result_rows.reason; the rows recorded
+    before keep it NULL, the new ones carry the default mode's Reason."""
+    cj, db = made
+    con = duckdb.connect(str(db))  # the file as version 1 wrote it: no reason column
+    con.execute("ALTER TABLE result_rows DROP COLUMN reason")
+    con.close()
+    set_version(db, "1")
+    before = history.query(db, "SELECT * FROM result_rows").columns
+    red = single_card(tmp_path / "red", {LINEAR1_OUT: {"Max": 3.0}})
+    run_api(red, tmp_path / "out", db=db)
+    assert history.query(db, "SELECT value FROM meta WHERE key = 'schema_version'").rows == [
+        (str(schema.SCHEMA_VERSION),)]
+    assert history.query(db, "SELECT * FROM result_rows").columns == [*before, "reason"]
+    rows = history.query(db, "SELECT compare_id, npu_name, mark, reason FROM result_rows "
+                             "WHERE mark IS NOT NULL OR reason IS NOT NULL ORDER BY 1, out_seq").rows
+    assert [r[0] for r in rows] == [2], "the old compare has no reasons, the new one its red row"
+    (_, name, mark, reason), = rows
+    assert (name, mark) == ("Functional.linear.1.forward.output.0", "red")
+    assert reason.startswith("scale-aware error 0.667 >= 0.1, from Max: NPU 9.38, bench 3.12")
+    # a new file has the same columns, in the same order
+    fresh = tmp_path / "fresh.duckdb"
+    run_api(red, tmp_path / "out2", db=fresh)
+    assert history.query(fresh, "SELECT * FROM result_rows").columns == [*before, "reason"]

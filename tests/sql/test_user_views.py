@@ -37,7 +37,7 @@ def test_a_user_marks_view_colours_the_workbook(tmp_path: Path) -> None:
 def test_without_sql_dir_the_shipped_rules_apply(tmp_path: Path) -> None:
     code, out, err = compare(tmp_path)
     assert code == 0, err
-    assert "3 red, 1 yellow" in out
+    assert "4 red, 0 yellow" in out  # the default rules (docs/rules.md)
 
 
 def test_a_broken_user_view_is_one_line_naming_its_file(tmp_path: Path) -> None:

@@ -30,10 +30,10 @@ same AS (  -- the other side's row of the same (matching) name; the first when t
 ),
 op_names AS (  -- each op's name as the matching sees it (MindSpore -am/-cm rewrite row names)
   SELECT side, op_seq, op_name AS op, n_rows FROM ops
-  WHERE NOT (SELECT api_mapping OR cell_mapping FROM s)
+  WHERE NOT coalesce((SELECT api_mapping OR cell_mapping FROM s), false)
   UNION ALL
   SELECT side, op_seq, row_op(arg_min(match_name, row_in_op)), count(*) FROM tensors
-  WHERE (SELECT api_mapping OR cell_mapping FROM s)
+  WHERE coalesce((SELECT api_mapping OR cell_mapping FROM s), false)
   GROUP BY side, op_seq
 ),
 u_ops AS (SELECT DISTINCT u.side, u.op_seq, o.op, o.n_rows

@@ -1,4 +1,4 @@
--- The default mode's verdict rules (sql/rules/verdicts.sql, docs/rules.md): thresholds on the
+-- The default mode's verdict rules (sql/compare/rules/default/verdicts.sql, docs/rules.md): thresholds on the
 -- per-row error figure of row_error (relative to the tensor's scale, 0 = equal).
 -- red: the row is off by at least a tenth of its scale.
 CREATE OR REPLACE MACRO verdict_red_err() AS 0.1;

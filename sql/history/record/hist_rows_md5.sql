@@ -21,5 +21,6 @@ SELECT
   NULL::VARCHAR AS err_message,
   NULL::VARCHAR AS mark, NULL::VARCHAR AS mark_rules,
   hist_severity(NULL, verdict = 'fail', verdict) AS severity,
-  CASE WHEN (SELECT stack FROM settings) THEN "NPU_Stack_Info" END AS npu_stack
+  CASE WHEN (SELECT stack FROM settings) THEN "NPU_Stack_Info" END AS npu_stack,
+  nullif("Reason", '') AS reason
 FROM v

@@ -34,6 +34,8 @@ SELECT
   verdict = 'warning' AS failing,
   "Err_message" AS err_message,
   mark, mark_rules,
-  hist_severity(mark, verdict = 'warning', verdict) AS severity,
-  CASE WHEN (SELECT stack FROM settings) THEN "NPU_Stack_Info" END AS npu_stack
+  -- the default mode's verdict is its mark (a yellow row fails too, and stays severity 1)
+  hist_severity(mark, verdict = 'warning' AND (SELECT compat FROM settings), verdict) AS severity,
+  CASE WHEN (SELECT stack FROM settings) THEN "NPU_Stack_Info" END AS npu_stack,
+  nullif("Reason", '') AS reason
 FROM v

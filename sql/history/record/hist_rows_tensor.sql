@@ -35,7 +35,9 @@ SELECT
   verdict = 'fail' AS failing,
   "Err_message" AS err_message,
   mark, mark_rules,
-  hist_severity(mark, verdict = 'fail', verdict) AS severity,
+  -- the default mode's verdict is its mark (a yellow row fails too, and stays severity 1)
+  hist_severity(mark, verdict = 'fail' AND (SELECT compat FROM settings), verdict) AS severity,
   CASE WHEN (SELECT stack FROM settings) THEN "NPU_Stack_Info" END AS npu_stack,
-  CASE WHEN kind = 'matched' THEN "Data_name" END AS data_name
+  CASE WHEN kind = 'matched' THEN "Data_name" END AS data_name,
+  nullif("Reason", '') AS reason
 FROM v

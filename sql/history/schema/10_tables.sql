@@ -1,4 +1,4 @@
--- The history database (schema version 1): every compare msq recorded, and every output row.
+-- The history database (schema version 2): every compare msq recorded, and every output row.
 -- Executed inside the history file (USE) in one transaction; see docs/schema.md.
 CREATE TABLE IF NOT EXISTS meta (
   key VARCHAR PRIMARY KEY,   -- schema_version | created_at | created_by
@@ -84,5 +84,7 @@ CREATE TABLE IF NOT EXISTS result_rows (
   mark_rules VARCHAR,             -- the highlight rules that fired
   severity SMALLINT,              -- 0 pass, 1 yellow, 2 red or failing; NULL when not compared
   npu_stack VARCHAR,              -- NPU_Stack_Info (stack mode only)
-  data_name VARCHAR               -- Data_name (tensor mode)
+  data_name VARCHAR,              -- Data_name (tensor mode)
+  reason VARCHAR                  -- Reason (default mode, schema version 2): the rule that marked the
+                                  -- row and its numbers, a dtype note, or why it is unmatched
 );

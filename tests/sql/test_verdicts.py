@@ -1,4 +1,4 @@
-"""The default mode's verdict rules (sql/rules/verdicts.sql, docs/rules.md), table-driven.
+"""The default mode's verdict rules (sql/compare/rules/default/verdicts.sql, docs/rules.md), table-driven.
 
 Rows in, marks out, in a real DuckDB: each case is one op (its input and output rows, NPU and
 bench statistics, in tensor mode the sums of squares of the metrics pass); the test loads them
@@ -227,3 +227,14 @@ def test_statistics_result_follows_the_marks() -> None:
         ("", ""), ("", ""), ("Warning", "Need double check api accuracy.")]
     assert load(case, compat=True).execute(query).fetchall() == [
         ("", ""), ("Warning", "Need double check api accuracy."), ("", "")]
+
+
+def test_tensor_mode_matched_argument_without_tensor_data() -> None:
+    """1.1.0 writes "No bench data matched." on a matched int argument; the default mode says
+    the row was compared by its dump.json values (and colours it when they differ)."""
+    case = Case("argument", [Row("input", 3, 4, "red"), Row("output", EQ, EQ, sq=(0.0, 16.0, 16.0))],
+                mode="tensor")
+    query = 'SELECT "Err_message", "Accuracy Reached or Not" FROM result_tensor ORDER BY out_seq'
+    assert load(case).execute(query).fetchall()[0] == (
+        "No tensor data: compared by the dump.json values.", "No")
+    assert load(case, compat=True).execute(query).fetchall()[0] == ("No bench data matched.", "None")
