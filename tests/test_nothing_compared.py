@@ -62,7 +62,7 @@ def test_the_api_raises_with_the_results(tmp_path: Path) -> None:
 
 def test_compat_keeps_the_hollow_pass(tmp_path: Path) -> None:
     cfg = write_pair(tmp_path, ops("a"), ops("c"))
-    code, out, err = cli("compare", str(cfg), "-o", str(tmp_path / "o"), "--no-history",
+    code, _, err = cli("compare", str(cfg), "-o", str(tmp_path / "o"), "--no-history",
                          "--compat", "msprobe-1.1")
     assert code == 0 and "msq: error" not in err
     result = msq.compare(api_param(cfg), tmp_path / "o2", record=False, compat="msprobe-1.1")
@@ -82,7 +82,7 @@ def _rank_dirs(root: Path, empty_rank: int) -> Path:
 
 def test_a_rank_pair_that_compared_nothing_fails_the_run(tmp_path: Path) -> None:
     cfg = _rank_dirs(tmp_path, empty_rank=1)
-    code, out, err = cli("compare", str(cfg), "-o", str(tmp_path / "o"), "--no-history")
+    code, _, err = cli("compare", str(cfg), "-o", str(tmp_path / "o"), "--no-history")
     assert code == 1
     assert "msq: error: rank1-rank1: nothing compared" in err
     assert "rank0-rank0" not in err

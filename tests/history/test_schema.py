@@ -74,7 +74,7 @@ def test_older_schema_is_migrated_in_the_same_transaction(made: tuple[Path, Path
 def test_a_version_1_file_gains_the_reason_column(made: tuple[Path, Path], tmp_path: Path) -> None:
     """Schema version 2 (sql/history/migrate/v2.sql): result_rows.reason; the rows recorded
     before keep it NULL, the new ones carry the default mode's Reason."""
-    cj, db = made
+    _, db = made
     con = duckdb.connect(str(db))  # the file as version 1 wrote it: no reason column
     con.execute("ALTER TABLE result_rows DROP COLUMN reason")
     con.close()
