@@ -32,10 +32,13 @@ def version_pair(tmp: Path, task: str = "statistics", md5: bool = False,
     return sides[0], sides[1]
 
 
-@pytest.mark.parametrize(("drift", "result"), [(1.5, ""), (3.0, "Warning")])
-def test_statistics_version_compare(tmp_path: Path, drift: float, result: str) -> None:
+@pytest.mark.parametrize(("compat", "drift", "result"), [
+    (True, 1.5, ""), (True, 3.0, "Warning"), (False, 1.001, ""), (False, 1.5, "Warning")])
+def test_statistics_version_compare(tmp_path: Path, compat: bool, drift: float,
+                                    result: str) -> None:
     npu, bench = version_pair(tmp_path, drift=drift)
-    run = run_cli(compare_json(tmp_path, npu, bench), tmp_path / "out")
+    run = run_cli(compare_json(tmp_path, npu, bench), tmp_path / "out",
+                  *(["--compat", "msprobe-1.1"] if compat else []))
     assert run.exit_code == 0, run.output
     assert all(n == b for n, b in run.pairs())
     names = [r["NPU Name"] for r in run.rows]
@@ -50,12 +53,19 @@ def test_statistics_version_compare(tmp_path: Path, drift: float, result: str) -
     assert soft["Max diff"] == pytest.approx(soft["NPU max"] - soft["Bench max"])
     assert float(soft["MaxRelativeErr"].rstrip("%")) == pytest.approx(
         abs((soft["NPU max"] - soft["Bench max"]) / soft["Bench max"]) * 100)
-    # the bench output is the NPU's times ``drift``: Warning once a statistic differs by more
-    # than half of the larger magnitude (spec §4.1), i.e. for a drift above 2
+    # the bench output is the NPU's times ``drift``. 1.1.0: Warning once a statistic differs by
+    # more than half of the larger magnitude (spec §4.1), i.e. for a drift above 2. The default
+    # mode: Warning on the rows its rules colour (compat.md #18): an error >= 0.1 of the tensor's
+    # scale is red, and its Reason gives the rule and the numbers (docs/rules.md)
     flagged = any(abs(soft[f"NPU {s}"] - soft[f"Bench {s}"])
                   / (max(abs(soft[f"NPU {s}"]), abs(soft[f"Bench {s}"])) + 1e-10) > 0.5
                   for s in ("max", "min", "mean", "l2norm"))
-    assert (soft["Result"] or "") == result == ("Warning" if flagged else "")  # "" reads as None
+    assert (soft["Result"] or "") == result  # "" reads as None
+    if compat:
+        assert result == ("Warning" if flagged else "")
+        assert "Reason" not in soft
+    else:
+        assert (">= 0.1" in (soft["Reason"] or "")) == bool(result), soft["Reason"]
     untouched = rows["Functional.softmax.0.forward.input.0"]
     assert untouched["Max diff"] == 0 and untouched["MaxRelativeErr"] == "0.0%"
 
