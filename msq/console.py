@@ -43,9 +43,9 @@ def print_summary(results: Sequence[CompareResult], *, quiet: bool = False,
             click.echo(f"  recorded as compare {res.history_id} in {res.history_db}")
         if res.rows == 0:
             click.echo("  nothing to compare: no rows matched (no workbook written)")
-    line = total_line(results, seconds)
-    if line is not None:
-        click.echo(line)
+    total = total_line(results, seconds)
+    if total is not None:
+        click.echo(total)
 
 
 def _counts(res: CompareResult) -> str:

@@ -81,6 +81,13 @@ class CompareResult:
     suspect_row: int | None = None   # the sheet row of the suspect; None when there is none
     failing: int = 0                 # rows the advisor counts as failing (its suspect is the first)
     first_red: RowRef | None = None  # the first red row, with the rules that made it red
+    compat: bool = False
+    #: the default mode's verdict on the suspect row: its rule and numbers (docs/rules.md)
+    suspect_reason: str = ""
+    #: unmatched rows per (kind, reason code) of the default mode, e.g. ("npu_only", "call") -> 3
+    unmatched_reasons: dict[tuple[str, str], int] = field(default_factory=dict)
+    #: the default mode compared nothing (no matched row): why, and a hint; "" otherwise
+    nothing_compared: str = ""
 
     @property
     def suspect_ref(self) -> RowRef | None:
@@ -153,10 +160,3 @@ def pair_title(step: int | None, rank: int | None) -> str:
     parts = ([f"step{step}"] if step is not None else []) + \
         ([f"rank{rank}"] if rank is not None else [])
     return " ".join(parts)
-    compat: bool = False
-    #: the default mode's verdict on the suspect row: its rule and numbers (docs/rules.md)
-    suspect_reason: str = ""
-    #: unmatched rows per (kind, reason code) of the default mode, e.g. ("npu_only", "call") -> 3
-    unmatched_reasons: dict[tuple[str, str], int] = field(default_factory=dict)
-    #: the default mode compared nothing (no matched row): why, and a hint; "" otherwise
-    nothing_compared: str = ""
