@@ -14,6 +14,7 @@ import duckdb
 import openpyxl
 import pyarrow.parquet as pq
 import pytest
+from openpyxl.utils import get_column_letter
 
 import msq
 from msq.errors import ExportError
@@ -177,7 +178,7 @@ def test_parquet_columns_are_typed(tmp_path: Path) -> None:
     csv_red = next(r for r in csv_rows(files["csv"]) if r[0] == red["NPU Name"])
     header = csv_rows(files["csv"])[0]
     assert csv_red[header.index("MaxRelativeErr")] == f"{red['MaxRelativeErr']}%"
-    assert (red["Mark"], red["Mark_rules"]) == ("red", "max relative error")
+    assert (red["Mark"], red["Mark_rules"]) == ("red", "relative error")
 
 
 class Warnings(logging.Handler):
@@ -244,7 +245,10 @@ def test_default_workbook_is_for_browsing_and_compat_keeps_msprobes_layout(
     (book,) = [f for f in result.files if f.suffix == ".xlsx"]
     ws = openpyxl.load_workbook(book).active
     browse = compat is None
+    # the filter spans every column up to the last header (the default mode's is Reason)
+    last = get_column_letter(ws.max_column)
+    assert (ws[f"{last}1"].value == "Reason") is browse
     assert (ws.freeze_panes, ws.auto_filter.ref) == (
-        ("B2", f"A1:X{result.rows + 1}") if browse else (None, None))
+        ("B2", f"A1:{last}{result.rows + 1}") if browse else (None, None))
     assert ws["A1"].font.b is browse
     assert openpyxl.load_workbook(book, read_only=True).active.max_row == result.rows + 1
