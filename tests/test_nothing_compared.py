@@ -138,7 +138,7 @@ def test_reason_reaches_csv_and_parquet(tmp_path: Path) -> None:
     assert reasons["Functional.c.0.forward.output.0"] == "the NPU has no Functional.c.forward op"
     (csv_path,) = (tmp_path / "d").glob("*.csv")
     header = csv_path.read_text(encoding="utf-8").splitlines()[0]
-    assert header.endswith('"Err_message","Reason"')
+    assert header.endswith('"Err_message","Reason","Mark","Mark_rules"')
     code, out, _ = cli("compare", str(cfg), "-o", str(tmp_path / "c"), "--no-history",
                        "--format", "csv,parquet", "--compat", "msprobe-1.1")
     (parquet,) = (tmp_path / "c").glob("*.parquet")
