@@ -269,9 +269,13 @@ def summarize(con: duckdb.DuckDBPyConnection, mode: str, result: CompareResult) 
     result.suspect_row = None if line == "NA" else sheet_row(int(line))[1]
     result.failing = int(db.scalar(con, "SELECT count(*) FROM failing_rows"))
     if result.red:
+        # The default mode says which rule fired with its numbers (verdicts.reason); compat only
+        # has the rules' names
+        why_sql, verdicts = (f"m.{MARK_REASON}", "") if result.compat else (
+            f"coalesce(nullif(v.reason, ''), m.{MARK_REASON})", "LEFT JOIN verdicts v USING (out_seq) ")
         out_seq, name, why = con.execute(
-            f'SELECT m.out_seq, r."NPU Name", m.{MARK_REASON} FROM marks m '
-            f"JOIN result_{mode} r USING (out_seq) WHERE m.mark = 'red' "
+            f'SELECT m.out_seq, r."NPU Name", {why_sql} FROM marks m '
+            f"JOIN result_{mode} r USING (out_seq) {verdicts}WHERE m.mark = 'red' "
             "ORDER BY m.out_seq LIMIT 1").fetchall()[0]
         result.first_red = RowRef(int(out_seq), str(name), str(why or ""))
     if result.compat:

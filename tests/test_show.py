@@ -31,7 +31,8 @@ def fits(text: str) -> None:
 def marked_in_history(db: Path, compare_id: int) -> list[tuple[int, str, str, str]]:
     con = duckdb.connect(str(db), read_only=True)
     try:
-        return con.execute("SELECT out_seq + 2, mark, npu_name, mark_rules FROM result_rows "
+        return con.execute("SELECT out_seq + 2, mark, npu_name, "
+                           "coalesce(nullif(reason, ''), mark_rules) FROM result_rows "
                            "WHERE compare_id = ? AND mark IS NOT NULL ORDER BY out_seq",
                            [compare_id]).fetchall()
     finally:
@@ -39,7 +40,7 @@ def marked_in_history(db: Path, compare_id: int) -> list[tuple[int, str, str, st
 
 
 def shown_rows(text: str) -> list[tuple[int, str, str, str]]:
-    """(row, mark, name, rules) of each marked row the view lists."""
+    """(row, mark, name, why) of each marked row the view lists."""
     found = re.findall(r"^ +(\d+)  (red|yellow) +(\S+)\n {19}(.+)$", text, re.MULTILINE)
     return [(int(row), mark, name, rules) for row, mark, name, rules in found]
 
@@ -70,6 +71,29 @@ def test_show_a_compare_by_id(one_card: tuple[Path, Result]) -> None:
     want = marked_in_history(out / "msq.duckdb", 1)
     assert want and shown_rows(text) == want
     assert f"red and yellow rows ({len(want)}):" in text
+
+
+def test_the_default_mode_says_which_rule_fired_and_compat_names_the_rules(
+        tmp_path: Path) -> None:
+    """The default mode's reason carries the numbers (as the Reason column and the gate line do);
+    ``--compat msprobe-1.1`` has only msprobe's rules, so show names them."""
+    cfg = single_card(tmp_path / "dumps", {LINEAR1_OUT: {"Max": 3.0}})
+    shown = {}
+    for mode, flags in (("default", []), ("compat", ["--compat", "msprobe-1.1"])):
+        out = tmp_path / mode
+        assert run("compare", str(cfg), "-o", str(out), "--format", "xlsx,csv",
+                   *flags).exit_code == 0
+        shown[mode] = {name: why for _, _, name, why in shown_rows(run("show", str(out)).stdout)}
+        (out / "msq.duckdb").unlink()  # the same from the CSV alone
+        assert {name: why for _, _, name, why in shown_rows(
+            run("show", str(out)).stdout)} == shown[mode]
+    said = re.fullmatch(r"scale-aware error ([\d.]+) >= 0\.1, from Max: NPU ([\d.]+), "
+                        r"bench ([\d.]+)", shown["default"]["Functional.linear.1.forward.output.0"])
+    assert said, shown["default"]
+    err, npu, bench = map(float, said.groups())  # the NPU's Max is 3x the bench's
+    assert npu == pytest.approx(3 * bench, rel=1e-2) and err == pytest.approx(2 / 3, rel=1e-2)
+    rules = shown["compat"]["Functional.linear.1.forward.output.0"]
+    assert rules.endswith("relative error") and not re.search(r"\d", rules)
 
 
 def test_show_an_output_folder_is_its_latest_run(one_card: tuple[Path, Result]) -> None:

@@ -16,7 +16,7 @@ import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
 from msq.errors import InputError
-from msq.export.outputs import MARK_COLUMNS
+from msq.export.outputs import MARK_COLUMNS, REASON
 from msq.result import MarkedRow, ShownCompare, ShownRun
 
 _OUTPUT = re.compile(r"^compare_result(?P<suffix>.*)_(?P<stamp>\d{14})\.(?P<fmt>csv|parquet)$")
@@ -53,8 +53,10 @@ def _read(suffix: str, path: Path, folder: Path, limit: int | None) -> ShownComp
     mode = "tensor" if "Cosine" in columns else "md5" if "NPU MD5" in columns else "statistics"
     npu, bench = (table.column(n).to_pylist() for n in _NAMES)
     marks = table.column(MARK_COLUMNS[0][0]).to_pylist()
-    reasons = table.column(MARK_COLUMNS[1][0]).to_pylist()
-    marked = [MarkedRow(i, m, npu[i] if npu[i] != "N/A" else bench[i], reasons[i] or "")
+    rules = table.column(MARK_COLUMNS[1][0]).to_pylist()
+    # The default mode's Reason says which rule fired with what numbers; compat has only the rules
+    said = table.column(REASON).to_pylist() if REASON in columns else [None] * len(rules)
+    marked = [MarkedRow(i, m, npu[i] if npu[i] != "N/A" else bench[i], said[i] or rules[i] or "")
               for i, m in enumerate(marks) if m]
     pair = _PAIR.match(suffix)
     step = int(pair["step"]) if pair and pair["step"] else None

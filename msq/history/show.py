@@ -19,8 +19,11 @@ from msq.errors import HistoryError
 from msq.history.query import connect_read
 from msq.result import MarkedRow, ShownCompare, ShownRun, pair_title
 
-#: Why a row is marked, as the history keeps it (result_rows); one name to change when it says more
-REASON_COLUMN = "mark_rules"
+#: Why a row is marked, as the history keeps it (result_rows): the default mode's reason (the rule
+#: that fired, with its numbers), else the names of the rules (compat mode)
+REASON_COLUMN = "coalesce(nullif(reason, ''), mark_rules)"
+#: A history of schema version 1 (before the reason column) is read without migrating it
+RULES_ONLY = "mark_rules"
 
 #: The compares columns that must agree for two compares to belong to one run
 _RUN_KEY = ("output_dir", "label", "mode", "compat", "fuzzy", "stack", "auto_analyze",
@@ -102,10 +105,11 @@ def _with_marks(con: duckdb.DuckDBPyConnection, compares: list[dict[str, Any]],
     cap = "" if limit is None else f"WHERE n <= {int(limit)}"
     marked: dict[int, list[MarkedRow]] = {i: [] for i in ids}
     totals: dict[int, int] = dict.fromkeys(ids, 0)
+    why = REASON_COLUMN if _has_reason(con) else RULES_ONLY
     rows = con.execute(f"""
         SELECT compare_id, out_seq, mark, name, reason, total FROM (
           SELECT compare_id, out_seq, mark, coalesce(npu_name, bench_name) AS name,
-                 coalesce({REASON_COLUMN}, '') AS reason,
+                 coalesce({why}, '') AS reason,
                  row_number() OVER (PARTITION BY compare_id ORDER BY out_seq) AS n,
                  count(*) OVER (PARTITION BY compare_id) AS total
           FROM result_rows WHERE mark IS NOT NULL AND list_contains(?, compare_id)) {cap}
@@ -114,6 +118,13 @@ def _with_marks(con: duckdb.DuckDBPyConnection, compares: list[dict[str, Any]],
         marked[compare_id].append(MarkedRow(int(out_seq), mark, name or "", reason))
         totals[compare_id] = int(total)
     return [_shown(c, marked[c["compare_id"]], totals[c["compare_id"]]) for c in compares]
+
+
+def _has_reason(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether result_rows has the reason column (read-only opens do not migrate old files)."""
+    return bool(con.execute(
+        "SELECT count(*) FROM duckdb_columns() WHERE database_name = current_database() "
+        "AND table_name = 'result_rows' AND column_name = 'reason'").fetchall()[0][0])
 
 
 def _shown(c: dict[str, Any], marked: list[MarkedRow], total: int) -> ShownCompare:
