@@ -206,3 +206,19 @@ def test_without_a_target_the_latest_run_of_the_history(one_card: tuple[Path, Re
     result = run("show")
     assert result.exit_code == 0, result.output
     assert result.stdout.startswith("compare 1 ")
+
+
+def test_a_version_1_history_shows_the_rules(one_card: tuple[Path, Result]) -> None:
+    """``msq show`` opens read-only and does not migrate: a file written before the reason
+    column shows the rules' names it has."""
+    out, _ = one_card
+    db = out / "msq.duckdb"
+    con = duckdb.connect(str(db))
+    con.execute("ALTER TABLE result_rows DROP COLUMN reason")
+    con.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
+    con.close()
+    result = run("show", "1", "--db", str(db))
+    assert result.exit_code == 0, result.output
+    shown = shown_rows(result.stdout)
+    assert shown and all(why in ("relative error", "error grows", "inf/nan")
+                         for _, _, _, why in shown), shown
