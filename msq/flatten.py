@@ -9,12 +9,20 @@ because the workbook must show ints, floats, booleans and strings exactly as the
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
 
 from msq.errors import DumpError
+
+try:  # the C reader (msq/_flatten.c): optional, as the C tensor kernel is
+    from msq import _flatten as _c  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover (no C compiler at install time)
+    _c = None
+if os.environ.get("MSQ_NO_C_READER"):  # troubleshooting: read every dump.json with Python's json
+    _c = None
 
 MAX_DEPTH = 10
 STATS = ("max", "min", "mean", "norm")
@@ -227,3 +235,57 @@ def _py_type_name(value: Any) -> str:
         return "NoneType"
     return type(value).__name__
 
+
+
+# -- the C reader -------------------------------------------------------------------------------
+
+#: Spare bytes the C reader needs after the file's bytes (it parses in place); None without it.
+C_PADDING: int | None = _c.PADDING if _c is not None else None
+
+_C_TYPES = {"i32": pa.int32(), "i64": pa.int64(), "f64": pa.float64(), "bool": pa.bool_(),
+            "str": pa.string()}
+
+
+@dataclass
+class FastDump:
+    """A dump.json read by the C reader: what :func:`flatten_c` returns."""
+
+    task: str
+    has_md5: bool          # an md5 key in an op's argument lists (loader._has_md5)
+    looks_mindspore: bool  # detect.looks_like_mindspore
+    ops: pa.Table          # op_name, n_rows, n_input_args, n_input, n_output
+    rows: pa.Table         # the tensors table of RowBuffer.to_arrow, without side and row_seq
+
+
+def _c_array(col: tuple[Any, ...]) -> tuple[str, pa.Array]:
+    name, kind, n, nulls, valid, data, offsets = col
+    buffers = [None if valid is None else pa.py_buffer(valid)]
+    if offsets is not None:
+        buffers.append(pa.py_buffer(offsets))
+    buffers.append(pa.py_buffer(data))
+    return name, pa.Array.from_buffers(_C_TYPES[kind], n, buffers, null_count=nulls)
+
+
+def flatten_c(buf: bytearray, compat: bool) -> FastDump | str:
+    """Parse and flatten a dump.json in C (both sides can run at once: it releases the GIL).
+
+    ``buf`` holds the file and :data:`C_PADDING` spare bytes; it is parsed in place, so its
+    content is spent. Returns the tables, or why the C reader gave up: then the Python reader
+    (:class:`Flattener` over ``json``) reads the file, with its exact warnings and errors.
+    """
+    assert _c is not None
+    out = _c.flatten_dump(buf, compat)
+    if isinstance(out, str):
+        return out
+    task, has_md5, looks_ms, op_cols, row_cols = out
+    ops = pa.table(dict(_c_array(c) for c in op_cols))
+    rows = pa.table(dict(_c_array(c) for c in row_cols))
+    return FastDump(task, has_md5, looks_ms, ops, rows)
+
+
+def check_stack_c(buf: bytearray) -> str | None:
+    """None when a stack.json (in ``buf``, as for :func:`flatten_c`) is an object of lists, else
+    why the C reader cannot tell (the Python reader then checks it)."""
+    assert _c is not None
+    result: str | None = _c.check_stack(buf)
+    return result

@@ -50,8 +50,8 @@ def read_json(path: Path, what: str) -> Any:
     return _parse(path, what)[0]
 
 
-def _parse(path: Path, what: str) -> tuple[Any, str]:
-    """The parsed document and its text."""
+def checked_size(path: Path, what: str) -> int:
+    """The size of a JSON file msq may read: it exists, is a file, not empty, within the limit."""
     try:
         size = path.stat().st_size
     except FileNotFoundError:
@@ -68,6 +68,31 @@ def _parse(path: Path, what: str) -> tuple[Any, str]:
             f"{path}: {what} is {_size_text(size)}, above msq's {_size_text(limit)} limit; "
             "dump fewer steps/ranks per file, or raise MSQ_MAX_JSON_BYTES if memory allows"
         )
+    return size
+
+
+def read_padded(path: Path, what: str, padding: int) -> bytearray | None:
+    """The file's bytes and ``padding`` zero bytes more, for the C reader (which parses in
+    place); None when the file changed while it was read (the Python reader then reads it)."""
+    size = checked_size(path, what)
+    buf = bytearray(size + padding)  # zero-filled: the padding must be zeros
+    try:
+        with open(path, "rb", buffering=0) as handle:
+            view = memoryview(buf)
+            got = 0
+            while got < size:
+                n = handle.readinto(view[got:size])
+                if not n:
+                    break
+                got += n
+    except OSError as err:
+        raise InputError(f"{path}: cannot read {what}: {err.strerror}") from None
+    return buf if got == size else None
+
+
+def _parse(path: Path, what: str) -> tuple[Any, str]:
+    """The parsed document and its text."""
+    checked_size(path, what)
     try:
         with open(path, "rb") as handle:
             raw = handle.read()

@@ -9,21 +9,28 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import logging
 import os
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
-from msq.flatten import Flattener
-from msq.jsonio import read_dump
+from msq.flatten import C_PADDING, Flattener, flatten_c
+from msq.jsonio import read_dump, read_padded
 from msq.mindspore.detect import looks_like_mindspore
 from msq.procs import gc_frozen, process_pool
 
+log = logging.getLogger("msq")
+
 # Below this many bytes of dump.json in total, a second process costs more than it saves.
 PARALLEL_BYTES = 4 << 20
+# Above this many bytes of dump.json in total, the C reader reads the sides one after the other:
+# each side's parse holds ~2-3x its file in memory at its peak, and the two peaks must not add up.
+SEQUENTIAL_BYTES = 256 << 20
 
 
 @dataclass
@@ -74,9 +81,37 @@ def gc_paused() -> Iterator[None]:
 
 
 def read_side(side: str, path: Path, compat: bool) -> SideData:
-    """Parse and flatten one dump.json."""
+    """Parse and flatten one dump.json: by the C reader, else (it gave up on something unusual,
+    or is not built) by the Python reader, which has the exact warnings and error messages."""
+    fast = _read_side_c(side, path, compat)
+    if fast is not None:
+        return fast
     with gc_paused():
         return _read_side(side, path, compat)
+
+
+def _read_side_c(side: str, path: Path, compat: bool) -> SideData | None:
+    if C_PADDING is None:
+        return None
+    buf = read_padded(path, "dump.json", C_PADDING)
+    if buf is None:
+        return None
+    out = flatten_c(buf, compat)
+    del buf
+    if isinstance(out, str):
+        log.debug("%s: read by the Python reader (the C reader found %s)", path, out)
+        return None
+    n_ops, n_rows = out.ops.num_rows, out.rows.num_rows
+    ops = pa.table({"side": pa.repeat(pa.scalar(side), n_ops),
+                    "op_seq": pa.array(range(n_ops), pa.int32()),
+                    "op_name": out.ops["op_name"], "n_rows": out.ops["n_rows"],
+                    "n_input_args": out.ops["n_input_args"], "n_input": out.ops["n_input"],
+                    "n_output": out.ops["n_output"]})
+    rows = pa.table({"side": pa.repeat(pa.scalar(side), n_rows),
+                     "row_seq": pa.array(range(n_rows), pa.int64()),
+                     **{name: out.rows[name] for name in out.rows.column_names}})
+    return SideData(side, path, out.task, side == "npu" and out.has_md5, out.looks_mindspore,
+                    ops, rows)
 
 
 def _read_side(side: str, path: Path, compat: bool) -> SideData:
@@ -117,7 +152,17 @@ def read_sides(npu: Path, bench: Path, compat: bool) -> tuple[SideData, SideData
         size = npu.stat().st_size + bench.stat().st_size
     except OSError:
         size = 0
-    if size < PARALLEL_BYTES or (os.cpu_count() or 1) < 2:
+    if C_PADDING is not None and PARALLEL_BYTES <= size < SEQUENTIAL_BYTES \
+            and (os.cpu_count() or 1) >= 2:
+        # the C reader releases the GIL: a thread reads the bench side meanwhile
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="msq-read") as pool:
+            bench_job = pool.submit(read_side, "bench", bench, compat)
+            try:
+                npu_side = read_side("npu", npu, compat)
+            finally:
+                bench_side = bench_job.result()
+            return npu_side, bench_side
+    if C_PADDING is not None or size < PARALLEL_BYTES or (os.cpu_count() or 1) < 2:
         return read_side("npu", npu, compat), read_side("bench", bench, compat)
     with gc_frozen(), process_pool(2, preload=[__name__]) as pool:
         npu_job = pool.submit(read_side, "npu", npu, compat)

@@ -20,6 +20,7 @@ from msq import db
 from msq.config import Options, SingleInput, input_from_api, options_from_kwargs
 from msq.errors import DumpError, InputError, NothingComparedError
 from msq.export.outputs import MARK_REASON, ensure_output_dir, write_outputs
+from msq.flatten import C_PADDING, check_stack_c
 from msq.highlight import write_windows
 from msq.history import (
     RecordContext,
@@ -28,7 +29,7 @@ from msq.history import (
     parse_rank_step,
     start_recording,
 )
-from msq.jsonio import check_stack, read_stack
+from msq.jsonio import check_stack, read_padded, read_stack
 from msq.loader import SideData, gc_paused, read_sides
 from msq.mappings import pair_rows_mapped
 from msq.match_compat import write_compat_pairs
@@ -91,6 +92,10 @@ def load_stacks(con: duckdb.DuckDBPyConnection, stack_json: Path | None, stack_m
     fails every compare), but its texts are only kept for the NPU_Stack_Info column of -s."""
     if stack_json is None:
         return
+    if not stack_mode and C_PADDING is not None:
+        buf = read_padded(stack_json, "stack.json", C_PADDING)
+        if buf is not None and check_stack_c(buf) is None:
+            return  # an object of lists: what check_stack accepts, checked in C
     with gc_paused():
         if not stack_mode:
             check_stack(stack_json)
@@ -153,11 +158,14 @@ class _Clock:
 
     def __init__(self) -> None:
         self.last = time.perf_counter()
+        self.last_cpu = time.process_time()
 
     def lap(self, stage: str) -> None:
-        now = time.perf_counter()
-        log.debug("stage %-10s %.2fs", stage, now - self.last)
-        self.last = now
+        # CPU time (every thread of this process, not the reader processes) beside the wall
+        # time: on a shared machine the wall time alone says little
+        now, cpu = time.perf_counter(), time.process_time()
+        log.debug("stage %-10s %.2fs (%.2fs CPU)", stage, now - self.last, cpu - self.last_cpu)
+        self.last, self.last_cpu = now, cpu
 
 
 def run_single(inp: SingleInput, output_dir: Path, opts: Options, suffix: str = "",

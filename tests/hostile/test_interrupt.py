@@ -192,10 +192,12 @@ def test_interrupt_inside_a_duckdb_query(tmp_path: Path) -> None:
 
 
 def _interrupt_loading(cfg: Path, out: Path) -> tuple[int, str, float]:
-    """Nothing is logged before loading ends: wait for the loader's two processes instead."""
+    """Nothing is logged before loading ends: wait for the loader's two processes instead (the
+    Python reader's: the C reader takes a fraction of a second, in threads)."""
     proc = subprocess.Popen(["timeout", "-s", "INT", "120", *MSQ, "compare", str(cfg), "-o",
                              str(out), "--no-history", "-v"],
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+                            stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            env={**os.environ, "MSQ_NO_C_READER": "1"})
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         kids = children(proc.pid)
@@ -282,12 +284,14 @@ def test_interrupt_while_the_workbook_is_written_rolls_the_history_back(
 
 @pytest.mark.slow
 def test_a_killed_worker_is_one_line(tmp_path: Path) -> None:
-    """The OOM killer taking a loader process: BrokenProcessPool was a traceback."""
+    """The OOM killer taking a loader process (the Python reader's): BrokenProcessPool was a
+    traceback."""
     data = {f"Functional.op{i}.0.forward": fwd(t(), t(), out=[t(), t()]) for i in range(2200)}
     cfg = write_pair(tmp_path, data, data)
     out = tmp_path / "out"
     proc = subprocess.Popen([*MSQ, "compare", str(cfg), "-o", str(out), "--no-history", "-q"],
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+                            stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            env={**os.environ, "MSQ_NO_C_READER": "1"})
     deadline = time.monotonic() + 60
     while not children(proc.pid) and time.monotonic() < deadline:
         time.sleep(0.02)

@@ -1,0 +1,969 @@
+/* The fast path of msq's dump reader: dump.json parsed (yyjson) and flattened into Arrow
+ * column buffers in one C pass, without a Python object per value.
+ *
+ * It is the same flattening as msq/flatten.py (the reference, and the only path for anything
+ * unusual): this code handles the shapes msprobe writes and *gives up* (returns None) on
+ * anything else -- a parse error, a token Python's json would refuse (nan/inf spellings other
+ * than NaN/Infinity/-Infinity), an integer of more than 18 digits, duplicate keys, deep nesting,
+ * a non-string dtype, an argument msq would refuse ... -- and the caller then runs the Python
+ * reader, which gives the exact rows, warnings and error messages (file:line:column). So the
+ * C path never has to reproduce an error message, only the rows of well-formed dumps, and
+ * tests/test_flatten_fast.py checks that it gives the Python reader's rows exactly.
+ *
+ * Numbers are read as raw text (YYJSON_READ_NUMBER_AS_RAW) and converted here, so that an int
+ * stays an int (its text is a cell) and only Python's own spellings of non-finite floats pass.
+ * The parse is in situ (the caller's buffer has YYJSON_PADDING_SIZE spare bytes) and runs with
+ * the GIL released: both sides of a compare flatten at once in two threads.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "_vendor/yyjson/yyjson.h"
+
+#define MAX_DEPTH 10          /* msq/flatten.py MAX_DEPTH: deeper arguments are refused there */
+#define MAX_JSON_NESTING 400  /* deeper documents: Python's json decides (RecursionError) */
+#define MAX_RAW_NUMBER 1000   /* longer number texts: Python decides (int digit limit) */
+
+/* ---------------------------------------------------------------------------------------- */
+/* growable buffers and Arrow columns                                                        */
+
+typedef struct {
+    char *p;
+    size_t len, cap;
+} Buf;
+
+static int buf_reserve(Buf *b, size_t extra) {
+    if (b->len + extra <= b->cap) return 0;
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap < b->len + extra) cap *= 2;
+    char *p = realloc(b->p, cap);
+    if (!p) return -1;
+    b->p = p;
+    b->cap = cap;
+    return 0;
+}
+
+static int buf_put(Buf *b, const void *data, size_t n) {
+    if (buf_reserve(b, n)) return -1;
+    memcpy(b->p + b->len, data, n);
+    b->len += n;
+    return 0;
+}
+
+static void buf_free(Buf *b) {
+    free(b->p);
+    b->p = NULL;
+    b->len = b->cap = 0;
+}
+
+enum { K_STR, K_I32, K_I64, K_F64, K_BOOL };
+
+typedef struct {
+    int kind;
+    int nullable;
+    Buf data;   /* values (K_STR: the bytes; K_BOOL: one byte per value) */
+    Buf offs;   /* K_STR: int32 offsets, n + 1 of them */
+    Buf valid;  /* one byte per value: 1 valid, 0 null */
+    int64_t n, nulls;
+} Col;
+
+typedef struct {
+    size_t data, offs, valid;
+    int64_t n, nulls;
+} ColMark;
+
+static int col_init(Col *c, int kind, int nullable) {
+    memset(c, 0, sizeof *c);
+    c->kind = kind;
+    c->nullable = nullable;
+    if (kind == K_STR) {
+        int32_t zero = 0;
+        return buf_put(&c->offs, &zero, sizeof zero);
+    }
+    return 0;
+}
+
+static void col_free(Col *c) {
+    buf_free(&c->data);
+    buf_free(&c->offs);
+    buf_free(&c->valid);
+}
+
+static int col_valid(Col *c, int ok) {
+    char v = ok ? 1 : 0;
+    if (!ok) c->nulls++;
+    c->n++;
+    return buf_put(&c->valid, &v, 1);
+}
+
+static int col_str(Col *c, const char *s, size_t n) {
+    /* Arrow's string type: int32 offsets (2 GiB a column; a dump.json is at most 1 GiB) */
+    if (c->data.len + n > INT32_MAX || buf_put(&c->data, s, n)) return -1;
+    int32_t end = (int32_t)c->data.len;
+    if (buf_put(&c->offs, &end, sizeof end)) return -1;
+    return col_valid(c, 1);
+}
+
+static int col_cstr(Col *c, const char *s) { return col_str(c, s, strlen(s)); }
+
+static int col_null(Col *c) {
+    if (c->kind == K_STR) {
+        int32_t end = (int32_t)c->data.len;
+        if (buf_put(&c->offs, &end, sizeof end)) return -1;
+    } else {
+        static const char zeros[8] = {0};
+        size_t width = c->kind == K_I32 ? 4 : c->kind == K_BOOL ? 1 : 8;
+        if (buf_put(&c->data, zeros, width)) return -1;
+    }
+    return col_valid(c, 0);
+}
+
+static int col_i32(Col *c, int32_t v) { return buf_put(&c->data, &v, 4) || col_valid(c, 1); }
+static int col_i64(Col *c, int64_t v) { return buf_put(&c->data, &v, 8) || col_valid(c, 1); }
+static int col_f64(Col *c, double v) { return buf_put(&c->data, &v, 8) || col_valid(c, 1); }
+static int col_bool(Col *c, int v) {
+    char b = v ? 1 : 0;
+    return buf_put(&c->data, &b, 1) || col_valid(c, 1);
+}
+
+static ColMark col_mark(Col *c) {
+    ColMark m = {c->data.len, c->offs.len, c->valid.len, c->n, c->nulls};
+    return m;
+}
+
+static void col_reset(Col *c, ColMark m) {
+    c->data.len = m.data;
+    c->offs.len = m.offs;
+    c->valid.len = m.valid;
+    c->n = m.n;
+    c->nulls = m.nulls;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* the flattener                                                                             */
+
+/* columns of the tensors table, in msq/flatten.py _COLUMNS order */
+enum {
+    C_OP_SEQ, C_ROW_IN_OP, C_NAME, C_DISP_NAME, C_IO, C_DISP_IO, C_DTYPE, C_SHAPE, C_MD5,
+    C_DATA_NAME, C_IS_TENSOR, C_NUMEL, C_STATS, /* then 4 x (num, kind, str) */
+    N_ROW_COLS = C_STATS + 12
+};
+/* columns of the ops table */
+enum { O_NAME, O_N_ROWS, O_N_ARGS, O_N_INPUT, O_N_OUTPUT, N_OP_COLS };
+
+static const char *ROW_NAMES[N_ROW_COLS] = {
+    "op_seq", "row_in_op", "name", "disp_name", "io", "disp_io", "dtype", "shape", "md5",
+    "data_name", "is_tensor", "numel",
+    "max_num", "max_kind", "max_str", "min_num", "min_kind", "min_str",
+    "mean_num", "mean_kind", "mean_str", "norm_num", "norm_kind", "norm_str"};
+static const char *OP_NAMES[N_OP_COLS] = {"op_name", "n_rows", "n_input_args", "n_input",
+                                          "n_output"};
+
+typedef struct {
+    Col rows[N_ROW_COLS];
+    Col ops[N_OP_COLS];
+    int real_data, fix_direction;
+    int32_t op_seq, row_in_op;
+    const char *io;     /* "input" / "output" */
+    const char *op;     /* the current op name */
+    size_t op_len;
+    Buf name;           /* the argument name being built */
+    Buf tmp;
+    int nomem;          /* allocation failed */
+    const char *why;    /* why the fast path gave up (NULL: it did not) */
+} Flat;
+
+/* give up: the Python reader takes over */
+#define GIVE_UP(f, reason) do { (f)->why = (reason); return -1; } while (0)
+
+static int is_letter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+
+/* A number as Python's json reads it: an int (exact, its text a cell) or a float. */
+typedef struct {
+    int is_int;
+    int64_t i;
+    double d;
+} Num;
+
+static int read_num(Flat *f, yyjson_val *v, Num *out) {
+    const char *raw = yyjson_get_raw(v);
+    size_t len = yyjson_get_len(v);
+    if (len == 0 || len > 64) GIVE_UP(f, "a long number");
+    if (is_letter(raw[0]) || (raw[0] == '-' && len > 1 && is_letter(raw[1]))) {
+        /* Python's json knows exactly these three spellings */
+        if (len == 3 && memcmp(raw, "NaN", 3) == 0) out->d = NAN;
+        else if (len == 8 && memcmp(raw, "Infinity", 8) == 0) out->d = INFINITY;
+        else if (len == 9 && memcmp(raw, "-Infinity", 9) == 0) out->d = -INFINITY;
+        else GIVE_UP(f, "a non-finite literal Python does not read");
+        out->is_int = 0;
+        return 0;
+    }
+    if (memchr(raw, '.', len) || memchr(raw, 'e', len) || memchr(raw, 'E', len)) {
+        char text[72];
+        memcpy(text, raw, len);
+        text[len] = 0;
+        yyjson_val val;
+        yyjson_read_err err;
+        const char *end = yyjson_read_number(text, &val, YYJSON_READ_ALLOW_INF_AND_NAN, NULL, &err);
+        if (!end || end != text + len || !yyjson_is_real(&val)) GIVE_UP(f, "a float");
+        out->is_int = 0;
+        out->d = yyjson_get_real(&val);
+        return 0;
+    }
+    size_t k = raw[0] == '-' ? 1 : 0;
+    if (len - k > 18) GIVE_UP(f, "a long integer");
+    int64_t i = 0;
+    for (size_t j = k; j < len; j++) {
+        if (raw[j] < '0' || raw[j] > '9') GIVE_UP(f, "an odd integer");
+        i = i * 10 + (raw[j] - '0');
+    }
+    out->is_int = 1;
+    out->i = k ? -i : i;   /* "-0" is the int 0 */
+    out->d = (double)out->i;
+    return 0;
+}
+
+/* str(value) of an int, or of a list of ints/bools (Python's repr), into f->tmp */
+static int int_text(Buf *b, int64_t i) {
+    char text[24];
+    char *end = text + sizeof text, *p = end;
+    uint64_t u = i < 0 ? (uint64_t)0 - (uint64_t)i : (uint64_t)i;
+    do { *--p = (char)('0' + u % 10); u /= 10; } while (u);
+    if (i < 0) *--p = '-';
+    return buf_put(b, p, (size_t)(end - p));
+}
+
+static int list_text(Flat *f, yyjson_val *list, Buf *out, int *all_int, int64_t *prod,
+                     int *overflow) {
+    out->len = 0;
+    *all_int = 1;
+    *prod = 1;
+    *overflow = 0;
+    if (buf_put(out, "[", 1)) return -2;
+    size_t idx, max;
+    yyjson_val *e;
+    yyjson_arr_foreach(list, idx, max, e) {
+        if (idx && buf_put(out, ", ", 2)) return -2;
+        if (yyjson_is_bool(e)) {
+            *all_int = 0;
+            if (buf_put(out, yyjson_get_bool(e) ? "True" : "False", yyjson_get_bool(e) ? 4 : 5))
+                return -2;
+        } else if (yyjson_is_raw(e)) {
+            Num num;
+            if (read_num(f, e, &num)) return -1;
+            if (!num.is_int) GIVE_UP(f, "a float in a list");
+            if (int_text(out, num.i)) return -2;
+            if (!*overflow && __builtin_mul_overflow(*prod, num.i, prod)) *overflow = 1;
+        } else {
+            GIVE_UP(f, "a list of other than ints");
+        }
+    }
+    if (buf_put(out, "]", 1)) return -2;
+    return 0;
+}
+
+#define MEM(expr) do { if (expr) { f->nomem = 1; return -1; } } while (0)
+
+static int has_dup_keys(Flat *f, yyjson_val *obj) {
+    size_t n = yyjson_obj_size(obj);
+    if (n < 2) return 0;
+    if (n > 64) GIVE_UP(f, "a large object");
+    yyjson_val *keys[64];
+    size_t idx, max;
+    yyjson_val *k, *v;
+    yyjson_obj_foreach(obj, idx, max, k, v) {
+        for (size_t j = 0; j < idx; j++)
+            if (yyjson_get_len(keys[j]) == yyjson_get_len(k)
+                && memcmp(yyjson_get_str(keys[j]), yyjson_get_str(k), yyjson_get_len(k)) == 0)
+                GIVE_UP(f, "duplicate keys");
+        keys[idx] = k;
+    }
+    return 0;
+}
+
+/* one statistic: (num, kind, str) columns, as flatten._kind */
+static int stat_cols(Flat *f, int s, yyjson_val *v) {
+    Col *num = &f->rows[C_STATS + 3 * s], *kind = num + 1, *str = num + 2;
+    if (!v || yyjson_is_null(v)) {
+        MEM(col_null(num) || col_cstr(kind, "n") || col_null(str));
+    } else if (yyjson_is_bool(v)) {
+        MEM(col_f64(num, yyjson_get_bool(v) ? 1.0 : 0.0) || col_cstr(kind, "b") || col_null(str));
+    } else if (yyjson_is_raw(v)) {
+        Num n;
+        if (read_num(f, v, &n)) return -1;
+        if (n.is_int) {
+            f->tmp.len = 0;
+            MEM(int_text(&f->tmp, n.i));
+            MEM(col_f64(num, n.d) || col_cstr(kind, "i") || col_str(str, f->tmp.p, f->tmp.len));
+        } else {
+            MEM(col_f64(num, n.d) || col_cstr(kind, "f") || col_null(str));
+        }
+    } else if (yyjson_is_str(v)) {
+        MEM(col_null(num) || col_cstr(kind, "s") || col_str(str, yyjson_get_str(v), yyjson_get_len(v)));
+    } else {
+        GIVE_UP(f, "a statistic that is a list or an object");
+    }
+    return 0;
+}
+
+static int contains(const char *hay, size_t n, const char *needle) {
+    return memmem(hay, n, needle, strlen(needle)) != NULL;
+}
+
+/* ".input." in f".{text}." */
+static int dotted_has(Flat *f, const char *text, size_t n, const char *word) {
+    f->tmp.len = 0;
+    if (buf_put(&f->tmp, ".", 1) || buf_put(&f->tmp, text, n) || buf_put(&f->tmp, ".", 1)) {
+        f->nomem = 1;
+        return 0;
+    }
+    return contains(f->tmp.p, f->tmp.len, word);
+}
+
+/* one row: flatten.Flattener._row; stats[4] may be NULL (no statistic) */
+static int emit_row(Flat *f, const char *dtype, size_t dtype_len, const char *shape,
+                    size_t shape_len, yyjson_val *md5, yyjson_val **stats,
+                    int has_numel, int64_t numel, const char *data_name, size_t dn_len,
+                    int is_tensor) {
+    const char *name = f->name.p;
+    size_t name_len = f->name.len;
+    const char *disp = name;
+    size_t disp_len = name_len;
+    if (f->real_data && !(dn_len == 2 && memcmp(data_name, "-1", 2) == 0)) {
+        disp = data_name;
+        disp_len = dn_len;
+        for (size_t j = dn_len; j > 0; j--)
+            if (data_name[j - 1] == '.') { disp_len = j - 1; break; }
+    }
+    const char *io, *disp_io;
+    if (f->fix_direction) {
+        io = disp_io = f->io;
+    } else {
+        io = dotted_has(f, name, name_len, ".input.") ? "input" : "output";
+        disp_io = (dotted_has(f, disp, disp_len, ".input.")
+                   || dotted_has(f, disp, disp_len, ".kwargs.")) ? "input" : "output";
+        if (f->nomem) return -1;
+    }
+    Col *c = f->rows;
+    MEM(col_i32(&c[C_OP_SEQ], f->op_seq) || col_i32(&c[C_ROW_IN_OP], f->row_in_op));
+    f->row_in_op++;
+    MEM(col_str(&c[C_NAME], name, name_len) || col_str(&c[C_DISP_NAME], disp, disp_len)
+        || col_cstr(&c[C_IO], io) || col_cstr(&c[C_DISP_IO], disp_io));
+    MEM(dtype ? col_str(&c[C_DTYPE], dtype, dtype_len) : col_null(&c[C_DTYPE]));
+    MEM(shape ? col_str(&c[C_SHAPE], shape, shape_len) : col_null(&c[C_SHAPE]));
+    if (md5 && !yyjson_is_null(md5)) {
+        if (!yyjson_is_str(md5)) GIVE_UP(f, "an md5 that is not a string");
+        MEM(col_str(&c[C_MD5], yyjson_get_str(md5), yyjson_get_len(md5)));
+    } else {
+        MEM(col_null(&c[C_MD5]));
+    }
+    MEM(col_str(&c[C_DATA_NAME], data_name, dn_len) || col_bool(&c[C_IS_TENSOR], is_tensor));
+    MEM(has_numel ? col_i64(&c[C_NUMEL], numel) : col_null(&c[C_NUMEL]));
+    for (int s = 0; s < 4; s++)
+        if (stat_cols(f, s, stats ? stats[s] : NULL)) return -1;
+    return 0;
+}
+
+/* the name of an argument: f->name is the prefix; index < 0 means None (".0") */
+static void name_push(Flat *f, size_t *saved, const char *seg, size_t n) {
+    *saved = f->name.len;
+    if (buf_put(&f->name, ".", 1) || buf_put(&f->name, seg, n)) f->nomem = 1;
+}
+
+static void name_push_index(Flat *f, size_t *saved, long long index) {
+    *saved = f->name.len;
+    if (buf_put(&f->name, ".", 1) || int_text(&f->name, (int64_t)index)) f->nomem = 1;
+}
+
+static int tensor_row(Flat *f, yyjson_val *item) {
+    yyjson_val *shape = NULL, *grad = NULL, *dtype = NULL, *data_name = NULL, *md5 = NULL;
+    yyjson_val *stats[4] = {NULL, NULL, NULL, NULL};
+    int has_shape = 0;
+    size_t idx, max;
+    yyjson_val *k, *v;
+    yyjson_obj_foreach(item, idx, max, k, v) {  /* the last of a repeated key wins, as in Python */
+        const char *key = yyjson_get_str(k);
+        size_t n = yyjson_get_len(k);
+#define KEY(lit) (n == sizeof(lit) - 1 && memcmp(key, lit, n) == 0)
+        if (KEY("shape")) { shape = v; has_shape = 1; }
+        else if (KEY("requires_grad")) grad = v;
+        else if (KEY("dtype")) dtype = v;
+        else if (KEY("data_name")) data_name = v;
+        else if (KEY("md5")) md5 = v;
+        else if (KEY("Max")) stats[0] = v;
+        else if (KEY("Min")) stats[1] = v;
+        else if (KEY("Mean")) stats[2] = v;
+        else if (KEY("Norm")) stats[3] = v;
+#undef KEY
+    }
+    if (!has_shape || !yyjson_is_arr(shape)) GIVE_UP(f, "a shape that is not a list");
+    if (grad && !yyjson_is_bool(grad)) GIVE_UP(f, "requires_grad not a boolean");
+    if (dtype && !yyjson_is_null(dtype) && !yyjson_is_str(dtype)) GIVE_UP(f, "a dtype not a string");
+    const char *dn = "-1";
+    size_t dn_len = 2;
+    if (data_name && !yyjson_is_null(data_name)) {
+        if (!yyjson_is_str(data_name)) GIVE_UP(f, "a data_name not a string");
+        dn = yyjson_get_str(data_name);
+        dn_len = yyjson_get_len(data_name);
+    }
+    Buf shape_text = {0};
+    int all_int, overflow;
+    int64_t prod;
+    int r = list_text(f, shape, &shape_text, &all_int, &prod, &overflow);
+    if (r) {
+        buf_free(&shape_text);
+        if (r == -2) f->nomem = 1;
+        return -1;
+    }
+    if (all_int && overflow) {
+        buf_free(&shape_text);
+        GIVE_UP(f, "a shape whose element count overflows");
+    }
+    int has_dtype = dtype && yyjson_is_str(dtype);
+    r = emit_row(f, has_dtype ? yyjson_get_str(dtype) : NULL, has_dtype ? yyjson_get_len(dtype) : 0,
+                 shape_text.p, shape_text.len, md5, stats, all_int, prod, dn, dn_len, 1);
+    buf_free(&shape_text);
+    return r;
+}
+
+static int typed_row(Flat *f, yyjson_val *item) {
+    yyjson_val *type = NULL, *value = NULL;
+    size_t idx, max;
+    yyjson_val *k, *v;
+    yyjson_obj_foreach(item, idx, max, k, v) {
+        if (yyjson_equals_strn(k, "type", 4)) type = v;
+        else if (yyjson_equals_strn(k, "value", 5)) value = v;
+    }
+    if (type && yyjson_equals_strn(type, "torch.Size", 10)) {
+        Buf text = {0};
+        int r = 0;
+        if (!value || yyjson_is_null(value)) {
+            r = buf_put(&text, "None", 4) ? -2 : 0;
+        } else if (yyjson_is_arr(value)) {
+            int all_int, overflow;
+            int64_t prod;
+            r = list_text(f, value, &text, &all_int, &prod, &overflow);
+        } else {
+            buf_free(&text);
+            GIVE_UP(f, "a torch.Size value that is not a list");
+        }
+        if (!r) r = emit_row(f, "torch.Size", 10, text.p, text.len, NULL, NULL, 0, 0, "-1", 2, 0);
+        buf_free(&text);
+        if (r == -2) f->nomem = 1;
+        return r ? -1 : 0;
+    }
+    if (type && yyjson_equals_strn(type, "slice", 5)) {
+        char shape[40];
+        int n = snprintf(shape, sizeof shape, "(%zu,)", value && yyjson_is_arr(value)
+                                                        ? yyjson_arr_size(value) : (size_t)0);
+        return emit_row(f, "slice", 5, shape, (size_t)n, NULL, NULL, 0, 0, "-1", 2, 0);
+    }
+    const char *dtype;
+    if (!value || yyjson_is_null(value)) dtype = "<class 'NoneType'>";
+    else if (yyjson_is_bool(value)) dtype = "<class 'bool'>";
+    else if (yyjson_is_str(value)) dtype = "<class 'str'>";
+    else if (yyjson_is_raw(value)) {
+        Num num;
+        if (read_num(f, value, &num)) return -1;
+        dtype = num.is_int ? "<class 'int'>" : "<class 'float'>";
+    } else GIVE_UP(f, "a typed value that is a list or an object");
+    yyjson_val *stats[4] = {value, value, value, value};
+    return emit_row(f, dtype, strlen(dtype), "[]", 2, NULL, stats, 0, 0, "-1", 2, 0);
+}
+
+/* flatten.Flattener._parse: f->name holds the prefix; index < 0 is None */
+static int parse_arg(Flat *f, yyjson_val *item, long long index, int depth) {
+    if (depth > MAX_DEPTH) GIVE_UP(f, "arguments nested too deeply");
+    size_t saved;
+    if (!item || yyjson_is_null(item) || (yyjson_is_obj(item) && yyjson_obj_size(item) == 0)) {
+        if (index >= 0) name_push_index(f, &saved, index);
+        else name_push(f, &saved, "0", 1);
+        int r = f->nomem ? -1 : emit_row(f, NULL, 0, NULL, 0, NULL, NULL, 0, 0, "-1", 2, 0);
+        f->name.len = saved;
+        return r;
+    }
+    if (yyjson_is_arr(item)) {
+        size_t base = f->name.len;
+        if (index >= 0) name_push_index(f, &saved, index);
+        if (f->nomem) return -1;
+        size_t idx, max;
+        yyjson_val *e;
+        yyjson_arr_foreach(item, idx, max, e) {
+            if (parse_arg(f, e, (long long)idx, depth + 1)) return -1;
+        }
+        f->name.len = base;
+        return 0;
+    }
+    if (!yyjson_is_obj(item)) GIVE_UP(f, "a bare value where an argument belongs");
+    int has_type = yyjson_obj_getn(item, "type", 4) != NULL;
+    if (!has_type) {
+        if (has_dup_keys(f, item)) return -1;
+        size_t idx, max;
+        yyjson_val *k, *v;
+        yyjson_obj_foreach(item, idx, max, k, v) {
+            name_push(f, &saved, yyjson_get_str(k), yyjson_get_len(k));
+            if (f->nomem || parse_arg(f, v, -1, depth + 1)) return -1;
+            f->name.len = saved;
+        }
+        return 0;
+    }
+    if (index >= 0) name_push_index(f, &saved, index);
+    else name_push(f, &saved, "0", 1);
+    if (f->nomem) return -1;
+    int r = yyjson_obj_getn(item, "dtype", 5) ? tensor_row(f, item) : typed_row(f, item);
+    f->name.len = saved;
+    return r;
+}
+
+static int parse_top(Flat *f, yyjson_val *item, const char *suffix, size_t n) {
+    f->name.len = 0;
+    if (buf_put(&f->name, f->op, f->op_len) || buf_put(&f->name, suffix, n)) {
+        f->nomem = 1;
+        return -1;
+    }
+    return parse_arg(f, item, -1, 0);
+}
+
+static int list_length(Flat *f, yyjson_val *v, int32_t *out) {
+    /* len(value or []) */
+    if (!v || yyjson_is_null(v)) *out = 0;
+    else if (yyjson_is_arr(v)) *out = (int32_t)yyjson_get_len(v);
+    else if (yyjson_is_obj(v)) {
+        if (has_dup_keys(f, v)) return -1;  /* len(dict) counts a repeated key once */
+        *out = (int32_t)yyjson_get_len(v);
+    }
+    else GIVE_UP(f, "an argument list that is not a list");
+    return 0;
+}
+
+static int add_op(Flat *f, yyjson_val *key, yyjson_val *entry) {
+    if (!yyjson_is_obj(entry)) GIVE_UP(f, "an entry that is not an object");
+    if (has_dup_keys(f, entry)) return -1;
+    f->op = yyjson_get_str(key);
+    f->op_len = yyjson_get_len(key);
+    f->row_in_op = 0;
+    yyjson_val *args = yyjson_obj_getn(entry, "input_args", 10);
+    yyjson_val *kwargs = yyjson_obj_getn(entry, "input_kwargs", 12);
+    yyjson_val *input = yyjson_obj_getn(entry, "input", 5);
+    yyjson_val *output = yyjson_obj_getn(entry, "output", 6);
+    int64_t start = f->rows[0].n;
+    ColMark marks[N_ROW_COLS];
+    for (int c = 0; c < N_ROW_COLS; c++) marks[c] = col_mark(&f->rows[c]);
+
+    /* directions: flatten.Flattener._directions */
+    const char *op = f->op;
+    size_t n = f->op_len;
+    int fwd = contains(op, n, "forward"), bwd = contains(op, n, "backward");
+    if (f->fix_direction) {
+        const char *last = op, *prev = NULL;
+        for (size_t j = 0; j < n; j++)
+            if (op[j] == '.') { prev = last; last = op + j + 1; }
+        size_t last_len = (size_t)(op + n - last);
+        const char *tail = "";
+        size_t tail_len = 0;
+        if ((last_len == 7 && memcmp(last, "forward", 7) == 0)
+            || (last_len == 8 && memcmp(last, "backward", 8) == 0)) {
+            tail = last;
+            tail_len = last_len;
+        } else if (prev) {
+            tail = prev;
+            tail_len = (size_t)(last - 1 - prev);
+        }
+        if (tail_len == 7 && memcmp(tail, "forward", 7) == 0) { fwd = 1; bwd = 0; }
+        else if (tail_len == 8 && memcmp(tail, "backward", 8) == 0) { fwd = 0; bwd = 1; }
+    }
+    if (fwd) {
+        f->io = "input";
+        if (args && parse_top(f, args, ".input", 6)) return -1;
+        if (kwargs) {
+            if (yyjson_is_arr(kwargs) || (yyjson_is_obj(kwargs) && yyjson_obj_getn(kwargs, "type", 4))) {
+                if (parse_top(f, kwargs, ".input", 6)) return -1;
+            } else if (yyjson_is_obj(kwargs)) {
+                if (has_dup_keys(f, kwargs)) return -1;
+                size_t idx, max;
+                yyjson_val *k, *v;
+                yyjson_obj_foreach(kwargs, idx, max, k, v) {
+                    f->name.len = 0;
+                    if (buf_put(&f->name, f->op, f->op_len) || buf_put(&f->name, ".input.", 7)
+                        || buf_put(&f->name, yyjson_get_str(k), yyjson_get_len(k))) {
+                        f->nomem = 1;
+                        return -1;
+                    }
+                    if (parse_arg(f, v, -1, 0)) return -1;
+                }
+            } else if (!yyjson_is_null(kwargs)) {
+                GIVE_UP(f, "input_kwargs not an object");
+            }
+        }
+        if (output) {
+            f->io = "output";
+            if (parse_top(f, output, ".output", 7)) return -1;
+        }
+    }
+    if (bwd) {
+        if (input) {
+            for (int c = 0; c < N_ROW_COLS; c++) col_reset(&f->rows[c], marks[c]);
+            f->row_in_op = 0;
+            f->io = "input";
+            if (parse_top(f, input, ".input", 6)) return -1;
+        }
+        if (output) {
+            f->io = "output";
+            if (parse_top(f, output, ".output", 7)) return -1;
+        }
+    }
+    int32_t n_args, n_input, n_output;
+    if (list_length(f, args, &n_args) || list_length(f, input, &n_input)
+        || list_length(f, output, &n_output)) return -1;
+    Col *o = f->ops;
+    MEM(col_str(&o[O_NAME], f->op, f->op_len) || col_i32(&o[O_N_ROWS], (int32_t)(f->rows[0].n - start))
+        || col_i32(&o[O_N_ARGS], n_args) || col_i32(&o[O_N_INPUT], n_input)
+        || col_i32(&o[O_N_OUTPUT], n_output));
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* whole-document checks                                                                     */
+
+/* Every value of the document: only Python's spellings of non-finite numbers, no huge number
+ * text, no nesting Python's json would refuse. Values are one contiguous array in yyjson. */
+static int check_document(Flat *f, yyjson_doc *doc) {
+    yyjson_val *v = yyjson_doc_get_root(doc);
+    size_t count = yyjson_doc_get_val_count(doc);
+    yyjson_val *ends[MAX_JSON_NESTING + 1];
+    int depth = 0;
+    for (size_t i = 0; i < count; i++, v++) {
+        while (depth && v >= ends[depth - 1]) depth--;
+        if (yyjson_is_raw(v)) {
+            const char *raw = yyjson_get_raw(v);
+            size_t len = yyjson_get_len(v);
+            if (len > MAX_RAW_NUMBER) GIVE_UP(f, "a huge number");
+            if (is_letter(raw[0]) || (raw[0] == '-' && len > 1 && is_letter(raw[1]))) {
+                if (!((len == 3 && memcmp(raw, "NaN", 3) == 0)
+                      || (len == 8 && memcmp(raw, "Infinity", 8) == 0)
+                      || (len == 9 && memcmp(raw, "-Infinity", 9) == 0)))
+                    GIVE_UP(f, "a non-finite literal Python does not read");
+            }
+        } else if (yyjson_is_ctn(v) && yyjson_get_len(v) > 0) {
+            if (depth == MAX_JSON_NESTING) GIVE_UP(f, "deep nesting");
+            ends[depth++] = unsafe_yyjson_get_next(v);
+        }
+    }
+    return 0;
+}
+
+/* Does any string under `v` hold "mindspore.Tensor"? 1 yes (exactly), 0 no, -1 give up
+ * (it is part of a longer string: detect.looks_like_mindspore decides). */
+static int mentions_mindspore(Flat *f, yyjson_val *v) {
+    yyjson_val *end = unsafe_yyjson_get_next(v);
+    int found = 0;
+    for (; v < end; v++) {
+        if (!yyjson_is_str(v)) continue;
+        size_t n = yyjson_get_len(v);
+        if (!contains(yyjson_get_str(v), n, "mindspore.Tensor")) continue;
+        if (n != 16) GIVE_UP(f, "a string mentioning mindspore.Tensor");
+        found = 1;
+    }
+    return found;
+}
+
+static int has_md5_arg(yyjson_val *entry) {
+    size_t idx, max;
+    yyjson_val *k, *v;
+    yyjson_obj_foreach(entry, idx, max, k, v) {
+        if (yyjson_is_arr(v)) {
+            size_t j, m;
+            yyjson_val *e;
+            yyjson_arr_foreach(v, j, m, e) {
+                if (yyjson_is_obj(e) && yyjson_obj_getn(e, "md5", 3)) return 1;
+            }
+        }
+        if (yyjson_equals_strn(k, "input_kwargs", 12) && yyjson_is_obj(v)
+            && yyjson_obj_getn(v, "md5", 3))
+            return 1;
+    }
+    return 0;
+}
+
+/* op names seen twice in 'data': an open-addressing set of key values */
+static uint64_t hash_bytes(const char *s, size_t n) {
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 1099511628211ULL;
+    return h;
+}
+
+static int has_dup_ops(Flat *f, yyjson_val *data) {
+    size_t n = yyjson_obj_size(data), cap = 16;
+    while (cap < 2 * n) cap *= 2;
+    yyjson_val **slots = calloc(cap, sizeof *slots);
+    if (!slots) { f->nomem = 1; return -1; }
+    size_t idx, max;
+    yyjson_val *k, *v;
+    int dup = 0;
+    yyjson_obj_foreach(data, idx, max, k, v) {
+        const char *s = yyjson_get_str(k);
+        size_t len = yyjson_get_len(k);
+        size_t at = hash_bytes(s, len) & (cap - 1);
+        while (slots[at]) {
+            if (yyjson_get_len(slots[at]) == len && memcmp(yyjson_get_str(slots[at]), s, len) == 0) {
+                dup = 1;
+                break;
+            }
+            at = (at + 1) & (cap - 1);
+        }
+        if (dup) break;
+        slots[at] = k;
+    }
+    free(slots);
+    if (dup) GIVE_UP(f, "an op name twice in data");
+    return 0;
+}
+
+typedef struct {
+    int task_tensor;
+    int has_md5;
+    int looks_ms;
+} DocInfo;
+
+static const char *MS_PREFIXES[] = {"Cell.", "Mint.", "MintFunctional.", "Primitive.", "Jit."};
+
+static int flatten_doc(Flat *f, yyjson_doc *doc, int compat, DocInfo *info) {
+    yyjson_val *root = yyjson_doc_get_root(doc);
+    if (check_document(f, doc)) return -1;
+    if (!yyjson_is_obj(root)) GIVE_UP(f, "not an object");
+    yyjson_val *task = NULL, *data = NULL;
+    size_t idx, max;
+    yyjson_val *k, *v;
+    yyjson_obj_foreach(root, idx, max, k, v) {
+        if (yyjson_equals_strn(k, "task", 4)) task = v;
+        else if (yyjson_equals_strn(k, "data", 4)) data = v;
+    }
+    if (!data || !yyjson_is_obj(data)) GIVE_UP(f, "no data object");
+    if (task && yyjson_equals_strn(task, "tensor", 6)) info->task_tensor = 1;
+    else if (task && yyjson_equals_strn(task, "statistics", 10)) info->task_tensor = 0;
+    else GIVE_UP(f, "a task other than statistics or tensor");
+    if (has_dup_ops(f, data)) return -1;
+    f->real_data = info->task_tensor;
+    f->fix_direction = !compat;
+    int32_t seq = 0;
+    yyjson_obj_foreach(data, idx, max, k, v) {
+        if (idx < 50 && !info->looks_ms) {
+            for (size_t j = 0; j < sizeof MS_PREFIXES / sizeof *MS_PREFIXES; j++) {
+                size_t plen = strlen(MS_PREFIXES[j]);
+                if (yyjson_get_len(k) >= plen && memcmp(yyjson_get_str(k), MS_PREFIXES[j], plen) == 0)
+                    info->looks_ms = 1;
+            }
+            if (!info->looks_ms && yyjson_is_obj(v)) {
+                int ms = mentions_mindspore(f, v);
+                if (ms < 0) return -1;
+                if (ms) info->looks_ms = 1;
+            }
+        }
+        if (!info->has_md5 && yyjson_is_obj(v) && has_md5_arg(v)) info->has_md5 = 1;
+        f->op_seq = seq++;
+        if (add_op(f, k, v)) return -1;
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* results as Python objects                                                                 */
+
+/* bytes of a buffer, which is freed */
+static PyObject *take_bytes(Buf *b) {
+    PyObject *out = PyBytes_FromStringAndSize(b->p ? b->p : "", (Py_ssize_t)b->len);
+    buf_free(b);
+    return out;
+}
+
+/* one byte per value -> an Arrow bitmap, in place */
+static void pack_bits(Buf *b, int64_t n) {
+    unsigned char *p = (unsigned char *)b->p;
+    size_t bytes = (size_t)((n + 7) / 8);
+    for (size_t i = 0; i < bytes; i++) {
+        unsigned char bits = 0;
+        for (int j = 0; j < 8 && (int64_t)(i * 8 + j) < n; j++)
+            if (p[i * 8 + j]) bits |= (unsigned char)(1u << j);
+        p[i] = bits;
+    }
+    b->len = bytes;
+}
+
+/* (name, kind, n, null_count, validity bytes or None, data bytes, offsets bytes or None) */
+static PyObject *col_tuple(const char *name, Col *c) {
+    PyObject *valid;
+    if (c->nulls) {
+        pack_bits(&c->valid, c->n);
+        valid = take_bytes(&c->valid);
+    } else {
+        buf_free(&c->valid);
+        valid = Py_NewRef(Py_None);
+    }
+    if (c->kind == K_BOOL) pack_bits(&c->data, c->n);
+    PyObject *data = take_bytes(&c->data);
+    PyObject *offs = c->kind == K_STR ? take_bytes(&c->offs) : Py_NewRef(Py_None);
+    static const char *KINDS[] = {"str", "i32", "i64", "f64", "bool"};
+    PyObject *t = NULL;
+    if (valid && data && offs)
+        t = Py_BuildValue("(ssLLOOO)", name, KINDS[c->kind], (long long)c->n, (long long)c->nulls,
+                          valid, data, offs);
+    Py_XDECREF(valid);
+    Py_XDECREF(data);
+    Py_XDECREF(offs);
+    return t;
+}
+
+static PyObject *cols_list(const char **names, Col *cols, int n) {
+    PyObject *list = PyList_New(n);
+    if (!list) return NULL;
+    for (int i = 0; i < n; i++) {
+        PyObject *t = col_tuple(names[i], &cols[i]);
+        if (!t) { Py_DECREF(list); return NULL; }
+        PyList_SET_ITEM(list, i, t);
+    }
+    return list;
+}
+
+static void flat_free(Flat *f) {
+    for (int i = 0; i < N_ROW_COLS; i++) col_free(&f->rows[i]);
+    for (int i = 0; i < N_OP_COLS; i++) col_free(&f->ops[i]);
+    buf_free(&f->name);
+    buf_free(&f->tmp);
+}
+
+static int flat_init(Flat *f) {
+    memset(f, 0, sizeof *f);
+    static const int kinds[N_ROW_COLS] = {
+        K_I32, K_I32, K_STR, K_STR, K_STR, K_STR, K_STR, K_STR, K_STR, K_STR, K_BOOL, K_I64,
+        K_F64, K_STR, K_STR, K_F64, K_STR, K_STR, K_F64, K_STR, K_STR, K_F64, K_STR, K_STR};
+    int err = 0;
+    for (int i = 0; i < N_ROW_COLS; i++) err |= col_init(&f->rows[i], kinds[i], 1);
+    err |= col_init(&f->ops[O_NAME], K_STR, 0);
+    for (int i = 1; i < N_OP_COLS; i++) err |= col_init(&f->ops[i], K_I32, 0);
+    return err;
+}
+
+static const yyjson_read_flag READ_FLAGS =
+    YYJSON_READ_INSITU | YYJSON_READ_ALLOW_INF_AND_NAN | YYJSON_READ_NUMBER_AS_RAW;
+
+/* flatten_dump(buffer, compat) -> (task, has_md5, looks_mindspore, op_cols, row_cols) | reason
+ *
+ * buffer: a writable buffer holding the file and YYJSON_PADDING_SIZE more bytes (it is parsed
+ * in place, so its content is spent). A str result is why the fast path gave up. */
+static PyObject *flatten_dump(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer view;
+    int compat;
+    if (!PyArg_ParseTuple(args, "w*p", &view, &compat)) return NULL;
+    if (view.len < YYJSON_PADDING_SIZE) {
+        PyBuffer_Release(&view);
+        return PyUnicode_FromString("an empty buffer");
+    }
+    Flat f;
+    DocInfo info = {0, 0, 0};
+    int failed;
+    Py_BEGIN_ALLOW_THREADS
+    failed = flat_init(&f);
+    if (failed) f.nomem = 1;
+    if (!failed) {
+        yyjson_read_err err;
+        size_t len = (size_t)view.len - YYJSON_PADDING_SIZE;
+        memset((char *)view.buf + len, 0, YYJSON_PADDING_SIZE);
+        yyjson_doc *doc = NULL;
+        if (memmem(view.buf, len, "\\ud", 3) || memmem(view.buf, len, "\\uD", 3)) {
+            /* a UTF-16 escape in the range of surrogates: jsonio refuses a lone one by line */
+            f.why = "a surrogate escape";
+            failed = 1;
+        } else if (!(doc = yyjson_read_opts((char *)view.buf, len, READ_FLAGS, NULL, &err))) {
+            f.why = err.code == YYJSON_READ_ERROR_MEMORY_ALLOCATION ? NULL : "not JSON yyjson reads";
+            f.nomem = err.code == YYJSON_READ_ERROR_MEMORY_ALLOCATION;
+            failed = 1;
+        } else {
+            failed = flatten_doc(&f, doc, compat, &info);
+            yyjson_doc_free(doc);
+        }
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&view);
+    if (f.nomem) {
+        flat_free(&f);
+        return PyErr_NoMemory();
+    }
+    if (failed) {
+        PyObject *why = PyUnicode_FromString(f.why ? f.why : "unknown");
+        flat_free(&f);
+        return why;
+    }
+    PyObject *ops = cols_list(OP_NAMES, f.ops, N_OP_COLS);
+    PyObject *rows = ops ? cols_list(ROW_NAMES, f.rows, N_ROW_COLS) : NULL;
+    flat_free(&f);
+    if (!rows) {
+        Py_XDECREF(ops);
+        return NULL;
+    }
+    return Py_BuildValue("(sOOOO)", info.task_tensor ? "tensor" : "statistics",
+                         info.has_md5 ? Py_True : Py_False, info.looks_ms ? Py_True : Py_False,
+                         ops, rows);
+}
+
+/* check_stack(buffer) -> None when stack.json is an object of op name -> list (as
+ * jsonio.check_stack requires), else why the fast path gave up (the Python reader decides). */
+static PyObject *check_stack(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer view;
+    if (!PyArg_ParseTuple(args, "w*", &view)) return NULL;
+    if (view.len < YYJSON_PADDING_SIZE) {
+        PyBuffer_Release(&view);
+        return PyUnicode_FromString("an empty buffer");
+    }
+    Flat f;
+    memset(&f, 0, sizeof f);
+    int failed;
+    Py_BEGIN_ALLOW_THREADS
+    yyjson_read_err err;
+    size_t len = (size_t)view.len - YYJSON_PADDING_SIZE;
+    memset((char *)view.buf + len, 0, YYJSON_PADDING_SIZE);
+    yyjson_doc *doc = yyjson_read_opts((char *)view.buf, len, READ_FLAGS, NULL, &err);
+    if (!doc) {
+        f.why = "not JSON yyjson reads";
+        failed = 1;
+    } else {
+        failed = check_document(&f, doc);
+        yyjson_val *root = yyjson_doc_get_root(doc);
+        if (!failed && !yyjson_is_obj(root)) { f.why = "not an object"; failed = 1; }
+        if (!failed) {
+            size_t idx, max;
+            yyjson_val *k, *v;
+            yyjson_obj_foreach(root, idx, max, k, v) {
+                if (!yyjson_is_arr(v)) { f.why = "a stack that is not a list"; failed = 1; break; }
+            }
+        }
+        yyjson_doc_free(doc);
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&view);
+    if (failed) return PyUnicode_FromString(f.why ? f.why : "unknown");
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef METHODS[] = {
+    {"flatten_dump", flatten_dump, METH_VARARGS,
+     "flatten_dump(buffer, compat) -> (task, has_md5, looks_mindspore, op_cols, row_cols) | reason"},
+    {"check_stack", check_stack, METH_VARARGS, "check_stack(buffer) -> None | reason"},
+    {NULL, NULL, 0, NULL}};
+
+static struct PyModuleDef MODULE = {PyModuleDef_HEAD_INIT, "_flatten",
+                                    "dump.json parsed and flattened in C (see msq/_flatten.c)",
+                                    -1, METHODS, NULL, NULL, NULL, NULL};
+
+PyMODINIT_FUNC PyInit__flatten(void) {
+    PyObject *m = PyModule_Create(&MODULE);
+    if (m && PyModule_AddIntConstant(m, "PADDING", YYJSON_PADDING_SIZE)) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

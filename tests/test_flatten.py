@@ -1,0 +1,227 @@
+"""The C dump reader (msq/_flatten.c) against the Python reader (jsonio + flatten.Flattener).
+
+The Python reader is the reference. The C reader must give the same tables, bit for bit (NaN
+included), on every dump it accepts, and must give up -- leaving the file to the Python reader,
+with its warnings and error messages -- on everything the Python reader treats specially.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from msq import loader
+from msq.errors import DumpError
+from msq.flatten import C_PADDING, check_stack_c, flatten_c
+from msq.jsonio import check_stack, read_padded
+from tests.dumps import bwd, fwd, t, write_dump
+from tests.golden_util import GOLDEN
+from tests.hostile.test_properties import dump_pairs
+
+pytestmark = pytest.mark.skipif(C_PADDING is None, reason="msq._flatten is not built")
+
+
+def same_table(a: pa.Table, b: pa.Table) -> None:
+    """Equal columns; doubles compared by their bits (NaN == NaN, -0.0 != 0.0)."""
+    assert a.schema == b.schema
+    for name in a.column_names:
+        x, y = a[name].combine_chunks(), b[name].combine_chunks()
+        if pa.types.is_floating(x.type):
+            x, y = x.view(pa.int64()), y.view(pa.int64())
+            assert x.is_valid().equals(y.is_valid()), name
+            x, y = x.fill_null(0), y.fill_null(0)
+        assert x.equals(y), f"column {name} differs"
+
+
+def c_side(path: Path, compat: bool) -> loader.SideData | None:
+    return loader._read_side_c("npu", path, compat)
+
+
+def py_side(path: Path, compat: bool) -> loader.SideData:
+    with loader.gc_paused():
+        return loader._read_side("npu", path, compat)
+
+
+def check_same(path: Path, compat: bool, *, must_accept: bool = True) -> None:
+    fast = c_side(path, compat)
+    if fast is None:
+        assert not must_accept, f"the C reader gave up on {path}"
+        return
+    slow = py_side(path, compat)
+    assert (fast.task, fast.has_md5, fast.looks_mindspore) == \
+        (slow.task, slow.has_md5, slow.looks_mindspore)
+    same_table(fast.ops, slow.ops)
+    same_table(fast.rows, slow.rows)
+
+
+def golden_dumps() -> list[Path]:
+    return sorted(GOLDEN.glob("*/**/dump.json")) if GOLDEN.is_dir() else []
+
+
+@pytest.mark.skipif(not golden_dumps(), reason=f"golden cases not found at {GOLDEN}")
+@pytest.mark.parametrize("compat", [False, True])
+def test_golden_dumps_read_the_same(compat: bool) -> None:
+    """Every dump.json msprobe 1.1.0 wrote for the golden cases (statistics, md5, tensor,
+    MindSpore), read by both readers."""
+    for path in golden_dumps():
+        check_same(path, compat)
+    for path in sorted(GOLDEN.glob("*/**/stack.json")):
+        buf = read_padded(path, "stack.json", C_PADDING or 0)
+        assert buf is not None and check_stack_c(buf) is None, path
+
+
+def test_every_argument_shape(tmp_path: Path) -> None:
+    """Tensors, typed values of every kind, nesting, kwargs, nulls and empty dicts, non-finite and
+    integer statistics, md5 and real-data names, in both modes."""
+    data = {
+        "Functional.linear.0.forward": fwd(
+            t([2, 3], mx=float("nan"), mn=float("-inf"), mean=float("inf"), norm=-0.0),
+            [t([1], mx=3, mn=-4, mean=True, norm=None), None, {}],
+            {"type": "torch.Size", "value": [2, 3]}, {"type": "torch.Size", "value": None},
+            {"type": "slice", "value": [0, None, 2]}, {"type": "slice", "value": 5},
+            {"type": "int", "value": -7}, {"type": "float", "value": 1e-300},
+            {"type": "bool", "value": False}, {"type": "str", "value": "=cmd|' /C calc'!A0"},
+            {"type": "NoneType", "value": None}, {"type": "weird"},
+            {"a": t([0]), "b": [t([]), {"c": None}]},
+            weight=t([3, 3], mx="text", mn=10**17, mean=1e308, norm=5e-324),
+            dim={"type": "int", "value": 1}, bias=None, nested=[[t([4, 0])], {}],
+            out=[t([2, 2]), [t([1, 1], dtype=None), None], {"x": t([9])}]),
+        "Tensor.add.0.backward": bwd([t([2]), None], [t([2], md5="abc"), {}]),
+        # compat: "feedforward" holds "forward"; both directions when a name has both words
+        "Module.feedforward.Linear.backward.0": {"input": [t([1])], "output": [t([2])],
+                                                  "input_args": [t([3])]},
+        "Module.block.forward.0": {"input_args": [t([5], data_name="Module.a.forward.0.pt")],
+                                   "input_kwargs": [t([6])], "output": None},
+        "Functional.relu.1.forward": {"input_args": {"type": "torch.Tensor", "dtype": "x",
+                                                     "shape": [True, 2]},
+                                      "input_kwargs": {"type": "int", "value": 3}},
+        "Functional.drop.2.forward": {},
+        "Distributed.all_reduce.0.forward": {"input_args": [t([1, 2], requires_grad=True)],
+                                             "output": [None]},
+    }
+    for task in ("statistics", "tensor"):
+        path = write_dump(tmp_path / task, data, task=task)
+        for compat in (False, True):
+            check_same(path, compat)
+
+
+def test_compact_and_unicode_layouts(tmp_path: Path) -> None:
+    """Not msprobe's indent=1 layout, escapes, non-ASCII names: still the same rows."""
+    data = {"Functional.\u00e9t\u00e9.0.forward": fwd(t([1], mx=0.5), x=t([2]), out=[t([3])]),
+            "Tensor.\\\"q\\\".0.forward": fwd({"type": "str", "value": "a\u0000b\u2028"})}
+    path = tmp_path / "dump.json"
+    path.write_text(json.dumps({"task": "statistics", "data": data}, separators=(",", ":"),
+                               ensure_ascii=True))
+    check_same(path, False)
+    data["Tensor.x.0.forward"] = fwd({"type": "str", "value": "\U0001f600"})
+    path.write_text(json.dumps({"data": data, "task": "statistics"}, ensure_ascii=False, indent=4))
+    check_same(path, True)
+
+
+@st.composite
+def real_ints(draw: st.DrawFn) -> Any:
+    return draw(st.one_of(st.integers(-(10**18) + 1, 10**18 - 1), st.floats(allow_nan=True)))
+
+
+@settings(max_examples=int(os.environ.get("MSQ_PROPERTY_EXAMPLES", "60")), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(pair=dump_pairs(), task=st.sampled_from(["statistics", "tensor"]), compat=st.booleans(),
+       numbers=st.lists(real_ints(), min_size=4, max_size=4))
+def test_random_dumps_read_the_same(tmp_path: Path, pair: tuple[dict[str, Any], dict[str, Any]],
+                                    task: str, compat: bool, numbers: list[Any]) -> None:
+    npu, _ = pair
+    npu["Functional.extra.0.forward"] = fwd(t([2], mx=numbers[0], mn=numbers[1], mean=numbers[2],
+                                              norm=numbers[3]))
+    path = write_dump(tmp_path / f"{task}-{compat}", npu, task=task)
+    check_same(path, compat)
+
+
+# -- where the C reader gives up, and the Python reader decides --------------------------------
+
+GIVE_UP = {
+    "nan spelled otherwise": '{"task": "statistics", "data": {"A.forward": {"output": [nan]}}}',
+    "inf elsewhere": '{"task": "statistics", "level": inf, "data": {}}',
+    "a trailing comma": '{"task": "statistics", "data": {},}',
+    "a lone surrogate": '{"task": "statistics", "data": {"A.\\ud800.forward": {}}}',
+    "a control character": '{"task": "statistics", "data": {"A\t.forward": {}}}',
+    "an op twice": '{"task": "statistics", "data": {"A.forward": {}, "A.forward": {}}}',
+    "a key twice in an argument": '{"task": "statistics", "data": {"A.forward": '
+                                  '{"input_args": [{"a": null, "a": {}}]}}}',
+    "a huge integer": '{"task": "statistics", "data": {"A.forward": {"output": [{"type": "int", '
+                      '"value": 1234567890123456789012}]}}}',
+    "a long integer elsewhere": '{"task": "statistics", "x": ' + "9" * 5000 + ', "data": {}}',
+    "deep nesting": '{"task": "statistics", "x": ' + "[" * 3000 + "]" * 3000 + ', "data": {}}',
+    "a bare number argument": '{"task": "statistics", "data": {"A.forward": {"output": [1]}}}',
+    "a dtype that is a number": '{"task": "statistics", "data": {"A.forward": {"output": '
+                                '[{"type": "torch.Tensor", "dtype": 5, "shape": []}]}}}',
+    "a float in a shape": '{"task": "statistics", "data": {"A.forward": {"output": '
+                          '[{"type": "torch.Tensor", "dtype": "f", "shape": [1.5]}]}}}',
+    "no shape": '{"task": "statistics", "data": {"A.forward": {"output": '
+                '[{"type": "torch.Tensor", "dtype": "f"}]}}}',
+    "a list statistic": '{"task": "statistics", "data": {"A.forward": {"output": '
+                        '[{"type": "torch.Tensor", "dtype": "f", "shape": [], "Max": [1]}]}}}',
+    "an overflow task": '{"task": "overflow_check", "data": {}}',
+    "no data": '{"task": "statistics"}',
+    "not an object": '[1, 2]',
+    "deep arguments": '{"task": "statistics", "data": {"A.forward": {"output": '
+                      + "[" * 12 + "null" + "]" * 12 + "}}}",
+    "a UTF-8 BOM": '\ufeff{"task": "statistics", "data": {}}',
+    "truncated": '{"task": "statistics", "data": {"A.forward": {"output": [',
+    "mindspore.Tensor in a longer text": '{"task": "statistics", "data": {"A.forward": '
+                                         '{"output": [{"type": "x\'mindspore.Tensor\'"}]}}}',
+}
+
+
+@pytest.mark.parametrize("case", sorted(GIVE_UP))
+def test_gives_up_where_python_decides(tmp_path: Path, case: str) -> None:
+    path = tmp_path / "dump.json"
+    path.write_bytes(GIVE_UP[case].encode("utf-8", "surrogatepass"))
+    buf = read_padded(path, "dump.json", C_PADDING or 0)
+    assert buf is not None
+    assert isinstance(flatten_c(buf, False), str)
+    # and read_side says what the Python reader says
+    try:
+        expected: Any = py_side(path, False)
+    except DumpError as err:
+        expected = str(err)
+    try:
+        got: Any = loader.read_side("npu", path, False)
+    except DumpError as err:
+        got = str(err)
+    if isinstance(expected, str):
+        assert got == expected
+    else:
+        same_table(got.rows, expected.rows)
+
+
+def test_nan_and_infinity_tokens_are_read(tmp_path: Path) -> None:
+    path = write_dump(tmp_path, {"A.0.forward": fwd(t([1], mx=float("nan"), mn=float("-inf"),
+                                                       mean=float("inf")))})
+    assert "NaN" in path.read_text()
+    side = c_side(path, False)
+    assert side is not None
+    row = side.rows.to_pylist()[0]
+    assert math.isnan(row["max_num"]) and row["min_num"] == -math.inf
+    assert row["mean_num"] == math.inf
+
+
+def test_stack_check(tmp_path: Path) -> None:
+    good, bad = tmp_path / "good.json", tmp_path / "bad.json"
+    good.write_text(json.dumps({"A.forward": ["File a.py, line 1"], "B": []}, indent=1))
+    bad.write_text(json.dumps({"A.forward": "not a list"}))
+    for path, fast in ((good, None), (bad, str)):
+        buf = read_padded(path, "stack.json", C_PADDING or 0)
+        assert buf is not None
+        result = check_stack_c(buf)
+        assert result is None if fast is None else isinstance(result, str)
+    check_stack(good)
+    with pytest.raises(DumpError, match="expected a list of frames"):
+        check_stack(bad)
