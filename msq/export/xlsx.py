@@ -14,6 +14,7 @@ Text that starts like a formula also gets Excel's quote-prefix style, so editing
 from __future__ import annotations
 
 import contextlib
+import functools
 import re
 import zipfile
 from collections.abc import Callable, Sequence
@@ -23,11 +24,16 @@ from pathlib import Path
 from typing import IO, Any
 
 import duckdb
+import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from msq.db import atomic_write
 from msq.errors import ExportError
+
+try:  # the C renderer (msq/export/_sheetxml.c): optional, as the other C extensions are
+    from msq.export import _sheetxml  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover (no C compiler at install time)
+    _sheetxml = None
 
 EXCEL_MAX_ROWS = 1_048_576
 RED, YELLOW = "FFFF0000", "00FFFF00"
@@ -129,7 +135,7 @@ def _cell_sql(column: str, type_name: str, pandas_style: bool = False) -> str:
         other = (_text_cell_sql(f"union_extract({col}, 's')") if "s" in tags
                  else "'<c' || _st || '/>'")
         return f"CASE union_tag({col}) {cases}ELSE {other} END"
-    if type_name in ("DOUBLE", "FLOAT", "BIGINT", "INTEGER", "HUGEINT", "SMALLINT", "TINYINT"):
+    if type_name in _NUMBER_TYPES:
         return num(col)
     if type_name == "BOOLEAN":
         return _bool_cell_sql(col)
@@ -169,6 +175,8 @@ def _rendered_rows(con: duckdb.DuckDBPyConnection, spec: SheetSpec) -> pa.Chunke
         table = con.cursor().sql(_rows_query(con, spec)).to_arrow_table()
     except duckdb.Error as err:
         raise ExportError(f"cannot render the workbook rows: {err}") from err
+    import pyarrow.compute as pc  # lazy: ~0.1 s to import; only this renderer (no C) needs it
+
     # one gather of the rendered strings costs half of an ORDER BY in the query
     return table.column(1).take(pc.sort_indices(table.column(0)))
 
@@ -181,6 +189,8 @@ _FFFX = "\uffff".encode()[:2]
 
 def _row_tags(xml: pa.Array, first_row: int) -> bytes:
     """``<row r="first_row">cells</row>...`` for a batch of rendered rows, as UTF-8 bytes."""
+    import pyarrow.compute as pc  # lazy: as in _rendered_rows
+
     numbers = pc.cast(pa.array(range(first_row, first_row + len(xml)), pa.int64()), pa.string())
     rows = pc.binary_join_element_wise('<row r="', numbers, '">', xml, "</row>", "")
     whole = pc.binary_join(pa.ListArray.from_arrays(pa.array([0, len(rows)], pa.int32()), rows), "")
@@ -378,15 +388,24 @@ def write_xlsx(con: duckdb.DuckDBPyConnection, spec: SheetSpec, path: Path,
 
 def _write_package(con: duckdb.DuckDBPyConnection, spec: SheetSpec, tmp: Path,
                    on_extra_sheet: Callable[[int], None] | None, max_rows: int) -> int:
-    rows = _rendered_rows(con, spec)
+    source = _c_rows(con, spec)
+    rows = _rendered_rows(con, spec) if source is None else None
+    total = source.n_rows if source is not None else len(rows or ())
     bold = spec.pandas_style or spec.browse  # pandas' bold header (its style is style 6)
     layout = _Layout(_header_xml(spec.headers, _HEADER_STYLE if bold else ""), len(spec.columns),
                      _widths(con, spec) if spec.browse else None, spec.browse)
     with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as zf:
-        with _Sheets(zf, layout, max_rows - 1, len(rows), on_extra_sheet) as sheets:
-            for chunk in rows.chunks:
-                for start in range(0, len(chunk), _BATCH_ROWS):
-                    sheets.add(chunk.slice(start, _BATCH_ROWS))
+        with _Sheets(zf, layout, max_rows - 1, total, on_extra_sheet) as sheets:
+            if source is not None:
+                for start in range(0, source.n_rows, _BATCH_ROWS):
+                    count = min(_BATCH_ROWS, source.n_rows - start)
+                    sheets.add(count, functools.partial(source.render, start))
+            else:
+                assert rows is not None
+                for chunk in rows.chunks:
+                    for start in range(0, len(chunk), _BATCH_ROWS):
+                        batch = chunk.slice(start, _BATCH_ROWS)
+                        sheets.add(len(batch), functools.partial(_tagged, batch))
             n_sheets = sheets.close()
         _finish_package(zf, n_sheets, pandas_style=spec.pandas_style,
                         styles=_PANDAS_STYLES if bold else _STYLES, filters=sheets.filters)
@@ -394,6 +413,105 @@ def _write_package(con: duckdb.DuckDBPyConnection, spec: SheetSpec, tmp: Path,
 
 
 _BATCH_ROWS = 20_000
+
+
+def _tagged(xml: pa.Array, offset: int, count: int, first_row: int) -> bytes:
+    return _row_tags(xml.slice(offset, count), first_row)
+
+
+#: A column for the C renderer: ("t", text array) or ("c", n, s, b arrays of a cell), each
+#: array as (validity, offsets, data, offset) buffers.
+_CArray = tuple[Any, Any, Any, int]
+
+
+@dataclass
+class _CRows:
+    """The sheet's columns as Arrow arrays, rendered into row XML by msq/export/_sheetxml.c."""
+
+    table: pa.Table           # keeps the buffers alive
+    columns: list[tuple[Any, ...]]
+    marks: pa.Buffer | None
+    order: pa.Buffer
+    n_rows: int
+
+    def render(self, start: int, offset: int, count: int, first_row: int) -> bytes:
+        """Rows ``start + offset`` .. ``+ count`` of the sheet order, numbered from ``first_row``."""
+        assert _sheetxml is not None
+        data: bytes = _sheetxml.render(self.columns, self.marks, self.order, start + offset,
+                                       count, first_row)
+        return data
+
+
+_CELL_TYPE = "UNION(n DOUBLE, s VARCHAR, b BOOLEAN)"
+_NUMBER_TYPES = ("DOUBLE", "FLOAT", "BIGINT", "INTEGER", "HUGEINT", "SMALLINT", "TINYINT")
+
+
+def _c_buffers(array: pa.Array, kind: pa.DataType) -> _CArray | None:
+    if array.type != kind:
+        return None
+    buffers = array.buffers()
+    if kind == pa.string():
+        return buffers[0], buffers[1], buffers[2], array.offset
+    return buffers[0], None, buffers[1], array.offset
+
+
+def _c_rows(con: duckdb.DuckDBPyConnection, spec: SheetSpec) -> _CRows | None:
+    """The C renderer's input, or None where it does not apply (no C extension, a column of
+    another type than text or cell: the SQL renderer writes those)."""
+    if _sheetxml is None or len(spec.columns) > 64 or spec.pandas_style:
+        return None
+    types = _types(con, spec)
+    if any(t.startswith("UNION") and t != _CELL_TYPE for t in types.values()):
+        return None  # a union of fewer members (the SQL renderer writes each member it has)
+    select = []
+    texts = []  # columns written as text cells (any type but numbers, booleans and cells)
+    for i, column in enumerate(spec.columns):
+        col = f'q."{column}"'
+        type_name = types[column]
+        if type_name == _CELL_TYPE:
+            select += [f"union_extract({col}, 'n') AS n{i}", f"union_extract({col}, 's') AS s{i}",
+                       f"union_extract({col}, 'b') AS b{i}"]
+        elif type_name in _NUMBER_TYPES or type_name == "BOOLEAN":
+            number = type_name != "BOOLEAN"
+            select += [f"{f'CAST({col} AS DOUBLE)' if number else 'NULL::DOUBLE'} AS n{i}",
+                       f"NULL::VARCHAR AS s{i}", f"{'NULL' if number else col}::BOOLEAN AS b{i}"]
+        else:
+            texts.append(i)
+            select.append(f"CAST({col} AS VARCHAR) AS t{i}")
+    marks = spec.marks_query or "SELECT NULL::BIGINT AS out_seq, NULL::VARCHAR AS mark WHERE false"
+    query = f"""
+      WITH q AS ({spec.query}), mk AS ({marks})
+      SELECT q.out_seq AS _out_seq,
+             (CASE mk.mark WHEN 'red' THEN 1 WHEN 'yellow' THEN 2 ELSE 0 END)::UTINYINT AS _mark,
+             {", ".join(select)}
+      FROM q LEFT JOIN mk ON mk.out_seq = q.out_seq
+    """
+    try:
+        table = con.cursor().sql(query).to_arrow_table().combine_chunks()
+    except duckdb.Error as err:
+        raise ExportError(f"cannot render the workbook rows: {err}") from err
+    columns: list[tuple[Any, ...]] = []
+    for i in range(len(spec.columns)):
+        if i in texts:
+            text = _c_buffers(table.column(f"t{i}").chunk(0), pa.string()) \
+                if table.num_rows else (None, None, None, 0)
+            if text is None:
+                return None
+            columns.append(("t", text))
+        else:
+            parts = [_c_buffers(table.column(f"{p}{i}").chunk(0), kind) if table.num_rows
+                     else (None, None, None, 0)
+                     for p, kind in (("n", pa.float64()), ("s", pa.string()), ("b", pa.bool_()))]
+            if any(part is None for part in parts):
+                return None
+            columns.append(("c", *parts))
+    n = table.num_rows
+    if n == 0:
+        return _CRows(table, columns, None, pa.py_buffer(b""), 0)
+    # one gather index instead of an ORDER BY of every column
+    order = np.argsort(table.column("_out_seq").to_numpy(), kind="stable").astype(np.int64)
+    return _CRows(table, columns, table.column("_mark").chunk(0).buffers()[1],
+                  pa.py_buffer(order), n)
 
 
 class _Sheets:
@@ -427,13 +545,14 @@ class _Sheets:
             with contextlib.suppress(Exception):
                 self._sheet.close()
 
-    def add(self, xml: pa.Array) -> None:
+    def add(self, count: int, render: Callable[[int, int, int], bytes]) -> None:
+        """``count`` rows; ``render(offset, n, first_row)`` gives the XML of n of them."""
         start = 0
-        while start < len(xml):
+        while start < count:
             if self.count == 0 or self.in_sheet == self.per_sheet:
                 self._next_sheet()
-            take = min(len(xml) - start, self.per_sheet - self.in_sheet)
-            self._submit(self._write, _row_tags(xml.slice(start, take), self.in_sheet + 2))
+            take = min(count - start, self.per_sheet - self.in_sheet)
+            self._submit(self._write, render(start, take, self.in_sheet + 2))
             self.in_sheet += take
             start += take
 

@@ -8,9 +8,16 @@ from pathlib import Path
 
 import duckdb
 import openpyxl
+import pyarrow as pa
 import pytest
 
 from msq.export.xlsx import SheetSpec, write_xlsx
+
+
+def xlsx_c() -> object:
+    from msq.export import xlsx
+
+    return xlsx._sheetxml
 
 
 def make(tmp_path: Path) -> Path:
@@ -153,3 +160,73 @@ def test_an_empty_browse_sheet_is_the_header(tmp_path: Path) -> None:
     ws = openpyxl.load_workbook(path).active
     assert [[c.value for c in r] for r in ws.iter_rows()] == [["NPU Name", "Max diff", "Stack"]]
     assert ws.auto_filter.ref == "A1:C1"
+
+
+# -- the C renderer (msq/export/_sheetxml.c) against the SQL renderer ---------------------------
+
+_TEXTS = ["a", "", None, "=SUM(A1)", "+1", "-x", "@y", "\uff1dx", "\uff0bx", "\uff0dx", "\uff20x",
+          "\uff21x", " lead", "trail ", "\tt", "n\n", "a&b<c>d", "x\x0by\rz\x00", "\ufffe\uffff!",
+          "\u00e9\u4e2d\U0001f600", "nan\t", "N/A"]
+_NUMBERS = [1.5, -0.0, 0.0, 1e16, 123456789012345678.0, 1e-5, 1e-4, 5e-324, 1.7976931348623157e308,
+            0.1, 2.0 / 3, float("inf"), -1e300, None]
+
+
+def _all_cells(con: duckdb.DuckDBPyConnection) -> SheetSpec:
+    """Every kind of cell: texts, numbers (one column of each type), booleans and the cell
+    union in its three members and NULL, with red, yellow and no mark."""
+    rows = []
+    for i in range(max(len(_TEXTS), len(_NUMBERS)) * 3):
+        text = _TEXTS[i % len(_TEXTS)]
+        number = _NUMBERS[i % len(_NUMBERS)]
+        rows.append((i, text, number, i % 3 == 0 if i % 5 else None, i % 4))
+    con.execute("CREATE TABLE src (out_seq BIGINT, s VARCHAR, n DOUBLE, b BOOLEAN, k INTEGER)")
+    con.executemany("INSERT INTO src VALUES (?, ?, ?, ?, ?)", rows)
+    con.execute("CREATE TYPE cell AS UNION(n DOUBLE, s VARCHAR, b BOOLEAN)")
+    query = """SELECT (out_seq * 7) % (SELECT count(*) FROM src) AS out_seq, s, n, b,
+                      k::BIGINT AS i, k::TINYINT AS tiny, TRY_CAST(n AS FLOAT) AS f, DATE '2020-01-02' AS d,
+                      CASE k WHEN 0 THEN union_value(n := n)::cell WHEN 1 THEN union_value(s := s)::cell
+                             WHEN 2 THEN union_value(b := b)::cell END AS c
+               FROM src"""
+    cols = ["s", "n", "b", "i", "tiny", "f", "d", "c"]
+    marks = ("SELECT out_seq, CASE out_seq % 3 WHEN 0 THEN 'red' WHEN 1 THEN 'yellow' END AS mark "
+             "FROM src WHERE out_seq % 3 < 2")
+    return SheetSpec(query, cols, cols, marks)
+
+
+@pytest.mark.skipif(xlsx_c() is None, reason="msq.export._sheetxml is not built")
+def test_c_renderer_writes_the_sql_renderers_bytes():
+    from msq.export import xlsx
+
+    con = duckdb.connect()
+    spec = _all_cells(con)
+    sql = b"".join(xlsx._row_tags(chunk, 2) for chunk in xlsx._rendered_rows(con, spec).chunks)
+    rows = xlsx._c_rows(con, spec)
+    assert rows is not None
+    c = rows.render(0, 0, rows.n_rows, 2)
+    assert c == sql
+    # split in two batches, numbered on
+    half = rows.n_rows // 2
+    assert rows.render(0, 0, half, 2) + rows.render(half, 0, rows.n_rows - half, half + 2) == sql
+
+
+@pytest.mark.skipif(xlsx_c() is None, reason="msq.export._sheetxml is not built")
+def test_c_number_format_is_printf(tmp_path):
+    """%.16g in C without printf, against DuckDB's printf (what the SQL renderer writes), on
+    random doubles of every magnitude and bit pattern."""
+    import random
+    import struct
+
+    from msq.export import _sheetxml
+
+    rng = random.Random(1201)
+    values = [struct.unpack("d", struct.pack("Q", rng.getrandbits(64)))[0] for _ in range(20000)]
+    values += [rng.uniform(-1, 1) * 10 ** rng.randint(-30, 30) for _ in range(20000)]
+    values += [float(rng.randint(-10**17, 10**17)) for _ in range(5000)]
+    values += [round(rng.uniform(-1000, 1000), rng.randint(0, 10)) for _ in range(5000)]
+    values += _NUMBERS[:-1] + [1125899906842624.5, 9999999999999998.0, 0.30000000000000004]
+    con = duckdb.connect()
+    con.register("v", pa.table({"i": pa.array(range(len(values)), pa.int64()),
+                                "x": pa.array(values, pa.float64())}))
+    want = [t for (t,) in con.execute("SELECT printf('%.16g', x) FROM v ORDER BY i").fetchall()]
+    got = [_sheetxml.fmt16g(x) for x in values]
+    assert got == want
