@@ -20,7 +20,8 @@ from msq import db
 from msq.config import Options, SingleInput, input_from_api, options_from_kwargs
 from msq.errors import DumpError, InputError, NothingComparedError
 from msq.export.outputs import MARK_REASON, ensure_output_dir, write_outputs
-from msq.flatten import C_PADDING, check_stack_c
+from msq.export.xlsx import renderer
+from msq.flatten import C_PADDING, check_stack_c, reader
 from msq.highlight import write_windows
 from msq.history import (
     RecordContext,
@@ -227,6 +228,8 @@ def compute(inp: SingleInput, opts: Options, output_dir: Path, suffix: str,
     con, mode, framework, npu, bench = prepare(inp, opts)
     clock.lap("load")
     log.info("compare mode: %s (%s)", mode, "msprobe-1.1 compat" if opts.is_compat else "default")
+    # the C parts are optional (built where pip finds a compiler): say which side runs
+    log.info("dump reader: %s; workbook rows: %s", reader(), renderer())
     pair_rows(con, inp, opts, framework, output_dir, suffix)
     clock.lap("match")
     if mode == "tensor":

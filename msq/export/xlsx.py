@@ -446,6 +446,13 @@ _CELL_TYPE = "UNION(n DOUBLE, s VARCHAR, b BOOLEAN)"
 _NUMBER_TYPES = ("DOUBLE", "FLOAT", "BIGINT", "INTEGER", "HUGEINT", "SMALLINT", "TINYINT")
 
 
+def renderer() -> str:
+    """Which renderer writes the workbook rows here, as ``compare -v`` says it."""
+    if _sheetxml is not None:
+        return "C"
+    return "SQL (msq.export._sheetxml was not built: no C compiler at install time; same bytes)"
+
+
 def _c_buffers(array: pa.Array, kind: pa.DataType) -> _CArray | None:
     if array.type != kind:
         return None
