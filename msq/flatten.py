@@ -8,6 +8,7 @@ because the workbook must show ints, floats, booleans and strings exactly as the
 
 from __future__ import annotations
 
+import importlib
 import math
 import os
 from dataclasses import dataclass, field
@@ -17,8 +18,11 @@ import pyarrow as pa
 
 from msq.errors import DumpError
 
-try:  # the C reader (msq/_flatten.c): optional, as the C tensor kernel is
-    from msq import _flatten as _c  # type: ignore[attr-defined]
+# the C reader (msq/_flatten.c): optional, as the C tensor kernel is. Imported by name: the import
+# linter cannot see a C extension and would take ``from msq import _flatten`` for the package msq
+_c: Any
+try:
+    _c = importlib.import_module("msq._flatten")
 except ImportError:  # pragma: no cover (no C compiler at install time)
     _c = None
 if os.environ.get("MSQ_NO_C_READER"):  # troubleshooting: read every dump.json with Python's json
