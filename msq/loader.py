@@ -110,8 +110,8 @@ def _read_side_c(side: str, path: Path, compat: bool) -> SideData | None:
     rows = pa.table({"side": pa.repeat(pa.scalar(side), n_rows),
                      "row_seq": pa.array(range(n_rows), pa.int64()),
                      **{name: out.rows[name] for name in out.rows.column_names}})
-    return SideData(side, path, out.task, side == "npu" and out.has_md5, out.looks_mindspore,
-                    ops, rows)
+    return SideData(side, path, out.task, (side == "npu" or not compat) and out.has_md5,
+                    out.looks_mindspore, ops, rows)
 
 
 def _read_side(side: str, path: Path, compat: bool) -> SideData:

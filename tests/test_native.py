@@ -20,10 +20,10 @@ import pytest
 from msq.export.xlsx import renderer
 from msq.flatten import reader
 from msq.tensors import fused
-from tests.golden_util import GOLDEN, outputs_by_name
+from tests.conftest import GOLDEN
+from tests.golden_util import outputs_by_name
 
 EXTENSIONS = ("msq._flatten", "msq.export._sheetxml", "msq.tensors._fused")
-CASE = GOLDEN / "mlp_tensor_L1"
 
 
 def test_c_parts_are_built() -> None:
@@ -48,31 +48,46 @@ def members(xlsx: Path) -> dict[str, bytes]:
         return {name: zf.read(name) for name in zf.namelist()}
 
 
-@pytest.mark.skipif(not CASE.is_dir(), reason=f"golden cases not found at {GOLDEN}")
-@pytest.mark.parametrize("flags", [[], ["-s", "--compat", "msprobe-1.1"]], ids=["default", "s"])
-def test_without_c_parts_same_outputs(flags: list[str], tmp_path: Path) -> None:
-    """Tensor mode reads dump.json, renders workbook rows and computes tensor metrics: all three
-    C parts run, or all three fallbacks."""
+#: (case, mode flags): tensor, statistics and md5 cases, each in the default mode (its browse
+#: layout, Reason column, CSV/Parquet with Mark and Mark_rules) and in msprobe 1.1.0's
+MODES = {"default": ["--format", "xlsx,csv,parquet"], "compat": ["-s", "--compat", "msprobe-1.1"]}
+CASES = [(case, mode) for case in ("mlp_tensor_L1", "tfm_stat_L1", "mlp_md5_L1") for mode in MODES]
+
+
+@pytest.mark.golden
+@pytest.mark.parametrize(("case", "mode"), CASES, ids=[f"{c}-{m}" for c, m in CASES])
+def test_without_c_parts_same_outputs(case: str, mode: str, tmp_path: Path) -> None:
+    """The dump reader and the row renderer run in every mode, the tensor kernel in tensor
+    mode: all C parts, or all fallbacks, write the same bytes."""
     outputs = {}
     for name, without_c in (("with", None), ("without", tmp_path / "site")):
         out = tmp_path / name
         args = ["compare", "-i", "expected/default/compare.json", "-o", str(out), "--no-history",
-                "-v", *flags]
-        done = run_msq(args, CASE, without_c)
+                "-v", *MODES[mode]]
+        done = run_msq(args, GOLDEN / case, without_c)
         assert done.returncode == 0, done.stderr
         outputs[name] = out
         if without_c is None:
             assert "dump reader: C (yyjson); workbook rows: C" in done.stderr
-            assert "tensor kernel: avx2" in done.stderr or "tensor kernel: generic" in done.stderr
+            if "tensor" in case:
+                assert "tensor kernel: avx2" in done.stderr or "tensor kernel: generic" in done.stderr
         else:
             assert "dump reader: Python (msq._flatten was not built" in done.stderr
             assert "workbook rows: SQL (msq.export._sheetxml was not built" in done.stderr
-            assert "tensor kernel: numpy" in done.stderr
-    with_c, without = (outputs_by_name(outputs[k], ".xlsx") for k in ("with", "without"))
-    assert sorted(with_c) == sorted(without) and with_c
-    for name, path in with_c.items():
-        assert members(path) == members(without[name]), name
-    with_adv, without_adv = (outputs_by_name(outputs[k], ".txt") for k in ("with", "without"))
-    assert sorted(with_adv) == sorted(without_adv) and with_adv
-    for name, path in with_adv.items():
-        assert path.read_bytes() == without_adv[name].read_bytes(), name
+            if "tensor" in case:
+                assert "tensor kernel: numpy" in done.stderr
+    suffixes = [".xlsx", ".txt"] + ([".csv", ".parquet"] if mode == "default" else [])
+    for suffix in suffixes:
+        with_c, without = (outputs_by_name(outputs[k], suffix) for k in ("with", "without"))
+        assert sorted(with_c) == sorted(without) and with_c, suffix
+        for name, path in with_c.items():
+            if suffix == ".xlsx":
+                assert members(path) == members(without[name]), name
+            else:
+                assert path.read_bytes() == without[name].read_bytes(), name
+    if mode == "default":  # the layout and columns this test is meant to cover are there
+        book = next(iter(outputs_by_name(outputs["with"], ".xlsx").values()))
+        sheet = members(book)["xl/worksheets/sheet1.xml"]
+        assert b"<autoFilter" in sheet and b'state="frozen"' in sheet and b"<cols>" in sheet
+        csv = next(iter(outputs_by_name(outputs["with"], ".csv").values()))
+        assert csv.read_text().splitlines()[0].endswith('"Reason","Mark","Mark_rules"')

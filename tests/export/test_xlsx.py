@@ -230,3 +230,25 @@ def test_c_number_format_is_printf(tmp_path):
     want = [t for (t,) in con.execute("SELECT printf('%.16g', x) FROM v ORDER BY i").fetchall()]
     got = [_sheetxml.fmt16g(x) for x in values]
     assert got == want
+
+
+@pytest.mark.skipif(xlsx_c() is None, reason="msq.export._sheetxml is not built")
+@pytest.mark.parametrize("browse", [False, True], ids=["msprobe-layout", "browse-layout"])
+def test_c_and_sql_renderers_write_the_same_workbook(browse: bool, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whole packages, in both layouts, split over sheets: the renderer changes no byte."""
+    from msq.export import xlsx
+
+    con = duckdb.connect()
+    spec = _all_cells(con)
+    spec = SheetSpec(spec.query, spec.columns, spec.headers, spec.marks_query, browse=browse)
+    books = {}
+    for name in ("c", "sql"):
+        if name == "sql":
+            monkeypatch.setattr(xlsx, "_sheetxml", None)
+        assert (xlsx._c_rows(con, spec) is None) == (name == "sql")
+        path = tmp_path / f"{name}.xlsx"
+        assert write_xlsx(con, spec, path, max_rows=20) > 1
+        with zipfile.ZipFile(path) as zf:
+            books[name] = {n: zf.read(n) for n in zf.namelist()}
+    assert books["c"] == books["sql"]
