@@ -8,3 +8,14 @@ CREATE OR REPLACE MACRO blame_rel(a, b, scale) AS (
        WHEN NOT (isfinite(a) AND isfinite(b)) THEN 'inf'::DOUBLE
        WHEN scale > 0 THEN abs(a - b) / scale
        ELSE 1.0 END);
+-- The error a dtype's rounding alone explains: torch.testing.assert_close's default relative
+-- tolerance for it (0 for integers, booleans and anything not floating point).
+CREATE OR REPLACE MACRO blame_dtype_floor(d) AS (
+  CASE WHEN d IN ('torch.bfloat16', 'BFloat16', 'bfloat16') THEN 1.6e-2
+       WHEN d IN ('torch.float16', 'Float16', 'float16', 'torch.half') THEN 1e-3
+       WHEN d IN ('torch.float32', 'Float32', 'float32', 'torch.float', 'torch.complex64',
+                  'Complex64', 'complex64') THEN 1.3e-6
+       WHEN d IN ('torch.float64', 'Float64', 'float64', 'torch.double', 'torch.complex128',
+                  'Complex128', 'complex128') THEN 1e-7
+       WHEN d LIKE '%float8%' OR d LIKE '%Float8%' THEN 1.25e-1
+       ELSE 0.0 END);

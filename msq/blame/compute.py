@@ -1,0 +1,90 @@
+"""Build a compare's blame tables: parameters, module nesting, noise bands, then the views.
+
+The views live in ``sql/blame/`` (one per file): ``blame_keys`` (content keys of every tensor
+row), ``blame_edges`` (the dataflow: each input linked to its producer), ``blame_inputs``,
+``blame_ops`` (the error each op's inputs bring) and ``blame_rows`` (the verdict of every
+compared row). ``blame_keys``, ``blame_edges`` and ``blame_rows`` are materialised: every output
+reads them again.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+
+from msq import db
+from msq.blame import AMP_LIMIT, FLOOR_FACTOR
+from msq.errors import DumpError
+from msq.jsonio import read_construct
+
+log = logging.getLogger("msq")
+
+MATERIALIZED = ("blame_keys", "blame_edges", "blame_rows")
+
+
+def nesting_rows(construct: dict[str, Any]) -> list[tuple[str, str]]:
+    """``(op, ancestor)`` for every op of construct.json and every module above it, any depth.
+
+    construct.json maps each op to its parent module (or null); a cycle (a damaged file) stops
+    the walk instead of looping.
+    """
+    rows = []
+    for op, parent in construct.items():
+        seen: set[str] = set()
+        while isinstance(parent, str) and parent not in seen:
+            rows.append((op, parent))
+            seen.add(parent)
+            parent = construct.get(parent)
+    return rows
+
+
+def load_nesting(con: duckdb.DuckDBPyConnection, side: str, dump_json: Path) -> int:
+    """Fill ``blame_nesting`` from the construct.json beside ``dump_json``; return its rows.
+
+    construct.json is optional for a compare (msprobe does not read it): a missing one means no
+    nesting (the L1 level writes it empty), a broken one is reported and skipped.
+    """
+    path = dump_json.parent / "construct.json"
+    if not path.is_file():
+        return 0
+    try:
+        construct = read_construct(path)
+    except DumpError as err:
+        log.warning("blame: %s; module nesting not used", err)
+        return 0
+    rows = nesting_rows(construct)
+    if rows:
+        ops, ancestors = zip(*rows)
+        db.insert_arrow(con, "blame_nesting", pa.table({
+            "side": [side] * len(rows), "op_name": list(ops), "ancestor": list(ancestors)}))
+    return len(rows)
+
+
+def run_blame(con: duckdb.DuckDBPyConnection, mode: str, npu_json: Path, bench_json: Path,
+              bands: pa.Table | None = None, noise_source: str | None = None,
+              user_dirs: Iterable[Path] = ()) -> None:
+    """Compute blame for the compare in ``con`` (its rows, errors and metrics are in place).
+
+    Args:
+        con: the compare's connection (``compare_rows``, ``row_error``, ``tensor_metrics``).
+        mode: statistics, md5 or tensor.
+        npu_json: the NPU dump.json (its construct.json gives the module nesting).
+        bench_json: the bench dump.json.
+        bands: ``npu_name, band`` of a reference noise run (see :mod:`msq.blame.noise`).
+        noise_source: what the bands come from (a path or a history label), for the outputs.
+        user_dirs: user SQL folders (a ``blame/`` folder there overrides a view by name).
+    """
+    con.execute("INSERT INTO blame_params VALUES (?, ?, ?)",
+                [FLOOR_FACTOR, AMP_LIMIT, noise_source if bands is not None else None])
+    load_nesting(con, "npu", npu_json)
+    load_nesting(con, "bench", bench_json)
+    if bands is not None and bands.num_rows:
+        db.insert_arrow(con, "blame_bands", bands.select(["npu_name", "band"]))
+    db.load_views(con, stages=("blame",), user_dirs=user_dirs, variants=[mode])
+    for view in MATERIALIZED:
+        db.materialize(con, view)

@@ -1,0 +1,156 @@
+"""Blame over a whole run: every rank and step of one msq compare together.
+
+Each rank pair is compared on its own (in its own process); a collective's output that its own
+rank's inputs do not explain is left *inherited* there, provisionally. This pass puts the ranks
+side by side with the history's own ``blame`` view (``sql/history_blame/blame.sql``): the inputs
+of the same call on every rank decide, and the run's local sources are ranked worst first. The
+run's first local source (earliest step, then execution order) goes to the console and to a
+small JSON file for scripts.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+
+from msq import db
+from msq.blame.summary import ROW_FIELDS, BlameSummary, sheet_row
+
+VIEW = "blame"
+#: Local sources listed in the JSON file (the history holds them all).
+JSON_SOURCES = 20
+
+
+def new_run_id() -> str:
+    """An id shared by every compare of one msq compare (the history's ``blame_rank`` scope)."""
+    return uuid.uuid4().hex
+
+
+@dataclass
+class RankBlame:
+    """The blame of one compare of a run: which rank and step, its summary, its files."""
+
+    rank: int | None
+    step: int | None
+    summary: BlameSummary
+    title: str = ""
+
+
+@dataclass
+class RunBlame:
+    """The run's local sources after weighing every rank, worst first (``blame_rank``)."""
+
+    sources: list[dict[str, Any]] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)
+    compares: int = 0
+    inputs: int = 0
+    linked: int = 0
+    noise_source: str | None = None
+
+    @property
+    def first(self) -> dict[str, Any] | None:
+        """The local source met first: the earliest step, then execution order, then rank."""
+        return min(self.sources, default=None, key=lambda s: (
+            -1 if s["step"] is None else s["step"], s["op_seq"],
+            -1 if s["rank"] is None else s["rank"], s["out_seq"]))
+
+    @property
+    def worst(self) -> dict[str, Any] | None:
+        return self.sources[0] if self.sources else None
+
+
+def view_sql() -> str:
+    """The history's ``blame`` view (one file serves the history and this pass)."""
+    return (db.sql_root() / "history_blame" / f"{VIEW}.sql").read_text(encoding="utf-8")
+
+
+def _rows_table(parts: list[RankBlame], run_id: str) -> pa.Table:
+    rows: list[dict[str, Any]] = []
+    for compare_id, part in enumerate(parts, start=1):
+        seen: set[int] = set()
+        for row in part.summary.sources + part.summary.collectives:
+            if row["out_seq"] in seen:
+                continue
+            seen.add(row["out_seq"])
+            rows.append({**{k: row.get(k) for k in ROW_FIELDS}, "compare_id": compare_id,
+                         "run_id": run_id, "floor_factor": part.summary.floor_factor,
+                         "amp_limit": part.summary.amp_limit})
+    if not rows:
+        return pa.table({})
+    return pa.Table.from_pylist(rows)
+
+
+def combine(parts: list[RankBlame], run_id: str | None = None) -> RunBlame:
+    """Weigh the ranks of a run together (see the module docstring)."""
+    run_id = run_id or new_run_id()
+    result = RunBlame(compares=len(parts))
+    for part in parts:
+        for verdict, n in part.summary.counts.items():
+            result.counts[verdict] = result.counts.get(verdict, 0) + n
+        result.inputs += part.summary.inputs
+        result.linked += part.summary.linked
+        result.noise_source = result.noise_source or part.summary.noise_source
+    table = _rows_table(parts, run_id)
+    if table.num_rows == 0:
+        return result
+    con = duckdb.connect()
+    try:
+        con.execute("CREATE TABLE compares (compare_id BIGINT, rank INTEGER, step INTEGER, "
+                    "label VARCHAR)")
+        con.executemany("INSERT INTO compares VALUES (?, ?, ?, NULL)",
+                        [[i, p.rank, p.step] for i, p in enumerate(parts, start=1)])
+        db.insert_arrow(con, "blame_rows", table, create=True)
+        db.create_view(con, VIEW, view_sql(), f"sql/history_blame/{VIEW}.sql")
+        cur = con.execute(f"SELECT * FROM {VIEW} WHERE verdict = 'local' ORDER BY blame_rank")
+        names = [d[0] for d in cur.description]
+        result.sources = [dict(zip(names, r)) for r in cur.fetchall()]
+    finally:
+        con.close()
+    # a collective judged local here was counted inherited by its rank
+    moved = sum(1 for s in result.sources if s["role"] == "output" and s["reason"].startswith(
+        "error enters in the collective"))
+    if moved:
+        result.counts["local"] = result.counts.get("local", 0) + moved
+        result.counts["inherited"] = result.counts.get("inherited", 0) - moved
+    return result
+
+
+def _plain(value: Any) -> Any:
+    """JSON-safe: inf and NaN become null (strict JSON has neither)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def source_json(src: dict[str, Any]) -> dict[str, Any]:
+    keys = ("rank", "step", "npu_name", "op_name", "input_err", "output_err", "amplification",
+            "floor", "floor_source", "reason", "blame_rank")
+    out = {k: _plain(src.get(k)) for k in keys}
+    out["row"] = sheet_row(src["out_seq"])
+    out["amplification_infinite"] = src.get("amplification") == math.inf
+    return out
+
+
+def write_json(run: RunBlame, path: Path) -> Path:
+    """The run's first and worst local sources (and the next ones) as a small JSON file."""
+    doc = {
+        "first_local_source": source_json(run.first) if run.first else None,
+        "worst_local_source": source_json(run.worst) if run.worst else None,
+        "local_sources": [source_json(s) for s in run.sources[:JSON_SOURCES]],
+        "n_local_sources": len(run.sources),
+        "verdicts": run.counts,
+        "compares": run.compares,
+        "tensor_inputs": run.inputs,
+        "linked_inputs": run.linked,
+        "noise_source": run.noise_source,
+    }
+    with db.atomic_write(path) as tmp:
+        tmp.write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return path

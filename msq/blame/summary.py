@@ -1,0 +1,108 @@
+"""What blame tells the user: the local sources (worst first, and the first in execution order),
+the verdict counts, how many inputs were linked, and the rows a directory compare weighs across
+ranks (collectives). A plain record, so that it crosses process boundaries with the result.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import duckdb
+
+#: Local sources kept in a summary (worst first); the blame outputs and the history hold them all.
+MAX_SOURCES = 1000
+#: Columns of a blame row that a summary carries for the cross-rank pass (see msq.blame.ranks).
+ROW_FIELDS = ("out_seq", "op_seq", "op_name", "npu_name", "io", "role", "direction", "is_module",
+              "collective", "err_kind", "input_err", "output_err", "floor", "floor_source",
+              "amplification", "verdict", "reason", "link", "candidates", "via", "band")
+
+
+@dataclass
+class BlameSummary:
+    """Blame of one compare (one rank pair of one step).
+
+    Attributes:
+        counts: rows per verdict (local, inherited, clean).
+        sources: the local rows, worst first (at most ``MAX_SOURCES``), as dicts of ``ROW_FIELDS``.
+        collectives: the rows of collective and point-to-point ops (the cross-rank pass needs them).
+        inputs: NPU tensor inputs; linked: those linked to a producing output.
+        links: linked inputs per link kind (hash, md5, statistics, reshape, external).
+        noise_source: the reference noise run the floors came from, or None (dtype floors).
+        floor_factor, amp_limit: the thresholds used (see msq.blame).
+    """
+
+    counts: dict[str, int] = field(default_factory=dict)
+    sources: list[dict[str, Any]] = field(default_factory=list)
+    collectives: list[dict[str, Any]] = field(default_factory=list)
+    inputs: int = 0
+    linked: int = 0
+    links: dict[str, int] = field(default_factory=dict)
+    noise_source: str | None = None
+    floor_factor: float = 0.0
+    amp_limit: float = 0.0
+
+    @property
+    def first(self) -> dict[str, Any] | None:
+        """The local source that comes first in execution order (None when there is none)."""
+        return min(self.sources, key=lambda s: (s["op_seq"], s["out_seq"]), default=None)
+
+
+def _dicts(con: duckdb.DuckDBPyConnection, sql: str) -> list[dict[str, Any]]:
+    cur = con.execute(sql)
+    names = [d[0] for d in cur.description]
+    return [dict(zip(names, row)) for row in cur.fetchall()]
+
+
+def summarize(con: duckdb.DuckDBPyConnection) -> BlameSummary:
+    """The summary of the blame tables in ``con`` (see :func:`msq.blame.compute.run_blame`)."""
+    cols = ", ".join(ROW_FIELDS)
+    counts = dict(con.execute("SELECT verdict, count(*) FROM blame_rows WHERE verdict IS NOT NULL "
+                              "GROUP BY verdict").fetchall())
+    links = dict(con.execute("SELECT how, count(*) FROM blame_edges WHERE side = 'npu' "
+                             "GROUP BY how").fetchall())
+    factor, limit, noise = con.execute(
+        "SELECT floor_factor, amp_limit, noise_source FROM blame_params").fetchone() or (0, 0, None)
+    return BlameSummary(
+        counts={k: int(v) for k, v in counts.items()},
+        sources=_dicts(con, f"SELECT {cols} FROM blame_rows WHERE verdict = 'local' "
+                            f"ORDER BY output_err DESC, op_seq, out_seq LIMIT {MAX_SOURCES}"),
+        collectives=_dicts(con, f"SELECT {cols} FROM blame_rows WHERE collective "
+                                "ORDER BY out_seq"),
+        inputs=int(sum(links.values())), linked=int(sum(v for k, v in links.items()
+                                                        if k != "external")),
+        links={k: int(v) for k, v in links.items()}, noise_source=noise,
+        floor_factor=float(factor), amp_limit=float(limit))
+
+
+def fmt_err(value: float | None) -> str:
+    """An error figure for people: 3 significant digits, 0, inf or "-"."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    if value == 0:
+        return "0"
+    if math.isinf(value):
+        return "inf"
+    return f"{value:.3g}"
+
+
+def sheet_row(out_seq: int) -> int:
+    """The workbook row that holds output row ``out_seq`` (row 1 is the header)."""
+    return int(out_seq) + 2
+
+
+def source_line(src: dict[str, Any], rank: int | None = None) -> str:
+    """One local source in words: where, and why (input error -> output error, amplification)."""
+    where = f"rank {rank}: " if rank is not None else ""
+    amp = src.get("amplification")
+    return (f"{where}{src['npu_name']} (row {sheet_row(src['out_seq'])}): input error "
+            f"{fmt_err(src.get('input_err'))} -> output error {fmt_err(src['output_err'])}"
+            f" (x{fmt_err(amp)}), floor {fmt_err(src['floor'])} ({src['floor_source']})")
+
+
+def linked_line(summary: BlameSummary) -> str:
+    """How many inputs blame could link to the op that produced them."""
+    kinds = ", ".join(f"{k} {v}" for k, v in sorted(summary.links.items()) if k != "external")
+    return (f"{summary.linked} of {summary.inputs} tensor inputs linked to their producer"
+            f"{f' ({kinds})' if kinds else ''}")

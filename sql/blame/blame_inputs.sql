@@ -1,0 +1,23 @@
+-- description: Blame: every NPU input row with its error (its compared row's; the producer's is beside it), its link to a producer (blame_edges) and whether it is an in-place op's input that msprobe records after the op ran (not linked, and equal to one of the op's own outputs).
+WITH own_out AS (
+  SELECT side, op_seq, coalesce(ckey, skey) AS key FROM blame_keys WHERE io = 'output'
+)
+SELECT
+  t.row_seq, t.op_seq, t.disp_name AS npu_name,
+  r.out_seq, e.err,
+  CASE WHEN t.is_tensor THEN coalesce(ed.how, 'external') ELSE 'constant' END AS link,
+  ed.candidates, ed.producer_row, pt.disp_name AS producer_name,
+  pr.out_seq AS producer_seq, pe.err AS producer_err,
+  coalesce(ed.how = 'external', false) AND EXISTS (
+    SELECT 1 FROM own_out oo
+    WHERE oo.side = 'npu' AND oo.op_seq = t.op_seq AND oo.key = coalesce(k.ckey, k.skey)
+  ) AS in_place
+FROM tensors t
+LEFT JOIN blame_keys k ON k.side = 'npu' AND k.row_seq = t.row_seq
+LEFT JOIN compare_rows r ON r.npu_row = t.row_seq AND r.kind = 'matched'
+LEFT JOIN row_error e ON e.out_seq = r.out_seq
+LEFT JOIN blame_edges ed ON ed.side = 'npu' AND ed.consumer_row = t.row_seq
+LEFT JOIN tensors pt ON pt.side = 'npu' AND pt.row_seq = ed.producer_row
+LEFT JOIN compare_rows pr ON pr.npu_row = ed.producer_row AND pr.kind = 'matched'
+LEFT JOIN row_error pe ON pe.out_seq = pr.out_seq
+WHERE t.side = 'npu' AND t.io = 'input'

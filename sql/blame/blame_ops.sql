@@ -1,0 +1,62 @@
+-- description: Blame, per NPU op: the error its inputs bring (input_err, the worst of: its own inputs; a backward op's forward record, whose tensors autograd saved; a module's inner ops, from construct.json; for an in-place input, recorded only after the op ran, any error before the op), which input that is, and the largest error of any output before the op (prior_err).
+WITH ops_n AS (
+  SELECT op_seq, op_name,
+    starts_with(op_name, 'Module.') OR starts_with(op_name, 'Cell.') AS is_module,
+    regexp_extract(op_name, '\.(forward|backward)(\.\d+)?$', 1) AS direction
+  FROM ops WHERE side = 'npu'
+),
+out_err AS (
+  -- the largest output error of each op (compared output rows)
+  SELECT t.op_seq, max(e.err) AS err
+  FROM compare_rows r
+  JOIN tensors t ON t.side = 'npu' AND t.row_seq = r.npu_row
+  JOIN row_error e ON e.out_seq = r.out_seq
+  WHERE t.io = 'output'
+  GROUP BY t.op_seq
+),
+prior AS (
+  SELECT o.op_seq,
+    max(oe.err) OVER (ORDER BY o.op_seq ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
+      AS prior_err
+  FROM ops_n o LEFT JOIN out_err oe USING (op_seq)
+),
+contrib AS (
+  -- own inputs: the compared row's error; else the producer's; an in-place input: unknown before
+  -- the op, so anything before it may explain it
+  SELECT i.op_seq, i.npu_name AS name,
+    CASE WHEN i.in_place THEN p.prior_err ELSE coalesce(i.err, i.producer_err) END AS err
+  FROM blame_inputs i JOIN prior p USING (op_seq)
+  UNION ALL
+  -- a backward op: the tensors of its forward record (inputs and outputs)
+  SELECT b.op_seq, t.disp_name, e.err
+  FROM ops_n b
+  JOIN ops_n f ON f.op_name = regexp_replace(b.op_name, '\.backward(\.\d+)?$', '.forward\1')
+  JOIN tensors t ON t.side = 'npu' AND t.op_seq = f.op_seq
+  JOIN compare_rows r ON r.npu_row = t.row_seq AND r.kind = 'matched'
+  JOIN row_error e ON e.out_seq = r.out_seq
+  WHERE b.direction = 'backward'
+  UNION ALL
+  -- a module: the ops inside it (their outputs)
+  SELECT m.op_seq, t.disp_name, e.err
+  FROM ops_n m
+  JOIN blame_nesting n ON n.side = 'npu' AND n.ancestor = m.op_name
+  JOIN ops_n c ON c.op_name = n.op_name
+  JOIN tensors t ON t.side = 'npu' AND t.op_seq = c.op_seq AND t.io = 'output'
+  JOIN compare_rows r ON r.npu_row = t.row_seq AND r.kind = 'matched'
+  JOIN row_error e ON e.out_seq = r.out_seq
+  WHERE m.is_module
+),
+worst AS (
+  SELECT op_seq, max(err) AS input_err, arg_max(name, err) AS worst_input, count(*) AS n_inputs,
+         count(*) FILTER (WHERE err IS NULL) AS n_unknown
+  FROM contrib GROUP BY op_seq
+)
+SELECT o.op_seq, o.op_name, o.is_module, o.direction,
+  starts_with(o.op_name, 'Distributed.') AS collective,
+  EXISTS (SELECT 1 FROM blame_nesting n WHERE n.side = 'npu' AND n.ancestor = o.op_name)
+    AS has_inner,
+  coalesce(w.input_err, 0.0) AS input_err, w.worst_input, coalesce(w.n_inputs, 0) AS n_inputs,
+  coalesce(w.n_unknown, 0) AS n_unknown, coalesce(p.prior_err, 0.0) AS prior_err
+FROM ops_n o
+LEFT JOIN worst w USING (op_seq)
+LEFT JOIN prior p USING (op_seq)

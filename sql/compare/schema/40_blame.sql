@@ -1,0 +1,11 @@
+-- Blame (docs/blame.md): its parameters, the noise bands of a reference noise run and the
+-- module nesting of construct.json. Filled by msq/blame before the sql/blame views are read.
+CREATE TABLE IF NOT EXISTS blame_params (
+  floor_factor DOUBLE,   -- local = beyond floor_factor x the row's floor ...
+  amp_limit DOUBLE,      -- ... and beyond amp_limit x the error its inputs bring
+  noise_source VARCHAR   -- the reference noise run (path or history label); NULL: dtype floors
+);
+-- What each row adds in the reference noise run (by NPU row name): the floor is at least this.
+CREATE TABLE IF NOT EXISTS blame_bands (npu_name VARCHAR, band DOUBLE);
+-- construct.json: every module (or cell) an op sits in, at any depth.
+CREATE TABLE IF NOT EXISTS blame_nesting (side VARCHAR, op_name VARCHAR, ancestor VARCHAR);
