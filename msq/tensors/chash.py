@@ -49,6 +49,9 @@ def block_mult(q: int) -> int:
     return z ^ (z >> 31)
 
 
+_M0 = block_mult(0)
+
+
 def words_per_element(dtype: np.dtype) -> int:
     """How many hash words one element of ``dtype`` (as the metrics see it) gives."""
     if dtype in (np.float16, np.float32) or dtype.itemsize < 4:
@@ -75,6 +78,8 @@ def hash_words(w: np.ndarray, base: int = 0) -> int:
     if k == 0:
         return 0
     w64 = w.astype(np.uint64)
+    if base == 0 and k <= HASH_BLOCK:  # the common small tensor: one block, one dot
+        return (_M0 * int(np.dot(w64, R64[:k]))) & MASK
     j0, q = base % HASH_BLOCK, base // HASH_BLOCK
     total = 0
     first = min(k, HASH_BLOCK - j0)
@@ -95,3 +100,4 @@ def hash_words(w: np.ndarray, base: int = 0) -> int:
 def hash_values(values: np.ndarray, first_element: int = 0) -> int:
     """The hash of a contiguous 1-D array of values starting at flat element ``first_element``."""
     return hash_words(words(values), first_element * words_per_element(values.dtype))
+
