@@ -3,8 +3,8 @@
 The views live in ``sql/blame/`` (one per file): ``blame_keys`` (content keys of every tensor
 row), ``blame_edges`` (the dataflow: each input linked to its producer), ``blame_inputs``,
 ``blame_ops`` (the error each op's inputs bring) and ``blame_rows`` (the verdict of every
-compared row). ``blame_keys``, ``blame_edges`` and ``blame_rows`` are materialised: every output
-reads them again.
+compared row). Each is materialised in turn (with ``row_error``): the next ones and every output
+read it again.
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ from msq.jsonio import read_construct
 
 log = logging.getLogger("msq")
 
-MATERIALIZED = ("blame_keys", "blame_edges", "blame_rows")
+# each is read by several views after it: computed once (row_error first: every step reads it)
+MATERIALIZED = ("row_error", "blame_keys", "blame_edges", "blame_inputs", "blame_ops", "blame_rows")
 
 
 def nesting_rows(construct: dict[str, Any]) -> list[tuple[str, str]]:

@@ -1,59 +1,69 @@
--- description: Blame's dataflow edges, per side: each tensor input row and the earlier output row that produced it (the nearest preceding output with the same content; an op's output before a module's, which only repeats it), how it was linked (hash, md5, statistics, reshape; external: no producer) and how many earlier outputs had that content.
-WITH ins AS (
-  SELECT * FROM blame_keys WHERE io = 'input'
+-- description: Blame's dataflow edges, per side: each tensor input row and the earlier output row that produced it (the nearest preceding output with the same content; an op's output before a module record that only repeats it), how it was linked (hash, md5, statistics, reshape; external: no producer) and how many earlier outputs had that content.
+-- For each kind of key, one window over the inputs to link and the producers, in dump order (pos):
+-- the last producer before an input with its key. An input sorts before its own op's outputs.
+WITH ins AS (SELECT * FROM blame_keys WHERE io = 'input'),
+api AS (SELECT * FROM blame_keys WHERE io = 'output' AND NOT is_module),
+prod AS (
+  -- a module's output that an op already produced only repeats it: the op is the producer
+  SELECT side, pos, ckey, skey, rkey FROM api
+  UNION ALL
+  SELECT m.side, m.pos, m.ckey, m.skey, m.rkey FROM blame_keys m
+  WHERE m.io = 'output' AND m.is_module
+    AND NOT EXISTS (SELECT 1 FROM api a WHERE a.side = m.side
+                    AND coalesce(a.ckey, a.skey) = coalesce(m.ckey, m.skey))
 ),
-outs AS (
-  SELECT k.*,
-    count(*) OVER (PARTITION BY side, ckey ORDER BY pos) AS c_ckey,
-    count(*) OVER (PARTITION BY side, skey ORDER BY pos) AS c_skey,
-    count(*) OVER (PARTITION BY side, rkey ORDER BY pos) AS c_rkey
-  FROM blame_keys k WHERE io = 'output'
+-- 1. exact content: the hash of the metrics pass, or md5 (with dtype and shape)
+c_rows AS (
+  SELECT side, row_seq, pos, ckey AS key, chow AS how FROM ins WHERE ckey IS NOT NULL
+  UNION ALL SELECT side, NULL, pos, ckey, NULL FROM prod WHERE ckey IS NOT NULL
 ),
-api AS (SELECT * FROM outs WHERE NOT is_module),
-mods AS (SELECT * FROM outs WHERE is_module),
--- 1. exact content (hash, md5): an op's output first, else a module's
-c_api AS (
-  SELECT i.side, i.row_seq, o.row_seq AS p_row, o.op_seq AS p_op, i.chow AS how, o.c_ckey AS n
-  FROM ins i ASOF JOIN api o ON i.side = o.side AND i.ckey = o.ckey AND i.op_seq * 1048576 > o.pos
+c AS (
+  SELECT side, row_seq, how,
+    last_value(CASE WHEN row_seq IS NULL THEN pos END IGNORE NULLS) OVER w AS p_pos,
+    count(CASE WHEN row_seq IS NULL THEN 1 END) OVER w AS n
+  FROM c_rows
+  WINDOW w AS (PARTITION BY side, key ORDER BY pos ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
 ),
-c_mod AS (
-  SELECT i.side, i.row_seq, o.row_seq AS p_row, o.op_seq AS p_op, i.chow AS how, o.c_ckey AS n
-  FROM ins i ASOF JOIN mods o ON i.side = o.side AND i.ckey = o.ckey AND i.op_seq * 1048576 > o.pos
+c_linked AS (SELECT side, row_seq, p_pos, how, n FROM c WHERE row_seq IS NOT NULL AND p_pos IS NOT NULL),
+-- 2. the exact statistics (dtype, shape, max, min, mean, norm) where an input has no content key
+s_rows AS (
+  SELECT side, row_seq, pos, skey AS key FROM ins WHERE ckey IS NULL AND skey IS NOT NULL
+  UNION ALL SELECT side, NULL, pos, skey FROM prod WHERE skey IS NOT NULL
 ),
--- 2. the exact statistics, where a side has no content key (not read, not dumped)
-no_ckey AS (SELECT * FROM ins WHERE ckey IS NULL),
-s_api AS (
-  SELECT i.side, i.row_seq, o.row_seq AS p_row, o.op_seq AS p_op, 'statistics' AS how,
-         o.c_skey AS n
-  FROM no_ckey i ASOF JOIN api o
-    ON i.side = o.side AND i.skey = o.skey AND i.op_seq * 1048576 > o.pos
+s AS (
+  SELECT side, row_seq,
+    last_value(CASE WHEN row_seq IS NULL THEN pos END IGNORE NULLS) OVER w AS p_pos,
+    count(CASE WHEN row_seq IS NULL THEN 1 END) OVER w AS n
+  FROM s_rows
+  WINDOW w AS (PARTITION BY side, key ORDER BY pos ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
 ),
-s_mod AS (
-  SELECT i.side, i.row_seq, o.row_seq AS p_row, o.op_seq AS p_op, 'statistics' AS how,
-         o.c_skey AS n
-  FROM no_ckey i ASOF JOIN mods o
-    ON i.side = o.side AND i.skey = o.skey AND i.op_seq * 1048576 > o.pos
+s_linked AS (
+  SELECT side, row_seq, p_pos, 'statistics' AS how, n FROM s
+  WHERE row_seq IS NOT NULL AND p_pos IS NOT NULL
 ),
--- 3. the same content under another shape: a view or reshape the dump does not record
-r_api AS (
-  SELECT i.side, i.row_seq, o.row_seq AS p_row, o.op_seq AS p_op, 'reshape' AS how,
-         o.c_rkey AS n
-  FROM ins i ASOF JOIN api o ON i.side = o.side AND i.rkey = o.rkey AND i.op_seq * 1048576 > o.pos
+exact AS (SELECT * FROM c_linked UNION ALL SELECT * FROM s_linked),
+-- 3. the same content under another shape (a view or reshape the dump does not record)
+r_rows AS (
+  SELECT i.side, i.row_seq, i.pos, i.rkey AS key FROM ins i
+  WHERE i.rkey IS NOT NULL
+    AND NOT EXISTS (SELECT 1 FROM exact e WHERE e.side = i.side AND e.row_seq = i.row_seq)
+  UNION ALL SELECT side, NULL, pos, rkey FROM prod WHERE rkey IS NOT NULL
 ),
-r_mod AS (
-  SELECT i.side, i.row_seq, o.row_seq AS p_row, o.op_seq AS p_op, 'reshape' AS how,
-         o.c_rkey AS n
-  FROM ins i ASOF JOIN mods o ON i.side = o.side AND i.rkey = o.rkey AND i.op_seq * 1048576 > o.pos
-),
-tiers AS (
-  SELECT *, 1 AS tier FROM c_api UNION ALL SELECT *, 2 FROM c_mod
-  UNION ALL SELECT *, 3 FROM s_api UNION ALL SELECT *, 4 FROM s_mod
-  UNION ALL SELECT *, 5 FROM r_api UNION ALL SELECT *, 6 FROM r_mod
+r AS (
+  SELECT side, row_seq,
+    last_value(CASE WHEN row_seq IS NULL THEN pos END IGNORE NULLS) OVER w AS p_pos,
+    count(CASE WHEN row_seq IS NULL THEN 1 END) OVER w AS n
+  FROM r_rows
+  WINDOW w AS (PARTITION BY side, key ORDER BY pos ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
 ),
 linked AS (
-  SELECT * FROM tiers QUALIFY row_number() OVER (PARTITION BY side, row_seq ORDER BY tier) = 1
+  SELECT * FROM exact
+  UNION ALL
+  SELECT side, row_seq, p_pos, 'reshape', n FROM r WHERE row_seq IS NOT NULL AND p_pos IS NOT NULL
 )
 SELECT i.side, i.row_seq AS consumer_row, i.op_seq AS consumer_op,
-       l.p_row AS producer_row, l.p_op AS producer_op,
+       o.row_seq AS producer_row, o.op_seq AS producer_op,
        coalesce(l.how, 'external') AS how, coalesce(l.n, 0) AS candidates
-FROM ins i LEFT JOIN linked l USING (side, row_seq)
+FROM ins i
+LEFT JOIN linked l ON l.side = i.side AND l.row_seq = i.row_seq
+LEFT JOIN blame_keys o ON o.side = l.side AND o.pos = l.p_pos

@@ -1,6 +1,7 @@
 -- description: Blame: every NPU input row with its error (its compared row's; the producer's is beside it), its link to a producer (blame_edges) and whether it is an in-place op's input that msprobe records after the op ran (a forward op's input that is not linked and equals one of the op's own outputs).
 WITH own_out AS (
-  SELECT side, op_seq, coalesce(ckey, skey) AS key FROM blame_keys WHERE io = 'output'
+  SELECT DISTINCT op_seq, coalesce(ckey, skey) AS key
+  FROM blame_keys WHERE side = 'npu' AND io = 'output'
 )
 SELECT
   t.row_seq, t.op_seq, t.disp_name AS npu_name,
@@ -9,14 +10,12 @@ SELECT
   ed.candidates, ed.producer_row, pt.disp_name AS producer_name,
   pr.out_seq AS producer_seq, pe.err AS producer_err,
   -- (a backward record's incoming gradient is recorded as it arrives: never in place)
-  coalesce(ed.how = 'external', false)
-    AND regexp_matches(o.op_name, '\.forward(\.\d+)?$') AND EXISTS (
-    SELECT 1 FROM own_out oo
-    WHERE oo.side = 'npu' AND oo.op_seq = t.op_seq AND oo.key = coalesce(k.ckey, k.skey)
-  ) AS in_place
+  coalesce(ed.how = 'external', false) AND oo.op_seq IS NOT NULL
+    AND regexp_matches(o.op_name, '\.forward(\.\d+)?$') AS in_place
 FROM tensors t
 JOIN ops o ON o.side = 'npu' AND o.op_seq = t.op_seq
 LEFT JOIN blame_keys k ON k.side = 'npu' AND k.row_seq = t.row_seq
+LEFT JOIN own_out oo ON oo.op_seq = t.op_seq AND oo.key = coalesce(k.ckey, k.skey)
 LEFT JOIN compare_rows r ON r.npu_row = t.row_seq AND r.kind = 'matched'
 LEFT JOIN row_error e ON e.out_seq = r.out_seq
 LEFT JOIN blame_edges ed ON ed.side = 'npu' AND ed.consumer_row = t.row_seq

@@ -12,25 +12,29 @@ k AS (
   SELECT
     t.side, t.row_seq, t.op_seq, t.row_in_op, t.io, t.dtype, t.shape, t.numel,
     starts_with(o.op_name, 'Module.') OR starts_with(o.op_name, 'Cell.') AS is_module,
-    CASE WHEN h.h IS NOT NULL THEN 'h' || CAST(h.h AS VARCHAR)
-         WHEN (SELECT mode FROM settings) = 'md5' AND t.md5 IS NOT NULL THEN 'm' || t.md5
+    CASE WHEN h.h IS NOT NULL THEN hash('h', h.h)
+         WHEN (SELECT mode FROM settings) = 'md5' AND t.md5 IS NOT NULL THEN hash('m', t.md5)
     END AS content,
+    CASE WHEN h.h IS NOT NULL THEN 'hash'
+         WHEN (SELECT mode FROM settings) = 'md5' AND t.md5 IS NOT NULL THEN 'md5'
+    END AS chow,
     CASE WHEN t.max_num IS NOT NULL AND t.min_num IS NOT NULL AND t.mean_num IS NOT NULL
               AND t.norm_num IS NOT NULL
-         THEN concat_ws(',', CAST(t.max_num AS VARCHAR), CAST(t.min_num AS VARCHAR),
-                        CAST(t.mean_num AS VARCHAR), CAST(t.norm_num AS VARCHAR))
+         THEN hash('s', t.max_num, t.min_num, t.mean_num, t.norm_num)
     END AS stats
   FROM tensors t
   JOIN ops o ON o.side = t.side AND o.op_seq = t.op_seq
   LEFT JOIN hashed h ON h.side = t.side AND h.row_seq = t.row_seq
   WHERE t.is_tensor AND coalesce(t.numel, 0) > 0
 )
+-- keys are 64-bit hashes of what must be equal (a collision could only link a wrong producer)
 SELECT
   side, row_seq, op_seq, io, is_module,
   -- rows of one op sort after every row of the ops before it
   op_seq::BIGINT * 1048576 + row_in_op AS pos,
-  CASE WHEN content IS NOT NULL THEN concat_ws('|', dtype, shape, content) END AS ckey,
-  CASE WHEN starts_with(content, 'h') THEN 'hash' WHEN content IS NOT NULL THEN 'md5' END AS chow,
-  CASE WHEN stats IS NOT NULL THEN concat_ws('|', dtype, shape, stats) END AS skey,
-  concat_ws('|', dtype, CAST(numel AS VARCHAR), coalesce(content, 's' || stats)) AS rkey
+  CASE WHEN content IS NOT NULL THEN hash(dtype, shape, content) END AS ckey,
+  chow,
+  CASE WHEN stats IS NOT NULL THEN hash(dtype, shape, stats) END AS skey,
+  CASE WHEN coalesce(content, stats) IS NOT NULL
+       THEN hash(dtype, numel, coalesce(content, stats)) END AS rkey
 FROM k

@@ -3,7 +3,7 @@ WITH p AS (SELECT * FROM blame_params),
 rows AS (
   SELECT
     r.out_seq, t.op_seq, o.op_name, t.disp_name AS npu_name, t.io,
-    n.dtype AS npu_dtype, b.dtype AS bench_dtype,
+    t.dtype AS npu_dtype, b.dtype AS bench_dtype,
     e.err AS output_err, e.err_kind,
     bo.is_module, bo.has_inner, bo.direction, bo.collective, bo.prior_err,
     bi.link, bi.candidates, bi.producer_name, bi.producer_err, coalesce(bi.in_place, false) AS in_place,
@@ -22,7 +22,6 @@ rows AS (
     bd.band
   FROM compare_rows r
   JOIN tensors t ON t.side = 'npu' AND t.row_seq = r.npu_row
-  JOIN tensors n ON n.side = 'npu' AND n.row_seq = r.npu_row
   JOIN tensors b ON b.side = 'bench' AND b.row_seq = r.bench_row
   JOIN ops o ON o.side = 'npu' AND o.op_seq = t.op_seq
   JOIN blame_ops bo ON bo.op_seq = t.op_seq
