@@ -1,0 +1,80 @@
+"""Blame across ranks: a collective's output is explained by the inputs of the same call on every
+rank; the run's local sources are ranked worst first and the first one is named, with its rank."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from msq.blame.ranks import RankBlame, combine, write_json
+from msq.blame.summary import summarize
+from tests.blame_util import blame_con
+from tests.dumps import fwd, write_dump
+from tests.test_blame_links import s
+
+
+def rank_dump(a_out: float, reduced: float, b_out: float = 9) -> dict[str, Any]:
+    # all_reduce is in place: msprobe records its input before and its output after the op
+    return {
+        "Torch.a.0.forward": fwd(s(1), out=s(a_out)),
+        "Distributed.all_reduce.0.forward": fwd(s(a_out), out=s(reduced)),
+        "Torch.b.0.forward": fwd(s(reduced), out=s(b_out)),
+    }
+
+
+def run(tmp: Path, npu: list[dict[str, Any]], bench: list[dict[str, Any]]) -> list[RankBlame]:
+    parts = []
+    for rank, (n, b) in enumerate(zip(npu, bench)):
+        nj = write_dump(tmp / "npu" / "step0" / f"rank{rank}", n)
+        bj = write_dump(tmp / "bench" / "step0" / f"rank{rank}", b)
+        parts.append(RankBlame(rank, 0, summarize(blame_con(nj, bj))))
+    return parts
+
+
+def names(sources: list[dict[str, Any]]) -> list[tuple[int, str]]:
+    return [(x["rank"], x["npu_name"]) for x in sources]
+
+
+def test_an_error_that_arrives_through_a_collective_is_inherited(tmp_path: Path) -> None:
+    bench = [rank_dump(2, 5), rank_dump(3, 5)]
+    npu = [rank_dump(2, 5.5, 9.9), rank_dump(3.3, 5.5, 9.9)]  # rank 1's a.0 goes wrong
+    parts = run(tmp_path, npu, bench)
+    # on its own, rank 0's all_reduce output is not explained by rank 0's (equal) inputs
+    r0 = next(c for c in parts[0].summary.collectives if c["role"] == "output")
+    assert (r0["input_err"], r0["verdict"]) == (0.0, "inherited")
+    assert r0["reason"].startswith("through the collective")
+    result = combine(parts)
+    assert names(result.sources) == [(1, "Torch.a.0.forward.output.0")]
+    assert result.first is not None and result.first["rank"] == 1
+    assert result.counts["local"] == 1
+
+
+def test_a_collective_that_itself_goes_wrong_is_local_on_every_rank(tmp_path: Path) -> None:
+    bench = [rank_dump(2, 5), rank_dump(3, 5)]
+    npu = [rank_dump(2, 5.5, 9.9), rank_dump(3, 5.5, 9.9)]  # equal inputs everywhere
+    result = combine(run(tmp_path, npu, bench))
+    assert sorted(names(result.sources)) == [(0, "Distributed.all_reduce.0.forward.output.0"),
+                                             (1, "Distributed.all_reduce.0.forward.output.0")]
+    assert all(x["reason"].startswith("error enters in the collective") for x in result.sources)
+    assert [x["blame_rank"] for x in result.sources] == [1, 2]
+    assert result.first is not None and result.first["rank"] == 0
+
+
+def test_one_rank_alone_cannot_blame_its_collective(tmp_path: Path) -> None:
+    parts = run(tmp_path, [rank_dump(2, 5.5, 9.9)], [rank_dump(2, 5)])
+    assert combine(parts).sources == []
+
+
+def test_the_json_file_names_the_first_local_source(tmp_path: Path) -> None:
+    bench = [rank_dump(2, 5), rank_dump(3, 5)]
+    npu = [rank_dump(2, 5.5, 9.9), rank_dump(3.3, 5.5, 9.9)]
+    path = write_json(combine(run(tmp_path / "d", npu, bench)), tmp_path / "blame.json")
+    doc = json.loads(path.read_text())
+    first = doc["first_local_source"]
+    assert (first["rank"], first["step"], first["npu_name"]) == (1, 0, "Torch.a.0.forward.output.0")
+    assert first["input_err"] == 0.0 and first["amplification"] is None  # inf is not JSON
+    assert first["amplification_infinite"] is True
+    assert math.isclose(first["output_err"], 0.3 / 3.3)  # the Max moved by 0.3 of 3.3
+    assert doc["n_local_sources"] == 1 and doc["worst_local_source"] == first
