@@ -164,6 +164,12 @@ def main(ctx: click.Context, framework: str | None) -> None:
 @click.option("--sql-dir", type=click.Path(path_type=Path), default=None,
               help="Folder of SQL views that replace msq's own by name, laid out like sql/ "
                    "(e.g. DIR/compare/rules/marks.sql).")
+@click.option("--noise", "noise", type=click.Path(path_type=Path), default=None,
+              help="compare.json of a reference noise run (two bench-side runs of the same "
+                   "model): blame's floors come from it (docs/blame.md).")
+@click.option("--noise-label", default=None,
+              help="A reference noise run recorded in the history with this --label.")
+@click.option("--no-blame", is_flag=True, help="Do not work out where the error enters (blame).")
 @click.option("--fail-on", type=click.Choice(["red", "suspect"]), default=None,
               help="Exit with status 3 if any row is red, or if the advisor names a suspect.")
 @click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
@@ -186,6 +192,7 @@ def compare_cmd(ctx: click.Context, compare_json: Path | None, input_path: Path 
                 data_mapping: Path | None, api_mapping: str | None, cell_mapping: str | None,
                 layer_mapping: Path | None, compat: str | None, formats: str, db_path: Path | None,
                 no_history: bool, label: str | None, workers: int | None, sql_dir: Path | None,
+                noise: Path | None, noise_label: str | None, no_blame: bool,
                 fail_on: str | None, engine: str, ray_address: str | None,
                 ray_place: tuple[str, ...], resume: bool, quiet: bool, verbose: int) -> None:
     """Compare the two dumps that COMPARE_JSON names and write the workbook into -o."""
@@ -202,7 +209,8 @@ def compare_cmd(ctx: click.Context, compare_json: Path | None, input_path: Path 
         api_mapping=_mapping_flag(api_mapping), cell_mapping=_mapping_flag(cell_mapping),
         layer_mapping=layer_mapping, compat=compat, formats=formats, db=db_path,
         record=not no_history, label=label, workers=workers, sql_dir=sql_dir, engine=engine,
-        ray_address=ray_address, ray_place=list(ray_place) or None, resume=resume or None)
+        ray_address=ray_address, ray_place=list(ray_place) or None, resume=resume or None,
+        noise=noise, noise_label=noise_label, blame=not no_blame)
     print_summary(results, quiet=quiet, seconds=time.monotonic() - started)
     empty = [r for r in results if r.nothing_compared]
     for res in empty:  # not a pass (the default mode): say so, and exit 1

@@ -37,6 +37,10 @@ class Options:
     record: bool = True
     workers: int | None = None
     sql_dir: str | Path | None = None
+    blame: bool = True                       # blame (default mode only): where errors enter
+    noise: str | Path | None = None          # compare.json of a reference noise run
+    noise_label: str | None = None           # ... or a noise run recorded in the history
+    blame_run: Any = None                    # set by msq.blame.run.start_run (internal)
     is_print_compare_log: bool = True
     engine: str = "local"              # directory compares: local (process pool) | ray
     ray_address: str | None = None     # --engine ray: the cluster to join
@@ -200,6 +204,22 @@ def input_from_api(input_param: Any) -> SingleInput:
     return parsed
 
 
+def check_noise(opts: Options) -> None:
+    """The blame options: a reference noise run by path or by label, not both, and only where
+    blame runs (the default mode)."""
+    check_bool("blame", opts.blame)
+    if opts.noise is None and opts.noise_label is None:
+        return
+    if opts.noise is not None and opts.noise_label is not None:
+        raise UsageError("give the reference noise run once: --noise PATH or --noise-label LABEL")
+    if opts.is_compat or not opts.blame:
+        raise UsageError("a reference noise run sets blame's floors, and blame runs in the default "
+                         "mode only: drop --noise/--noise-label, or --compat/--no-blame")
+    if opts.noise is not None and not Path(opts.noise).is_file():
+        raise InputError(f"{opts.noise}: the reference noise run's compare.json does not exist; "
+                         "give the compare.json of two bench-side runs (--noise)")
+
+
 def options_from_kwargs(stack_mode: bool, auto_analyze: bool, fuzzy_match: bool,
                         kwargs: dict[str, Any]) -> Options:
     check_bool("stack_mode", stack_mode)
@@ -218,6 +238,7 @@ def options_from_kwargs(stack_mode: bool, auto_analyze: bool, fuzzy_match: bool,
         raise UsageError(f"unknown engine {opts.engine!r}; try one of: {', '.join(ENGINES)}")
     if opts.engine != "ray" and (opts.ray_address or opts.ray_place):
         raise UsageError("ray_address and ray_place need engine='ray' (--engine ray)")
+    check_noise(opts)
     if isinstance(opts.formats, str):
         opts.formats = tuple(f.strip() for f in opts.formats.split(",") if f.strip())
     return opts

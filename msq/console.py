@@ -37,12 +37,14 @@ def print_summary(results: Sequence[CompareResult], *, quiet: bool = False,
                    f"({_counts(res)}), {res.red} red, {res.yellow} yellow, {res.seconds:.1f}s")
         for line in verdict_lines(res):
             click.echo(f"  {printable(line)}")
+        _print_blame(res, len(results) == 1)
         for path in res.files:
             click.echo(f"  wrote {path}")
         if res.history_db is not None:
             click.echo(f"  recorded as compare {res.history_id} in {res.history_db}")
         if res.rows == 0:
             click.echo("  nothing to compare: no rows matched (no workbook written)")
+    _print_run_blame(results)
     total = total_line(results, seconds)
     if total is not None:
         click.echo(total)
@@ -106,6 +108,42 @@ def gate_line(results: Sequence[CompareResult], fail_on: str) -> str | None:
         return line
     place = f"{_where(hit[0])} " if several else ""
     return f"{line}; first: {place}{first.label}: {printable(first.name)}{why}"
+
+
+def _print_blame(res: Any, alone: bool) -> None:
+    """Where the error enters in this compare, and how much blame could link."""
+    summary = getattr(res, "blame", None)
+    if summary is None:
+        return
+    from msq.blame.summary import counts_line, linked_line, source_line
+
+    first = summary.first
+    if first is not None:
+        click.echo(f"  error enters at: {printable(source_line(first))}")
+    click.echo(f"  blame: {counts_line(summary)}; {linked_line(summary)}")
+    if alone and getattr(res, "blame_json", None) is not None:
+        click.echo(f"  wrote {res.blame_json}")
+
+
+def _print_run_blame(results: Sequence[Any]) -> None:
+    """A run of several compares: where the error enters first, over every rank and step."""
+    runs = [r.run_blame for r in results if getattr(r, "run_blame", None) is not None]
+    if len(results) < 2 or not runs:
+        return
+    from msq.blame.summary import source_line
+
+    run = runs[0]
+    first = run.first
+    if first is None:
+        click.echo(f"blame over {run.compares} compares: no local source (every difference is "
+                   "within its floor or explained by its inputs)")
+    else:
+        rank = f"rank {first['rank']}" if first["rank"] is not None else "rank -"
+        step = f", step {first['step']}" if first["step"] is not None else ""
+        click.echo(f"blame over {run.compares} compares: the error enters first at {rank}{step}: "
+                   f"{printable(source_line(first))}; {len(run.sources)} local "
+                   f"source{'' if len(run.sources) == 1 else 's'} in all")
+    click.echo(f"  wrote {results[0].blame_json}")
 
 
 #: Why rows are unmatched (the default mode's reason codes, sql/compare/rules/unmatched_reasons.sql)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from msq.blame.run import finish_run, start_run
 from msq.config import Options, options_from_kwargs
 from msq.errors import InputError, NothingComparedError, UsageError
 from msq.export.outputs import ensure_output_dir
@@ -271,7 +272,10 @@ def run_pair_jobs(jobs: list[PairJob], output_dir: Path, opts: Options) -> list[
     elif opts.resume:
         raise UsageError("--resume skips the pairs recorded in the history; it cannot be used "
                          "with --no-history")
-    return run_jobs(jobs, output_dir, opts)
+    start_run(opts, output_dir)  # the run's id (and noise bands) for every rank and step
+    results = run_jobs(jobs, output_dir, opts)
+    finish_run(results, output_dir, opts)  # every rank and step weighed together
+    return results
 
 
 def compare_distributed(npu_dump_dir: str | os.PathLike[str], bench_dump_dir: str | os.PathLike[str],

@@ -18,6 +18,8 @@ import pyarrow as pa
 
 from msq import db
 from msq.config import Options, SingleInput, input_from_api, options_from_kwargs
+from msq.blame.export import write_blame_outputs
+from msq.blame.run import blame_compare, finish_run, start_run
 from msq.errors import DumpError, InputError, NothingComparedError
 from msq.export.outputs import MARK_REASON, ensure_output_dir, write_outputs
 from msq.export.xlsx import renderer
@@ -202,6 +204,8 @@ def _run_single(inp: SingleInput, output_dir: Path, opts: Options, suffix: str,
         else:
             write_outputs(con, mode, output_dir, opts, suffix, stamp, result,
                           report_writer(con, mode, opts, result))
+            if result.blame is not None:
+                write_blame_outputs(con, output_dir, opts, suffix, stamp, result)
             clock.lap("outputs")
         if recorder is not None:  # the compares row names the outputs: only now is it complete
             ctx = RecordContext(inp, opts, result, output_dir, started, framework)
@@ -223,7 +227,8 @@ def compute(inp: SingleInput, opts: Options, output_dir: Path, suffix: str,
     the summary is counted. Nothing is written (but a ``-lm`` mapping file). A single-card
     compare then writes from ``con``; a directory compare's pair ships the tables to the driver
     (msq/pair_tables.py). Returns the compare's connection (the caller closes it), the mode,
-    the NPU side's framework and the summary."""
+    the NPU side's framework and the summary (with its blame: ``blame_rows`` and
+    ``blame_edges`` are tables in ``con`` too)."""
     clock = clock or _Clock()
     con, mode, framework, npu, bench = prepare(inp, opts)
     clock.lap("load")
@@ -246,6 +251,9 @@ def compute(inp: SingleInput, opts: Options, output_dir: Path, suffix: str,
     result.compat = opts.is_compat
     summarize(con, mode, result)
     clock.lap("summary")
+    # where the error enters (default mode); its tables feed the outputs and the history
+    result.blame = blame_compare(con, mode, inp, opts)
+    clock.lap("blame")
     return con, mode, framework, result
 
 
@@ -361,4 +369,9 @@ def run_compare(inp: SingleInput, output_dir: Path, opts: Options, suffix: str =
         check_target(opts.db, output_dir)
     if not inp.npu_json.is_file() or not inp.bench_json.is_file():
         raise InputError(f"{inp.npu_json} / {inp.bench_json}: both must be dump.json files")
-    return run_single(inp, output_dir, opts, suffix, early)
+    standalone = opts.blame_run is None  # not one rank of a directory compare
+    start_run(opts, output_dir)
+    result = run_single(inp, output_dir, opts, suffix, early)
+    if standalone:
+        finish_run([result], output_dir, opts)
+    return result

@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 #: Data rows below the header on one sheet (Excel's 1,048,576 rows, less the header); the
 #: workbook writer (msq/export/xlsx.py) continues on Sheet2, Sheet3, ... after that many.
@@ -88,6 +89,12 @@ class CompareResult:
     unmatched_reasons: dict[tuple[str, str], int] = field(default_factory=dict)
     #: the default mode compared nothing (no matched row): why, and a hint; "" otherwise
     nothing_compared: str = ""
+    #: blame of this compare (msq.blame.summary.BlameSummary); None with --compat or --no-blame
+    blame: Any = None
+    #: blame of the whole run, every rank and step weighed together (msq.blame.ranks.RunBlame),
+    #: and the JSON file naming its first local source; the same for every compare of the run
+    run_blame: Any = None
+    blame_json: Path | None = None
 
     @property
     def suspect_ref(self) -> RowRef | None:

@@ -1,6 +1,6 @@
 """Build a compare's blame tables: parameters, module nesting, noise bands, then the views.
 
-The views live in ``sql/blame/`` (one per file): ``blame_keys`` (content keys of every tensor
+The views live in ``sql/compare/blame/`` (one per file): ``blame_keys`` (content keys of every tensor
 row), ``blame_edges`` (the dataflow: each input linked to its producer), ``blame_inputs``,
 ``blame_ops`` (the error each op's inputs bring) and ``blame_rows`` (the verdict of every
 compared row). Each is materialised in turn (with ``row_error``): the next ones and every output
@@ -66,26 +66,27 @@ def load_nesting(con: duckdb.DuckDBPyConnection, side: str, dump_json: Path) -> 
     return len(rows)
 
 
-def run_blame(con: duckdb.DuckDBPyConnection, mode: str, npu_json: Path, bench_json: Path,
-              bands: pa.Table | None = None, noise_source: str | None = None,
-              user_dirs: Iterable[Path] = ()) -> None:
+def run_blame(con: duckdb.DuckDBPyConnection, mode: str, npu_json: Path, bench_json: Path, *,
+              run_id: str | None = None, bands: pa.Table | None = None,
+              noise_source: str | None = None, user_dirs: Iterable[Path] = ()) -> None:
     """Compute blame for the compare in ``con`` (its rows, errors and metrics are in place).
 
     Args:
         con: the compare's connection (``compare_rows``, ``row_error``, ``tensor_metrics``).
         mode: statistics, md5 or tensor.
+        run_id: the msq compare this compare is part of (every rank and step of it).
         npu_json: the NPU dump.json (its construct.json gives the module nesting).
         bench_json: the bench dump.json.
         bands: ``npu_name, band`` of a reference noise run (see :mod:`msq.blame.noise`).
         noise_source: what the bands come from (a path or a history label), for the outputs.
         user_dirs: user SQL folders (a ``blame/`` folder there overrides a view by name).
     """
-    con.execute("INSERT INTO blame_params VALUES (?, ?, ?)",
-                [FLOOR_FACTOR, AMP_LIMIT, noise_source if bands is not None else None])
+    con.execute("INSERT INTO blame_params VALUES (?, ?, ?, ?)",
+                [run_id, FLOOR_FACTOR, AMP_LIMIT, noise_source if bands is not None else None])
     load_nesting(con, "npu", npu_json)
     load_nesting(con, "bench", bench_json)
     if bands is not None and bands.num_rows:
         db.insert_arrow(con, "blame_bands", bands.select(["npu_name", "band"]))
-    db.load_views(con, stages=("blame",), user_dirs=user_dirs, variants=[mode])
+    db.load_views(con, folders=("compare/blame",), user_dirs=user_dirs, variants=[mode])
     for view in MATERIALIZED:
         db.materialize(con, view)

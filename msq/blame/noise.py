@@ -12,11 +12,15 @@ by its label.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+
+from msq.errors import HistoryError
 
 log = logging.getLogger("msq")
 
@@ -59,3 +63,60 @@ def _select(table: pa.Table, rank: int | None, step: int | None) -> pa.Table:
         return pc.is_null(column) if value is None else pc.equal(column, value)
 
     return table.filter(pc.and_(match("rank", rank), match("step", step)))
+
+
+def bands_of(results: list[Any]) -> pa.Table:
+    """The noise bands the compares of a reference noise run give (by rank, step, row name)."""
+    from msq.history.recorder import parse_rank_step  # lazy: the history package is heavy
+
+    rows = []
+    for result in results:
+        if result.blame is None:
+            continue
+        rank, step = parse_rank_step(Path(result.npu_path))
+        rows += [(rank, step, name, band) for name, band in result.blame.bands]
+    return bands_table(rows)
+
+
+def run_reference(compare_json: Path, output_dir: Path, opts: Any) -> pa.Table:
+    """Compare the reference noise run ``compare_json`` (outputs in ``output_dir/noise``, recorded
+    in the compare's history with the label ``<label>-noise`` or ``noise``); return its bands."""
+    from msq.config import SingleInput, parse_compare_json
+    from msq.distributed import run_dir_compare
+    from msq.pipeline import run_compare
+
+    from msq.history.store import resolve_db_path
+
+    # recorded beside the compare it serves (its bands can be named by label later)
+    noise_opts = dataclasses.replace(
+        opts, noise=None, noise_label=None, blame_run=None,
+        label=f"{opts.label}-noise" if opts.label else "noise",
+        db=str(resolve_db_path(opts.db, output_dir)) if opts.record else opts.db)
+    out = output_dir / "noise"
+    inp = parse_compare_json(compare_json)
+    if isinstance(inp, SingleInput):
+        results = [run_compare(inp, out, noise_opts)]
+    else:
+        results = run_dir_compare(inp.npu_dir, inp.bench_dir, out, noise_opts)
+    table = bands_of(results)
+    log.info("blame: reference noise run %s: %d compares, %d rows with a noise band (outputs "
+             "in %s)", compare_json, len(results), table.num_rows, out)
+    return table
+
+
+def from_history(db_opt: str | Path | None, output_dir: Path, label: str) -> pa.Table:
+    """The bands of the noise run recorded with ``label`` (its newest compare per rank, step)."""
+    from msq import db
+    from msq.history.query import query
+    from msq.history.store import resolve_db_path
+
+    path = resolve_db_path(db_opt, output_dir)
+    quoted = db.quote_str(label)
+    found = query(path, f"SELECT count(*) FROM compares WHERE label = {quoted}").rows[0][0]
+    if not found:
+        raise HistoryError(f"{path}: no compare recorded with the label {label!r}; record the "
+                           "reference noise run first (msq compare NOISE.json --label "
+                           f"{label}) or give it with --noise NOISE.json")
+    table = query(path, "SELECT rank, step, npu_name, band FROM noise_bands "
+                        f"WHERE label = {quoted} AND band > 0")
+    return bands_table(table.rows)

@@ -2,7 +2,7 @@
 
 Each rank pair is compared on its own (in its own process); a collective's output that its own
 rank's inputs do not explain is left *inherited* there, provisionally. This pass puts the ranks
-side by side with the history's own ``blame`` view (``sql/history_blame/blame.sql``): the inputs
+side by side with the history's own ``blame`` view (``sql/history/views/blame.sql``): the inputs
 of the same call on every rank decide, and the run's local sources are ranked worst first. The
 run's first local source (earliest step, then execution order) goes to the console and to a
 small JSON file for scripts.
@@ -66,9 +66,9 @@ class RunBlame:
         return self.sources[0] if self.sources else None
 
 
-def view_sql() -> str:
+def view_file() -> db.SqlFile:
     """The history's ``blame`` view (one file serves the history and this pass)."""
-    return (db.sql_root() / "history_blame" / f"{VIEW}.sql").read_text(encoding="utf-8")
+    return db.sql_file(f"history/views/{VIEW}.sql")
 
 
 def _rows_table(parts: list[RankBlame], run_id: str) -> pa.Table:
@@ -107,7 +107,7 @@ def combine(parts: list[RankBlame], run_id: str | None = None) -> RunBlame:
         con.executemany("INSERT INTO compares VALUES (?, ?, ?, NULL)",
                         [[i, p.rank, p.step] for i, p in enumerate(parts, start=1)])
         db.insert_arrow(con, "blame_rows", table, create=True)
-        db.create_view(con, VIEW, view_sql(), f"sql/history_blame/{VIEW}.sql")
+        db.create_view(con, view_file())
         cur = con.execute(f"SELECT * FROM {VIEW} WHERE verdict = 'local' ORDER BY blame_rank")
         names = [d[0] for d in cur.description]
         result.sources = [dict(zip(names, r)) for r in cur.fetchall()]

@@ -31,6 +31,8 @@ class BlameSummary:
         links: linked inputs per link kind (hash, md5, statistics, reshape, external).
         noise_source: the reference noise run the floors came from, or None (dtype floors).
         floor_factor, amp_limit: the thresholds used (see msq.blame).
+        bands: ``(npu_name, band)`` of the rows that add an error over their inputs: the noise
+            bands this compare gives when it is a reference noise run (msq.blame.noise).
     """
 
     counts: dict[str, int] = field(default_factory=dict)
@@ -42,6 +44,7 @@ class BlameSummary:
     noise_source: str | None = None
     floor_factor: float = 0.0
     amp_limit: float = 0.0
+    bands: list[tuple[str, float]] = field(default_factory=list)
 
     @property
     def first(self) -> dict[str, Any] | None:
@@ -73,7 +76,9 @@ def summarize(con: duckdb.DuckDBPyConnection) -> BlameSummary:
         inputs=int(sum(links.values())), linked=int(sum(v for k, v in links.items()
                                                         if k != "external")),
         links={k: int(v) for k, v in links.items()}, noise_source=noise,
-        floor_factor=float(factor), amp_limit=float(limit))
+        floor_factor=float(factor), amp_limit=float(limit),
+        bands=[(str(n), float(b)) for n, b in con.execute(
+            "SELECT npu_name, band FROM blame_rows WHERE band > 0 ORDER BY out_seq").fetchall()])
 
 
 def fmt_err(value: float | None) -> str:
@@ -106,3 +111,29 @@ def linked_line(summary: BlameSummary) -> str:
     kinds = ", ".join(f"{k} {v}" for k, v in sorted(summary.links.items()) if k != "external")
     return (f"{summary.linked} of {summary.inputs} tensor inputs linked to their producer"
             f"{f' ({kinds})' if kinds else ''}")
+
+
+#: Local sources the advisor file names.
+ADVISOR_SOURCES = 5
+
+
+def counts_line(summary: BlameSummary) -> str:
+    """``1 local source, 248 inherited, 408 clean``."""
+    local = summary.counts.get("local", 0)
+    return (f"{local} local source{'' if local == 1 else 's'}, "
+            f"{summary.counts.get('inherited', 0)} inherited, {summary.counts.get('clean', 0)} clean")
+
+
+def advisor_text(summary: BlameSummary) -> str:
+    """The advisor file's blame section: the top local sources, each with why."""
+    head = "Where the error enters (blame, local sources worst first; see docs/blame.md):\n"
+    if not summary.sources:
+        return head + ("  no local source: every difference is within its floor or explained by "
+                       "its inputs\n")
+    lines = [f"  {i}. {source_line(src)}; {src['reason']}"
+             for i, src in enumerate(summary.sources[:ADVISOR_SOURCES], start=1)]
+    more = len(summary.sources) - ADVISOR_SOURCES
+    if more > 0:
+        lines.append(f"  ... and {more} more (the blame sheet and the history's blame view "
+                     "list them all)")
+    return head + "\n".join(lines) + "\n"

@@ -238,6 +238,10 @@ def write_advisor(out_dir: Path, suffix: str, result: CompareResult, *, compat: 
     path = out_dir / f"advisor{suffix}_{stamp}.txt"
     text = (f"Line: {advisor_line(result, compat)}\nSuspect Nodes: {result.suspect}\n"
             f"Expert Advice: {result.advice}\n")
+    if result.blame is not None:  # the default mode: where the error enters (--compat: none)
+        from msq.blame.summary import advisor_text
+
+        text += advisor_text(result.blame)
     with atomic_write(path) as tmp:
         tmp.write_text(text, encoding="utf-8")
     return path

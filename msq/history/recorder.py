@@ -144,6 +144,7 @@ class Recorder:
         self._overlap = overlap
         self._cursor = con.cursor()
         self._rows_sql = prepare_rows(self._cursor, mode)
+        self._blame_sql = prepare_blame(self._cursor)
         self._timeout = lock_timeout(timeout)
         self._row: dict[str, Any] | None = None
         self._go = threading.Event()    # set when the compares row is handed over (or on abort)
@@ -245,6 +246,9 @@ class Recorder:
             cur.execute(f"INSERT INTO {ALIAS}.result_rows BY NAME "
                         f"SELECT ?::BIGINT AS compare_id, * FROM (\n{self._rows_sql}\n)",
                         [compare_id])
+            for table, sql in self._blame_sql:
+                cur.execute(f"INSERT INTO {ALIAS}.{table} BY NAME "
+                            f"SELECT ?::BIGINT AS compare_id, * FROM (\n{sql}\n)", [compare_id])
             _insert_compare(cur, compare_id, self._wait_for_row())
             self._before_commit()
             cur.execute("COMMIT")
@@ -303,6 +307,17 @@ def prepare_rows(con: duckdb.DuckDBPyConnection, mode: str) -> str:
     except duckdb.Error as err:
         raise SqlFileError(f"{source.origin}: {err}") from err
     return db.sql_file(f"history/record/hist_rows_{mode}.sql").body
+
+
+def prepare_blame(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str]]:
+    """``(history table, SELECT)`` of the compare's blame rows and edges; none when the compare
+    has no blame (``--compat msprobe-1.1``, ``--no-blame``)."""
+    found = db.scalar(con, "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'blame_rows' "
+                           "AND database_name = current_database()")
+    if not found:
+        return []
+    return [(table, db.sql_file(f"history/record/hist_{table}.sql").body)
+            for table in ("blame_rows", "blame_edges")]
 
 
 def _rollback(con: duckdb.DuckDBPyConnection, home: str) -> None:

@@ -1,6 +1,7 @@
 -- Blame (docs/blame.md): its parameters, the noise bands of a reference noise run and the
--- module nesting of construct.json. Filled by msq/blame before the sql/blame views are read.
+-- module nesting of construct.json. Filled by msq/blame before the sql/compare/blame views are read.
 CREATE TABLE IF NOT EXISTS blame_params (
+  run_id VARCHAR,        -- the msq compare this one is part of (every rank and step of it)
   floor_factor DOUBLE,   -- local = beyond floor_factor x the row's floor ...
   amp_limit DOUBLE,      -- ... and beyond amp_limit x the error its inputs bring
   noise_source VARCHAR   -- the reference noise run (path or history label); NULL: dtype floors

@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tests.blame_util import blame_con, edges, local_names, verdicts
+from tests.blame.util import blame_con, edges, local_names, verdicts
 from tests.dumps import bwd, fwd, t, write_dump
 
 

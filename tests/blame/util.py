@@ -21,8 +21,9 @@ def blame_con(npu_json: Path, bench_json: Path, bands: pa.Table | None = None,
     """The compare's connection up to its blame tables (no outputs written)."""
     options = Options(record=False, **opts)
     con = db.connect()
-    mode, npu, bench = prepare(con, SingleInput(npu_json, bench_json, None), options)
-    pair_rows(con, options)
+    inp = SingleInput(npu_json, bench_json, None)
+    mode, framework, npu, bench = prepare(con, inp, options)
+    pair_rows(con, inp, options, framework, npu_json.parent, "")
     if mode == "tensor":
         fill_tensor_metrics(con, npu.tensor_dir, bench.tensor_dir, options, None)
     write_windows(con, options.is_compat)

@@ -1,0 +1,57 @@
+"""Blame's outputs of one compare: its own sheet in the workbook and ``blame_*.csv/.parquet``.
+
+The msprobe-format sheet is left as it is; blame's rows (the compare's ``blame`` view) go beside it.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import duckdb
+
+from msq.config import Options
+from msq.db import atomic_write, csv_guard, quote_ident, quote_str
+from msq.result import CompareResult
+
+log = logging.getLogger("msq")
+
+#: The columns of blame's CSV/Parquet files and sheet, in order (the view ``blame``; ``row`` is
+#: the workbook row of the compared row).
+COLUMNS = ("row", "npu_name", "op_name", "io", "role", "direction", "verdict", "blame_rank",
+           "input_err", "output_err", "amplification", "floor", "floor_source", "err_kind",
+           "reason", "via", "link", "candidates", "out_seq")
+TEXT = {"npu_name", "op_name", "io", "role", "direction", "verdict", "floor_source", "err_kind",
+        "reason", "via", "link"}
+
+
+def blame_query() -> str:
+    """Every blame row in workbook order, with the workbook row it describes."""
+    cols = ", ".join("out_seq + 2 AS row" if c == "row" else quote_ident(c) for c in COLUMNS)
+    return f"SELECT {cols} FROM blame ORDER BY out_seq"
+
+
+def write_table(con: duckdb.DuckDBPyConnection, path: Path, fmt: str) -> None:
+    """``blame_*.csv`` (every cell quoted, formula-like texts guarded) or typed Parquet."""
+    if fmt == "csv":
+        select = ", ".join(f"{csv_guard(quote_ident(c))} AS {quote_ident(c)}" if c in TEXT
+                           else quote_ident(c) for c in COLUMNS)
+        options = "FORMAT csv, HEADER true, FORCE_QUOTE *"
+    else:
+        select, options = "*", "FORMAT parquet"
+    with atomic_write(path) as tmp:
+        con.execute(f"COPY (SELECT {select} FROM ({blame_query()})) TO {quote_str(tmp)} "
+                    f"({options})")
+
+
+def write_blame_outputs(con: duckdb.DuckDBPyConnection, out_dir: Path, opts: Options,
+                        suffix: str, stamp: str, result: CompareResult) -> None:
+    """The blame files of the formats asked for (the workbook's blame sheet is written with the
+    workbook itself)."""
+    for fmt in opts.formats:
+        if fmt not in ("csv", "parquet"):
+            continue
+        path = out_dir / f"blame{suffix}_{stamp}.{fmt}"
+        write_table(con, path, fmt)
+        result.files.append(path)
+        log.info("Blame is in %s", path)

@@ -1,0 +1,92 @@
+"""Blame in a compare run: before the compares (the run's id, the reference noise run), in each
+compare (the pipeline's hook), and after them (every rank and step weighed together, the JSON).
+
+A *run* is one ``msq compare`` (or one API call): a single compare, or every rank and step of a
+directory compare. Its compares share a ``run_id``, the scope of the history's ``blame_rank``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import duckdb
+import pyarrow as pa
+
+from msq.blame import noise
+from msq.blame.compute import run_blame
+from msq.blame.ranks import RankBlame, combine, new_run_id, write_json
+from msq.blame.summary import BlameSummary, summarize
+
+if TYPE_CHECKING:
+    from msq.config import Options, SingleInput
+    from msq.result import CompareResult
+
+log = logging.getLogger("msq")
+
+
+@dataclass
+class BlameRun:
+    """What every compare of a run shares: its id and the reference noise run's bands."""
+
+    run_id: str
+    bands: pa.Table | None = None
+    noise_source: str | None = None
+
+
+def blame_on(opts: Options) -> bool:
+    """Blame runs in the default mode, unless ``--no-blame``."""
+    return bool(opts.blame) and not opts.is_compat
+
+
+def start_run(opts: Options, output_dir: Path) -> None:
+    """Give the run its id and, when one is named, the reference noise run's bands (a noise
+    compare.json is compared now, into ``output_dir/noise``). Idempotent."""
+    if not blame_on(opts) or opts.blame_run is not None:
+        return
+    run = BlameRun(new_run_id())
+    if opts.noise is not None:
+        run.bands, run.noise_source = noise.run_reference(Path(opts.noise), output_dir, opts), \
+            str(opts.noise)
+    elif opts.noise_label is not None:
+        run.bands = noise.from_history(opts.db, output_dir, opts.noise_label)
+        run.noise_source = f"history label {opts.noise_label}"
+    opts.blame_run = run
+
+
+def blame_compare(con: duckdb.DuckDBPyConnection, mode: str, inp: SingleInput,
+                  opts: Options) -> BlameSummary | None:
+    """The pipeline's hook: blame of one compare (its tables stay in ``con`` for the outputs
+    and the history); None when blame is off."""
+    if not blame_on(opts):
+        return None
+    from msq.history.recorder import parse_rank_step  # lazy: the history package is heavy
+
+    run = opts.blame_run or BlameRun(new_run_id())
+    rank, step = parse_rank_step(Path(inp.npu_json))
+    run_blame(con, mode, Path(inp.npu_json), Path(inp.bench_json), run_id=run.run_id,
+              bands=noise.bands_for(run.bands, rank, step), noise_source=run.noise_source,
+              user_dirs=[Path(opts.sql_dir)] if opts.sql_dir else [])
+    return summarize(con)
+
+
+def finish_run(results: list[CompareResult], output_dir: Path, opts: Options) -> None:
+    """Weigh the run's compares together, write ``blame_<stamp>.json`` and hand the run's blame
+    to every result (the console prints it)."""
+    from msq.history.recorder import parse_rank_step
+
+    parts = [RankBlame(*parse_rank_step(Path(r.npu_path)), r.blame, r.title)
+             for r in results if r.blame is not None]
+    if not parts:
+        return
+    run_id = opts.blame_run.run_id if opts.blame_run is not None else None
+    run = combine(parts, run_id)
+    stamp = time.strftime("%Y%m%d%H%M%S")
+    path = write_json(run, output_dir / f"blame_{stamp}.json")
+    log.info("blame: the run's local sources are in %s", path)
+    for result in results:
+        result.run_blame, result.blame_json = run, path
+
