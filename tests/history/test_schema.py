@@ -9,6 +9,7 @@ import duckdb
 import pytest
 from click.testing import CliRunner
 
+from msq import db as db_sql
 from msq import history
 from msq.cli import main
 from msq.errors import HistoryError
@@ -95,3 +96,23 @@ def test_a_version_1_file_gains_the_reason_column(made: tuple[Path, Path], tmp_p
     fresh = tmp_path / "fresh.duckdb"
     run_api(red, tmp_path / "out2", db=fresh)
     assert history.query(fresh, "SELECT * FROM result_rows").columns == [*before, "reason"]
+
+
+def test_a_version_2_file_gets_the_blame_tables(made: tuple[Path, Path], tmp_path: Path) -> None:
+    """Version 3 added blame: a file written before it is migrated at its next recording, its
+    compares kept (without blame rows), the new compare with them."""
+    cj, _ = made
+    old = tmp_path / "v2.duckdb"
+    con = duckdb.connect(str(old))
+    con.execute(db_sql.sql_file("history/schema/10_tables.sql").text)
+    con.execute("INSERT INTO meta VALUES ('schema_version', '2')")
+    con.close()
+    run_api(cj, tmp_path / "out", db=old)
+    assert history.query(old, "SELECT value FROM meta WHERE key = 'schema_version'").rows == [
+        (str(schema.SCHEMA_VERSION),)]
+    got = history.query(old, "SELECT compare_id, count(*), count(verdict) FROM blame "
+                             "GROUP BY ALL").rows
+    assert got == [(1, 13, 13)]
+    # the migration script creates what a new file's schema creates
+    assert db_sql.sql_file("history/migrate/v3.sql").text.split("\n", 1)[1] == \
+        db_sql.sql_file("history/schema/20_blame.sql").text.split("\n", 2)[2]
