@@ -17,9 +17,9 @@ import duckdb
 import pyarrow as pa
 
 from msq import db
-from msq.config import Options, SingleInput, input_from_api, options_from_kwargs
 from msq.blame.export import write_blame_outputs
 from msq.blame.run import blame_compare, finish_run, start_run
+from msq.config import Options, SingleInput, input_from_api, options_from_kwargs
 from msq.errors import DumpError, InputError, NothingComparedError
 from msq.export.outputs import MARK_REASON, ensure_output_dir, write_outputs
 from msq.export.xlsx import renderer

@@ -83,9 +83,8 @@ def run_reference(compare_json: Path, output_dir: Path, opts: Any) -> pa.Table:
     in the compare's history with the label ``<label>-noise`` or ``noise``); return its bands."""
     from msq.config import SingleInput, parse_compare_json
     from msq.distributed import run_dir_compare
-    from msq.pipeline import run_compare
-
     from msq.history.store import resolve_db_path
+    from msq.pipeline import run_compare
 
     # recorded beside the compare it serves (its bands can be named by label later)
     noise_opts = dataclasses.replace(

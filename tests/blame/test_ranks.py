@@ -10,9 +10,9 @@ from typing import Any
 
 from msq.blame.ranks import RankBlame, combine, write_json
 from msq.blame.summary import summarize
+from tests.blame.test_links import s
 from tests.blame.util import blame_con
 from tests.dumps import fwd, write_dump
-from tests.blame.test_links import s
 
 
 def rank_dump(a_out: float, reduced: float, b_out: float = 9) -> dict[str, Any]:
