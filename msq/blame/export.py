@@ -1,6 +1,7 @@
-"""Blame's outputs of one compare: its own sheet in the workbook and ``blame_*.csv/.parquet``.
+"""Blame's outputs of one compare: its own sheet in the workbook (the local sources, worst
+first) and ``blame_*.csv/.parquet`` (every compared row).
 
-The msprobe-format sheet is left as it is; blame's rows (the compare's ``blame`` view) go beside it.
+The msprobe-format sheet is left as it is; blame goes beside it (the compare's ``blame`` view).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import duckdb
 
 from msq.config import Options
 from msq.db import atomic_write, csv_guard, quote_ident, quote_str
+from msq.export.xlsx import SheetSpec
 from msq.result import CompareResult
 
 log = logging.getLogger("msq")
@@ -29,6 +31,36 @@ def blame_query() -> str:
     """Every blame row in workbook order, with the workbook row it describes."""
     cols = ", ".join("out_seq + 2 AS row" if c == "row" else quote_ident(c) for c in COLUMNS)
     return f"SELECT {cols} FROM blame ORDER BY out_seq"
+
+
+#: The blame sheet of the workbook: the local sources, worst first (every row is in the CSV,
+#: Parquet and the history: a second full-size sheet would double the workbook's time).
+SHEET_COLUMNS = ("blame_rank", "row", "npu_name", "input_err", "output_err", "amplification",
+                 "floor", "floor_source", "reason", "via", "op_name", "err_kind")
+SHEET_HEADERS = ("Blame rank", "Row", "NPU Name", "Input error", "Output error", "Amplification",
+                 "Floor", "Floor source", "Why", "Worst input", "Op", "Error figure")
+
+
+_FIGURES = ("input_err", "output_err", "amplification", "floor")
+
+
+def _sheet_cell(col: str) -> str:
+    if col == "row":
+        return "out_seq + 2 AS row"
+    if col in _FIGURES:  # inf is a number no cell can hold: written as the text "inf"
+        q = quote_ident(col)
+        return (f"CASE WHEN {q} IS NULL OR isfinite({q}) THEN union_value(n := {q})::cell "
+                f"ELSE union_value(s := CAST({q} AS VARCHAR))::cell END AS {q}")
+    return quote_ident(col)
+
+
+def sheet_spec() -> SheetSpec:
+    """The workbook's ``blame`` sheet (see ``SHEET_COLUMNS``), in blame_rank order."""
+    cols = ", ".join(_sheet_cell(c) for c in SHEET_COLUMNS)
+    # the writer puts rows in out_seq order: the rank is the order here
+    query = (f"SELECT blame_rank - 1 AS out_seq, * "
+             f"FROM (SELECT {cols} FROM blame WHERE verdict = 'local')")
+    return SheetSpec(query, SHEET_COLUMNS, SHEET_HEADERS, None, browse=True)
 
 
 def write_table(con: duckdb.DuckDBPyConnection, path: Path, fmt: str) -> None:

@@ -121,10 +121,26 @@ def _write_workbook(con: duckdb.DuckDBPyConnection, mode: str, cols: list[str],
 
     # the default mode's workbook is for browsing 100k rows; --compat keeps msprobe's layout
     browse = not scalar(con, "SELECT compat FROM settings")
+    extra = _blame_sheet(con)
     sheets = write_xlsx(con, SheetSpec(rows, cols, cols, marks, browse=browse), path,
-                        on_extra_sheet=extra_sheet)
+                        on_extra_sheet=extra_sheet, extra=extra) - len(extra)
     if sheets > 1:
         log.warning("%s holds %d sheets (Excel's row limit)", path.name, sheets)
+
+
+def _has_blame(con: duckdb.DuckDBPyConnection) -> bool:
+    """The compare has blame (the default mode): its own sheet goes beside msprobe's."""
+    return bool(scalar(con, "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'blame_rows' "
+                            "AND database_name = current_database()"))
+
+
+def _blame_sheet(con: duckdb.DuckDBPyConnection) -> list[tuple[str, SheetSpec]]:
+    """The ``blame`` sheet: the local sources, worst first (msq.blame.export)."""
+    if not _has_blame(con):
+        return []
+    from msq.blame.export import sheet_spec
+
+    return [("blame", sheet_spec())]
 
 
 def _write_csv(con: duckdb.DuckDBPyConnection, mode: str, cols: list[str], path: Path) -> None:

@@ -321,22 +321,26 @@ def _sheet_name(index: int, pandas_style: bool = False) -> str:
 
 
 def _finish_package(zf: zipfile.ZipFile, n_sheets: int, *, pandas_style: bool = False,
-                    styles: str = _STYLES, filters: Sequence[str] = ()) -> None:
-    """The package's other parts; ``filters``: each sheet's autofilter range (A1:Z9), named as
-    Excel names it (``_xlnm._FilterDatabase``)."""
+                    styles: str = _STYLES, filters: Sequence[str] = (),
+                    extra_names: Sequence[str] = ()) -> None:
+    """The package's other parts; ``extra_names``: the names of the sheets after the first
+    ``n_sheets`` (msprobe's Sheet, Sheet2, ...); ``filters``: each sheet's autofilter range
+    (A1:Z9, "" for none), named as Excel names it (``_xlnm._FilterDatabase``)."""
+    names = [_sheet_name(i, pandas_style) for i in range(n_sheets)] + list(extra_names)
+    n_sheets = len(names)
     overrides = "\n".join(
         f'<Override PartName="/xl/worksheets/sheet{i + 1}.xml" '
         'ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml"/>'
         for i in range(n_sheets))
     zf.writestr("[Content_Types].xml", _CONTENT_TYPES.format(sheets=overrides))
     zf.writestr("_rels/.rels", _ROOT_RELS)
-    sheets = "".join(f'<sheet name="{_sheet_name(i, pandas_style)}" sheetId="{i + 1}" '
-                     f'r:id="rId{i + 1}"/>' for i in range(n_sheets))
+    sheets = "".join(f'<sheet name="{_xml_text(name)}" sheetId="{i + 1}" r:id="rId{i + 1}"/>'
+                     for i, name in enumerate(names))
     zf.writestr("xl/workbook.xml", (
         '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n'
         '<workbook xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main" '
         'xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships">'
-        f"<sheets>{sheets}</sheets>{_filter_names(filters)}</workbook>"))
+        f"<sheets>{sheets}</sheets>{_filter_names(filters, names)}</workbook>"))
     rels = "".join(
         f'<Relationship Id="rId{i + 1}" Type="http://schemas.openxmlformats.org/officeDocument/2006/'
         f'relationships/worksheet" Target="worksheets/sheet{i + 1}.xml"/>' for i in range(n_sheets))
@@ -349,13 +353,17 @@ def _finish_package(zf: zipfile.ZipFile, n_sheets: int, *, pandas_style: bool = 
     zf.writestr("xl/styles.xml", styles)
 
 
-def _filter_names(filters: Sequence[str]) -> str:
-    if not filters:
-        return ""
-    names = "".join(
+def _filter_names(filters: Sequence[str], sheets: Sequence[str]) -> str:
+    defined = "".join(
         f'<definedName name="_xlnm._FilterDatabase" localSheetId="{i}" hidden="1">'
-        f"{_sheet_name(i)}!{_absolute(ref)}</definedName>" for i, ref in enumerate(filters))
-    return f"<definedNames>{names}</definedNames>"
+        f"{_xml_text(_sheet_ref(sheets[i]))}!{_absolute(ref)}</definedName>"
+        for i, ref in enumerate(filters) if ref)
+    return f"<definedNames>{defined}</definedNames>" if defined else ""
+
+
+def _sheet_ref(name: str) -> str:
+    """A sheet's name in a formula: quoted when it holds more than letters, digits and _."""
+    return name if re.fullmatch(r"\w+", name) else "'" + name.replace("'", "''") + "'"
 
 
 def _absolute(ref: str) -> str:
@@ -365,7 +373,8 @@ def _absolute(ref: str) -> str:
 
 def write_xlsx(con: duckdb.DuckDBPyConnection, spec: SheetSpec, path: Path,
                on_extra_sheet: Callable[[int], None] | None = None,
-               max_rows: int | None = None, mode: int | None = None) -> int:
+               max_rows: int | None = None, mode: int | None = None,
+               extra: Sequence[tuple[str, SheetSpec]] = ()) -> int:
     """Write the workbook atomically (temp name, then rename); return the number of sheets.
 
     Args:
@@ -375,6 +384,8 @@ def write_xlsx(con: duckdb.DuckDBPyConnection, spec: SheetSpec, path: Path,
         on_extra_sheet: called with the sheet number each time the rows continue on a new sheet.
         max_rows: rows per sheet, header included (default Excel's 1,048,576; read at call time).
         mode: the file's permission bits (default: as the process creates files).
+        extra: named sheets written after the main one(s), e.g. ``("blame", spec)``; one that
+            passes the row limit continues on ``name (2)``, ...
 
     Returns:
         The number of sheets written.
@@ -383,33 +394,51 @@ def write_xlsx(con: duckdb.DuckDBPyConnection, spec: SheetSpec, path: Path,
     if rows_per_sheet < 2:
         raise ExportError(f"max_rows must leave room for the header and a row, got {rows_per_sheet}")
     with atomic_write(path, mode=mode) as tmp:
-        return _write_package(con, spec, tmp, on_extra_sheet, rows_per_sheet)
+        return _write_package(con, spec, tmp, on_extra_sheet, rows_per_sheet, extra)
 
 
 def _write_package(con: duckdb.DuckDBPyConnection, spec: SheetSpec, tmp: Path,
-                   on_extra_sheet: Callable[[int], None] | None, max_rows: int) -> int:
+                   on_extra_sheet: Callable[[int], None] | None, max_rows: int,
+                   extra: Sequence[tuple[str, SheetSpec]] = ()) -> int:
+    bold = spec.pandas_style or spec.browse  # pandas' bold header (its style is style 6)
+    with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as zf:
+        filters = _write_sheets(zf, con, spec, max_rows, on_extra_sheet)
+        n_sheets = len(filters)
+        names: list[str] = []
+        for name, more in extra:
+            more_filters = _write_sheets(zf, con, more, max_rows, None, first=len(filters) + 1)
+            names += [name if k == 0 else f"{name} ({k + 1})" for k in range(len(more_filters))]
+            filters += more_filters
+        _finish_package(zf, n_sheets, pandas_style=spec.pandas_style,
+                        styles=_PANDAS_STYLES if bold else _STYLES, filters=filters,
+                        extra_names=names)
+    return len(filters)
+
+
+def _write_sheets(zf: zipfile.ZipFile, con: duckdb.DuckDBPyConnection, spec: SheetSpec,
+                  max_rows: int, on_extra_sheet: Callable[[int], None] | None,
+                  first: int = 1) -> list[str]:
+    """The rows of ``spec`` as worksheets ``sheet<first>.xml``, ...; return each one's
+    autofilter range ("" without one): one entry per sheet written."""
     source = _c_rows(con, spec)
     rows = _rendered_rows(con, spec) if source is None else None
     total = source.n_rows if source is not None else len(rows or ())
-    bold = spec.pandas_style or spec.browse  # pandas' bold header (its style is style 6)
+    bold = spec.pandas_style or spec.browse
     layout = _Layout(_header_xml(spec.headers, _HEADER_STYLE if bold else ""), len(spec.columns),
                      _widths(con, spec) if spec.browse else None, spec.browse)
-    with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as zf:
-        with _Sheets(zf, layout, max_rows - 1, total, on_extra_sheet) as sheets:
-            if source is not None:
-                for start in range(0, source.n_rows, _BATCH_ROWS):
-                    count = min(_BATCH_ROWS, source.n_rows - start)
-                    sheets.add(count, functools.partial(source.render, start))
-            else:
-                assert rows is not None
-                for chunk in rows.chunks:
-                    for start in range(0, len(chunk), _BATCH_ROWS):
-                        batch = chunk.slice(start, _BATCH_ROWS)
-                        sheets.add(len(batch), functools.partial(_tagged, batch))
-            n_sheets = sheets.close()
-        _finish_package(zf, n_sheets, pandas_style=spec.pandas_style,
-                        styles=_PANDAS_STYLES if bold else _STYLES, filters=sheets.filters)
-    return n_sheets
+    with _Sheets(zf, layout, max_rows - 1, total, on_extra_sheet, first) as sheets:
+        if source is not None:
+            for start in range(0, source.n_rows, _BATCH_ROWS):
+                count = min(_BATCH_ROWS, source.n_rows - start)
+                sheets.add(count, functools.partial(source.render, start))
+        else:
+            assert rows is not None
+            for chunk in rows.chunks:
+                for start in range(0, len(chunk), _BATCH_ROWS):
+                    batch = chunk.slice(start, _BATCH_ROWS)
+                    sheets.add(len(batch), functools.partial(_tagged, batch))
+        count = sheets.close()
+    return sheets.filters if spec.browse else [""] * count
 
 
 _BATCH_ROWS = 20_000
@@ -530,8 +559,9 @@ class _Sheets:
     """
 
     def __init__(self, zf: zipfile.ZipFile, layout: _Layout, per_sheet: int, total: int,
-                 on_extra_sheet: Callable[[int], None] | None) -> None:
+                 on_extra_sheet: Callable[[int], None] | None, first: int = 1) -> None:
         self.zf, self.layout, self.per_sheet, self.total = zf, layout, per_sheet, total
+        self.first = first  # the number of the first worksheet part (sheet<first>.xml)
         self.on_extra_sheet = on_extra_sheet
         self.filters: list[str] = []  # each sheet's autofilter range, when it has one
         self.count = 0    # sheets opened
@@ -591,7 +621,8 @@ class _Sheets:
 
     # -- in the writer thread ------------------------------------------------------------------
     def _open_entry(self, number: int, rows: int) -> None:
-        self._sheet = self.zf.open(f"xl/worksheets/sheet{number}.xml", "w", force_zip64=True)
+        part = self.first - 1 + number
+        self._sheet = self.zf.open(f"xl/worksheets/sheet{part}.xml", "w", force_zip64=True)
         self._sheet.write(self.layout.head(rows))
         self._rows = rows
 

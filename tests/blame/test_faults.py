@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import openpyxl
 import pytest
 
 from msq import history
@@ -122,6 +123,30 @@ def test_the_bf16_port_has_no_local_source_and_its_carried_errors_are_inherited(
     # and as the default match pairs it
     db = run("port_bf16", tmp_path / "default")
     assert history.query(db, "SELECT count(*) FROM blame WHERE verdict = 'local'").rows == [(0,)]
+
+
+def test_the_workbook_has_a_blame_sheet_beside_the_unchanged_msprobe_sheet(
+        tmp_path: Path) -> None:
+    run("stat_two_sources", tmp_path / "default")
+    run("stat_two_sources", tmp_path / "compat", compat="msprobe-1.1")
+    book = openpyxl.load_workbook(next((tmp_path / "default").glob("compare_result_*.xlsx")),
+                                  read_only=True)
+    assert book.sheetnames == ["Sheet", "blame"]
+    header, *rows = [list(r) for r in book["blame"].iter_rows(values_only=True)]
+    col = {name: i for i, name in enumerate(header)}
+    # the local sources, worst first, each with its row in the msprobe sheet
+    assert [r[col["Blame rank"]] for r in rows] == list(range(1, len(rows) + 1))
+    want = {e["op"] for e in case_doc("stat_two_sources")["expected_local"]}
+    assert {r[col["Op"]] for r in rows} == want
+    sheet = [list(r) for r in book["Sheet"].iter_rows(values_only=True)]
+    for r in rows:
+        assert sheet[r[col["Row"]] - 1][0] == r[col["NPU Name"]]
+    # an infinite amplification (equal inputs) is written as the text "inf"
+    assert all(isinstance(r[col["Amplification"]], (int, float)) or r[col["Amplification"]] == "inf"
+               for r in rows)
+    compat = openpyxl.load_workbook(next((tmp_path / "compat").glob("compare_result_*.xlsx")),
+                                    read_only=True)
+    assert compat.sheetnames == ["Sheet"]
 
 
 def _row_names(dump_json: Path) -> set[str]:

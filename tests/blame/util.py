@@ -8,7 +8,6 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from msq import db
 from msq.blame.compute import run_blame
 from msq.config import Options, SingleInput
 from msq.highlight import write_windows
@@ -20,9 +19,8 @@ def blame_con(npu_json: Path, bench_json: Path, bands: pa.Table | None = None,
               **opts: Any) -> duckdb.DuckDBPyConnection:
     """The compare's connection up to its blame tables (no outputs written)."""
     options = Options(record=False, **opts)
-    con = db.connect()
     inp = SingleInput(npu_json, bench_json, None)
-    mode, framework, npu, bench = prepare(con, inp, options)
+    con, mode, framework, npu, bench = prepare(inp, options)
     pair_rows(con, inp, options, framework, npu_json.parent, "")
     if mode == "tensor":
         fill_tensor_metrics(con, npu.tensor_dir, bench.tensor_dir, options, None)

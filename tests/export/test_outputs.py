@@ -35,7 +35,9 @@ def outputs(out: Path) -> dict[str, Path]:
 
 def xlsx_rows(path: Path) -> list[list[Any]]:
     book = openpyxl.load_workbook(path, read_only=True)
-    rows = [list(r) for ws in book.worksheets for r in ws.iter_rows(values_only=True)]
+    # the msprobe-format sheets (blame's own sheet is beside them: tests/blame/test_faults.py)
+    rows = [list(r) for ws in book.worksheets if ws.title != "blame"
+            for r in ws.iter_rows(values_only=True)]
     book.close()
     return rows
 
@@ -204,8 +206,8 @@ def test_xlsx_continues_on_further_sheets_with_a_header_each(
         logging.getLogger("msq").removeHandler(seen)
     files = {p.suffix: p for p in (tmp_path / "out").glob("compare_result_*")}
     book = openpyxl.load_workbook(files[".xlsx"])
-    assert book.sheetnames == ["Sheet", "Sheet2", "Sheet3"]
-    sheets = [[[c.value for c in row] for row in ws.iter_rows()] for ws in book.worksheets]
+    assert book.sheetnames == ["Sheet", "Sheet2", "Sheet3", "blame"]
+    sheets = [[[c.value for c in row] for row in ws.iter_rows()] for ws in book.worksheets[:3]]
     header = csv_rows(files[".csv"])[0][:-len(MARKS)]
     assert [len(s) for s in sheets] == [6, 6, 4]
     assert all(s[0] == header for s in sheets)

@@ -80,7 +80,7 @@ SELECT
        WHEN collective THEN 'through the collective: the error comes from another rank (or the collective itself); compare every rank'
        WHEN is_module AND has_inner THEN 'inside the module, in code the dump does not record: its ops and inputs do not explain it'
        WHEN coalesce(input_err, 0) = 0 THEN 'error enters here: its inputs are equal'
-       ELSE 'error enters here: beyond ' || CAST((SELECT amp_limit FROM p) AS VARCHAR)
+       ELSE 'error enters here: beyond ' || printf('%g', (SELECT amp_limit FROM p))
             || ' x the error of its input ' || coalesce(via, '?')
   END AS reason,
   link, candidates, via,
