@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from msq.blame.run import finish_run, start_run
-from msq.config import Options, options_from_kwargs
+from msq.config import Options, SingleInput, options_from_kwargs
 from msq.errors import InputError, NothingComparedError, UsageError
 from msq.export.outputs import ensure_output_dir
 from msq.pair_tables import PairFailure, PairTables, compute_pair
@@ -272,10 +272,20 @@ def run_pair_jobs(jobs: list[PairJob], output_dir: Path, opts: Options) -> list[
     elif opts.resume:
         raise UsageError("--resume skips the pairs recorded in the history; it cannot be used "
                          "with --no-history")
-    start_run(opts, output_dir)  # the run's id (and noise bands) for every rank and step
+    # the run's id (and noise bands) for every rank and step; a no-op when msq.runner started it
+    start_run(opts, output_dir, _noise_dispatch)
     results = run_jobs(jobs, output_dir, opts)
     finish_run(results, output_dir, opts)  # every rank and step weighed together
     return results
+
+
+def _noise_dispatch(inp: Any, output_dir: Path, opts: Options) -> list[CompareResult]:
+    """A reference noise run given to :func:`compare_distributed`: directories, or one card."""
+    if isinstance(inp, SingleInput):
+        from msq.pipeline import run_compare
+
+        return [run_compare(inp, output_dir, opts)]
+    return run_dir_compare(inp.npu_dir, inp.bench_dir, output_dir, opts)
 
 
 def compare_distributed(npu_dump_dir: str | os.PathLike[str], bench_dump_dir: str | os.PathLike[str],

@@ -2,7 +2,8 @@
 
 :func:`compute_pair` runs the compare pipeline of one pair up to its result: the workbook rows
 (``result_<mode>``), their colours (``marks``), each row's op (what the history records), the
-settings row and the summary counts. It writes nothing but the ``-lm`` mapping file (which the
+settings row, the summary counts and, in the default mode, the pair's blame (its rows, thresholds
+and dataflow edges). It writes nothing but the ``-lm`` mapping file (which the
 pair's own compare reads back); the driver (:mod:`msq.run_writer`) writes the workbooks, CSV,
 Parquet, advisor files and the history from these tables, the same way for every engine. It runs
 in a process-pool worker (``--engine local``) or as a Ray task (``--engine ray``): everything it
@@ -50,6 +51,8 @@ class PairTables:
     marks: pa.Table | None              # marks (red / yellow and the rules); None in md5 mode
     settings: pa.Table                  # the one settings row (stack, cross_framework, ...)
     row_ops: pa.Table | None            # hist_row_ops: out_seq -> op_name (history, html)
+    blame: Any = None                   # msq.blame.summary.BlameSummary (None: blame is off)
+    blame_tables: dict[str, pa.Table] = field(default_factory=dict)  # BLAME_TABLES, with blame
     logs: list[logging.LogRecord] = field(default_factory=list)
     node: str = ""                      # where it ran (set by the Ray engine)
 
@@ -96,12 +99,29 @@ def _compute(job: PairJob, opts: Options, output_dir: Path) -> PairTables:
             settings=_arrow(con, "SELECT * FROM settings"),
             # each row's op: the history's rows and the HTML report's are keyed by it
             row_ops=_arrow(con, db.sql_file("history/record/hist_row_ops.sql").body)
-            if opts.record or "html" in opts.formats else None)
+            if opts.record or "html" in opts.formats else None,
+            blame=result.blame,
+            blame_tables=_blame_tables(con) if result.blame is not None else {})
     finally:
         if early is not None:
             early.cancel()
         if con is not None:
             con.close()
+
+
+#: A pair's blame, as the driver's outputs and history read it: its rows and thresholds (the
+#: ``blame`` view and sql/history/record/hist_blame_rows.sql read them) and its dataflow edges
+#: already in the history's shape (their SQL needs the pair's ``compare_rows``).
+BLAME_TABLES = {"blame_rows": "SELECT * FROM blame_rows",
+                "blame_params": "SELECT * FROM blame_params",
+                "hist_blame_edges": "history/record/hist_blame_edges.sql"}
+
+
+def _blame_tables(con: Any) -> dict[str, pa.Table]:
+    from msq import db
+
+    return {name: _arrow(con, db.sql_file(sql).body if sql.endswith(".sql") else sql)
+            for name, sql in BLAME_TABLES.items()}
 
 
 def _arrow(con: Any, sql: str) -> pa.Table:

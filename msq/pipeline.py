@@ -20,7 +20,7 @@ from msq import db
 from msq.blame.export import write_blame_outputs
 from msq.blame.run import blame_compare, finish_run, start_run
 from msq.config import Options, SingleInput, input_from_api, options_from_kwargs
-from msq.errors import DumpError, InputError, NothingComparedError
+from msq.errors import DumpError, InputError, NothingComparedError, UsageError
 from msq.export.outputs import MARK_REASON, ensure_output_dir, write_outputs
 from msq.export.xlsx import renderer
 from msq.flatten import C_PADDING, check_stack_c, reader
@@ -369,9 +369,17 @@ def run_compare(inp: SingleInput, output_dir: Path, opts: Options, suffix: str =
         check_target(opts.db, output_dir)
     if not inp.npu_json.is_file() or not inp.bench_json.is_file():
         raise InputError(f"{inp.npu_json} / {inp.bench_json}: both must be dump.json files")
-    standalone = opts.blame_run is None  # not one rank of a directory compare
-    start_run(opts, output_dir)
+    start_run(opts, output_dir, _single_card_noise)  # a no-op when msq.runner started it
     result = run_single(inp, output_dir, opts, suffix, early)
-    if standalone:
-        finish_run([result], output_dir, opts)
+    finish_run([result], output_dir, opts)
     return result
+
+
+def _single_card_noise(inp: Any, output_dir: Path, opts: Options) -> list[CompareResult]:
+    """A reference noise run given to :func:`compare`: one card (directories are compared by
+    msq.runner and msq.distributed, above this module)."""
+    if not isinstance(inp, SingleInput):
+        raise UsageError("a reference noise run of directories goes with a directory compare "
+                         "(msq compare, run_from_compare_json, compare_distributed); compare() "
+                         "takes a single-card one")
+    return [run_compare(inp, output_dir, opts)]

@@ -3,8 +3,9 @@
 The engines (a local process pool, or Ray tasks) compute each rank x step pair into a
 :class:`~msq.pair_tables.PairTables`; :class:`RunWriter` takes them in pair order and, with one
 DuckDB connection, registers each pair's Arrow tables under the names the exporters read
-(``result_<mode>``, ``marks``, ``settings``), writes the workbook, CSV/Parquet and advisor file
-with the same code as a single-card compare, and records the pair in the history.
+(``result_<mode>``, ``marks``, ``settings``, and blame's ``blame_rows``, ``blame_params``,
+``hist_blame_edges``), writes the workbook, CSV/Parquet and advisor file (and blame's sheet and
+files) with the same code as a single-card compare, and records the pair in the history.
 
 The history is written here only (msq/history/run_recorder.py): attached once for the whole run,
 one transaction per pair, so a stopped run keeps exactly the pairs it finished and ``--resume``
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from msq import db
+from msq.blame.export import write_blame_outputs
 from msq.config import Options, SingleInput
 from msq.export.outputs import write_outputs
 from msq.history import RecordContext, compare_row, resolve_db_path
@@ -62,11 +64,15 @@ class RunWriter:
             names["marks"] = tables.marks
         if tables.row_ops is not None:
             names["hist_row_ops"] = tables.row_ops
+        names.update(tables.blame_tables)  # blame_rows, blame_params, hist_blame_edges
+        result.blame = tables.blame
         for name, table in names.items():
             # tables, not registered views: the exporters also read through cursors
             self.con.register("_pair_in", table)
             self.con.execute(f'CREATE OR REPLACE TABLE "{name}" AS SELECT * FROM _pair_in')
             self.con.unregister("_pair_in")
+        if tables.blame_tables:  # the blame sheet, files and HTML report read the view blame
+            db.create_view(self.con, db.sql_file("compare/blame/blame.sql"))
         try:
             if result.rows == 0:
                 log.warning("Can`t match any op: no rows to compare; no workbook written")
@@ -74,16 +80,21 @@ class RunWriter:
                 stamp = time.strftime("%Y%m%d%H%M%S", time.localtime(tables.started))
                 write_outputs(self.con, mode, self.output_dir, self.opts, job.suffix, stamp,
                               result, report_writer(self.con, mode, self.opts, result))
+                if result.blame is not None:
+                    write_blame_outputs(self.con, self.output_dir, self.opts, job.suffix, stamp,
+                                        result)
             if self.history is not None:
                 ctx = RecordContext(inp, self.opts, result, self.output_dir, tables.started,
                                     tables.framework)
-                result.history_id = self.history.record(mode, compare_row(ctx, self.con))
+                result.history_id = self.history.record(mode, compare_row(ctx, self.con),
+                                                        blame=bool(tables.blame_tables))
                 result.history_db = Path(os.path.abspath(self.history.path))
         except BaseException:
             for path in result.files:  # written, but the pair is not recorded: drop them
                 Path(path).unlink(missing_ok=True)
             raise
         finally:
+            self.con.execute("DROP VIEW IF EXISTS blame")  # a pair without blame has none
             for name in names:
                 self.con.execute(f'DROP TABLE "{name}"')
         result.seconds = time.time() - tables.started

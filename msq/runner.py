@@ -26,6 +26,17 @@ def run_from_compare_json(compare_json: Path, output_dir: Path, *, framework: st
     if framework == "pytorch" and (opts.api_mapping or opts.cell_mapping):
         raise UsageError("-am and -cm map MindSpore names; use them with -f mindspore")
     inp = parse_compare_json(compare_json)
+    if opts.noise is not None:
+        # blame's reference noise run, compared first (one card or directories, as here);
+        # without one the compare starts its blame itself, after the early tensor start
+        from msq.blame.run import start_run  # lazy: duckdb and pyarrow
+
+        start_run(opts, output_dir, dispatch)
+    return dispatch(inp, output_dir, opts)
+
+
+def dispatch(inp: SingleInput | DirInput, output_dir: Path, opts: Options) -> list[CompareResult]:
+    """Compare one card, or directories (ranks and steps, or kernel dumps)."""
     if isinstance(inp, SingleInput) and opts.engine == "ray":
         # one pair on the cluster: a real-data pair's tensors go out as Ray tasks
         from msq.distributed import PairJob, run_pair_jobs

@@ -17,7 +17,9 @@ import sys
 import textwrap
 import time
 from pathlib import Path
+from typing import Any
 
+import duckdb
 import pytest
 
 from tests.engine_compare import file_differences, history_rows, outputs, pair_counts
@@ -310,3 +312,44 @@ def test_an_address_where_no_cluster_listens_fails_in_seconds(tmp_path):
     assert done.returncode == 2, done.stderr[-2000:]
     assert "cannot join the Ray cluster at 127.0.0.1:1" in done.stderr
     assert time.monotonic() - started < 120  # not the minutes Ray would keep retrying
+
+
+# --------------------------------------------------------------------------------------------
+# blame across ranks (tests/data/faults/dist_tp_stat: the fault on rank 1 before an all_reduce)
+
+FAULTS = Path(__file__).resolve().parent / "data" / "faults"
+
+
+def _blame(out: Path) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], dict[str, Any]]:
+    """(the run's blame rows, its edges, the JSON's first local source), run ids left out."""
+    con = duckdb.connect(str(out / "msq.duckdb"), read_only=True)
+    try:
+        rows = con.execute("""
+            SELECT rank, step, out_seq, npu_name, verdict, input_err, output_err, reason,
+                   blame_rank
+            FROM blame ORDER BY step, rank, out_seq""").fetchall()
+        edges = con.execute("""
+            SELECT c.rank, e.side, e.consumer_seq, e.producer_seq, e.how
+            FROM blame_edges e JOIN compares c USING (compare_id)
+            ORDER BY c.rank, e.side, e.consumer_seq""").fetchall()
+    finally:
+        con.close()
+    first = json.loads(next(out.glob("blame_*.json")).read_text())["first_local_source"]
+    return rows, edges, first
+
+
+def test_blame_across_ranks_on_ray_equals_local(cluster, tmp_path):
+    case = FAULTS / "dist_tp_stat"
+    args = ["compare", "compare.json", "--format", "xlsx,csv", "-q"]
+    ray_done = on_ray(cluster, [*args, "-o", str(tmp_path / "ray")], case)
+    local_done = local([*args, "-o", str(tmp_path / "local")], case)
+    assert ray_done.returncode == 0 and local_done.returncode == 0, ray_done.stderr[-2000:]
+    assert file_differences(tmp_path / "ray", tmp_path / "local") == []
+    rows, edges, first = _blame(tmp_path / "ray")
+    assert (rows, edges, first) == _blame(tmp_path / "local")
+    # the injected op, on its rank, is the run's only local source; the all_reduce inherits
+    assert [(r[0], r[3]) for r in rows if r[4] == "local"] == \
+        [(1, "Functional.linear.6.forward.output.0")]
+    assert (first["rank"], first["op_name"]) == (1, "Functional.linear.6.forward")
+    assert {r[4] for r in rows if r[3].startswith("Distributed.all_reduce.0.forward.output")} \
+        == {"inherited"}

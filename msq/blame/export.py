@@ -41,6 +41,7 @@ SHEET_HEADERS = ("Blame rank", "Row", "NPU Name", "Input error", "Output error",
                  "Floor", "Floor source", "Why", "Worst input", "Op", "Error figure")
 
 
+_CELL = "UNION(n DOUBLE, s VARCHAR, b BOOLEAN)"
 _FIGURES = ("input_err", "output_err", "amplification", "floor")
 
 
@@ -49,8 +50,9 @@ def _sheet_cell(col: str) -> str:
         return "out_seq + 2 AS row"
     if col in _FIGURES:  # inf is a number no cell can hold: written as the text "inf"
         q = quote_ident(col)
-        return (f"CASE WHEN {q} IS NULL OR isfinite({q}) THEN union_value(n := {q})::cell "
-                f"ELSE union_value(s := CAST({q} AS VARCHAR))::cell END AS {q}")
+        # the type spelled out (the schema's type cell): a directory compare's driver has none
+        return (f"CASE WHEN {q} IS NULL OR isfinite({q}) THEN union_value(n := {q})::{_CELL} "
+                f"ELSE union_value(s := CAST({q} AS VARCHAR))::{_CELL} END AS {q}")
     return quote_ident(col)
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -78,25 +78,25 @@ def bands_of(results: list[Any]) -> pa.Table:
     return bands_table(rows)
 
 
-def run_reference(compare_json: Path, output_dir: Path, opts: Any) -> pa.Table:
-    """Compare the reference noise run ``compare_json`` (outputs in ``output_dir/noise``, recorded
-    in the compare's history with the label ``<label>-noise`` or ``noise``); return its bands."""
-    from msq.config import SingleInput, parse_compare_json
-    from msq.distributed import run_dir_compare
+#: Compares one compare.json's input into a folder with the given options (the caller's
+#: dispatch: a single card, or directories where the caller can run them).
+Dispatch = Callable[[Any, Path, Any], list[Any]]
+
+
+def run_reference(compare_json: Path, output_dir: Path, opts: Any, dispatch: Dispatch) -> pa.Table:
+    """Compare the reference noise run ``compare_json`` with ``dispatch`` (outputs in
+    ``output_dir/noise``, recorded in the compare's history with the label ``<label>-noise`` or
+    ``noise``); return its bands."""
+    from msq.config import parse_compare_json
     from msq.history.store import resolve_db_path
-    from msq.pipeline import run_compare
 
     # recorded beside the compare it serves (its bands can be named by label later)
     noise_opts = dataclasses.replace(
-        opts, noise=None, noise_label=None, blame_run=None,
+        opts, noise=None, noise_label=None, blame_run=None, resume=False,
         label=f"{opts.label}-noise" if opts.label else "noise",
         db=str(resolve_db_path(opts.db, output_dir)) if opts.record else opts.db)
     out = output_dir / "noise"
-    inp = parse_compare_json(compare_json)
-    if isinstance(inp, SingleInput):
-        results = [run_compare(inp, out, noise_opts)]
-    else:
-        results = run_dir_compare(inp.npu_dir, inp.bench_dir, out, noise_opts)
+    results = dispatch(parse_compare_json(compare_json), out, noise_opts)
     table = bands_of(results)
     log.info("blame: reference noise run %s: %d compares, %d rows with a noise band (outputs "
              "in %s)", compare_json, len(results), table.num_rows, out)

@@ -42,15 +42,15 @@ def blame_on(opts: Options) -> bool:
     return bool(opts.blame) and not opts.is_compat
 
 
-def start_run(opts: Options, output_dir: Path) -> None:
+def start_run(opts: Options, output_dir: Path, dispatch: noise.Dispatch) -> None:
     """Give the run its id and, when one is named, the reference noise run's bands (a noise
-    compare.json is compared now, into ``output_dir/noise``). Idempotent."""
+    compare.json is compared now with ``dispatch``, into ``output_dir/noise``). Idempotent."""
     if not blame_on(opts) or opts.blame_run is not None:
         return
     run = BlameRun(new_run_id())
     if opts.noise is not None:
-        run.bands, run.noise_source = noise.run_reference(Path(opts.noise), output_dir, opts), \
-            str(opts.noise)
+        bands = noise.run_reference(Path(opts.noise), output_dir, opts, dispatch)
+        run.bands, run.noise_source = bands, str(opts.noise)
     elif opts.noise_label is not None:
         run.bands = noise.from_history(opts.db, output_dir, opts.noise_label)
         run.noise_source = f"history label {opts.noise_label}"

@@ -8,7 +8,8 @@ process that wants the file waits until the run ends (``MSQ_DB_TIMEOUT``).
 
 A pair's rows come from the same SQL as a single-card compare's (``sql/history/record/``), over
 the pair's tables, which the driver has put in its connection under the names that SQL reads
-(``result_<mode>``, ``marks``, ``settings``, ``hist_row_ops``).
+(``result_<mode>``, ``marks``, ``settings``, ``hist_row_ops``; blame's ``blame_rows``,
+``blame_params`` and ``hist_blame_edges``).
 """
 
 from __future__ import annotations
@@ -74,16 +75,22 @@ class RunRecorder:
             self._rows_sql[mode] = rows.replace("hist_result", f"hist_result_{mode}")
         return self._rows_sql[mode]
 
-    def record(self, mode: str, row: dict[str, Any]) -> int:
-        """One pair's rows and compares row, in one transaction; returns its compare_id."""
+    def record(self, mode: str, row: dict[str, Any], *, blame: bool = False) -> int:
+        """One pair's rows (and, with ``blame``, its blame rows and edges) and compares row, in
+        one transaction; returns its compare_id."""
         con = self.con
         rows_sql = self._rows(mode)
+        inserts = [("result_rows", rows_sql)]
+        if blame:  # over the pair's blame_rows, blame_params and hist_blame_edges
+            inserts += [("blame_rows", db.sql_file("history/record/hist_blame_rows.sql").body),
+                        ("blame_edges", "SELECT * FROM hist_blame_edges")]
         con.execute("BEGIN TRANSACTION")
         try:
             compare_id = int(db.scalar(con, "SELECT coalesce(max(compare_id), 0) + 1 "
                                             f"FROM {ALIAS}.compares"))
-            con.execute(f"INSERT INTO {ALIAS}.result_rows BY NAME "
-                        f"SELECT ?::BIGINT AS compare_id, * FROM (\n{rows_sql}\n)", [compare_id])
+            for table, sql in inserts:
+                con.execute(f"INSERT INTO {ALIAS}.{table} BY NAME "
+                            f"SELECT ?::BIGINT AS compare_id, * FROM (\n{sql}\n)", [compare_id])
             _insert_compare(con, compare_id, row)
             con.execute("COMMIT")
         except BaseException as err:

@@ -16,6 +16,8 @@ import openpyxl
 import pytest
 
 from msq import history
+from msq.errors import UsageError
+from msq.pipeline import compare
 from msq.runner import run_from_compare_json
 
 FAULTS = Path(__file__).resolve().parents[1] / "data" / "faults"
@@ -173,3 +175,13 @@ def _row_names(dump_json: Path) -> set[str]:
                 for i, value in enumerate(entry[key] or []):
                     walk(value, f"{op}.{io}.{i}")
     return names
+
+
+def test_the_api_compare_refuses_a_noise_run_of_directories(tmp_path: Path) -> None:
+    case = FAULTS / "stat_fwd" / "npu" / "step0" / "rank"
+    bench = FAULTS / "stat_fwd" / "bench" / "step0" / "rank"
+    with pytest.raises(UsageError, match="reference noise run of directories"):
+        compare({"npu_json_path": str(case / "dump.json"),
+                 "bench_json_path": str(bench / "dump.json"), "stack_json_path": None},
+                tmp_path, noise=FAULTS / "dist_tp_stat" / "compare_noise.json", record=False)
+    assert not list(tmp_path.glob("compare_result_*"))

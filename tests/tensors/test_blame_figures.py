@@ -136,3 +136,17 @@ def test_files_through_ranges_and_the_pool_give_the_whole_tensor_figures(
     assert table[0]["bench_hash"] != table[0]["npu_hash"]
     assert table[1]["sq_diff"] == 0.0
     assert math.isclose(table[0]["sq_diff"], whole.sq_diff, rel_tol=1e-9)
+
+
+def test_arrays_compared_in_chunks_give_the_whole_arrays_figures() -> None:
+    """compare_arrays over several chunks: the hash is of the whole content (each chunk at its
+    place), and the sums and metrics are those of one pass."""
+    rng = np.random.default_rng(9)
+    n = rng.standard_normal(10_000).astype(np.float32)
+    b = (n + rng.standard_normal(10_000).astype(np.float32) * 1e-3).astype(np.float32)
+    one = compare_arrays(n.copy(), b.copy(), compat=False)
+    chunked = compare_arrays(n.copy(), b.copy(), compat=False, chunk=1024)
+    assert chunked.npu_hash == one.npu_hash == chash.hash_values(n)
+    assert chunked.bench_hash == one.bench_hash != one.npu_hash
+    assert math.isclose(chunked.sq_diff, one.sq_diff, rel_tol=1e-9)
+    assert math.isclose(chunked.cosine, one.cosine, rel_tol=1e-12)
