@@ -70,7 +70,9 @@ def blame_compare(con: duckdb.DuckDBPyConnection, mode: str, inp: SingleInput,
     run_blame(con, mode, Path(inp.npu_json), Path(inp.bench_json), run_id=run.run_id,
               bands=noise.bands_for(run.bands, rank, step), noise_source=run.noise_source,
               user_dirs=[Path(opts.sql_dir)] if opts.sql_dir else [])
-    return summarize(con)
+    summary = summarize(con)
+    summary.rank = rank
+    return summary
 
 
 def finish_run(results: list[CompareResult], output_dir: Path, opts: Options) -> None:

@@ -45,6 +45,7 @@ class BlameSummary:
     floor_factor: float = 0.0
     amp_limit: float = 0.0
     bands: list[tuple[str, float]] = field(default_factory=list)
+    rank: int | None = None  # the compare's rank (directory compares; None for one card)
 
     @property
     def first(self) -> dict[str, Any] | None:
@@ -130,7 +131,7 @@ def advisor_text(summary: BlameSummary) -> str:
     if not summary.sources:
         return head + ("  no local source: every difference is within its floor or explained by "
                        "its inputs\n")
-    lines = [f"  {i}. {source_line(src)}; {src['reason']}"
+    lines = [f"  {i}. {source_line(src, summary.rank)}; {src['reason']}"
              for i, src in enumerate(summary.sources[:ADVISOR_SOURCES], start=1)]
     more = len(summary.sources) - ADVISOR_SOURCES
     if more > 0:

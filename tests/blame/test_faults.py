@@ -78,6 +78,11 @@ def test_the_two_rank_fault_is_inherited_through_the_all_reduce(tmp_path: Path) 
                             "USING (compare_id) WHERE c.rank = 0 AND "
                             "npu_name = 'Distributed.all_reduce.0.forward.output.0'").rows
     assert own[0][0] == 0.0 and own[0][2].startswith("through the collective")
+    # rank 1's advisor names the source with its rank and why; rank 0's has none of its own
+    text = next(tmp_path.glob("advisor_rank1-rank1_*.txt")).read_text()
+    assert "1. rank 1: Functional.linear.6.forward.output.0 (row " in text
+    assert "input error 0 -> output error" in text and "its inputs are equal" in text
+    assert "no local source" in next(tmp_path.glob("advisor_rank0-rank0_*.txt")).read_text()
 
 
 def test_a_backward_fault_is_not_blamed_on_its_incoming_gradient(tmp_path: Path) -> None:
