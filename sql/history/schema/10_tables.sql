@@ -1,4 +1,4 @@
--- The history database (schema version 2): every compare msq recorded, and every output row.
+-- The history database (schema version 3): every compare msq recorded, and every output row.
 -- Executed inside the history file (USE) in one transaction; see docs/schema.md.
 CREATE TABLE IF NOT EXISTS meta (
   key VARCHAR PRIMARY KEY,   -- schema_version | created_at | created_by

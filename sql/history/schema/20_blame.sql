@@ -1,4 +1,4 @@
--- Blame (schema version 2; docs/blame.md): where the error enters, one row per compared row of
+-- Blame (schema version 3; docs/blame.md): where the error enters, one row per compared row of
 -- each compare, and its dataflow edges. The view blame weighs the ranks of a run together.
 CREATE TABLE IF NOT EXISTS blame_rows (
   compare_id BIGINT,
