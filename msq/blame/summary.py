@@ -102,7 +102,7 @@ def source_line(src: dict[str, Any], rank: int | None = None) -> str:
     """One local source in words: where, and why (input error -> output error, amplification)."""
     where = f"rank {rank}: " if rank is not None else ""
     amp = src.get("amplification")
-    return (f"{where}{src['npu_name']} (row {sheet_row(src['out_seq'])}): input error "
+    return (f"{where}{src['npu_name']} (sheet row {sheet_row(src['out_seq'])}): input error "
             f"{fmt_err(src.get('input_err'))} -> output error {fmt_err(src['output_err'])}"
             f" (x{fmt_err(amp)}), floor {fmt_err(src['floor'])} ({src['floor_source']})")
 

@@ -80,7 +80,7 @@ def test_the_two_rank_fault_is_inherited_through_the_all_reduce(tmp_path: Path) 
     assert own[0][0] == 0.0 and own[0][2].startswith("through the collective")
     # rank 1's advisor names the source with its rank and why; rank 0's has none of its own
     text = next(tmp_path.glob("advisor_rank1-rank1_*.txt")).read_text()
-    assert "1. rank 1: Functional.linear.6.forward.output.0 (row " in text
+    assert "1. rank 1: Functional.linear.6.forward.output.0 (sheet row " in text
     assert "input error 0 -> output error" in text and "its inputs are equal" in text
     assert "no local source" in next(tmp_path.glob("advisor_rank0-rank0_*.txt")).read_text()
 
