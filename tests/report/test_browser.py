@@ -293,3 +293,49 @@ def test_blame_marks_local_sources_and_filters_them(tmp_path: Path, open_report:
     report.page.screenshot(path=str(tmp_path / "blame.png"), full_page=True)
     click_point(report, want["local"][0][0])
     assert report.errors == [], report.console
+
+
+
+FAULTS = REPO / "tests" / "data" / "faults"
+
+
+@pytest.mark.parametrize("case", ["stat_fwd", "stat_two_sources", "dist_tp_stat"])
+def test_where_a_known_fault_enters(case: str, tmp_path: Path, open_report: Any,
+                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Real blame (issue 13) on msprobe dumps with faults injected at known ops
+    (tests/data/faults): the page names the injected ops as where the error enters, rings them,
+    and its Blame filter shows exactly the history's local rows of each compare."""
+    doc = json.loads((FAULTS / case / "case.json").read_text())
+    expected = [(e["rank"], e["op"]) for e in doc["expected_local"]]
+    out = tmp_path / "out"
+    run_msq(["compare", str(FAULTS / case / "compare.json"), "-o", str(out), "--label", "f",
+             "-q"], tmp_path, monkeypatch)
+    html = tmp_path / "page.html"
+    run_msq(["report", "--db", str(out / "msq.duckdb"), "--label", "f", "-o", str(html)],
+            tmp_path, monkeypatch)
+    con = duckdb.connect(str(out / "msq.duckdb"), read_only=True)
+    local = con.execute("SELECT compare_id, rank, op_name, out_seq, npu_name FROM blame "
+                        "WHERE verdict = 'local' AND label = 'f' ORDER BY blame_rank").fetchall()
+    con.close()
+    assert sorted((r[1], r[2]) for r in local) == sorted(expected)
+    report = open_report(html)
+    report.page.screenshot(path=str(tmp_path / "fault.png"), full_page=True)
+    assert report.state("S.meta.blame") is True
+    enters = report.page.text_content("#enters")
+    assert "blame: local sources" in enters
+    assert all(name in enters for *_, name in local[:3])
+    assert local[0][4] in report.page.text_content("#findings .card.blame")
+    for ord_, compare_id in enumerate(report.state("S.meta.compares.map((c) => c.compare_id)")):
+        report.page.evaluate(f"window.msqReport.selectCompare({ord_})")
+        report.page.select_option("#f-blame", "local")
+        want = sorted((r[3], r[4]) for r in local if r[0] == compare_id)
+        assert [(int(s), n) for s, n in report.page.evaluate(SHOWN_ROWS)] == want
+        report.page.select_option("#f-blame", "all")
+    if len(report.state("S.meta.compares")) > 1:
+        # the heatmap marks the run's worst local source: its rank and op
+        fd = report.state("{rank: S.heat.firstDiv.c.rank, op: S.heat.names[S.heat.firstDiv.op]}")
+        assert (fd["rank"], fd["op"]) == (local[0][1], local[0][2])
+        report.page.locator("#run").screenshot(path=str(tmp_path / "heat.png"))
+    else:
+        click_point(report, local[0][3])
+    assert report.errors == [], report.console
