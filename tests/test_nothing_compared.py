@@ -129,17 +129,17 @@ def test_reason_reaches_csv_and_parquet(tmp_path: Path) -> None:
     code, out, _ = cli("compare", str(cfg), "-o", str(tmp_path / "d"), "--no-history",
                        "--format", "csv,parquet")
     assert code == 0, out
-    (parquet,) = (tmp_path / "d").glob("*.parquet")
+    (parquet,) = (tmp_path / "d").glob("compare_result_*.parquet")
     table = pq.read_table(parquet).to_pylist()
     reasons = {r["NPU Name"] if r["NPU Name"] != "N/A" else r["Bench Name"]: r["Reason"]
                for r in table}
     assert reasons["Functional.a.0.forward.output.0"].startswith("scale-aware error 0.5 >= 0.1")
     assert reasons["Functional.b.0.forward.output.0"] == "the bench has no Functional.b.forward op"
     assert reasons["Functional.c.0.forward.output.0"] == "the NPU has no Functional.c.forward op"
-    (csv_path,) = (tmp_path / "d").glob("*.csv")
+    (csv_path,) = (tmp_path / "d").glob("compare_result_*.csv")
     header = csv_path.read_text(encoding="utf-8").splitlines()[0]
     assert header.endswith('"Err_message","Reason","Mark","Mark_rules"')
     code, out, _ = cli("compare", str(cfg), "-o", str(tmp_path / "c"), "--no-history",
                        "--format", "csv,parquet", "--compat", "msprobe-1.1")
-    (parquet,) = (tmp_path / "c").glob("*.parquet")
+    (parquet,) = (tmp_path / "c").glob("compare_result_*.parquet")
     assert "Reason" not in pq.read_table(parquet).column_names
