@@ -103,16 +103,32 @@ def expected_error(mode: str, row: dict[str, Any]) -> float | None:
     return float(row["npu_md5"] != row["bench_md5"])
 
 
+def blame_errors(db: Path, compare_id: int) -> dict[int, float | None]:
+    """Blame's own error figure per row (the history's view ``blame``, docs/schema.md)."""
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return dict(con.execute("SELECT out_seq, output_err FROM blame WHERE compare_id = ?",
+                                [compare_id]).fetchall())
+    finally:
+        con.close()
+
+
 def same_number(a: float | None, b: float | None) -> bool:
+    """Equal, or within a relative 1e-12: the page's and the history's figures are computed
+    by different engines (SQL vs numpy) and may differ in the last bits."""
     if a is None or b is None:
         return a is None and b is None
-    return (math.isnan(a) and math.isnan(b)) or a == b
+    if math.isnan(a) or math.isnan(b):
+        return math.isnan(a) and math.isnan(b)
+    return a == b or math.isclose(a, b, rel_tol=1e-12, abs_tol=0.0)
 
 
 def check_rows(meta: dict[str, Any], cols: dict[str, list[Any]], db: Path) -> None:
     """Every compare's rows in the payload are its result_rows, with the documented figure."""
     for head in meta["compares"]:
         want = history_rows(db, head["compare_id"])
+        # with blame the figure is blame's output_err (docs/report.md), else the mode's figure
+        blamed = blame_errors(db, head["compare_id"]) if meta["blame"] else None
         got = range(head["start"], head["end"])
         assert len(got) == len(want) == head["n_rows"]
         for i, row in zip(got, want):
@@ -123,7 +139,10 @@ def check_rows(meta: dict[str, Any], cols: dict[str, list[Any]], db: Path) -> No
             assert cols["mark_rules"][i] == row["mark_rules"]
             assert bool(cols["failing"][i]) == bool(row["failing"])
             figure = None if cols["err_none"][i] else cols["err"][i]
-            assert same_number(figure, expected_error(head["mode"], row)), (i, row["npu_name"])
+            expected = expected_error(head["mode"], row)
+            if blamed is not None and blamed.get(row["out_seq"]) is not None:
+                expected = blamed[row["out_seq"]]
+            assert same_number(figure, expected), (i, row["npu_name"])
             for col in meta["columns"][head["mode"]]:
                 if col["kind"] != "text":
                     shown = cols[col["key"] + "__show"][i]
@@ -139,12 +158,20 @@ def check_rows(meta: dict[str, Any], cols: dict[str, list[Any]], db: Path) -> No
 # --------------------------------------------------------------------------------------------
 
 
+def _stat_run(out: Path, *extra: str) -> Path:
+    CliRunner().invoke(main, ["compare", str(REPO / "fixtures/stat/compare.json"), "-o", str(out),
+                              "--format", "xlsx,html", "-q", *extra], catch_exceptions=False)
+    return out
+
+
 @pytest.fixture(scope="module")
 def stat_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("stat") / "out"
-    CliRunner().invoke(main, ["compare", str(REPO / "fixtures/stat/compare.json"), "-o", str(out),
-                              "--format", "xlsx,html", "-q"], catch_exceptions=False)
-    return out
+    return _stat_run(tmp_path_factory.mktemp("stat") / "out")
+
+
+@pytest.fixture(scope="module")
+def stat_run_no_blame(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _stat_run(tmp_path_factory.mktemp("stat_nb") / "out", "--no-blame")
 
 
 def test_compare_and_history_reports_hold_the_recorded_rows(stat_run: Path,
@@ -203,8 +230,11 @@ def test_findings_name_the_rule_and_the_worst_rows(stat_run: Path) -> None:
         assert f["n_rule"] == len(by_rule[(f["mark"], f["rule"])])
     assert set(got) == set(by_rule)
 
+    blamed = blame_errors(db, 1) if meta["blame"] else {}
+
     def worst(r: dict[str, Any]) -> tuple[float, int]:
-        e = expected_error("statistics", r)
+        e = blamed.get(r["out_seq"])
+        e = expected_error("statistics", r) if e is None else e
         return (-math.inf if e is None else (math.inf if math.isnan(e) else e), -r["out_seq"])
 
     for key, seqs in got.items():
@@ -303,7 +333,9 @@ def test_report_errors_are_one_line(tmp_path: Path) -> None:
     assert not (tmp_path / "r.html").exists()
 
 
-def test_without_blame_the_advisor_suspect_is_where_the_error_enters(stat_run: Path) -> None:
+def test_without_blame_the_advisor_suspect_is_where_the_error_enters(stat_run_no_blame: Path
+                                                                      ) -> None:
+    stat_run = stat_run_no_blame
     (page,) = stat_run.glob("compare_result_*.html")
     meta, cols = decode_html(page)
     assert meta["blame"] is False and meta["local_sources"] == []
@@ -316,14 +348,16 @@ def test_without_blame_the_advisor_suspect_is_where_the_error_enters(stat_run: P
     assert meta["divergence"][0]["out_seq"] <= head["suspect_line"]
 
 
-def test_a_blame_relation_on_issue_13s_contract_is_used(stat_run: Path, tmp_path: Path) -> None:
+def test_a_blame_relation_on_issue_13s_contract_is_used(stat_run_no_blame: Path,
+                                                        tmp_path: Path) -> None:
     """When the history holds a ``blame`` view (issue 13's contract), its output error is the
     figure and its local sources, worst first, are where the error enters. The view here is
-    written by hand on the contract's columns; the blame issue provides the real one."""
+    written by hand on the contract's columns, in place of the history's real one (tested on
+    real blame in test_browser.py), so the report is held to the contract alone."""
     db = tmp_path / "blame.duckdb"
-    shutil.copy(stat_run / "msq.duckdb", db)
+    shutil.copy(stat_run_no_blame / "msq.duckdb", db)
     con = duckdb.connect(str(db))
-    con.execute("""CREATE VIEW blame AS
+    con.execute("""CREATE OR REPLACE VIEW blame AS
       SELECT r.compare_id, c.rank, c.step, r.out_seq, r.npu_name, 0.001 AS input_err,
              0.01 * (r.out_seq + 1) AS output_err, 10.0 * (r.out_seq + 1) AS amplification,
              CASE WHEN r.out_seq IN (158, 235) THEN 'local' WHEN r.out_seq > 158 THEN 'inherited'
