@@ -116,7 +116,8 @@ def test_negative_numbers_stay_numbers(tmp_path: Path) -> None:
     header = [c.value for c in ws[1]]
     cell = ws.cell(row=2, column=header.index("NPU min") + 1)
     assert (cell.value, cell.data_type, cell.quotePrefix) == (-1.5, "n", False)
-    rows = list(csv.reader((next((tmp_path / "out").glob("*.csv"))).open(encoding="utf-8")))
+    rows = list(csv.reader((next((tmp_path / "out").glob("compare_result_*.csv")))
+                           .open(encoding="utf-8")))
     assert rows[1][header.index("NPU min")] == "-1.5"
 
 
@@ -144,7 +145,9 @@ def test_outputs_appear_only_complete_under_their_name(tmp_path: Path,
 
     monkeypatch.setattr(os, "replace", spy)
     result = api_compare(good_pair(tmp_path), tmp_path / "out", formats="xlsx,csv,parquet")
-    finals = sorted(p.name for p in result.files)
+    # blame's run file (result.blame_json) is published the same way as the compare's files
+    finals = sorted([p.name for p in result.files]
+                    + ([result.blame_json.name] if result.blame_json else []))
     assert sorted(dst for _, dst, _, _ in renames) == finals
     for src, dst, existed, size in renames:
         assert src.startswith(f".{dst}.") and src.endswith(".tmp") and not existed and size > 0
