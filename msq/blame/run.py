@@ -88,7 +88,7 @@ def finish_run(results: list[CompareResult], output_dir: Path, opts: Options) ->
     run = combine(parts, run_id)
     stamp = time.strftime("%Y%m%d%H%M%S")
     path = write_json(run, output_dir / f"blame_{stamp}.json")
-    log.info("blame: the run's local sources are in %s", path)
+    log.debug("blame: the run's local sources are in %s", path)
     for result in results:
         result.run_blame, result.blame_json = run, path
 
