@@ -326,7 +326,8 @@ def _find_relation(con: duckdb.DuckDBPyConnection, name: str) -> str | None:
 
 def _create_blame(con: duckdb.DuckDBPyConnection, relation: str | None,
                   live_id: int | None = None) -> bool:
-    """``rep_blame`` over a blame relation honouring issue 13's contract, else empty.
+    """``rep_blame`` over a blame relation honouring issue 13's contract, else empty; True
+    when it holds rows of the compares shown (``rep_compares``).
 
     ``live_id``: a live compare's blame has no compare id yet; its rows get this one.
     """
@@ -349,4 +350,10 @@ def _create_blame(con: duckdb.DuckDBPyConnection, relation: str | None,
                     f"QUALIFY row_number() OVER (PARTITION BY {cid}, out_seq "
                     "ORDER BY blame_rank NULLS LAST) = 1")
     con.execute(f"CREATE OR REPLACE TEMP VIEW rep_blame AS {body}")
-    return body is not _EMPTY_BLAME
+    if body is _EMPTY_BLAME:
+        return False
+    # a history (schema 3) always has the view blame, but a compare run with --no-blame (or
+    # --compat, or recorded before blame) has no rows in it: that report keeps the advisor's
+    # suspect and own figures rather than an empty blame
+    return bool(con.execute("SELECT EXISTS (SELECT 1 FROM rep_blame b "
+                            "SEMI JOIN rep_compares c USING (compare_id))").fetchone()[0])

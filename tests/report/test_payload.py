@@ -348,6 +348,44 @@ def test_without_blame_the_advisor_suspect_is_where_the_error_enters(stat_run_no
     assert meta["divergence"][0]["out_seq"] <= head["suspect_line"]
 
 
+def test_a_history_report_of_a_no_blame_run_keeps_the_advisor(stat_run_no_blame: Path,
+                                                              tmp_path: Path) -> None:
+    """Every history has the view blame; a run with --no-blame has no rows in it, so its report
+    is the advisor's (no blame mode with nothing in it), as the live one is."""
+    db = stat_run_no_blame / "msq.duckdb"
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        assert con.execute("SELECT count(*) FROM duckdb_views() WHERE view_name = 'blame'"
+                           ).fetchone() == (1,)
+        assert con.execute("SELECT count(*) FROM blame").fetchone() == (0,)
+    finally:
+        con.close()
+    msq("report", "--db", str(db), "-o", str(tmp_path / "h.html"))
+    meta, cols = decode_html(tmp_path / "h.html")
+    assert meta["blame"] is False and meta["local_sources"] == []
+    assert not any(k.startswith("blame_") for k in cols)
+    (live,) = stat_run_no_blame.glob("compare_result_*.html")
+    live_meta, live_cols = decode_html(live)
+    assert live_cols.keys() == cols.keys()
+    assert [str(v) for v in live_cols["err"]] == [str(v) for v in cols["err"]]
+
+
+def test_a_history_report_uses_blame_only_for_compares_with_blame_rows(
+        stat_run: Path, stat_run_no_blame: Path, tmp_path: Path) -> None:
+    """One history, a run with blame then one with --no-blame: the report of the second is not
+    in blame mode, the first one's still is."""
+    out = tmp_path / "out"
+    shutil.copytree(stat_run, out)
+    db = out / "msq.duckdb"
+    CliRunner().invoke(main, ["compare", str(REPO / "fixtures/stat/compare.json"), "-o", str(out),
+                              "-q", "--no-blame", "--label", "nb"], catch_exceptions=False)
+    msq("report", "--db", str(db), "--label", "nb", "-o", str(tmp_path / "nb.html"))
+    assert decode_html(tmp_path / "nb.html")[0]["blame"] is False
+    msq("report", "--db", str(db), "--compare", "1", "-o", str(tmp_path / "b.html"))
+    meta, _ = decode_html(tmp_path / "b.html")
+    assert meta["blame"] is True and meta["local_sources"]
+
+
 def test_a_blame_relation_on_issue_13s_contract_is_used(stat_run_no_blame: Path,
                                                         tmp_path: Path) -> None:
     """When the history holds a ``blame`` view (issue 13's contract), its output error is the
