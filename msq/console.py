@@ -37,7 +37,7 @@ def print_summary(results: Sequence[CompareResult], *, quiet: bool = False,
                    f"({_counts(res)}), {res.red} red, {res.yellow} yellow, {res.seconds:.1f}s")
         for line in verdict_lines(res):
             click.echo(f"  {printable(line)}")
-        _print_blame(res, len(results) == 1)
+        _print_blame(res)
         for path in res.files:
             click.echo(f"  wrote {path}")
         if res.history_db is not None:
@@ -110,7 +110,7 @@ def gate_line(results: Sequence[CompareResult], fail_on: str) -> str | None:
     return f"{line}; first: {place}{first.label}: {printable(first.name)}{why}"
 
 
-def _print_blame(res: Any, alone: bool) -> None:
+def _print_blame(res: Any) -> None:
     """Where the error enters in this compare, and how much blame could link."""
     summary = getattr(res, "blame", None)
     if summary is None:
@@ -121,14 +121,17 @@ def _print_blame(res: Any, alone: bool) -> None:
     if first is not None:
         click.echo(f"  error enters at: {printable(source_line(first))}")
     click.echo(f"  blame: {counts_line(summary)}; {linked_line(summary)}")
-    if alone and getattr(res, "blame_json", None) is not None:
+    run = getattr(res, "run_blame", None)
+    # the JSON of a run of one compare (a run of several: after the run's line)
+    if run is not None and run.compares < 2 and getattr(res, "blame_json", None) is not None:
         click.echo(f"  wrote {res.blame_json}")
 
 
 def _print_run_blame(results: Sequence[Any]) -> None:
-    """A run of several compares: where the error enters first, over every rank and step."""
+    """A run of several compares (with ``--resume``, those it skipped too): where the error
+    enters first, over every rank and step."""
     runs = [r.run_blame for r in results if getattr(r, "run_blame", None) is not None]
-    if len(results) < 2 or not runs:
+    if not runs or runs[0].compares < 2:
         return
     from msq.blame.summary import source_line
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from msq.blame.run import finish_run, start_run
+from msq.blame.run import finish_run, resume_run, start_run
 from msq.config import Options, SingleInput, options_from_kwargs
 from msq.errors import InputError, NothingComparedError, UsageError
 from msq.export.outputs import ensure_output_dir
@@ -164,7 +164,10 @@ def run_jobs(jobs: list[PairJob], output_dir: Path, opts: Options) -> list[Compa
     writer = RunWriter(output_dir, opts)
     try:
         if opts.resume:
-            jobs = _unrecorded(jobs, writer)
+            todo = _unrecorded(jobs, writer)
+            # the skipped pairs still count in the run's blame (first local source over ranks)
+            resume_run(opts, writer.recorded_blame([j for j in jobs if j not in todo]))
+            jobs = todo
         results: list[CompareResult] = []
         failures: list[str] = []
         waited = wrote = 0.0

@@ -22,9 +22,12 @@ from typing import TYPE_CHECKING
 
 from msq import db
 from msq.blame.export import write_blame_outputs
+from msq.blame.ranks import RankBlame
+from msq.blame.summary import summarize_recorded
 from msq.config import Options, SingleInput
 from msq.export.outputs import write_outputs
-from msq.history import RecordContext, compare_row, resolve_db_path
+from msq.history import RecordContext, compare_row, parse_rank_step, resolve_db_path
+from msq.history.recorder import ALIAS
 from msq.history.run_recorder import RunRecorder
 from msq.pipeline import new_result, report_writer
 from msq.result import CompareResult
@@ -49,6 +52,24 @@ class RunWriter:
     def recorded(self, jobs: list[PairJob]) -> set[str]:
         """NPU dump paths of the jobs this run already recorded (``--resume``)."""
         return self.history.recorded(self.output_dir, self.opts) if self.history else set()
+
+    def recorded_blame(self, jobs: list[PairJob]) -> list[tuple[RankBlame, str]]:
+        """The blame the history keeps of the jobs this run already recorded (``--resume``),
+        each with its run id, in compare order."""
+        if self.history is None:
+            return []
+        ids = self.history.recorded_ids(self.output_dir, self.opts)
+        found: list[tuple[int, RankBlame, str]] = []
+        for job in jobs:
+            compare_id = ids.get(str(job.npu[0].absolute()))
+            recorded = None if compare_id is None else summarize_recorded(self.con, ALIAS,
+                                                                          compare_id)
+            if compare_id is not None and recorded is not None:
+                summary, run_id = recorded
+                rank, step = parse_rank_step(job.npu[0])
+                summary.rank = rank
+                found.append((compare_id, RankBlame(rank, step, summary, job.title), run_id))
+        return [(part, run_id) for _, part, run_id in sorted(found, key=lambda f: f[0])]
 
     def write(self, job: PairJob, tables: PairTables) -> CompareResult:
         """Write one pair's outputs and record it; a pair stopped half-way leaves no file."""

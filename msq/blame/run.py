@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -35,6 +35,9 @@ class BlameRun:
     run_id: str
     bands: pa.Table | None = None
     noise_source: str | None = None
+    #: ``--resume``: the pairs an earlier, stopped run of this compare recorded (and this one
+    #: skips), as the history keeps their blame; weighed with the new ones
+    earlier: list[RankBlame] = field(default_factory=list)
 
 
 def blame_on(opts: Options) -> bool:
@@ -75,13 +78,27 @@ def blame_compare(con: duckdb.DuckDBPyConnection, mode: str, inp: SingleInput,
     return summary
 
 
+def resume_run(opts: Options, earlier: list[tuple[RankBlame, str]]) -> None:
+    """``--resume``: the run goes on under the run id its recorded pairs have (so that the
+    history's view blame weighs old and new pairs as one run) and takes their blame with it."""
+    if not blame_on(opts) or opts.blame_run is None or not earlier:
+        return
+    opts.blame_run.run_id = earlier[-1][1]  # the newest recorded pair's run
+    opts.blame_run.earlier = [part for part, _ in earlier]
+    log.info("blame: resuming run %s with the blame of %d recorded pairs", earlier[-1][1],
+             len(earlier))
+
+
 def finish_run(results: list[CompareResult], output_dir: Path, opts: Options) -> None:
     """Weigh the run's compares together, write ``blame_<stamp>.json`` and hand the run's blame
     to every result (the console prints it)."""
     from msq.history.recorder import parse_rank_step
 
-    parts = [RankBlame(*parse_rank_step(Path(r.npu_path)), r.blame, r.title)
-             for r in results if r.blame is not None]
+    earlier = opts.blame_run.earlier if opts.blame_run is not None else []
+    parts = earlier + [RankBlame(*parse_rank_step(Path(r.npu_path)), r.blame, r.title)
+                       for r in results if r.blame is not None]
+    # in step and rank order, whichever pairs this run compared and which it resumed
+    parts.sort(key=lambda p: (-1 if p.step is None else p.step, -1 if p.rank is None else p.rank))
     if not parts:
         return
     run_id = opts.blame_run.run_id if opts.blame_run is not None else None

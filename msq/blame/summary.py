@@ -82,6 +82,35 @@ def summarize(con: duckdb.DuckDBPyConnection) -> BlameSummary:
             "SELECT npu_name, band FROM blame_rows WHERE band > 0 ORDER BY out_seq").fetchall()])
 
 
+def summarize_recorded(con: duckdb.DuckDBPyConnection, catalog: str,
+                       compare_id: int) -> tuple[BlameSummary, str] | None:
+    """A recorded compare's summary and run id, from the history attached as ``catalog`` (what
+    ``--resume`` brings to the run's blame for the pairs it skips); None without blame rows."""
+    rows, edges = f"{catalog}.blame_rows", f"{catalog}.blame_edges"
+    head = con.execute(f"SELECT any_value(run_id), any_value(floor_factor), any_value(amp_limit), "
+                       f"any_value(noise_source), count(*) FROM {rows} WHERE compare_id = ?",
+                       [compare_id]).fetchall()
+    if not head or not head[0][4]:
+        return None
+    run_id, factor, limit, noise, _ = head[0]
+    cols = ", ".join(ROW_FIELDS)
+    where = f"FROM {rows} WHERE compare_id = {int(compare_id)}"
+    counts = dict(con.execute(f"SELECT verdict, count(*) {where} AND verdict IS NOT NULL "
+                              "GROUP BY verdict").fetchall())
+    links = dict(con.execute(f"SELECT how, count(*) FROM {edges} WHERE compare_id = ? "
+                             "AND side = 'npu' GROUP BY how", [compare_id]).fetchall())
+    summary = BlameSummary(
+        counts={k: int(v) for k, v in counts.items()},
+        sources=_dicts(con, f"SELECT {cols} {where} AND verdict = 'local' "
+                            f"ORDER BY output_err DESC, op_seq, out_seq LIMIT {MAX_SOURCES}"),
+        collectives=_dicts(con, f"SELECT {cols} {where} AND collective ORDER BY out_seq"),
+        inputs=int(sum(links.values())), linked=int(sum(v for k, v in links.items()
+                                                        if k != "external")),
+        links={k: int(v) for k, v in links.items()}, noise_source=noise,
+        floor_factor=float(factor or 0.0), amp_limit=float(limit or 0.0))
+    return summary, str(run_id)
+
+
 def fmt_err(value: float | None) -> str:
     """An error figure for people: 3 significant digits, 0, inf or "-"."""
     if value is None or (isinstance(value, float) and math.isnan(value)):

@@ -107,6 +107,10 @@ class RunRecorder:
     def recorded(self, output_dir: Path, opts: Options) -> set[str]:
         """NPU dump.json paths recorded by an earlier run of this compare: same output
         directory, label and flags, every file it wrote still there."""
+        return set(self.recorded_ids(output_dir, opts))
+
+    def recorded_ids(self, output_dir: Path, opts: Options) -> dict[str, int]:
+        """:meth:`recorded`, each NPU path with its newest such compare_id."""
         where = {"output_dir": str(Path(output_dir).absolute()), "label": opts.label,
                  "compat": opts.compat, "fuzzy": opts.fuzzy_match, "stack": opts.stack_mode,
                  "auto_analyze": opts.auto_analyze,
@@ -115,9 +119,11 @@ class RunRecorder:
                  "cell_mapping": _mapping_text(opts.cell_mapping),
                  "layer_mapping": _mapping_text(opts.layer_mapping)}
         test = " AND ".join(f"{k} IS NOT DISTINCT FROM ?" for k in where)
-        rows = self.con.execute(f"SELECT npu_path, files FROM {ALIAS}.compares WHERE {test}",
+        rows = self.con.execute(f"SELECT npu_path, files, compare_id FROM {ALIAS}.compares "
+                                f"WHERE {test} ORDER BY compare_id",
                                 list(where.values())).fetchall()
-        return {npu for npu, files in rows if all(os.path.exists(f) for f in files or [])}
+        return {npu: int(cid) for npu, files, cid in rows
+                if all(os.path.exists(f) for f in files or [])}
 
     def close(self) -> None:
         try:

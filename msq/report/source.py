@@ -355,5 +355,5 @@ def _create_blame(con: duckdb.DuckDBPyConnection, relation: str | None,
     # a history (schema 3) always has the view blame, but a compare run with --no-blame (or
     # --compat, or recorded before blame) has no rows in it: that report keeps the advisor's
     # suspect and own figures rather than an empty blame
-    return bool(con.execute("SELECT EXISTS (SELECT 1 FROM rep_blame b "
-                            "SEMI JOIN rep_compares c USING (compare_id))").fetchone()[0])
+    return bool(db.scalar(con, "SELECT EXISTS (SELECT 1 FROM rep_blame b "
+                               "SEMI JOIN rep_compares c USING (compare_id))"))

@@ -85,6 +85,31 @@ def test_the_two_rank_fault_is_inherited_through_the_all_reduce(tmp_path: Path) 
     assert "no local source" in next(tmp_path.glob("advisor_rank0-rank0_*.txt")).read_text()
 
 
+def test_resume_weighs_the_pairs_it_skips_in_the_runs_blame(tmp_path: Path) -> None:
+    """--resume compares only the pairs not yet recorded; the ones it skips still count in the
+    run's blame: here rank 1 (where the fault is) is skipped and rank 0 redone, and the run's
+    first local source is still rank 1's, in the console's result, the JSON and the history."""
+    db = run("dist_tp_stat", tmp_path, label="r")
+    first_run = history.query(db, "SELECT DISTINCT run_id FROM blame_rows").rows
+    next(tmp_path.glob("compare_result_rank0-rank0_*.xlsx")).unlink()  # rank 0 must be redone
+    results = run_from_compare_json(FAULTS / "dist_tp_stat" / "compare.json", tmp_path, db=db,
+                                    label="r", resume=True)
+    assert [r.rank for r in results] == [0]
+    run_blame = results[0].run_blame
+    assert run_blame.compares == 2
+    assert (run_blame.first["rank"], run_blame.first["op_name"]) == (
+        1, "Functional.linear.6.forward")
+    doc = json.loads(results[0].blame_json.read_text())
+    assert (doc["first_local_source"]["rank"], doc["first_local_source"]["op_name"]) == (
+        1, "Functional.linear.6.forward")
+    assert doc["compares"] == 2
+    # the new pair joined the recorded run: the history's view weighs them as one run
+    assert history.query(db, "SELECT DISTINCT run_id FROM blame_rows").rows == first_run
+    assert history.query(db, "SELECT DISTINCT rank, op_name FROM blame "
+                             "WHERE verdict = 'local' AND label = 'r'").rows == [
+        (1, "Functional.linear.6.forward")]
+
+
 def test_a_backward_fault_is_not_blamed_on_its_incoming_gradient(tmp_path: Path) -> None:
     db = run("stat_bwd", tmp_path)
     (input_err, output_err, role), = history.query(db, """

@@ -316,6 +316,35 @@ def test_a_directory_compare_writes_one_report_per_pair(record: bool, tmp_path: 
         assert None not in cols["op_name"]
 
 
+def test_a_directory_compares_pages_carry_each_pairs_blame(tmp_path: Path) -> None:
+    """Each pair's page of a directory compare reads that pair's blame (its rows shipped to the
+    driver, msq/run_writer.py): the fault injected on rank 1 is rank 1's local source; rank 0,
+    which only receives it through the all_reduce, has none; the verdicts are the history's
+    per-compare ones (blame_rows)."""
+    case = REPO / "tests/data/faults/dist_tp_stat"
+    out = tmp_path / "out"
+    msq("compare", str(case / "compare.json"), "-o", str(out), "--format", "xlsx,html", "-q")
+    pages = sorted(out.glob("compare_result_*.html"))
+    assert [p.name.split("_")[2] for p in pages] == ["rank0-rank0", "rank1-rank1"]
+    con = duckdb.connect(str(out / "msq.duckdb"), read_only=True)
+    try:
+        for compare_id, page in enumerate(pages, start=1):
+            meta, cols = decode_html(page)
+            assert meta["blame"] is True
+            recorded = dict(con.execute("SELECT out_seq, verdict FROM blame_rows "
+                                        "WHERE compare_id = ?", [compare_id]).fetchall())
+            assert recorded
+            shown = {s: v for s, v in zip(cols["out_seq"], cols["blame_verdict"]) if v}
+            assert shown == recorded
+            names = [s["row_name"] for s in meta["local_sources"]]
+            if compare_id == 2:
+                assert names and names[0] == "Functional.linear.6.forward.output.0"
+            else:
+                assert names == []
+    finally:
+        con.close()
+
+
 def test_report_errors_are_one_line(tmp_path: Path) -> None:
     db = _ranks_history(tmp_path, ["a"])
     out = str(tmp_path / "r.html")
@@ -365,7 +394,7 @@ def test_a_history_report_of_a_no_blame_run_keeps_the_advisor(stat_run_no_blame:
     assert meta["blame"] is False and meta["local_sources"] == []
     assert not any(k.startswith("blame_") for k in cols)
     (live,) = stat_run_no_blame.glob("compare_result_*.html")
-    live_meta, live_cols = decode_html(live)
+    _, live_cols = decode_html(live)
     assert live_cols.keys() == cols.keys()
     assert [str(v) for v in live_cols["err"]] == [str(v) for v in cols["err"]]
 
