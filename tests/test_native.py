@@ -89,5 +89,7 @@ def test_without_c_parts_same_outputs(case: str, mode: str, tmp_path: Path) -> N
         book = next(iter(outputs_by_name(outputs["with"], ".xlsx").values()))
         sheet = members(book)["xl/worksheets/sheet1.xml"]
         assert b"<autoFilter" in sheet and b'state="frozen"' in sheet and b"<cols>" in sheet
-        csv = next(iter(outputs_by_name(outputs["with"], ".csv").values()))
+        # the compare's CSV (blame's blame_*.csv is beside it)
+        csv = next(p for p in outputs_by_name(outputs["with"], ".csv").values()
+                   if p.name.startswith("compare_result"))
         assert csv.read_text().splitlines()[0].endswith('"Reason","Mark","Mark_rules"')
