@@ -16,6 +16,9 @@ The options after ``*`` are the same for all three (the command line's flags):
 * ``label``, ``db``, ``record``: the history database (``record=False`` skips it).
 * ``workers``: processes for tensor metrics (default: all cores).
 * ``sql_dir``: a folder of SQL views that replace msq's own by name.
+* ``noise``: blame's reference noise run, a compare.json of two bench-side runs (one card for
+  :func:`compare`); ``noise_label``: one recorded in the history under that label; ``blame``:
+  False turns blame off (docs/blame.md).
 
 Directories only (:func:`compare_distributed`, :func:`compare_json`):
 
@@ -51,7 +54,8 @@ def compare(input_param: Mapping[str, Any], output_path: PathLike, stack_mode: b
             layer_mapping: PathLike | None = None,
             formats: str | Sequence[str] = "xlsx", label: str | None = None,
             db: PathLike | None = None, record: bool = True, workers: int | None = None,
-            sql_dir: PathLike | None = None) -> CompareResult:
+            sql_dir: PathLike | None = None, noise: PathLike | None = None,
+            noise_label: str | None = None, blame: bool = True) -> CompareResult:
     """Compare one NPU dump with one bench dump (``msprobe.pytorch.compare``'s parameters).
 
     Args:
@@ -62,7 +66,8 @@ def compare(input_param: Mapping[str, Any], output_path: PathLike, stack_mode: b
         auto_analyze: write the advisor file.
         fuzzy_match: match ops without their call counters.
         compat, framework, data_mapping, api_mapping, cell_mapping, layer_mapping, formats,
-            label, db, record, workers, sql_dir: see the module's help (``help(msq)``).
+            label, db, record, workers, sql_dir, noise, noise_label, blame: see the module's
+            help (``help(msq)``).
 
     Returns:
         The compare's :class:`~msq.result.CompareResult`.
@@ -73,7 +78,8 @@ def compare(input_param: Mapping[str, Any], output_path: PathLike, stack_mode: b
                     **_options(compat=compat, framework=framework, data_mapping=data_mapping,
                                api_mapping=api_mapping, cell_mapping=cell_mapping,
                                layer_mapping=layer_mapping, formats=formats, label=label, db=db,
-                               record=record, workers=workers, sql_dir=sql_dir))
+                               record=record, workers=workers, sql_dir=sql_dir, noise=noise,
+                               noise_label=noise_label, blame=blame))
 
 
 def compare_distributed(npu_dump_dir: PathLike, bench_dump_dir: PathLike, output_path: PathLike,
@@ -87,6 +93,8 @@ def compare_distributed(npu_dump_dir: PathLike, bench_dump_dir: PathLike, output
                         formats: str | Sequence[str] = "xlsx", label: str | None = None,
                         db: PathLike | None = None, record: bool = True,
                         workers: int | None = None, sql_dir: PathLike | None = None,
+                        noise: PathLike | None = None, noise_label: str | None = None,
+                        blame: bool = True,
                         engine: str | None = None, ray_address: str | None = None,
                         ray_place: dict[str, str] | Sequence[str] | None = None,
                         resume: bool = False,
@@ -99,8 +107,8 @@ def compare_distributed(npu_dump_dir: PathLike, bench_dump_dir: PathLike, output
         output_path: output directory (created if missing).
         stack_mode, auto_analyze, fuzzy_match: as for :func:`compare`.
         compat, framework, data_mapping, api_mapping, cell_mapping, layer_mapping, formats,
-            label, db, record, workers, sql_dir, engine, ray_address, ray_place, resume: see the
-            module's help (``help(msq)``).
+            label, db, record, workers, sql_dir, noise, noise_label, blame, engine, ray_address,
+            ray_place, resume: see the module's help (``help(msq)``).
         suffix: msprobe's, refused (``UsageError``) as msprobe 1.1.0 refuses it.
 
     Returns:
@@ -118,7 +126,8 @@ def compare_distributed(npu_dump_dir: PathLike, bench_dump_dir: PathLike, output
                                    data_mapping=data_mapping, api_mapping=api_mapping,
                                    cell_mapping=cell_mapping, layer_mapping=layer_mapping,
                                    formats=formats, label=label, db=db, record=record,
-                                   workers=workers, sql_dir=sql_dir, engine=engine,
+                                   workers=workers, sql_dir=sql_dir, noise=noise,
+                                   noise_label=noise_label, blame=blame, engine=engine,
                                    ray_address=ray_address, ray_place=ray_place, resume=resume))
 
 
@@ -131,8 +140,9 @@ def compare_json(path: PathLike, output_path: PathLike, stack_mode: bool = False
                  layer_mapping: PathLike | None = None,
                  formats: str | Sequence[str] = "xlsx", label: str | None = None,
                  db: PathLike | None = None, record: bool = True, workers: int | None = None,
-                 sql_dir: PathLike | None = None, engine: str | None = None,
-                 ray_address: str | None = None,
+                 sql_dir: PathLike | None = None, noise: PathLike | None = None,
+                 noise_label: str | None = None, blame: bool = True,
+                 engine: str | None = None, ray_address: str | None = None,
                  ray_place: dict[str, str] | Sequence[str] | None = None,
                  resume: bool = False) -> list[CompareResult]:
     """Run a compare.json, as ``msq compare compare.json -o OUTPUT_PATH`` does.
@@ -147,8 +157,8 @@ def compare_json(path: PathLike, output_path: PathLike, stack_mode: bool = False
         output_path: output directory (created if missing).
         stack_mode, auto_analyze, fuzzy_match: as for :func:`compare`.
         compat, framework, data_mapping, api_mapping, cell_mapping, layer_mapping, formats,
-            label, db, record, workers, sql_dir, engine, ray_address, ray_place, resume: see the
-            module's help (``help(msq)``).
+            label, db, record, workers, sql_dir, noise, noise_label, blame, engine, ray_address,
+            ray_place, resume: see the module's help (``help(msq)``).
 
     Returns:
         One :class:`~msq.result.CompareResult` per compare performed (one for a single card).
@@ -163,7 +173,8 @@ def compare_json(path: PathLike, output_path: PathLike, stack_mode: bool = False
         **_options(compat=compat, data_mapping=data_mapping, api_mapping=api_mapping,
                    cell_mapping=cell_mapping, layer_mapping=layer_mapping, formats=formats,
                    label=label, db=db, record=record, workers=workers, sql_dir=sql_dir,
-                   engine=engine, ray_address=ray_address, ray_place=ray_place, resume=resume))
+                   noise=noise, noise_label=noise_label, blame=blame, engine=engine,
+                   ray_address=ray_address, ray_place=ray_place, resume=resume))
 
 
 def _options(**given: Any) -> dict[str, Any]:

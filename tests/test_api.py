@@ -22,7 +22,8 @@ from tests.history.builders import LINEAR1_OUT, build_roots, single_card
 API = (msq.compare, msq.compare_distributed, msq.compare_json)
 #: Options fields that are not the caller's to set (the msprobe switches are positional, and
 #: compare.json's own is_print_compare_log comes with the input)
-NOT_OPTIONS = {"stack_mode", "auto_analyze", "fuzzy_match", "is_print_compare_log"}
+NOT_OPTIONS = {"stack_mode", "auto_analyze", "fuzzy_match", "is_print_compare_log",
+               "blame_run"}  # blame_run: the run's blame state, set by msq.blame.run
 #: Options of directory compares (engines, --resume): not msq.compare's, which compares one card
 DIRECTORY_ONLY = {"engine", "ray_address", "ray_place", "resume"}
 

@@ -138,7 +138,9 @@ def dump_pairs(draw: st.DrawFn) -> tuple[dict[str, Any], dict[str, Any]]:
 
 def result_rows(res: Any) -> list[tuple[str, str]]:
     """The (NPU Name, Bench Name) of every output row, in order, from the Parquet output."""
-    (parquet,) = [f for f in res.files if f.suffix == ".parquet"] or [None]
+    # the compare's Parquet (blame's blame_*.parquet sits beside it)
+    (parquet,) = [f for f in res.files if f.suffix == ".parquet"
+                  and Path(f).name.startswith("compare_result")] or [None]
     if parquet is None:  # nothing matched: no output written
         return []
     return duckdb.sql(f"SELECT \"NPU Name\", \"Bench Name\" FROM '{parquet}'").fetchall()
