@@ -317,12 +317,14 @@ def _print_query(db_path: Path | None, query: str, fmt: str, output: Path | None
     from msq import history  # lazy: duckdb loads after msq compare's early tensor pool starts
 
     path = history.resolve_db_path(db_path)
+    if output is not None:
+        history.check_output(path, output)  # before the query runs
     if fmt == "table":
         text = render_table(history.query(path, query))
         if output is None:
             click.echo(text, nl=False)
         else:
-            output.write_text(text, encoding="utf-8")
+            history.write_text(path, output, text)
     elif output is None:
         click.echo(history.export_text(path, query, fmt), nl=False)
     else:
