@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 import click
 
 from msq import status_line
-from msq.console import gate_line, print_summary, render_show, render_table
+from msq.console import gate_line, print_summary, render_show, render_table, terminal_text
 from msq.errors import ExitStatus, MsqError, printable
 from msq.runner import run_from_compare_json
 from msq.version import VERSION
@@ -326,7 +326,7 @@ def _print_query(db_path: Path | None, query: str, fmt: str, output: Path | None
         else:
             history.write_text(path, output, text)
     elif output is None:
-        click.echo(history.export_text(path, query, fmt), nl=False)
+        click.echo(terminal_text(history.export_text(path, query, fmt)), nl=False)
     else:
         history.export(path, query, fmt, output)
 

@@ -73,3 +73,12 @@ def printable(text: str) -> str:
     """``text`` for one terminal line: line breaks become spaces, other control characters
     ``\\xNN`` escapes."""
     return text.translate(_UNPRINTABLE)
+
+
+_UNPRINTABLE_KEEP_LINES = {c: s for c, s in _UNPRINTABLE.items() if c != 0x0A}
+
+
+def printable_lines(text: str) -> str:
+    """``text`` for a terminal, line breaks kept (CSV printed by ``msq sql``): every other
+    control character becomes a ``\\xNN`` escape, so a dump's text cannot drive the terminal."""
+    return text.translate(_UNPRINTABLE_KEEP_LINES)

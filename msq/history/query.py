@@ -192,7 +192,8 @@ def export_text(path: Path, sql: str, fmt: str, timeout: float | None = None) ->
     with tempfile.TemporaryDirectory(prefix="msq-sql-") as tmp:
         out = Path(tmp) / f"result.{fmt}"
         export(path, sql, fmt, out, timeout)
-        return out.read_text(encoding="utf-8")
+        with open(out, encoding="utf-8", newline="") as handle:  # a CR in a cell stays a CR
+            return handle.read()
 
 
 RUNS_QUERY = "SELECT * FROM runs{where} ORDER BY compare_id"
