@@ -45,8 +45,9 @@ def connect_read(path: Path, timeout: float | None = None) -> duckdb.DuckDBPyCon
     if not path.is_file():
         raise HistoryError(f"{path}: no history database here; msq compare records into "
                            f"{DB_FILE} in its output directory: pass that file with --db or MSQ_DB")
-    con = with_lock_retry(lambda: duckdb.connect(str(path), read_only=True, config=READ_CONFIG),
-                          path, lock_timeout(timeout))
+    # an absolute name: DuckDB gives "md:", "s3://" ... a meaning of their own
+    con = with_lock_retry(lambda: duckdb.connect(str(path.absolute()), read_only=True,
+                                                 config=READ_CONFIG), path, lock_timeout(timeout))
     catalog = db.scalar(con, "SELECT current_database()")
     try:
         version = stored_version(con, catalog, path)

@@ -213,7 +213,8 @@ class Recorder:
             # row groups, which DuckDB compresses and writes while the INSERT runs (alongside
             # the workbook) instead of all at COMMIT. Any row group size reads the same; this
             # costs ~10 % more disk.
-            cur.execute(f"ATTACH {db.quote_str(self.path)} AS {ALIAS} "
+            # an absolute name: DuckDB gives "md:", "s3://", ":memory:" ... a meaning of their own
+            cur.execute(f"ATTACH {db.quote_str(self.path.absolute())} AS {ALIAS} "
                         f"(ROW_GROUP_SIZE {ROW_GROUP_ROWS})")
 
         while self._overlap and not self._go.is_set():

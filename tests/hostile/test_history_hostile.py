@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 
 import pyarrow.parquet as pq
+import pytest
 
 from tests.dumps import fwd, t, write_pair
 from tests.hostile.helpers import cli
@@ -67,3 +68,36 @@ def test_files_written_with_o_keep_the_text(tmp_path: Path) -> None:
         else:  # bytes: a text read would turn the CR into a line break
             got = [line.strip('"') for line in dest.read_bytes().decode().split("\n")[1:-1]]
         assert got == expected, fmt
+
+
+def small_pair(root: Path) -> Path:
+    return write_pair(root / "dumps", {"Functional.relu.0.forward": fwd(t(), out=t())},
+                      {"Functional.relu.0.forward": fwd(t(), out=t())})
+
+
+def test_db_memory_records_nothing_and_says_so(tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    cfg = small_pair(tmp_path)
+    for flags, env in (((("--db", ":memory:")), None), ((), {"MSQ_DB": ":memory:"})):
+        out = tmp_path / "out"
+        code, text = cli("compare", str(cfg), "-o", str(out), *flags, env=env)
+        assert code == 0, text
+        assert "recorded as compare" not in text and "recorded compare" not in text, text
+        assert "keeps no history" in text, text
+        assert sorted(p.name for p in out.iterdir() if "msq" in p.name) == []
+        assert not (tmp_path / ":memory:").exists()
+
+
+def test_db_names_are_files_not_duckdb_locations(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """``md:`` (MotherDuck) and other prefixes DuckDB gives a meaning are plain file names to
+    --db: no extension is fetched, the history is a file in the working directory."""
+    monkeypatch.chdir(tmp_path)
+    cfg = small_pair(tmp_path)
+    code, text = cli("compare", str(cfg), "-o", str(tmp_path / "out"), "--db", "md:hist")
+    assert code == 0, text
+    assert "recorded as compare 1 in md:hist" in text
+    assert (tmp_path / "md:hist").is_file()
+    code, text = cli("runs", "--db", "md:hist", "--format", "csv")
+    assert code == 0 and len(text.splitlines()) == 2, text
