@@ -14,7 +14,7 @@ from pathlib import Path
 import duckdb
 
 from msq.config import Options
-from msq.db import atomic_write, csv_guard, quote_ident, quote_str, scalar
+from msq.db import atomic_write, csv_guard, final_name, new_file, quote_ident, quote_str, scalar
 from msq.errors import ExportError, UsageError
 from msq.export.xlsx import SheetSpec, write_xlsx
 from msq.result import CompareResult, sheet_row
@@ -98,13 +98,14 @@ def write_outputs(con: duckdb.DuckDBPyConnection, mode: str, out_dir: Path, opts
     out_dir = Path(os.path.abspath(out_dir))  # the result names its files by absolute path
     for fmt in check_formats(opts.formats):
         path = out_dir / f"{base}.{fmt}"
-        with _writing(path):
+        # new_file: another compare into this folder in the same second keeps its own file
+        with _writing(path), new_file(path) as staged:
             if fmt in WRITERS:
-                WRITERS[fmt](con, mode, cols, path)
+                WRITERS[fmt](con, mode, cols, staged.tmp)
             else:
-                (writers or {})[fmt](path)
+                (writers or {})[fmt](staged.tmp)
         # no log line: the console summary says "wrote <path>" (it was said twice with -v)
-        result.files.append(path)
+        result.files.append(staged.path)
     if opts.auto_analyze:
         with _writing(out_dir / f"advisor{suffix}_*.txt"):
             result.files.append(write_advisor(out_dir, suffix, result, compat=opts.is_compat))
@@ -116,15 +117,17 @@ def _write_workbook(con: duckdb.DuckDBPyConnection, mode: str, cols: list[str],
     # the writer puts the rows in order itself, after rendering them
     rows = f"SELECT * FROM {result_view(mode)}"
 
+    shown = final_name(path)  # the writers write a temporary (see write_outputs)
+
     def extra_sheet(number: int) -> None:
-        log.warning("more than 1,048,575 rows: continuing on sheet %d of %s", number, path)
+        log.warning("more than 1,048,575 rows: continuing on sheet %d of %s", number, shown)
 
     # the default mode's workbook is for browsing 100k rows; --compat keeps msprobe's layout
     browse = not scalar(con, "SELECT compat FROM settings")
     sheets = write_xlsx(con, SheetSpec(rows, cols, cols, marks, browse=browse), path,
                         on_extra_sheet=extra_sheet)
     if sheets > 1:
-        log.warning("%s holds %d sheets (Excel's row limit)", path.name, sheets)
+        log.warning("%s holds %d sheets (Excel's row limit)", shown.name, sheets)
 
 
 def _write_csv(con: duckdb.DuckDBPyConnection, mode: str, cols: list[str], path: Path) -> None:
@@ -230,7 +233,8 @@ def _csv_expr(expr: str, name: str) -> str:
 
 
 def write_advisor(out_dir: Path, suffix: str, result: CompareResult, *, compat: bool) -> Path:
-    """The three-line advisor file (spec §6), written atomically.
+    """The three-line advisor file (spec §6), written atomically under a name no other file has
+    (see :func:`msq.db.new_file`).
 
     ``Line`` is msprobe's 0-based line under ``--compat``; in the default mode it is the sheet
     row that holds the suspect, the row the console names (docs/compat.md)."""
@@ -238,9 +242,9 @@ def write_advisor(out_dir: Path, suffix: str, result: CompareResult, *, compat: 
     path = out_dir / f"advisor{suffix}_{stamp}.txt"
     text = (f"Line: {advisor_line(result, compat)}\nSuspect Nodes: {result.suspect}\n"
             f"Expert Advice: {result.advice}\n")
-    with atomic_write(path) as tmp:
-        tmp.write_text(text, encoding="utf-8")
-    return path
+    with new_file(path) as staged:
+        staged.tmp.write_text(text, encoding="utf-8")
+    return staged.path
 
 
 def advisor_line(result: CompareResult, compat: bool) -> str:
