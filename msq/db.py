@@ -24,6 +24,8 @@ import contextlib
 import errno
 import os
 import re
+import stat
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from importlib import resources
@@ -371,6 +373,59 @@ def _reserve(path: Path) -> bool:
         os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
     except FileExistsError:
         return False
+    return True
+
+
+#: A temporary untouched for this long, whose process is gone, is a killed msq's leftover (a
+#: live writer, even on another machine sharing the folder, writes its temporary continuously).
+STALE_SECONDS = 600
+_WRITE_TEST = ".msq-write-test-"
+
+
+def remove_stale_temporaries(folder: Path, names: Sequence[str]) -> int:
+    """Remove what a killed msq left in ``folder``: the ``.<name>.<pid>.tmp`` of outputs whose
+    names start with one of ``names`` (and the ``.msq-write-test-`` probes).
+
+    Only regular files owned by this user (never a symlink or a directory), whose process no
+    longer runs and which have not been written for :data:`STALE_SECONDS`. Returns how many.
+    """
+    pattern = re.compile(r"^\.+(?:" + "|".join(re.escape(n) for n in names) + r").*\.(\d+)\.tmp$")
+    removed = 0
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return 0
+    for entry in entries:
+        found = pattern.match(entry.name)
+        if not (found or entry.name.startswith(_WRITE_TEST)):
+            continue
+        if found and _process_alive(int(found.group(1))):
+            continue
+        if _stale_own_file(entry):
+            with contextlib.suppress(OSError):  # another msq removed it first
+                os.unlink(entry.path)
+                removed += 1
+    return removed
+
+
+def _stale_own_file(entry: os.DirEntry[str]) -> bool:
+    try:
+        st = entry.stat(follow_symlinks=False)
+    except OSError:
+        return False
+    return (stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid()
+            and time.time() - st.st_mtime > STALE_SECONDS)
+
+
+def _process_alive(pid: int) -> bool:
+    if pid <= 0:
+        return True  # not a pid msq writes: leave the file alone
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):  # another user's process (or nonsense): keep
+        return True
     return True
 
 

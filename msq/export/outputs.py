@@ -14,13 +14,24 @@ from pathlib import Path
 import duckdb
 
 from msq.config import Options
-from msq.db import atomic_write, csv_guard, final_name, new_file, quote_ident, quote_str, scalar
+from msq.db import (
+    atomic_write,
+    csv_guard,
+    final_name,
+    new_file,
+    quote_ident,
+    quote_str,
+    remove_stale_temporaries,
+    scalar,
+)
 from msq.errors import ExportError, UsageError
 from msq.export.xlsx import SheetSpec, write_xlsx
 from msq.result import CompareResult, sheet_row
 
 log = logging.getLogger("msq")
 
+#: What msq writes into an output folder (their temporaries are removed once stale)
+OUTPUT_NAMES = ("compare_result", "advisor", "data_mapping")
 _NAMES = ("NPU Name", "Bench Name", "NPU Dtype", "Bench Dtype", "NPU Tensor Shape",
           "Bench Tensor Shape")
 _STATS = ("NPU max", "NPU min", "NPU mean", "NPU l2norm", "Bench max", "Bench min", "Bench mean",
@@ -70,6 +81,9 @@ def ensure_output_dir(path: Path) -> None:
     except OSError as err:
         raise ExportError(f"{path}: output directory is not writable ({err.strerror}); "
                           "fix its permissions or choose another -o") from None
+    removed = remove_stale_temporaries(path, OUTPUT_NAMES)
+    if removed:
+        log.info("%s: removed %d temporary files left by an interrupted msq", path, removed)
 
 
 def check_formats(formats: tuple[str, ...]) -> tuple[str, ...]:
