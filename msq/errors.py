@@ -16,6 +16,7 @@ class ExitStatus(IntEnum):
     ERROR = 1
     USAGE = 2
     ACCURACY_GATE = 3
+    INTERRUPTED = 130  # Ctrl-C or SIGTERM (128 + SIGINT, as a shell reports Ctrl-C)
 
 
 class MsqError(Exception):

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import duckdb
 
+from msq import interrupts
 from msq.config import Options
 from msq.db import (
     atomic_write,
@@ -76,8 +77,9 @@ def ensure_output_dir(path: Path) -> None:
     if not path.is_dir():
         raise ExportError(f"{path}: is not a directory; choose another -o")
     try:
-        with tempfile.NamedTemporaryFile(dir=path, prefix=".msq-write-test-"):
-            pass
+        with interrupts.deferred(), tempfile.NamedTemporaryFile(dir=path,
+                                                               prefix=".msq-write-test-"):
+            pass  # whole: a Ctrl-C in between would leave the probe behind
     except OSError as err:
         raise ExportError(f"{path}: output directory is not writable ({err.strerror}); "
                           "fix its permissions or choose another -o") from None

@@ -55,7 +55,7 @@ def test_only_a_dead_msqs_old_temporaries_are_removed(tmp_path: Path) -> None:
     outside = tmp_path / "precious.xlsx"
     outside.write_text("not msq's")
     kept = [leftover(out, f".compare_result_20260101000000.xlsx.{os.getpid()}.tmp"),  # alive
-            leftover(out, f".compare_result_20260101000000.xlsx.1.tmp"),              # alive
+            leftover(out, ".compare_result_20260101000000.xlsx.1.tmp"),               # alive
             leftover(out, f".advisor_20260101000001.txt.{pid}.tmp", age=time.time()),  # fresh
             leftover(out, ".msq-write-test-fresh", age=time.time()),
             leftover(out, f".notes.{pid}.tmp"),                                        # not msq's
