@@ -179,7 +179,7 @@ def _read_in_two_processes(npu: Path, bench: Path, compat: bool) -> tuple[SideDa
     Ctrl-C (it reaches the whole process group), and on any failure or interruption the parent
     kills them at once (a read of a large dump takes many seconds) and reaps them.
     """
-    context = procs.context(preload=[__name__])
+    context: Any = procs.context(preload=[__name__])  # typeshed: BaseContext has no Process
     workers: list[tuple[Any, Any]] = []
     try:
         with interrupts.workers_forked():
