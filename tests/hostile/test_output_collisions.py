@@ -21,6 +21,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
+import yaml
 
 from tests.dumps import fwd, t, write_pair
 from tests.xlsx_read import rows
@@ -86,3 +87,27 @@ def test_two_compares_in_the_same_second_keep_both_outputs(tmp_path: Path) -> No
         assert book.suffix == ".xlsx" and advisor.suffix == ".txt"
         assert len(rows(book)) == expected_rows
         assert f"Suspect Nodes: {suspect}" in advisor.read_text()
+
+
+def test_layer_mapping_file_never_replaces_a_file(tmp_path: Path) -> None:
+    """-lm's data_mapping_<stamp>.yaml is published like the workbook: a taken name (another
+    compare's mapping of the same second) is kept as it is, the new mapping gets ``_2``,
+    complete, with no temporary left behind."""
+    from msq.mindspore.layer_mapping import write_data_mapping
+
+    theirs = b"another compare's mapping\n"
+    now = time.time()
+    # every stamp the call below can take (it runs well within these seconds)
+    taken = [tmp_path / f"data_mapping_{time.strftime('%Y%m%d%H%M%S', time.localtime(now + s))}"
+                        ".yaml" for s in range(3)]
+    for path in taken:
+        path.write_bytes(theirs)
+    mapping = {"Cell.a.forward.0.output.0": "Module.a.forward.0.output.0",
+               "Cell.b.forward.0.output.0": None}
+    written = write_data_mapping(mapping, tmp_path)
+    assert [p.read_bytes() for p in taken] == [theirs] * 3
+    assert written.name.endswith("_2.yaml") and written.with_name(
+        written.name.replace("_2.yaml", ".yaml")) in taken
+    assert yaml.safe_load(written.read_text()) == mapping
+    assert written.stat().st_mode & 0o777 == 0o640
+    assert sorted(tmp_path.iterdir()) == sorted([*taken, written])
