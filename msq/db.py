@@ -26,7 +26,7 @@ import os
 import re
 import stat
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from importlib.abc import Traversable
@@ -382,12 +382,14 @@ STALE_SECONDS = 600
 _WRITE_TEST = ".msq-write-test-"
 
 
-def remove_stale_temporaries(folder: Path, names: Sequence[str]) -> int:
+def remove_stale_temporaries(folder: Path, names: Sequence[str],
+                             dead: Collection[int] = ()) -> int:
     """Remove what a killed msq left in ``folder``: the ``.<name>.<pid>.tmp`` of outputs whose
     names start with one of ``names`` (and the ``.msq-write-test-`` probes).
 
     Only regular files owned by this user (never a symlink or a directory), whose process no
-    longer runs and which have not been written for :data:`STALE_SECONDS`. Returns how many.
+    longer runs and which have not been written for :data:`STALE_SECONDS`; those of the pids
+    in ``dead`` (workers msq has just killed) at once. Returns how many.
     """
     pattern = re.compile(r"^\.+(?:" + "|".join(re.escape(n) for n in names) + r").*\.(\d+)\.tmp$")
     removed = 0
@@ -399,22 +401,23 @@ def remove_stale_temporaries(folder: Path, names: Sequence[str]) -> int:
         found = pattern.match(entry.name)
         if not (found or entry.name.startswith(_WRITE_TEST)):
             continue
-        if found and _process_alive(int(found.group(1))):
+        ours = found is not None and int(found.group(1)) in dead
+        if found and not ours and _process_alive(int(found.group(1))):
             continue
-        if _stale_own_file(entry):
+        if _own_file(entry, 0 if ours else STALE_SECONDS):
             with contextlib.suppress(OSError):  # another msq removed it first
                 os.unlink(entry.path)
                 removed += 1
     return removed
 
 
-def _stale_own_file(entry: os.DirEntry[str]) -> bool:
+def _own_file(entry: os.DirEntry[str], untouched: float) -> bool:
     try:
         st = entry.stat(follow_symlinks=False)
     except OSError:
         return False
     return (stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid()
-            and time.time() - st.st_mtime > STALE_SECONDS)
+            and time.time() - st.st_mtime >= untouched)
 
 
 def _process_alive(pid: int) -> bool:

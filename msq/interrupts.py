@@ -23,7 +23,10 @@ import contextlib
 import signal
 import threading
 from collections.abc import Callable, Iterator
-from typing import Any
+from concurrent.futures import Future, wait
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -162,3 +165,11 @@ def wait_for(done: threading.Event) -> None:
     """
     while not done.wait(0.1):
         pass
+
+
+def result_of(future: Future[T]) -> T:
+    """``future.result()``, Ctrl-C still raising in the main thread (in short waits, as
+    :func:`wait_for`)."""
+    while not future.done():
+        wait([future], timeout=0.1)
+    return future.result()

@@ -26,6 +26,8 @@ from __future__ import annotations
 import contextlib
 import gc
 import multiprocessing
+import os
+import signal
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -63,6 +65,56 @@ def process_pool(workers: int, *, preload: Sequence[str] = (),
     """A process pool started as the policy says (see the module docstring)."""
     return ProcessPoolExecutor(max_workers=workers, mp_context=context(preload),
                                initializer=initializer)
+
+
+def stop_pool(pool: ProcessPoolExecutor) -> list[int]:
+    """Stop a pool at once (an interruption): drop its queue, kill its workers and every process
+    they started, reap them. Returns the workers' pids (their temporaries can go now).
+
+    For workers that ignore SIGINT and SIGTERM (:func:`msq.interrupts.ignore_in_worker`): a
+    worker's task may be a whole compare, and ``shutdown(wait=True)`` would wait for it to end.
+    A worker's own children (the dump readers of its compare) would outlive it: they are killed
+    first.
+    """
+    # private, and stable since Python 3.8: the executor has no public way to stop its workers
+    workers = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for worker in workers:
+        with contextlib.suppress(OSError):  # gone already
+            os.kill(worker.pid, signal.SIGSTOP)  # it starts nothing more; its children stay its
+            for pid in [*descendants(worker.pid), worker.pid]:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+    for worker in workers:
+        worker.join()
+    pool.shutdown(wait=True)  # its manager thread sees the workers gone and ends
+    return [w.pid for w in workers if w.pid is not None]
+
+
+def descendants(pid: int | None) -> list[int]:
+    """Every process started by ``pid``, children first (Linux /proc; elsewhere none)."""
+    parents: dict[int, list[int]] = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return []
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                stat = handle.read()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(b")") + 2:].split()  # after "pid (comm) "
+        parents.setdefault(int(fields[1]), []).append(int(entry))
+    found: list[int] = []
+    todo = list(parents.get(pid or -1, []))
+    while todo:
+        child = todo.pop(0)
+        found.append(child)
+        todo += parents.get(child, [])
+    return found
 
 
 @contextlib.contextmanager

@@ -79,8 +79,16 @@ def group(pgid: int) -> list[int]:
     return found
 
 
-def start(cfg: Path, out: Path, db: Path) -> subprocess.Popen[str]:
-    proc = subprocess.Popen([*MSQ, "compare", str(cfg), "-o", str(out), "--db", str(db), "-v"],
+#: msq with SIGINT at its default: a test run started in the background of a shell without job
+#: control inherits SIGINT ignored, and msq (rightly) leaves an ignored SIGINT ignored
+DEFAULT_SIGINT = [sys.executable, "-c", ("import os, signal, sys; "
+                  "signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.executable, "
+                  "[sys.executable, *sys.argv[1:]])")]
+
+
+def start(cfg: Path, out: Path, db: Path, *flags: str) -> subprocess.Popen[str]:
+    proc = subprocess.Popen([*DEFAULT_SIGINT, *MSQ[1:], "compare", str(cfg), "-o", str(out),
+                             "--db", str(db), "-v", *flags],
                             stderr=subprocess.PIPE, text=True, start_new_session=True,
                             env=dict(os.environ, PYTHONFAULTHANDLER="1"))
     deadline = time.monotonic() + 30

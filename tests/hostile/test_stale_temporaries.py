@@ -99,3 +99,21 @@ def test_the_temporary_of_a_killed_compare_is_removed_by_the_next(tmp_path: Path
     assert code == 0, text
     assert [n for n in outputs(out) if n.endswith(".tmp")] == []
     assert len([n for n in outputs(out) if n.startswith("compare_result_")]) == 1
+
+
+def test_the_temporaries_of_workers_msq_killed_go_at_once(tmp_path: Path) -> None:
+    """A directory compare stopped by Ctrl-C kills its pair workers (msq/distributed.py); what
+    they were writing goes then, fresh as it is, and only theirs."""
+    from msq.db import remove_stale_temporaries
+    from msq.export.outputs import OUTPUT_NAMES
+
+    killed, other = dead_pid(), dead_pid()
+    now = time.time()
+    theirs = leftover(tmp_path, f".data_mapping_rank1-rank1_20260101000000.yaml.{killed}.tmp",
+                      age=now)
+    fresh = leftover(tmp_path, f".data_mapping_rank2-rank2_20260101000000.yaml.{other}.tmp",
+                     age=now)  # a dead process, but not one msq killed: 10 minutes still apply
+    link = tmp_path / f".compare_result_link.xlsx.{killed}.tmp"
+    link.symlink_to(theirs)
+    assert remove_stale_temporaries(tmp_path, OUTPUT_NAMES, dead={killed}) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([fresh.name, link.name])
