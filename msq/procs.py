@@ -28,6 +28,7 @@ import gc
 import multiprocessing
 import os
 import signal
+import threading
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -78,6 +79,7 @@ def stop_pool(pool: ProcessPoolExecutor) -> list[int]:
     """
     # private, and stable since Python 3.8: the executor has no public way to stop its workers
     workers = list((getattr(pool, "_processes", None) or {}).values())
+    manager = getattr(pool, "_executor_manager_thread", None)
     pool.shutdown(wait=False, cancel_futures=True)
     for worker in workers:
         with contextlib.suppress(OSError):  # gone already
@@ -87,7 +89,8 @@ def stop_pool(pool: ProcessPoolExecutor) -> list[int]:
                     os.kill(pid, signal.SIGKILL)
     for worker in workers:
         worker.join()
-    pool.shutdown(wait=True)  # its manager thread sees the workers gone and ends
+    if manager is not None and manager is not threading.current_thread():
+        manager.join()  # it sees the workers gone and ends
     return [w.pid for w in workers if w.pid is not None]
 
 

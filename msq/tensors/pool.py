@@ -22,7 +22,14 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, CancelledError, Executor, Future, wait
+from concurrent.futures import (
+    FIRST_COMPLETED,
+    CancelledError,
+    Executor,
+    Future,
+    ProcessPoolExecutor,
+    wait,
+)
 from typing import TYPE_CHECKING, NamedTuple
 
 from threadpoolctl import ThreadpoolController
@@ -431,9 +438,12 @@ class Background:
     def cancel(self) -> None:
         """Stop handing out work and wait for the tasks already running (each is short); the
         results are dropped. Waiting here, not at interpreter exit, keeps Ctrl-C handling in the
-        caller's hands; a second Ctrl-C does not cut the wait short."""
+        caller's hands; a second Ctrl-C does not cut the wait short. After a Ctrl-C the
+        running tasks are not waited for: the workers are killed."""
         self._run.cancel()
         with interrupts.deferred():
+            if interrupts.received():
+                self._run.kill()
             interrupts.wait_for(self._done)
 
 
@@ -576,7 +586,17 @@ class _PoolRun:
         for fut in list(self.pending):
             fut.cancel()
 
+    def kill(self) -> None:
+        """Stop at once (an interruption): the running tasks are not waited for; the workers
+        are killed (they ignore the signal, and a batch can run for seconds)."""
+        self.cancel()
+        if isinstance(self.pool, ProcessPoolExecutor):
+            procs.stop_pool(self.pool)
+
     def close(self) -> None:
+        if self.cancelled and interrupts.received():
+            self.kill()
+            return
         # one shutdown, waiting: a shutdown(wait=False) first would make this one return at
         # once and leave the workers unjoined
         self.pool.shutdown(wait=True, cancel_futures=self.cancelled)

@@ -40,6 +40,15 @@ MSQ = [sys.executable, "-m", "msq"]
 LINE = {signal.SIGINT: "msq: interrupted; no partial output was kept",
         signal.SIGTERM: "msq: interrupted (SIGTERM); no partial output was kept"}
 SECONDS_TO_STOP = 5.0
+
+
+def seconds_to_stop() -> float:
+    """:data:`SECONDS_TO_STOP` on a machine with a core for each runnable process; on an
+    oversubscribed one (this suite runs beside others on 2 cores, load 20 and more), the C
+    extensions' imports that a signal must let finish take that many times longer. Capped well
+    below the 30 s after which ``stop`` calls it a hang."""
+    load = os.getloadavg()[0] / (os.cpu_count() or 1)
+    return min(20.0, SECONDS_TO_STOP * max(1.0, load))
 pytestmark = pytest.mark.slow
 
 
@@ -142,7 +151,7 @@ def history_rows(db: Path) -> int:
 
 def check(status: int, err: str, took: float, out: Path, db: Path, signum: int) -> str:
     assert "Traceback" not in err and "Fatal Python error" not in err, err
-    assert took < SECONDS_TO_STOP, f"{took:.1f} s from the signal to the exit:\n{err}"
+    assert took < seconds_to_stop(), f"{took:.1f} s from the signal to the exit:\n{err}"
     assert [n for n in outputs(out) if n.startswith(".") or n.endswith(".tmp")] == []
     for book in out.glob("compare_result_*.xlsx"):
         assert zipfile.ZipFile(book).testzip() is None  # complete, or absent

@@ -24,9 +24,15 @@ import pytest
 from msq.loader import PARALLEL_BYTES
 from tests.dumps import fwd, t, write_dump
 from tests.hostile.helpers import outputs
-from tests.hostile.test_interrupt_anytime import LINE, group, start, stop, wait_for_line
+from tests.hostile.test_interrupt_anytime import (
+    LINE,
+    group,
+    seconds_to_stop,
+    start,
+    stop,
+    wait_for_line,
+)
 
-SECONDS_TO_STOP = 5.0
 RANKS = 4
 pytestmark = pytest.mark.slow
 
@@ -63,7 +69,7 @@ def recorded_files(db: Path) -> list[str]:
 def check(status: int, err: str, took: float, out: Path, db: Path, signum: int) -> int:
     """The run stopped as promised; returns how many pairs it recorded."""
     assert "Traceback" not in err and "Fatal Python error" not in err, err
-    assert took < SECONDS_TO_STOP, f"{took:.1f} s from the signal to the exit:\n{err}"
+    assert took < seconds_to_stop(), f"{took:.1f} s from the signal to the exit:\n{err}"
     left = outputs(out)
     assert [n for n in left if n.startswith(".") or n.endswith(".tmp")] == [], left
     files = recorded_files(db)
