@@ -10,6 +10,11 @@ thread, as Python's own SIGINT handler does, except in two states the library se
   now would report "interrupted" for a compare that was recorded; the signal is held until the
   next compare begins (:func:`unsettle` raises it then) or the command ends.
 
+And whatever the state, a signal that arrives while a module is being imported is delivered
+again once the import is over: a ``KeyboardInterrupt`` inside a C extension's module
+initialisation (DuckDB's nanobind enums) aborts the process (SIGABRT: no exit 130, workers
+orphaned). The known C imports also run :func:`deferred`; this covers every other lazy import.
+
 Worker processes never see a signal: they are forked with SIGINT and SIGTERM blocked
 (:func:`workers_forked`) and ignore them from their first instruction (:func:`ignore_in_worker`),
 so a worker never dies holding a queue's lock (which hung the parent's pool), and the parent
@@ -20,6 +25,7 @@ Python's own handler raises.
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import threading
 from collections.abc import Callable, Iterator
@@ -68,7 +74,31 @@ def _handler(signum: int, frame: Any) -> None:
     if _shield_depth or _settled:
         _pending = True
         return
+    if _importing(frame):
+        _deliver_again(signum)
+        return
     raise KeyboardInterrupt
+
+
+def _importing(frame: Any) -> bool:
+    """Whether ``frame`` runs inside an import (importlib's frames are on its stack)."""
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib"):
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _deliver_again(signum: int) -> None:
+    """Send ``signum`` to this process again shortly (the handler then runs again: raising,
+    once the import is over)."""
+    def again() -> None:
+        if signal.getsignal(signum) is _handler:  # not after the command ended (restored)
+            os.kill(os.getpid(), signum)
+
+    timer = threading.Timer(0.05, again)
+    timer.daemon = True
+    timer.start()
 
 
 def received() -> int | None:

@@ -311,3 +311,30 @@ def test_a_killed_worker_is_one_line(tmp_path: Path) -> None:
                            "for lack of memory); free memory, compare smaller dumps, or use fewer "
                            "--workers")
     assert outputs(out) == []
+
+
+def test_a_signal_inside_an_import_waits_for_the_import(tmp_path: Path) -> None:
+    """Ctrl-C or SIGTERM while a module is imported outside any deferred block (a C extension's
+    init aborts the process on a KeyboardInterrupt, DuckDB's under load) lets the import finish,
+    then interrupts."""
+    (tmp_path / "slow_init.py").write_text(
+        "import os, signal, sys\nos.kill(os.getpid(), int(sys.argv[1]))\n"
+        "import time\ntime.sleep(0.3)\nFINISHED = True\n")
+    script = (
+        "import sys, time\n"
+        f"sys.path.insert(0, {str(tmp_path)!r})\n"
+        "from msq import interrupts\n"
+        "interrupts.install()\n"
+        "try:\n"
+        "    import slow_init\n"
+        "    print('imported', slow_init.FINISHED, interrupts.received(), flush=True)\n"
+        "    time.sleep(10)\n"
+        "    print('not interrupted')\n"
+        "except KeyboardInterrupt:\n"
+        "    print('interrupted after the import', 'slow_init' in sys.modules)\n")
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        done = subprocess.run([sys.executable, "-c", script, str(int(signum))],
+                              capture_output=True, text=True, timeout=60, check=False)
+        assert done.stdout.splitlines() == [f"imported True {int(signum)}",
+                                            "interrupted after the import True"], \
+            done.stdout + done.stderr
