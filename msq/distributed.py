@@ -15,6 +15,7 @@ from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -234,7 +235,7 @@ def _outcomes(jobs: list[PairJob], output_dir: Path,
     # process group, and this process alone decides what stops
     with gc_frozen():
         pool = process_pool(workers, preload=["msq.pair_tables"],
-                            initializer=interrupts.ignore_in_worker)
+                            initializer=partial(interrupts.ignore_in_worker, os.getpid()))
         pending: deque[tuple[PairJob, Future[PairTables | PairFailure]]] = deque()
         try:
             for job in jobs:  # a bounded window: this process holds few pairs' tables

@@ -25,8 +25,11 @@ Python's own handler raises.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
+import select
 import signal
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, wait
@@ -167,13 +170,52 @@ def workers_forked() -> Iterator[None]:
             signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
-def ignore_in_worker() -> None:
+def ignore_in_worker(owner: int | None = None) -> None:
     """A worker's first act: ignore SIGINT and SIGTERM (the parent stops it), then unblock them
-    (see :func:`workers_forked`)."""
+    (see :func:`workers_forked`); and die with ``owner``, the process that made its pool
+    (:func:`die_with`)."""
     for signum in SIGNALS:
         signal.signal(signum, signal.SIG_IGN)
     if hasattr(signal, "pthread_sigmask"):
         signal.pthread_sigmask(signal.SIG_UNBLOCK, SIGNALS)
+    if owner is not None:
+        die_with(owner)
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with(owner: int) -> None:
+    """End this worker process when ``owner`` (the process that made its pool) dies (Linux;
+    elsewhere nothing).
+
+    A worker ignores Ctrl-C, and a pool's worker waits on its queue for ever: an owner killed
+    or aborted would leave its workers behind (the dump readers of a killed rank-pair worker,
+    the tensor workers of an msq killed with SIGKILL). A worker forked by its owner asks the
+    kernel (``PR_SET_PDEATHSIG``; its parent is the owner's thread that forked it, which in msq
+    outlives the pool); a worker forked by a forkserver has the forkserver for parent, which
+    lives as long as any of its workers: a thread waits on the owner's pidfd instead.
+    """
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        if os.getppid() == owner:
+            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL),
+                                                    0, 0, 0)
+            if os.getppid() != owner:  # the owner died before the request took effect
+                os._exit(1)
+            return
+        watched = os.pidfd_open(owner)
+    except ProcessLookupError:  # the owner is gone already
+        os._exit(1)
+    except (OSError, AttributeError):  # no prctl or pidfd here: the owner's kill covers it
+        return
+    threading.Thread(target=_end_with, args=(watched,), name="msq-owner", daemon=True).start()
+
+
+def _end_with(watched: int) -> None:
+    select.select([watched], [], [])  # readable once the process has ended
+    os.kill(os.getpid(), signal.SIGKILL)
 
 
 def ignore_from_now() -> None:

@@ -185,7 +185,7 @@ def _read_in_two_processes(npu: Path, bench: Path, compat: bool) -> tuple[SideDa
         with interrupts.workers_forked():
             for side, path in (("npu", npu), ("bench", bench)):
                 receiver, sender = context.Pipe(duplex=False)
-                proc = context.Process(target=_read_to_pipe, args=(sender, side, path, compat),
+                proc = context.Process(target=_read_to_pipe, args=(sender, side, path, compat, os.getpid()),
                                        name=f"msq-read-{side}", daemon=True)
                 proc.start()
                 sender.close()
@@ -201,8 +201,8 @@ def _read_in_two_processes(npu: Path, bench: Path, compat: bool) -> tuple[SideDa
                 receiver.close()
 
 
-def _read_to_pipe(sender: Any, side: str, path: Path, compat: bool) -> None:
-    interrupts.ignore_in_worker()
+def _read_to_pipe(sender: Any, side: str, path: Path, compat: bool, owner: int) -> None:
+    interrupts.ignore_in_worker(owner)
     try:
         outcome: tuple[str, Any] = ("ok", read_side(side, path, compat))
     except BaseException as err:  # noqa: BLE001 (handed to the parent, which raises it)

@@ -526,7 +526,7 @@ class _PoolRun:
         # are short and finish)
         self.pool: Executor = (
             _executor(workers) if _executor is not None else procs.process_pool(
-                workers, initializer=interrupts.ignore_in_worker,
+                workers, initializer=functools.partial(interrupts.ignore_in_worker, os.getpid()),
                 preload=sorted({__name__, type(measure).__module__})))
         try:
             with interrupts.workers_forked():

@@ -97,7 +97,7 @@ DEFAULT_SIGINT = [sys.executable, "-c", ("import os, signal, sys; "
 
 def start(cfg: Path, out: Path, db: Path, *flags: str) -> subprocess.Popen[str]:
     proc = subprocess.Popen([*DEFAULT_SIGINT, *MSQ[1:], "compare", str(cfg), "-o", str(out),
-                             "--db", str(db), "-v", *flags],
+                             "--db", str(db), "-vv", *flags],
                             stderr=subprocess.PIPE, text=True, start_new_session=True,
                             env=dict(os.environ, PYTHONFAULTHANDLER="1"))
     deadline = time.monotonic() + 30
@@ -172,8 +172,9 @@ PHASES = {
     "reading the dumps": ("tensor metrics: started", 2.0, True),
     # matching, metrics, the workbook written while the history thread inserts the rows
     "writing and recording": ("compare mode:", 3.0, True),
-    # the main thread waiting for the history thread's commit (the abort)
-    "the commit": ("Compare result is", 0.6, False),
+    # the main thread waiting for the history thread's commit (the abort); -vv's stage times:
+    # the outputs are written, the commit comes next
+    "the commit": ("stage outputs", 0.6, False),
 }
 TRIALS = 3
 
@@ -206,3 +207,25 @@ def test_sigterm_is_handled_the_same_way(workload: Path, tmp_path: Path) -> None
         seen = wait_for_line(proc, line)
         time.sleep(rng.uniform(0, window))
         check(*stop(proc, signal.SIGTERM, seen), out, db, signal.SIGTERM)
+
+
+def test_workers_die_with_a_killed_msq(workload: Path, tmp_path: Path) -> None:
+    """msq killed outright (SIGKILL, the OOM killer, a crash) while its dump readers and tensor
+    workers run: they end with it (before, they finished their tasks, then waited on a dead
+    queue for ever, reparented to init)."""
+    out, db = tmp_path / "out", tmp_path / "h.duckdb"
+    proc = start(workload, out, db)
+    seen = wait_for_line(proc, "tensor metrics: started")
+    time.sleep(random.uniform(0, 1.0))
+    os.kill(proc.pid, signal.SIGKILL)
+    try:
+        proc.communicate(timeout=30)  # EOF: every process holding msq's stderr has ended
+    except subprocess.TimeoutExpired:
+        left = group(proc.pid)
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        pytest.fail(f"processes outlived msq by 30 s: {left}\n{''.join(seen)}")
+    deadline = time.monotonic() + 10
+    while group(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert group(proc.pid) == [], f"processes left behind: {group(proc.pid)}"

@@ -13,8 +13,10 @@ as ``--resume`` expects).
 from __future__ import annotations
 
 import json
+import os
 import random
 import signal
+import subprocess
 import time
 from pathlib import Path
 
@@ -106,3 +108,28 @@ def test_pairs_recorded_before_ctrl_c_are_kept(workload: Path, tmp_path: Path) -
     proc = start(workload, out, db, "--workers", "2")
     seen = wait_for_line(proc, "recorded compare 1 ")
     assert check(*stop(proc, signal.SIGINT, seen), out, db, signal.SIGINT) >= 1
+
+
+def test_workers_die_with_a_killed_msq(workload: Path, tmp_path: Path) -> None:
+    """msq killed outright (SIGKILL, the OOM killer, a crash) while its pairs are computed: the
+    pair workers (children of a forkserver, which outlives msq while they run) and their dump
+    readers end too, instead of finishing their pairs and waiting on a dead queue for ever."""
+    out, db = tmp_path / "out", tmp_path / "h.duckdb"
+    proc = start(workload, out, db, "--workers", "2")
+    deadline = time.monotonic() + 120
+    while not pair_workers_busy(proc.pid):
+        assert time.monotonic() < deadline and proc.poll() is None, "the pairs never started"
+        time.sleep(0.01)
+    time.sleep(random.uniform(0, 1))
+    os.kill(proc.pid, signal.SIGKILL)
+    try:
+        proc.communicate(timeout=30)  # EOF: every process holding msq's stderr has ended
+    except subprocess.TimeoutExpired:
+        left = group(proc.pid)
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        pytest.fail(f"processes outlived msq by 30 s: {left}")
+    deadline = time.monotonic() + 10
+    while group(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert group(proc.pid) == [], f"processes left behind: {group(proc.pid)}"
