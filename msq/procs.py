@@ -107,10 +107,10 @@ def descendants(pid: int | None) -> list[int]:
         try:
             with open(f"/proc/{entry}/stat", "rb") as handle:
                 stat = handle.read()
-        except OSError:
+            fields = stat[stat.rindex(b")") + 2:].split()  # after "pid (comm) "
+            parents.setdefault(int(fields[1]), []).append(int(entry))
+        except (OSError, ValueError, IndexError):  # gone meanwhile: a stopping run goes on
             continue
-        fields = stat[stat.rindex(b")") + 2:].split()  # after "pid (comm) "
-        parents.setdefault(int(fields[1]), []).append(int(entry))
     found: list[int] = []
     todo = list(parents.get(pid or -1, []))
     while todo:

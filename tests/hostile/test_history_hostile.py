@@ -97,7 +97,7 @@ def test_db_names_are_files_not_duckdb_locations(tmp_path: Path,
     cfg = small_pair(tmp_path)
     code, text = cli("compare", str(cfg), "-o", str(tmp_path / "out"), "--db", "md:hist")
     assert code == 0, text
-    assert "recorded as compare 1 in md:hist" in text
+    assert f"recorded as compare 1 in {tmp_path / 'md:hist'}" in text
     assert (tmp_path / "md:hist").is_file()
     code, text = cli("runs", "--db", "md:hist", "--format", "csv")
     assert code == 0 and len(text.splitlines()) == 2, text

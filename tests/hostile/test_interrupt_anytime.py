@@ -43,12 +43,15 @@ SECONDS_TO_STOP = 5.0
 
 
 def seconds_to_stop() -> float:
-    """:data:`SECONDS_TO_STOP` on a machine with a core for each runnable process; on an
-    oversubscribed one (this suite runs beside others on 2 cores, load 20 and more), the C
-    extensions' imports that a signal must let finish take that many times longer. Capped well
-    below the 30 s after which ``stop`` calls it a hang."""
+    """:data:`SECONDS_TO_STOP`, the promise (issue 17: "exit 130 within a few seconds"), on a
+    machine with a core for each runnable process. Only an oversubscribed one gets more: what
+    a signal must let finish (a C extension's import, a worker's start) takes longer there in
+    proportion; at most twice the promise. (Measured at load 17 with msq pinned to one core
+    beside three busy loops: at most 4.1 s for a directory compare, 1.1 s for a tensor one.)"""
     load = os.getloadavg()[0] / (os.cpu_count() or 1)
-    return min(20.0, SECONDS_TO_STOP * max(1.0, load))
+    return min(2 * SECONDS_TO_STOP, SECONDS_TO_STOP * max(1.0, load))
+
+
 pytestmark = pytest.mark.slow
 
 

@@ -67,7 +67,7 @@ def test_only_a_dead_msqs_old_temporaries_are_removed(tmp_path: Path) -> None:
     folder = out / f".compare_result_dir.xlsx.{pid}.tmp"
     folder.mkdir()
     os.utime(folder, (OLD, OLD))
-    code, text = compare(good_pair(tmp_path / "dumps"), out)
+    code, text = compare(good_pair(tmp_path / "dumps"), out, "-v")  # the line is logged
     assert code == 0, text
     assert [p.name for p in removed if p.exists()] == []
     assert [p.name for p in kept if not p.exists()] == []
