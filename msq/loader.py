@@ -157,13 +157,20 @@ def read_sides(npu: Path, bench: Path, compat: bool) -> tuple[SideData, SideData
     if C_PADDING is not None and PARALLEL_BYTES <= size < SEQUENTIAL_BYTES \
             and (os.cpu_count() or 1) >= 2:
         # the C reader releases the GIL: a thread reads the bench side meanwhile
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="msq-read") as pool:
+        # (the waits for that thread run whole: a Thread.join cut by Ctrl-C marks the thread
+        # ended on Python 3.11, and the interpreter may exit while it is inside the C reader)
+        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="msq-read")
+        try:
             bench_job = pool.submit(read_side, "bench", bench, compat)
             try:
                 npu_side = read_side("npu", npu, compat)
             finally:
-                bench_side = bench_job.result()
+                with interrupts.deferred():
+                    bench_side = interrupts.result_of(bench_job)
             return npu_side, bench_side
+        finally:
+            with interrupts.deferred():
+                pool.shutdown(wait=True)
     if C_PADDING is not None or size < PARALLEL_BYTES or (os.cpu_count() or 1) < 2:
         return read_side("npu", npu, compat), read_side("bench", bench, compat)
     with gc_frozen():
