@@ -80,6 +80,8 @@ def stop_pool(pool: ProcessPoolExecutor) -> list[int]:
     # private, and stable since Python 3.8: the executor has no public way to stop its workers
     workers = list((getattr(pool, "_processes", None) or {}).values())
     manager = getattr(pool, "_executor_manager_thread", None)
+    pipes = [getattr(getattr(pool, name, None), end, None)
+             for name, end in (("_result_queue", "_writer"), ("_call_queue", "_reader"))]
     pool.shutdown(wait=False, cancel_futures=True)
     for worker in workers:
         with contextlib.suppress(OSError):  # gone already
@@ -90,8 +92,33 @@ def stop_pool(pool: ProcessPoolExecutor) -> list[int]:
     for worker in workers:
         worker.join()
     if manager is not None and manager is not threading.current_thread():
-        manager.join()  # it sees the workers gone and ends
+        _end_manager(manager, *pipes)
     return [w.pid for w in workers if w.pid is not None]
+
+
+def _end_manager(manager: threading.Thread, results: Any, calls: Any) -> None:
+    """Wait for a pool's manager thread to see its workers gone and end.
+
+    A worker killed while it wrote a result leaves the thread waiting for the rest of that
+    message for ever (this process holds the pipe's other end: no end of file comes), and its
+    feeder may wait to write to a call queue no worker reads. Both pipes' other ends are ours:
+    filler bytes complete the message (it then fails to unpickle: the pool is broken, and the
+    thread ends as it does for a dead worker), and the call queue is drained.
+    """
+    manager.join(0.2)
+    filler = b"\0" * 65536
+    ends = [end for end in (results, calls) if end is not None]
+    for end in ends:
+        with contextlib.suppress(OSError, ValueError):
+            os.set_blocking(end.fileno(), False)
+    while manager.is_alive():
+        with contextlib.suppress(OSError, ValueError):  # full, closed, or gone meanwhile
+            if results is not None:
+                os.write(results.fileno(), filler)
+        with contextlib.suppress(OSError, ValueError):
+            if calls is not None:
+                os.read(calls.fileno(), 1 << 20)
+        manager.join(0.05)
 
 
 def descendants(pid: int | None) -> list[int]:
