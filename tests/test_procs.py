@@ -81,3 +81,32 @@ def test_forked_workers_never_collect_the_parents_objects() -> None:
             pass
         assert gc.get_freeze_count() == frozen
     assert gc.get_freeze_count() == 0
+
+
+def _half_a_result() -> None:
+    """Write the start of a result message into the pool's result pipe, then hang: as a worker
+    killed in the middle of sending its result leaves that pipe."""
+    import struct
+    import time
+    from multiprocessing.queues import SimpleQueue
+
+    queue = next(o for o in gc.get_objects() if isinstance(o, SimpleQueue))
+    os.write(queue._writer.fileno(), struct.pack("!i", 1 << 20) + b"\x80\x04")  # type: ignore[attr-defined]
+    time.sleep(600)
+
+
+def test_stop_pool_ends_with_a_worker_killed_in_mid_result() -> None:
+    """The pool's manager thread waits for the rest of that message (this process holds the
+    pipe's other end: no end of file); stop_pool must still end, and quickly."""
+    import threading
+    import time
+
+    pool = procs.process_pool(2)
+    pool.submit(_half_a_result)
+    time.sleep(1)  # the message is half-written
+    done = threading.Event()
+    stopper = threading.Thread(target=lambda: (procs.stop_pool(pool), done.set()), daemon=True)
+    started = time.monotonic()
+    stopper.start()
+    assert done.wait(30), "stop_pool hung on the manager thread"
+    assert time.monotonic() - started < 5
