@@ -29,6 +29,7 @@ import multiprocessing
 import os
 import signal
 import threading
+import time
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -80,8 +81,8 @@ def stop_pool(pool: ProcessPoolExecutor) -> list[int]:
     # private, and stable since Python 3.8: the executor has no public way to stop its workers
     workers = list((getattr(pool, "_processes", None) or {}).values())
     manager = getattr(pool, "_executor_manager_thread", None)
-    pipes = [getattr(getattr(pool, name, None), end, None)
-             for name, end in (("_result_queue", "_writer"), ("_call_queue", "_reader"))]
+    results = getattr(getattr(pool, "_result_queue", None), "_writer", None)
+    calls = getattr(pool, "_call_queue", None)
     pool.shutdown(wait=False, cancel_futures=True)
     for worker in workers:
         with contextlib.suppress(OSError):  # gone already
@@ -91,34 +92,47 @@ def stop_pool(pool: ProcessPoolExecutor) -> list[int]:
                     os.kill(pid, signal.SIGKILL)
     for worker in workers:
         worker.join()
-    if manager is not None and manager is not threading.current_thread():
-        _end_manager(manager, *pipes)
+    if manager is not threading.current_thread():
+        _end_threads(manager, results, calls)
     return [w.pid for w in workers if w.pid is not None]
 
 
-def _end_manager(manager: threading.Thread, results: Any, calls: Any) -> None:
-    """Wait for a pool's manager thread to see its workers gone and end.
+def _end_threads(manager: threading.Thread | None, results: Any, calls: Any) -> None:
+    """Wait for a pool's manager thread to see its workers gone and end, then for the feeder
+    thread of its call queue (the interpreter's exit waits for that one).
 
-    A worker killed while it wrote a result leaves the thread waiting for the rest of that
-    message for ever (this process holds the pipe's other end: no end of file comes), and its
-    feeder may wait to write to a call queue no worker reads. Both pipes' other ends are ours:
-    filler bytes complete the message (it then fails to unpickle: the pool is broken, and the
-    thread ends as it does for a dead worker), and the call queue is drained.
+    A worker killed while it wrote a result leaves the manager waiting for the rest of that
+    message for ever (this process holds the pipe's other end: no end of file comes), and the
+    feeder may wait to write into a call queue no worker reads any more. Both pipes' other ends
+    are ours: filler bytes complete the message (it then fails to unpickle: the pool is broken,
+    and the manager ends as it does for a dead worker), and the call queue is drained.
     """
-    manager.join(0.2)
+    feeder = getattr(calls, "_thread", None)
+    reader: Any = getattr(calls, "_reader", None)
     filler = b"\0" * 65536
-    ends = [end for end in (results, calls) if end is not None]
+    ends: list[Any] = [results, reader]
     for end in ends:
-        with contextlib.suppress(OSError, ValueError):
+        with contextlib.suppress(OSError, ValueError, AttributeError):
             os.set_blocking(end.fileno(), False)
-    while manager.is_alive():
-        with contextlib.suppress(OSError, ValueError):  # full, closed, or gone meanwhile
-            if results is not None:
-                os.write(results.fileno(), filler)
-        with contextlib.suppress(OSError, ValueError):
-            if calls is not None:
-                os.read(calls.fileno(), 1 << 20)
-        manager.join(0.05)
+
+    def unwedge() -> None:
+        with contextlib.suppress(OSError, ValueError, AttributeError):  # full, closed, gone
+            os.write(results.fileno(), filler)
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            os.read(reader.fileno(), 1 << 20)
+
+    while manager is not None and manager.is_alive():
+        manager.join(0.1)
+        unwedge()
+    if feeder is None or not feeder.is_alive():
+        return
+    calls.close()  # the feeder ends once it has written what it holds (the manager is gone)
+    deadline = time.monotonic() + 10
+    while feeder.is_alive() and time.monotonic() < deadline:
+        unwedge()
+        feeder.join(0.05)
+    if feeder.is_alive():  # never seen; the exit must not wait for it
+        calls.cancel_join_thread()
 
 
 def descendants(pid: int | None) -> list[int]:
