@@ -18,8 +18,8 @@ from typing import Any, TypeVar
 
 import click
 
-from msq import status_line
-from msq.console import gate_line, print_summary, render_show, render_table
+from msq import interrupts, status_line
+from msq.console import gate_line, print_summary, render_show, render_table, terminal_text
 from msq.errors import ExitStatus, MsqError, printable
 from msq.runner import run_from_compare_json
 from msq.version import VERSION
@@ -33,11 +33,13 @@ def handle_errors(func: F) -> F:
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        previous = _watch_sigint()
+        restore = interrupts.install()
         try:
-            return func(*args, **kwargs)
+            done = func(*args, **kwargs)
+            interrupts.settle()  # the work is complete: a Ctrl-C from now on changes nothing
+            return done
         except MsqError as err:
-            if _SIGINT_SEEN:
+            if interrupts.received():
                 _interrupted()
             click.echo(f"msq: error: {printable(str(err))}", err=True)
             sys.exit(int(err.exit_status))
@@ -48,7 +50,7 @@ def handle_errors(func: F) -> F:
                        "fewer --workers", err=True)
             sys.exit(int(ExitStatus.ERROR))
         except BrokenProcessPool:
-            if _SIGINT_SEEN:
+            if interrupts.received():
                 _interrupted()
             # a worker (dump reader, tensor metrics, rank pair) was killed: the OOM killer, mostly
             click.echo("msq: error: a worker process died (killed by the system, most often for "
@@ -57,42 +59,25 @@ def handle_errors(func: F) -> F:
         except Exception:
             # Ctrl-C inside a DuckDB query surfaces as RuntimeError("Query interrupted"), inside
             # a process pool as a broken pool: still an interruption, not a bug.
-            if _SIGINT_SEEN:
+            if interrupts.received():
                 _interrupted()
             raise
         finally:
-            if previous is not None:
-                signal.signal(signal.SIGINT, previous)
+            restore()
 
     return wrapper  # type: ignore[return-value]
 
 
-_SIGINT_SEEN = False
-
-
-def _on_sigint(signum: int, frame: Any) -> None:
-    global _SIGINT_SEEN
-    _SIGINT_SEEN = True
-    raise KeyboardInterrupt
-
-
-def _watch_sigint() -> Any:
-    """Record that SIGINT arrived (then raise KeyboardInterrupt as Python does); return the old
-    handler, or None when Python's own handler is not in place (SIGINT ignored, as in a
-    background job, or not the main thread)."""
-    global _SIGINT_SEEN
-    _SIGINT_SEEN = False
-    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
-        return None
-    try:
-        return signal.signal(signal.SIGINT, _on_sigint)
-    except ValueError:
-        return None
-
-
 def _interrupted() -> None:
-    click.echo("msq: interrupted; no partial output was kept", err=True)
-    sys.exit(130)
+    interrupts.settle()  # the cleanup is done: a second Ctrl-C must not cut the message short
+    click.echo(interrupted_line(interrupts.received()), err=True)
+    sys.exit(int(ExitStatus.INTERRUPTED))
+
+
+def interrupted_line(signum: int | None) -> str:
+    """The one line of an interrupted run (SIGINT: Ctrl-C; SIGTERM: named)."""
+    how = " (SIGTERM)" if signum == signal.SIGTERM else ""
+    return f"msq: interrupted{how}; no partial output was kept"
 
 
 class _PrintableFormatter(logging.Formatter):
@@ -268,7 +253,8 @@ def runs_cmd(db_path: Path | None, label: str | None, fmt: str, output: Path | N
 
     One line per compare: id, time, label, mode, rank, step, rows, red, yellow, first suspect.
     """
-    from msq.history import runs_sql  # lazy: as in _print_query
+    with interrupts.deferred():
+        from msq.history import runs_sql  # lazy: as in _print_query
 
     setup_logging(verbose, quiet)
     _print_query(db_path, runs_sql(label), fmt, output)
@@ -322,17 +308,20 @@ def _show_folder(folder: Path, db_path: Path | None, limit: int | None) -> Any:
 
 def _print_query(db_path: Path | None, query: str, fmt: str, output: Path | None) -> None:
     """Run a read-only query on the history database; print it, or write it to ``output``."""
-    from msq import history  # lazy: duckdb loads after msq compare's early tensor pool starts
+    with interrupts.deferred():  # a Ctrl-C inside duckdb's initialisation aborts Python
+        from msq import history  # lazy: duckdb loads after msq compare's early tensor pool starts
 
     path = history.resolve_db_path(db_path)
+    if output is not None:
+        history.check_output(path, output)  # before the query runs
     if fmt == "table":
         text = render_table(history.query(path, query))
         if output is None:
             click.echo(text, nl=False)
         else:
-            output.write_text(text, encoding="utf-8")
+            history.write_text(path, output, text)
     elif output is None:
-        click.echo(history.export_text(path, query, fmt), nl=False)
+        click.echo(terminal_text(history.export_text(path, query, fmt)), nl=False)
     else:
         history.export(path, query, fmt, output)
 

@@ -5,6 +5,8 @@ Everything is validated here, before any work starts, so that a mistake costs on
 
 from __future__ import annotations
 
+import logging
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,6 +14,8 @@ from typing import Any
 
 from msq.errors import InputError, UsageError
 from msq.jsonio import read_json
+
+log = logging.getLogger("msq")
 
 COMPAT_CHOICES = ("msprobe-1.1",)
 ENGINES = ("local", "ray")
@@ -238,7 +242,16 @@ def options_from_kwargs(stack_mode: bool, auto_analyze: bool, fuzzy_match: bool,
         raise UsageError(f"unknown engine {opts.engine!r}; try one of: {', '.join(ENGINES)}")
     if opts.engine != "ray" and (opts.ray_address or opts.ray_place):
         raise UsageError("ray_address and ray_place need engine='ray' (--engine ray)")
+    if opts.record and _in_memory(opts.db):
+        log.warning("--db :memory: keeps no history: this compare is not recorded "
+                    "(--no-history says so without this warning)")
+        opts.record = False
     check_noise(opts)
     if isinstance(opts.formats, str):
         opts.formats = tuple(f.strip() for f in opts.formats.split(",") if f.strip())
     return opts
+
+
+def _in_memory(db: str | Path | None) -> bool:
+    """``--db :memory:`` (or ``MSQ_DB``): DuckDB's name for a database that is never written."""
+    return str(db or os.environ.get("MSQ_DB") or "") == ":memory:"

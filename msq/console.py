@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from msq.errors import printable
+from msq.errors import printable, printable_lines
 from msq.result import CompareResult, ShownCompare, ShownRun
 
 if TYPE_CHECKING:  # msq.history loads duckdb: only when a history command runs
@@ -216,7 +216,9 @@ def format_value(value: Any) -> str:
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(format_value(v) for v in value) + "]"
     text = str(value)
-    return text.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
+    text = text.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
+    # any other control character (terminal escapes in an op name) is shown, not sent
+    return printable(text)
 
 
 _NUMERIC = re.compile(r"^(TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT|UTINYINT|USMALLINT|UINTEGER|"
@@ -236,6 +238,12 @@ def render_table(table: Table) -> str:
     count = len(table.rows)
     lines.append(f"({count} row{'' if count == 1 else 's'})")
     return "\n".join(lines) + "\n"
+
+
+def terminal_text(text: str) -> str:
+    """CSV or JSON text printed to the terminal: a dump's control characters shown as ``\\xNN``
+    (a file written with ``-o`` keeps them)."""
+    return printable_lines(text)
 
 
 def _line(values: Sequence[str], widths: Sequence[int], right: Sequence[bool]) -> str:

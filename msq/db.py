@@ -14,15 +14,19 @@ line becomes the view's catalog comment. A sub-folder named after a variant (a m
 
 The helpers: SQL quoting (:func:`quote_ident`, :func:`quote_str`), the CSV formula guard
 (:func:`csv_guard`), bulk loading of Arrow tables (:func:`insert_arrow`), atomic file output
-(:func:`atomic_write`) and :func:`scalar`.
+(:func:`atomic_write`; :func:`new_file` when an existing file must never be replaced) and
+:func:`scalar`.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
-from collections.abc import Iterable, Iterator, Sequence
+import stat
+import time
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from importlib.abc import Traversable
@@ -288,6 +292,144 @@ def atomic_write(path: Path, *, mode: int | None = None) -> Iterator[Path]:
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+@dataclass
+class NewFile:
+    """A file being written by :func:`new_file`: the body writes ``tmp``; ``path`` is the final
+    name, known once the block has ended."""
+
+    tmp: Path
+    path: Path
+
+
+@contextlib.contextmanager
+def new_file(path: Path, *, mode: int | None = None) -> Iterator[NewFile]:
+    """Like :func:`atomic_write`, but never replaces a file: the complete file takes the name
+    ``path``, or ``<stem>_2<suffix>``, ``_3``, ... when that is taken (see :func:`publish`).
+
+    Two compares into one folder in the same second name their outputs alike; each keeps its
+    own this way, and learns the name it got from ``NewFile.path``.
+    """
+    staged = NewFile(path.with_name(f".{path.name}.{os.getpid()}.tmp"), path)
+    try:
+        yield staged
+        if mode is not None:
+            os.chmod(staged.tmp, mode)
+        staged.path = publish(staged.tmp, path)
+    finally:
+        staged.tmp.unlink(missing_ok=True)
+
+
+_TEMPORARY = re.compile(r"^\.(.+)\.\d+\.tmp$")
+
+
+def final_name(path: Path) -> Path:
+    """The name a temporary of :func:`new_file` or :func:`atomic_write` is written for (for
+    messages); other names as they are."""
+    found = _TEMPORARY.match(path.name)
+    return path.with_name(found.group(1)) if found else path
+
+
+#: Suffixes tried before giving up (a folder of 10,000 outputs of one second is not a collision)
+MAX_SUFFIX = 10_000
+
+
+def publish(tmp: Path, path: Path) -> Path:
+    """Give the complete file ``tmp`` the first free name of ``path``, ``<stem>_2<suffix>``, ...
+    without ever replacing a file; return the name used (``tmp`` is gone then).
+
+    A hard link is created exclusively by the kernel; on a file system without hard links the
+    name is reserved with ``O_EXCL`` and the file renamed onto its own reservation.
+    """
+    for n in range(1, MAX_SUFFIX + 1):
+        candidate = path if n == 1 else path.with_name(f"{path.stem}_{n}{path.suffix}")
+        try:
+            os.link(tmp, candidate)
+        except FileExistsError:
+            continue
+        except OSError as err:
+            if err.errno not in _NO_LINKS:
+                raise
+            if not _reserve(candidate):
+                continue
+            try:
+                os.replace(tmp, candidate)
+            except BaseException:
+                candidate.unlink(missing_ok=True)  # our own, empty reservation
+                raise
+            return candidate
+        tmp.unlink()
+        return candidate
+    raise FileExistsError(errno.EEXIST, f"{path} and {MAX_SUFFIX - 1} suffixed names are taken",
+                          str(path))
+
+
+_NO_LINKS = {errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EMLINK, errno.ENOSYS}
+
+
+def _reserve(path: Path) -> bool:
+    try:
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+    except FileExistsError:
+        return False
+    return True
+
+
+#: A temporary untouched for this long, whose process is gone, is a killed msq's leftover (a
+#: live writer, even on another machine sharing the folder, writes its temporary continuously).
+STALE_SECONDS = 600
+_WRITE_TEST = ".msq-write-test-"
+
+
+def remove_stale_temporaries(folder: Path, names: Sequence[str],
+                             dead: Collection[int] = ()) -> int:
+    """Remove what a killed msq left in ``folder``: the ``.<name>.<pid>.tmp`` of outputs whose
+    names start with one of ``names`` (and the ``.msq-write-test-`` probes).
+
+    Only regular files owned by this user (never a symlink or a directory), whose process no
+    longer runs and which have not been written for :data:`STALE_SECONDS`; those of the pids
+    in ``dead`` (workers msq has just killed) at once. Returns how many.
+    """
+    pattern = re.compile(r"^\.+(?:" + "|".join(re.escape(n) for n in names) + r").*\.(\d+)\.tmp$")
+    removed = 0
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return 0
+    for entry in entries:
+        found = pattern.match(entry.name)
+        if not (found or entry.name.startswith(_WRITE_TEST)):
+            continue
+        ours = found is not None and int(found.group(1)) in dead
+        if found and not ours and _process_alive(int(found.group(1))):
+            continue
+        if _own_file(entry, 0 if ours else STALE_SECONDS):
+            with contextlib.suppress(OSError):  # another msq removed it first
+                os.unlink(entry.path)
+                removed += 1
+    return removed
+
+
+def _own_file(entry: os.DirEntry[str], untouched: float) -> bool:
+    try:
+        st = entry.stat(follow_symlinks=False)
+    except OSError:
+        return False
+    return (stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid()
+            and time.time() - st.st_mtime >= untouched)
+
+
+def _process_alive(pid: int) -> bool:
+    if pid <= 0:
+        return True  # not a pid msq writes: leave the file alone
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):  # another user's process (or nonsense): keep
+        return True
+    return True
 
 
 def scalar(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any] = ()) -> Any:

@@ -15,15 +15,18 @@ from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+from msq import interrupts
 from msq.blame.run import finish_run, resume_run, start_run
 from msq.config import Options, SingleInput, options_from_kwargs
+from msq.db import remove_stale_temporaries
 from msq.errors import InputError, NothingComparedError, UsageError
-from msq.export.outputs import ensure_output_dir
+from msq.export.outputs import OUTPUT_NAMES, ensure_output_dir
 from msq.pair_tables import PairFailure, PairTables, compute_pair
-from msq.procs import gc_frozen, process_pool
+from msq.procs import gc_frozen, process_pool, stop_pool
 from msq.result import CompareResult
 from msq.run_writer import RunWriter
 
@@ -232,20 +235,29 @@ def _outcomes(jobs: list[PairJob], output_dir: Path,
         for job in jobs:
             yield job, compute_pair(job, opts, output_dir)
         return
-    with gc_frozen(), process_pool(workers, preload=["msq.pair_tables"]) as pool:
+    # workers ignore SIGINT and SIGTERM (forked with them blocked): a Ctrl-C reaches the whole
+    # process group, and this process alone decides what stops
+    with gc_frozen():
+        pool = process_pool(workers, preload=["msq.pair_tables"],
+                            initializer=partial(interrupts.ignore_in_worker, os.getpid()))
         pending: deque[tuple[PairJob, Future[PairTables | PairFailure]]] = deque()
         try:
             for job in jobs:  # a bounded window: this process holds few pairs' tables
-                pending.append((job, pool.submit(compute_pair, job, opts, output_dir)))
+                with interrupts.workers_forked():
+                    pending.append((job, pool.submit(compute_pair, job, opts, output_dir)))
                 if len(pending) >= 2 * workers:
                     job_done, fut = pending.popleft()
-                    yield job_done, fut.result()
+                    yield job_done, interrupts.result_of(fut)
             while pending:
                 job_done, fut = pending.popleft()
-                yield job_done, fut.result()
-        finally:
-            for _, fut in pending:
-                fut.cancel()
+                yield job_done, interrupts.result_of(fut)
+        except BaseException:  # interrupted, or the run stops (GeneratorExit): stop the pairs
+            with interrupts.deferred():  # whole: a second Ctrl-C must not leave workers behind
+                killed = stop_pool(pool)
+                # a killed pair may have been writing its -lm mapping
+                remove_stale_temporaries(output_dir, OUTPUT_NAMES, dead=killed)
+            raise
+        pool.shutdown(wait=True)
 
 
 def run_dir_compare(npu_dir: Path, bench_dir: Path, output_dir: Path,

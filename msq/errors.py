@@ -16,6 +16,7 @@ class ExitStatus(IntEnum):
     ERROR = 1
     USAGE = 2
     ACCURACY_GATE = 3
+    INTERRUPTED = 130  # Ctrl-C or SIGTERM (128 + SIGINT, as a shell reports Ctrl-C)
 
 
 class MsqError(Exception):
@@ -73,3 +74,12 @@ def printable(text: str) -> str:
     """``text`` for one terminal line: line breaks become spaces, other control characters
     ``\\xNN`` escapes."""
     return text.translate(_UNPRINTABLE)
+
+
+_UNPRINTABLE_KEEP_LINES = {c: s for c, s in _UNPRINTABLE.items() if c != 0x0A}
+
+
+def printable_lines(text: str) -> str:
+    """``text`` for a terminal, line breaks kept (CSV printed by ``msq sql``): every other
+    control character becomes a ``\\xNN`` escape, so a dump's text cannot drive the terminal."""
+    return text.translate(_UNPRINTABLE_KEEP_LINES)

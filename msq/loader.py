@@ -13,16 +13,18 @@ import logging
 import os
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
+from msq import interrupts, procs
 from msq.flatten import C_PADDING, Flattener, flatten_c
 from msq.jsonio import read_dump, read_padded
 from msq.mindspore.detect import looks_like_mindspore
-from msq.procs import gc_frozen, process_pool
+from msq.procs import gc_frozen
 
 log = logging.getLogger("msq")
 
@@ -155,16 +157,75 @@ def read_sides(npu: Path, bench: Path, compat: bool) -> tuple[SideData, SideData
     if C_PADDING is not None and PARALLEL_BYTES <= size < SEQUENTIAL_BYTES \
             and (os.cpu_count() or 1) >= 2:
         # the C reader releases the GIL: a thread reads the bench side meanwhile
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="msq-read") as pool:
+        # (the waits for that thread run whole: a Thread.join cut by Ctrl-C marks the thread
+        # ended on Python 3.11, and the interpreter may exit while it is inside the C reader)
+        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="msq-read")
+        try:
             bench_job = pool.submit(read_side, "bench", bench, compat)
             try:
                 npu_side = read_side("npu", npu, compat)
             finally:
-                bench_side = bench_job.result()
+                with interrupts.deferred():
+                    bench_side = interrupts.result_of(bench_job)
             return npu_side, bench_side
+        finally:
+            with interrupts.deferred():
+                pool.shutdown(wait=True)
     if C_PADDING is not None or size < PARALLEL_BYTES or (os.cpu_count() or 1) < 2:
         return read_side("npu", npu, compat), read_side("bench", bench, compat)
-    with gc_frozen(), process_pool(2, preload=[__name__]) as pool:
-        npu_job = pool.submit(read_side, "npu", npu, compat)
-        bench_job = pool.submit(read_side, "bench", bench, compat)
-        return npu_job.result(), bench_job.result()
+    with gc_frozen():
+        return _read_in_two_processes(npu, bench, compat)
+
+
+def _read_in_two_processes(npu: Path, bench: Path, compat: bool) -> tuple[SideData, SideData]:
+    """One process per side (started as :mod:`msq.procs` decides), each sending its tables back
+    through its own pipe.
+
+    Not a process pool: a pool's worker killed mid-task can leave the pool's queues locked,
+    and its shutdown then waits for ever. Here the parent alone decides: the workers ignore
+    Ctrl-C (it reaches the whole process group), and on any failure or interruption the parent
+    kills them at once (a read of a large dump takes many seconds) and reaps them.
+    """
+    context: Any = procs.context(preload=[__name__])  # typeshed: BaseContext has no Process
+    workers: list[tuple[Any, Any]] = []
+    try:
+        with interrupts.workers_forked():
+            for side, path in (("npu", npu), ("bench", bench)):
+                receiver, sender = context.Pipe(duplex=False)
+                proc = context.Process(target=_read_to_pipe, args=(sender, side, path, compat, os.getpid()),
+                                       name=f"msq-read-{side}", daemon=True)
+                proc.start()
+                sender.close()
+                workers.append((proc, receiver))
+        npu_data, bench_data = (_receive(proc, receiver) for proc, receiver in workers)
+        return npu_data, bench_data
+    finally:
+        with interrupts.deferred():
+            for proc, receiver in workers:
+                if proc.is_alive():
+                    proc.kill()
+                proc.join()
+                receiver.close()
+
+
+def _read_to_pipe(sender: Any, side: str, path: Path, compat: bool, owner: int) -> None:
+    interrupts.ignore_in_worker(owner)
+    try:
+        outcome: tuple[str, Any] = ("ok", read_side(side, path, compat))
+    except BaseException as err:  # noqa: BLE001 (handed to the parent, which raises it)
+        outcome = ("error", err)
+    try:
+        sender.send(outcome)
+    except Exception:  # noqa: BLE001 (an error that does not pickle: its text still goes back)
+        sender.send(("error", RuntimeError(f"{type(outcome[1]).__name__}: {outcome[1]}")))
+    sender.close()
+
+
+def _receive(proc: Any, receiver: Any) -> SideData:
+    try:
+        kind, value = receiver.recv()
+    except EOFError:  # the worker died without an answer: the OOM killer, mostly
+        raise BrokenProcessPool(f"{proc.name} exited with status {proc.exitcode}") from None
+    if kind == "error":
+        raise value
+    return value  # type: ignore[no-any-return]

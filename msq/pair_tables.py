@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from msq import interrupts
 from msq.errors import InputError, MsqError
 
 if TYPE_CHECKING:
@@ -87,9 +88,10 @@ def _compute(job: PairJob, opts: Options, output_dir: Path) -> PairTables:
     if not inp.npu_json.is_file() or not inp.bench_json.is_file():
         raise InputError(f"{inp.npu_json} / {inp.bench_json}: both must be dump.json files")
     started = time.time()
-    early = EarlyMetrics.start(inp, opts)
-    con = None
+    early = con = None
     try:
+        with interrupts.deferred():  # a Ctrl-C while the pool starts stops it once it is held
+            early = EarlyMetrics.start(inp, opts)
         con, mode, framework, result = compute(inp, opts, output_dir, job.suffix, early)
         return PairTables(
             mode=mode, framework=framework, started=started,

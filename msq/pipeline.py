@@ -16,7 +16,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from msq import db
+from msq import db, interrupts
 from msq.blame.export import write_blame_outputs
 from msq.blame.run import blame_compare, finish_run, start_run
 from msq.config import Options, SingleInput, input_from_api, options_from_kwargs
@@ -178,12 +178,15 @@ def run_single(inp: SingleInput, output_dir: Path, opts: Options, suffix: str = 
     ``early``: tensor metrics the caller already started, and will cancel (msq.runner starts
     them before the heavy imports); else they start, and are cancelled, here.
     """
+    # a Ctrl-C held since the previous compare of this run completed stops this one now
+    interrupts.unsettle()
     if early is not None:  # the caller started it, and cancels it
         return _run_single(inp, output_dir, opts, suffix, early)
     # tensors are most of a real-data compare: start on the same-named files while the dumps
     # are read and matched (a statistics dump has no tensor directory: nothing starts)
-    early = EarlyMetrics.start(inp, opts)
     try:
+        with interrupts.deferred():  # a Ctrl-C while the pool starts stops it once it is held
+            early = EarlyMetrics.start(inp, opts)
         return _run_single(inp, output_dir, opts, suffix, early)
     finally:
         if early is not None:
@@ -212,6 +215,8 @@ def _run_single(inp: SingleInput, output_dir: Path, opts: Options, suffix: str,
             result.history_id = recorder.finish(compare_row(ctx, con))
             result.history_db = Path(os.path.abspath(recorder.path))
             clock.lap("history")
+        else:
+            interrupts.settle()  # the outputs are complete: so is this compare
     except BaseException:
         if recorder is not None:
             recorder.abort()

@@ -26,6 +26,10 @@ from __future__ import annotations
 import contextlib
 import gc
 import multiprocessing
+import os
+import signal
+import threading
+import time
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -63,6 +67,98 @@ def process_pool(workers: int, *, preload: Sequence[str] = (),
     """A process pool started as the policy says (see the module docstring)."""
     return ProcessPoolExecutor(max_workers=workers, mp_context=context(preload),
                                initializer=initializer)
+
+
+def stop_pool(pool: ProcessPoolExecutor) -> list[int]:
+    """Stop a pool at once (an interruption): drop its queue, kill its workers and every process
+    they started, reap them. Returns the workers' pids (their temporaries can go now).
+
+    For workers that ignore SIGINT and SIGTERM (:func:`msq.interrupts.ignore_in_worker`): a
+    worker's task may be a whole compare, and ``shutdown(wait=True)`` would wait for it to end.
+    A worker's own children (the dump readers of its compare) would outlive it: they are killed
+    first.
+    """
+    # private, and stable since Python 3.8: the executor has no public way to stop its workers
+    workers = list((getattr(pool, "_processes", None) or {}).values())
+    manager = getattr(pool, "_executor_manager_thread", None)
+    results = getattr(getattr(pool, "_result_queue", None), "_writer", None)
+    calls = getattr(pool, "_call_queue", None)
+    pool.shutdown(wait=False, cancel_futures=True)
+    for worker in workers:
+        with contextlib.suppress(OSError):  # gone already
+            os.kill(worker.pid, signal.SIGSTOP)  # it starts nothing more; its children stay its
+            for pid in [*descendants(worker.pid), worker.pid]:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+    for worker in workers:
+        worker.join()
+    if manager is not threading.current_thread():
+        _end_threads(manager, results, calls)
+    return [w.pid for w in workers if w.pid is not None]
+
+
+def _end_threads(manager: threading.Thread | None, results: Any, calls: Any) -> None:
+    """Wait for a pool's manager thread to see its workers gone and end, then for the feeder
+    thread of its call queue (the interpreter's exit waits for that one).
+
+    A worker killed while it wrote a result leaves the manager waiting for the rest of that
+    message for ever (this process holds the pipe's other end: no end of file comes), and the
+    feeder may wait to write into a call queue no worker reads any more. Both pipes' other ends
+    are ours: filler bytes complete the message (it then fails to unpickle: the pool is broken,
+    and the manager ends as it does for a dead worker), and the call queue is drained.
+    """
+    feeder = getattr(calls, "_thread", None)
+    reader: Any = getattr(calls, "_reader", None)
+    filler = b"\0" * 65536
+    ends: list[Any] = [results, reader]
+    for end in ends:
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            os.set_blocking(end.fileno(), False)
+
+    def unwedge() -> None:
+        with contextlib.suppress(OSError, ValueError, AttributeError):  # full, closed, gone
+            os.write(results.fileno(), filler)
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            os.read(reader.fileno(), 1 << 20)
+
+    while manager is not None and manager.is_alive():
+        manager.join(0.1)
+        unwedge()
+    if feeder is None or not feeder.is_alive():
+        return
+    calls.close()  # the feeder ends once it has written what it holds (the manager is gone)
+    deadline = time.monotonic() + 10
+    while feeder.is_alive() and time.monotonic() < deadline:
+        unwedge()
+        feeder.join(0.05)
+    if feeder.is_alive():  # never seen; the exit must not wait for it
+        calls.cancel_join_thread()
+
+
+def descendants(pid: int | None) -> list[int]:
+    """Every process started by ``pid``, children first (Linux /proc; elsewhere none)."""
+    parents: dict[int, list[int]] = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return []
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                stat = handle.read()
+            fields = stat[stat.rindex(b")") + 2:].split()  # after "pid (comm) "
+            parents.setdefault(int(fields[1]), []).append(int(entry))
+        except (OSError, ValueError, IndexError):  # gone meanwhile: a stopping run goes on
+            continue
+    found: list[int] = []
+    todo = list(parents.get(pid or -1, []))
+    while todo:
+        child = todo.pop(0)
+        found.append(child)
+        todo += parents.get(child, [])
+    return found
 
 
 @contextlib.contextmanager

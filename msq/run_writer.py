@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from msq import db
+from msq import db, interrupts
 from msq.blame.export import write_blame_outputs
 from msq.blame.ranks import RankBlame
 from msq.blame.summary import summarize_recorded
@@ -73,6 +73,8 @@ class RunWriter:
 
     def write(self, job: PairJob, tables: PairTables) -> CompareResult:
         """Write one pair's outputs and record it; a pair stopped half-way leaves no file."""
+        # a Ctrl-C held while the previous pair committed stops the run before this pair
+        interrupts.unsettle()
         mode = tables.mode
         # paths, rank and step from the driver's job: a Ray worker's working directory is not ours
         inp = SingleInput(job.npu[0], job.bench[0], job.npu[1])
@@ -111,14 +113,18 @@ class RunWriter:
                                                         blame=bool(tables.blame_tables))
                 result.history_db = Path(os.path.abspath(self.history.path))
         except BaseException:
-            for path in result.files:  # written, but the pair is not recorded: drop them
-                Path(path).unlink(missing_ok=True)
+            with interrupts.deferred():  # whole: a second Ctrl-C must not keep half of them
+                for path in result.files:  # written, but the pair is not recorded: drop them
+                    Path(path).unlink(missing_ok=True)
             raise
         finally:
             self.con.execute("DROP VIEW IF EXISTS blame")  # a pair without blame has none
             for name in names:
                 self.con.execute(f'DROP TABLE "{name}"')
         result.seconds = time.time() - tables.started
+        # the pair is written and recorded: a Ctrl-C held meanwhile stops the run now (and
+        # signals are no longer held while the next pair is awaited)
+        interrupts.unsettle()
         return result
 
     def close(self) -> None:

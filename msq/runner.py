@@ -6,6 +6,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from msq import interrupts
 from msq.config import DirInput, Options, SingleInput, options_from_kwargs, parse_compare_json
 from msq.errors import UsageError
 from msq.result import CompareResult
@@ -51,9 +52,12 @@ def dispatch(inp: SingleInput | DirInput, output_dir: Path, opts: Options) -> li
 def run_single_card(inp: SingleInput, output_dir: Path, opts: Options) -> CompareResult:
     """One card. A real-data dump's tensor metrics start first (see tensors_bridge.py), so that
     the worker pool already computes while msq.pipeline, duckdb and pyarrow are imported."""
-    early = EarlyMetrics.start(inp, opts)
+    early = None
     try:
-        from msq.pipeline import run_compare  # lazy: duckdb and pyarrow load once the pool runs
+        with interrupts.deferred():  # a Ctrl-C while the pool starts stops it once it is held
+            early = EarlyMetrics.start(inp, opts)
+        with interrupts.deferred():  # a Ctrl-C inside duckdb's initialisation aborts Python
+            from msq.pipeline import run_compare  # lazy: duckdb and pyarrow load once the pool runs
 
         return run_compare(inp, output_dir, opts, early=early)
     finally:
@@ -64,7 +68,8 @@ def run_single_card(inp: SingleInput, output_dir: Path, opts: Options) -> Compar
 def run_directories(inp: DirInput, output_dir: Path, opts: Any) -> list[CompareResult]:
     """Directory inputs: kernel dumps when rank_id is given, else ranks (and steps)."""
     if inp.extra.get("has_rank_id"):
-        from msq.mindspore.kernel import compare_kernel  # lazy: as run_compare (duckdb)
+        with interrupts.deferred():
+            from msq.mindspore.kernel import compare_kernel  # lazy: as run_compare (duckdb)
 
         if opts.engine == "ray":
             log.warning("--engine ray does not apply to MindSpore kernel dumps (rank_id): "
@@ -72,6 +77,7 @@ def run_directories(inp: DirInput, output_dir: Path, opts: Any) -> list[CompareR
         files = compare_kernel(inp.npu_dir, inp.bench_dir, output_dir, rank_ids=inp.rank_id or None,
                                step_ids=inp.step_id or None)
         return [CompareResult(mode="kernel", files=list(files))]
-    from msq.distributed import run_dir_compare  # lazy: as run_compare (duckdb)
+    with interrupts.deferred():
+        from msq.distributed import run_dir_compare  # lazy: as run_compare (duckdb)
 
     return run_dir_compare(inp.npu_dir, inp.bench_dir, output_dir, opts)

@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from msq import interrupts
 from msq.config import Options, SingleInput
 
 # msq.runner imports this module to start EarlyMetrics before duckdb and pyarrow are loaded:
@@ -59,8 +60,9 @@ class EarlyMetrics:
             return None
         if not names:
             return None
-        # lazy: statistics compares never load the tensor engine
-        from msq.tensors.pool import TensorJob, start_metrics
+        # lazy: statistics compares never load the tensor engine (numpy: a C extension, whole)
+        with interrupts.deferred():
+            from msq.tensors.pool import TensorJob, start_metrics
 
         jobs = [TensorJob(i, name, name, str(npu_dir), str(bench_dir)) for i, name in
                 enumerate(names)]  # fmt: skip
@@ -98,8 +100,10 @@ def fill_tensor_metrics(con: duckdb.DuckDBPyConnection, npu_dir: Path, bench_dir
     Rows already computed by ``early`` are taken from it.
     """
     from msq import db  # lazy: this module loads before duckdb (see EarlyMetrics)
-    from msq.tensors import fused  # lazy: statistics compares never load the tensor engine
-    from msq.tensors.pool import TensorJob  # lazy: as above
+
+    with interrupts.deferred():  # C extensions: imported whole
+        from msq.tensors import fused  # lazy: statistics compares never load the tensor engine
+        from msq.tensors.pool import TensorJob
 
     # "numpy" means the C kernel was not built (no compiler at install): ~10x slower on big tensors
     log.info("tensor kernel: %s", fused.isa())
@@ -126,7 +130,8 @@ def _metrics_of(jobs: list[TensorJob], opts: Options, early: EarlyMetrics | None
     """The metrics table of ``jobs`` (job ids are out_seq), reusing the early rows."""
     import pyarrow as pa  # lazy: this module loads before pyarrow (see EarlyMetrics)
 
-    from msq.tensors.pool import compute_metrics  # lazy: the tensor engine
+    with interrupts.deferred():  # C extensions: imported whole
+        from msq.tensors.pool import compute_metrics  # lazy: the tensor engine
 
     got = early.take() if early is not None else None
     if got is None:

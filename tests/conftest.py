@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,14 @@ from typing import Any
 import pytest
 
 from tests.msprobe_oracle import IN_CI, VENV_PYTHON
+
+# A CI harness or a non-interactive shell's background job may start pytest with SIGINT ignored;
+# the msq processes the tests start would inherit SIG_IGN across exec, and msq rightly leaves an
+# ignored SIGINT alone (as a background job must), so the Ctrl-C tests would wait for nothing.
+# A Python handler is reset to the default on exec: restoring it here (in the controller and in
+# each xdist worker) gives every child the default again.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 ROOT = Path(__file__).resolve().parents[1]
 #: msprobe's golden cases: $MSQ_GOLDEN, else ../shared/golden beside the repository

@@ -81,3 +81,59 @@ def test_forked_workers_never_collect_the_parents_objects() -> None:
             pass
         assert gc.get_freeze_count() == frozen
     assert gc.get_freeze_count() == 0
+
+
+def _half_a_result() -> None:
+    """Write the start of a result message into the pool's result pipe, then hang: as a worker
+    killed in the middle of sending its result leaves that pipe."""
+    import struct
+    import time
+    from multiprocessing.queues import SimpleQueue
+
+    queue = next(o for o in gc.get_objects() if isinstance(o, SimpleQueue))
+    os.write(queue._writer.fileno(), struct.pack("!i", 1 << 20) + b"\x80\x04")  # type: ignore[attr-defined]
+    time.sleep(600)
+
+
+def test_stop_pool_ends_with_a_worker_killed_in_mid_result() -> None:
+    """The pool's manager thread waits for the rest of that message (this process holds the
+    pipe's other end: no end of file); stop_pool must still end, and quickly."""
+    import threading
+    import time
+
+    pool = procs.process_pool(2)
+    pool.submit(_half_a_result)
+    time.sleep(1)  # the message is half-written
+    done = threading.Event()
+    stopper = threading.Thread(target=lambda: (procs.stop_pool(pool), done.set()), daemon=True)
+    started = time.monotonic()
+    stopper.start()
+    assert done.wait(30), "stop_pool hung on the manager thread"
+    assert time.monotonic() - started < 5
+    stopper.join()
+    gc.collect()  # nothing of this pool runs on into the next test
+
+
+def test_a_process_that_stopped_a_pool_with_queued_work_exits() -> None:
+    """Tasks with large arguments fill the call queue's pipe while the worker is busy; after
+    stop_pool the queue's feeder thread waited to write into it for ever, and the interpreter's
+    exit waited for the feeder (seen: Ctrl-C on the 11k-file tensor workload hung)."""
+    import subprocess
+    import sys
+
+    script = (
+        "import time\n"
+        "from msq import procs\n"
+        "pool = procs.process_pool(1)\n"
+        "pool.submit(time.sleep, 600)\n"
+        "for _ in range(8):\n"
+        "    pool.submit(len, bytes(300_000))\n"
+        "time.sleep(2)\n"
+        "procs.stop_pool(pool)\n"
+        "print('stopped', flush=True)\n")
+    try:
+        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                              timeout=60, check=False)
+    except subprocess.TimeoutExpired as hung:
+        pytest.fail(f"the process did not exit: {hung.stdout!r}")
+    assert done.returncode == 0 and done.stdout == "stopped\n", done.stdout + done.stderr

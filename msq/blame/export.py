@@ -12,7 +12,7 @@ from pathlib import Path
 import duckdb
 
 from msq.config import Options
-from msq.db import atomic_write, csv_guard, quote_ident, quote_str
+from msq.db import csv_guard, new_file, quote_ident, quote_str
 from msq.export.xlsx import SheetSpec
 from msq.result import CompareResult
 
@@ -65,17 +65,19 @@ def sheet_spec() -> SheetSpec:
     return SheetSpec(query, SHEET_COLUMNS, SHEET_HEADERS, None, browse=True)
 
 
-def write_table(con: duckdb.DuckDBPyConnection, path: Path, fmt: str) -> None:
-    """``blame_*.csv`` (every cell quoted, formula-like texts guarded) or typed Parquet."""
+def write_table(con: duckdb.DuckDBPyConnection, path: Path, fmt: str) -> Path:
+    """``blame_*.csv`` (every cell quoted, formula-like texts guarded) or typed Parquet; never
+    over another file (a taken name gets ``_2``, ...): returns the name written."""
     if fmt == "csv":
         select = ", ".join(f"{csv_guard(quote_ident(c))} AS {quote_ident(c)}" if c in TEXT
                            else quote_ident(c) for c in COLUMNS)
         options = "FORMAT csv, HEADER true, FORCE_QUOTE *"
     else:
         select, options = "*", "FORMAT parquet"
-    with atomic_write(path) as tmp:
-        con.execute(f"COPY (SELECT {select} FROM ({blame_query()})) TO {quote_str(tmp)} "
+    with new_file(path) as staged:
+        con.execute(f"COPY (SELECT {select} FROM ({blame_query()})) TO {quote_str(staged.tmp)} "
                     f"({options})")
+    return staged.path
 
 
 def write_blame_outputs(con: duckdb.DuckDBPyConnection, out_dir: Path, opts: Options,
@@ -85,7 +87,6 @@ def write_blame_outputs(con: duckdb.DuckDBPyConnection, out_dir: Path, opts: Opt
     for fmt in opts.formats:
         if fmt not in ("csv", "parquet"):
             continue
-        path = out_dir / f"blame{suffix}_{stamp}.{fmt}"
-        write_table(con, path, fmt)
+        path = write_table(con, out_dir / f"blame{suffix}_{stamp}.{fmt}", fmt)
         result.files.append(path)
         log.info("Blame is in %s", path)

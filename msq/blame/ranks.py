@@ -139,7 +139,8 @@ def source_json(src: dict[str, Any]) -> dict[str, Any]:
 
 
 def write_json(run: RunBlame, path: Path) -> Path:
-    """The run's first and worst local sources (and the next ones) as a small JSON file."""
+    """The run's first and worst local sources (and the next ones) as a small JSON file; returns
+    the name written."""
     doc = {
         "first_local_source": source_json(run.first) if run.first else None,
         "worst_local_source": source_json(run.worst) if run.worst else None,
@@ -151,6 +152,7 @@ def write_json(run: RunBlame, path: Path) -> Path:
         "linked_inputs": run.linked,
         "noise_source": run.noise_source,
     }
-    with db.atomic_write(path) as tmp:
-        tmp.write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    return path
+    with db.new_file(path) as staged:  # never over another run's file: _2, ... when taken
+        staged.tmp.write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n",
+                              encoding="utf-8")
+    return staged.path

@@ -13,14 +13,26 @@ from pathlib import Path
 
 import duckdb
 
+from msq import interrupts
 from msq.config import Options
-from msq.db import atomic_write, csv_guard, quote_ident, quote_str, scalar
+from msq.db import (
+    atomic_write,
+    csv_guard,
+    final_name,
+    new_file,
+    quote_ident,
+    quote_str,
+    remove_stale_temporaries,
+    scalar,
+)
 from msq.errors import ExportError, UsageError
 from msq.export.xlsx import SheetSpec, write_xlsx
 from msq.result import CompareResult, sheet_row
 
 log = logging.getLogger("msq")
 
+#: What msq writes into an output folder (their temporaries are removed once stale)
+OUTPUT_NAMES = ("compare_result", "advisor", "data_mapping", "blame")
 _NAMES = ("NPU Name", "Bench Name", "NPU Dtype", "Bench Dtype", "NPU Tensor Shape",
           "Bench Tensor Shape")
 _STATS = ("NPU max", "NPU min", "NPU mean", "NPU l2norm", "Bench max", "Bench min", "Bench mean",
@@ -65,11 +77,15 @@ def ensure_output_dir(path: Path) -> None:
     if not path.is_dir():
         raise ExportError(f"{path}: is not a directory; choose another -o")
     try:
-        with tempfile.NamedTemporaryFile(dir=path, prefix=".msq-write-test-"):
-            pass
+        with interrupts.deferred(), tempfile.NamedTemporaryFile(dir=path,
+                                                               prefix=".msq-write-test-"):
+            pass  # whole: a Ctrl-C in between would leave the probe behind
     except OSError as err:
         raise ExportError(f"{path}: output directory is not writable ({err.strerror}); "
                           "fix its permissions or choose another -o") from None
+    removed = remove_stale_temporaries(path, OUTPUT_NAMES)
+    if removed:
+        log.info("%s: removed %d temporary files left by an interrupted msq", path, removed)
 
 
 def check_formats(formats: tuple[str, ...]) -> tuple[str, ...]:
@@ -98,13 +114,14 @@ def write_outputs(con: duckdb.DuckDBPyConnection, mode: str, out_dir: Path, opts
     out_dir = Path(os.path.abspath(out_dir))  # the result names its files by absolute path
     for fmt in check_formats(opts.formats):
         path = out_dir / f"{base}.{fmt}"
-        with _writing(path):
+        # new_file: another compare into this folder in the same second keeps its own file
+        with _writing(path), new_file(path) as staged:
             if fmt in WRITERS:
-                WRITERS[fmt](con, mode, cols, path)
+                WRITERS[fmt](con, mode, cols, staged.tmp)
             else:
-                (writers or {})[fmt](path)
+                (writers or {})[fmt](staged.tmp)
         # no log line: the console summary says "wrote <path>" (it was said twice with -v)
-        result.files.append(path)
+        result.files.append(staged.path)
     if opts.auto_analyze:
         with _writing(out_dir / f"advisor{suffix}_*.txt"):
             result.files.append(write_advisor(out_dir, suffix, result, compat=opts.is_compat))
@@ -116,8 +133,10 @@ def _write_workbook(con: duckdb.DuckDBPyConnection, mode: str, cols: list[str],
     # the writer puts the rows in order itself, after rendering them
     rows = f"SELECT * FROM {result_view(mode)}"
 
+    shown = final_name(path)  # the writers write a temporary (see write_outputs)
+
     def extra_sheet(number: int) -> None:
-        log.warning("more than 1,048,575 rows: continuing on sheet %d of %s", number, path)
+        log.warning("more than 1,048,575 rows: continuing on sheet %d of %s", number, shown)
 
     # the default mode's workbook is for browsing 100k rows; --compat keeps msprobe's layout
     browse = not scalar(con, "SELECT compat FROM settings")
@@ -125,7 +144,7 @@ def _write_workbook(con: duckdb.DuckDBPyConnection, mode: str, cols: list[str],
     sheets = write_xlsx(con, SheetSpec(rows, cols, cols, marks, browse=browse), path,
                         on_extra_sheet=extra_sheet, extra=extra) - len(extra)
     if sheets > 1:
-        log.warning("%s holds %d sheets (Excel's row limit)", path.name, sheets)
+        log.warning("%s holds %d sheets (Excel's row limit)", shown.name, sheets)
 
 
 def _has_blame(con: duckdb.DuckDBPyConnection) -> bool:
@@ -246,7 +265,8 @@ def _csv_expr(expr: str, name: str) -> str:
 
 
 def write_advisor(out_dir: Path, suffix: str, result: CompareResult, *, compat: bool) -> Path:
-    """The three-line advisor file (spec §6), written atomically.
+    """The three-line advisor file (spec §6), written atomically under a name no other file has
+    (see :func:`msq.db.new_file`).
 
     ``Line`` is msprobe's 0-based line under ``--compat``; in the default mode it is the sheet
     row that holds the suspect, the row the console names (docs/compat.md)."""
@@ -258,9 +278,9 @@ def write_advisor(out_dir: Path, suffix: str, result: CompareResult, *, compat: 
         from msq.blame.summary import advisor_text
 
         text += advisor_text(result.blame)
-    with atomic_write(path) as tmp:
-        tmp.write_text(text, encoding="utf-8")
-    return path
+    with new_file(path) as staged:
+        staged.tmp.write_text(text, encoding="utf-8")
+    return staged.path
 
 
 def advisor_line(result: CompareResult, compat: bool) -> str:

@@ -27,6 +27,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
+from msq import interrupts
 from msq.db import atomic_write
 from msq.errors import ExportError
 
@@ -577,7 +578,8 @@ class _Sheets:
     def __exit__(self, *exc: object) -> None:
         # after an error or Ctrl-C: let the writer finish its batch, then close the open entry so
         # that the zip can close (the caller removes the unfinished file)
-        self._writer.shutdown(wait=True, cancel_futures=True)
+        with interrupts.deferred():  # whole: a second Ctrl-C must not leave the thread running
+            self._writer.shutdown(wait=True, cancel_futures=True)
         if self._sheet is not None:
             with contextlib.suppress(Exception):
                 self._sheet.close()

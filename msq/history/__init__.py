@@ -9,7 +9,16 @@ The tables and views are documented in docs/schema.md; rendering a result as tex
 job (msq/console.py).
 """
 
-from msq.history.query import Table, connect_read, export, export_text, query, runs_sql
+from msq.history.query import (
+    Table,
+    check_output,
+    connect_read,
+    export,
+    export_text,
+    query,
+    runs_sql,
+    write_text,
+)
 from msq.history.recorder import (
     ALIAS,
     RecordContext,
@@ -28,6 +37,7 @@ __all__ = [
     "RecordContext",
     "Recorder",
     "Table",
+    "check_output",
     "check_target",
     "compare_row",
     "connect_read",
@@ -38,4 +48,5 @@ __all__ = [
     "resolve_db_path",
     "runs_sql",
     "start_recording",
+    "write_text",
 ]

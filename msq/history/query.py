@@ -2,10 +2,17 @@
 
 :func:`query` fetches a result as a :class:`Table` (the CLI renders it as text); :func:`export`
 streams it to CSV, JSON or Parquet with DuckDB's own writers.
+
+Read-only holds whatever the query says: DuckDB's own parser splits it into statements and only
+reads are run (:func:`check_reads`), on a connection that cannot reach any other file, install or
+load an extension, or change its settings (:data:`READ_CONFIG`); the file written with ``-o``
+is never the database itself (:func:`check_output`).
 """
 
 from __future__ import annotations
 
+import os
+import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,14 +25,29 @@ from msq.errors import HistoryError, UsageError
 from msq.history.schema import check_version, stored_version
 from msq.history.store import DB_FILE, first_lines, lock_timeout, with_lock_retry
 
+#: The reading connection reaches no file but the history (no ATTACH, COPY, read_csv; a hard
+#: link to the history is another file too), fetches and loads no extension, and its settings
+#: cannot be changed back by a query.
+READ_CONFIG: dict[str, str | bool | int | float | list[str]] = {
+    "enable_external_access": False,
+    "autoinstall_known_extensions": False,
+    "autoload_known_extensions": False,
+    "lock_configuration": True,
+}
+_READS = {duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN}
+# PIVOT parses as a MULTI statement (it creates a temporary type first); nothing else does
+_PIVOT = re.compile(r"^(\s|--[^\n]*\n|/\*.*?\*/)*PIVOT(_WIDER)?\b", re.IGNORECASE | re.DOTALL)
+_KIND = {"LOAD": "INSTALL/LOAD", "MULTI": "multi-part"}
+
 
 def connect_read(path: Path, timeout: float | None = None) -> duckdb.DuckDBPyConnection:
     """A read-only connection to an existing history file whose schema this msq understands."""
     if not path.is_file():
         raise HistoryError(f"{path}: no history database here; msq compare records into "
                            f"{DB_FILE} in its output directory: pass that file with --db or MSQ_DB")
-    con = with_lock_retry(lambda: duckdb.connect(str(path), read_only=True), path,
-                          lock_timeout(timeout))
+    # an absolute name: DuckDB gives "md:", "s3://" ... a meaning of their own
+    con = with_lock_retry(lambda: duckdb.connect(str(path.absolute()), read_only=True,
+                                                 config=READ_CONFIG), path, lock_timeout(timeout))
     catalog = db.scalar(con, "SELECT current_database()")
     try:
         version = stored_version(con, catalog, path)
@@ -68,7 +90,27 @@ def query(path: Path, sql: str, timeout: float | None = None) -> Table:
         con.close()
 
 
+def check_reads(sql: str) -> None:
+    """Refuse anything but read statements (SELECT and its forms, EXPLAIN, PIVOT).
+
+    The statements are told apart by DuckDB's own parser, so a write hidden behind a first
+    harmless statement, a comment or odd spacing is found as well.
+    """
+    try:
+        statements = duckdb.extract_statements(sql)
+    except duckdb.Error as err:
+        raise HistoryError(f"SQL error: {first_lines(err)}") from None
+    for statement in statements:
+        if statement.type in _READS or (statement.type == duckdb.StatementType.MULTI
+                                        and _PIVOT.match(statement.query)):
+            continue
+        kind = _KIND.get(statement.type.name, statement.type.name)
+        raise HistoryError(f"msq sql is read-only: {kind} statements are refused; query the "
+                           "history's tables and views with SELECT (docs/schema.md)")
+
+
 def _relation(con: duckdb.DuckDBPyConnection, sql: str) -> duckdb.DuckDBPyRelation | None:
+    check_reads(sql)
     try:
         return con.cursor().sql(sql)
     except duckdb.Error as err:
@@ -89,23 +131,50 @@ def export(path: Path, sql: str, fmt: str, dest: Path, timeout: float | None = N
     """
     if fmt not in ("csv", "json", "parquet"):
         raise UsageError(f"unknown export format {fmt!r}; try one of: csv, json, parquet")
+    check_output(path, dest)
     # CSV: every cell quoted and formula-like texts prefixed, as in compare's CSV (outputs.py)
     options = {"csv": "FORMAT csv, HEADER true, FORCE_QUOTE *", "json": "FORMAT json, ARRAY true",
                "parquet": "FORMAT parquet"}[fmt]
     con = connect_read(path, timeout)
+    # the history's connection reaches no file: a plain in-memory one writes the result
+    writer = duckdb.connect()
     try:
         rel = _relation(con, sql)
         if rel is None:
             raise HistoryError("SQL error: the statement returns no rows to export; give a query")
         select = _csv_select(rel) if fmt == "csv" else "*"
-        con.register("_msq_result", rel.to_arrow_reader())
+        writer.register("_msq_result", rel.to_arrow_reader())
         with db.atomic_write(dest) as tmp:
-            con.execute(f"COPY (SELECT {select} FROM _msq_result) TO {db.quote_str(tmp)} "
-                        f"({options})")
+            writer.execute(f"COPY (SELECT {select} FROM _msq_result) TO {db.quote_str(tmp)} "
+                           f"({options})")
     except duckdb.Error as err:
         raise HistoryError(f"SQL error: {first_lines(err)}") from None
     finally:
+        writer.close()
         con.close()
+
+
+def check_output(path: Path, dest: Path) -> None:
+    """Refuse an output file that is the history database or its write-ahead log: by name,
+    through a symlink, or as another name (hard link) of the same file."""
+    for target in (path, path.with_name(path.name + ".wal")):
+        if _same_file(target, dest):
+            raise UsageError(f"{dest}: is the history database {path} (or its write-ahead log); "
+                             "write the result to another file")
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one of them does not exist (yet): compare where the names lead
+        return os.path.realpath(a) == os.path.realpath(b)
+
+
+def write_text(path: Path, dest: Path, text: str) -> None:
+    """Write a rendered result to ``dest`` (never the database ``path``), atomically."""
+    check_output(path, dest)
+    with db.atomic_write(dest) as tmp:
+        tmp.write_text(text, encoding="utf-8")
 
 
 def _csv_select(rel: duckdb.DuckDBPyRelation) -> str:
@@ -124,7 +193,8 @@ def export_text(path: Path, sql: str, fmt: str, timeout: float | None = None) ->
     with tempfile.TemporaryDirectory(prefix="msq-sql-") as tmp:
         out = Path(tmp) / f"result.{fmt}"
         export(path, sql, fmt, out, timeout)
-        return out.read_text(encoding="utf-8")
+        with open(out, encoding="utf-8", newline="") as handle:  # a CR in a cell stays a CR
+            return handle.read()
 
 
 RUNS_QUERY = "SELECT * FROM runs{where} ORDER BY compare_id"

@@ -13,6 +13,7 @@ import contextlib
 import datetime as dt
 import json
 import logging
+import os
 import re
 import threading
 import time
@@ -22,15 +23,18 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
-from msq import db
+from msq import db, interrupts
 from msq.errors import HistoryError, SqlFileError
 from msq.history import schema
 from msq.history.store import (
     Aborted,
+    FileState,
     first_lines,
+    free_bytes,
     is_lock_error,
     lock_timeout,
     open_error,
+    remove_failed_creation,
     resolve_db_path,
     with_lock_retry,
 )
@@ -48,6 +52,12 @@ ROW_GROUP_ROWS = 32_768
 # the workbook of 500,000 rows takes ~13 s here, and another process waiting for the file
 # (a multi-rank compare) must get it well inside its 60 s.
 OVERLAP_MAX_ROWS = 500_000
+
+#: A history row takes at least this many bytes on disk, however well DuckDB compresses it
+#: (~60-250 measured): a record that cannot fit even so is refused before it writes.
+MIN_BYTES_PER_ROW = 16
+#: ...plus this much for the compares row, the schema of a new file and DuckDB's own blocks.
+SPARE_BYTES = 1 << 20
 
 _RANK = re.compile(r"^rank(\d*)$")
 _STEP = re.compile(r"^step(\d+)$")
@@ -133,15 +143,21 @@ class Recorder:
     inside its timeout. Otherwise, and when another process holds the file, the rows go in
     after the outputs, and the wait (up to the timeout) starts only then, as it always did.
 
+    A record that fails leaves the file as it found it, in size too (DuckDB keeps the blocks of
+    a rolled-back insert in the file: a full disk stayed full), and a file it created is removed
+    again (:class:`~msq.history.store.FileState`). The commit is the point of no return: an
+    abort or a Ctrl-C that comes after it has begun lets it complete (:mod:`msq.interrupts`).
+
     The thread owns its own connection (a cursor of the compare's database), where the
     ``hist_result`` view lives; the main thread does not touch that connection.
     """
 
     def __init__(self, con: duckdb.DuckDBPyConnection, mode: str, path: Path,
-                 timeout: float | None = None, overlap: bool = True) -> None:
+                 timeout: float | None = None, overlap: bool = True, rows: int = 0) -> None:
         self.path = path
         self.compare_id: int | None = None
         self._overlap = overlap
+        self._rows = rows
         self._cursor = con.cursor()
         self._rows_sql = prepare_rows(self._cursor, mode)
         self._blame_sql = prepare_blame(self._cursor)
@@ -149,6 +165,10 @@ class Recorder:
         self._row: dict[str, Any] | None = None
         self._go = threading.Event()    # set when the compares row is handed over (or on abort)
         self._stop = threading.Event()  # set on abort
+        self._gate = threading.Lock()   # the thread's commit against the main thread's abort
+        self._committing = False
+        self._done = threading.Event()  # the thread's last act (see interrupts.wait_for)
+        self._before: FileState | None = None
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name="msq-history", daemon=True)
         self._thread.start()
@@ -161,7 +181,15 @@ class Recorder:
         """
         self._row = row
         self._go.set()
-        self._join()
+        try:
+            interrupts.wait_for(self._done)
+        except KeyboardInterrupt:
+            if self._stop_unless_committing():
+                raise
+            # the commit had begun: the compare is complete (the signal is held, see
+            # interrupts.settle); let the commit end
+            with interrupts.deferred():
+                interrupts.wait_for(self._done)
         if self._error is not None:
             raise self._error
         assert self.compare_id is not None
@@ -170,19 +198,21 @@ class Recorder:
         return self.compare_id
 
     def abort(self) -> None:
-        """Stop recording and roll back; the history file is left unchanged."""
-        self._stop.set()
-        self._go.set()
-        if self._thread.is_alive():
-            with contextlib.suppress(duckdb.Error):  # the thread may have closed it just now
-                self._cursor.interrupt()
-        self._join()
+        """Stop recording and roll back, leaving the history file as it was (unless the commit
+        has begun: then it completes); return once the thread has ended."""
+        with interrupts.deferred():
+            if self._stop_unless_committing() and not self._done.is_set():
+                with contextlib.suppress(duckdb.Error):  # the thread may have closed it just now
+                    self._cursor.interrupt()
+            interrupts.wait_for(self._done)
 
-    def _join(self) -> None:
-        # In short waits: a SIGINT that the kernel hands to another thread (this one's, or
-        # DuckDB's) still runs Python's handler, in the main thread, within 0.1 s.
-        while self._thread.is_alive():
-            self._thread.join(0.1)
+    def _stop_unless_committing(self) -> bool:
+        with self._gate:
+            if self._committing:
+                return False
+            self._stop.set()
+        self._go.set()
+        return True
 
     # -- the thread -------------------------------------------------------------------------
     def _run(self) -> None:
@@ -192,19 +222,27 @@ class Recorder:
             self._error = err
         finally:
             self._cursor.close()  # drops the temp view hist_result with it
+            self._done.set()
 
     def _record(self) -> int:
         if not self.path.parent.is_dir():
             raise HistoryError(f"{self.path}: its folder does not exist; create it or choose "
                                "another --db")
-        cur = self._cursor
-        self._attach()
+        created = not os.path.lexists(self.path)
         try:
+            self._attach()
+        except BaseException:
+            if created:  # e.g. a disk too full for DuckDB's header: an empty file, refused later
+                remove_failed_creation(self.path)
+            raise
+        try:
+            self._before = FileState.of(self.path, created)
             compare_id = self._write()
-            cur.execute(f"CHECKPOINT {ALIAS}")
+            self._checkpoint()
+            return compare_id
         finally:
-            cur.execute(f"DETACH {ALIAS}")
-        return compare_id
+            with contextlib.suppress(duckdb.Error):  # a database invalidated by a failed write
+                self._cursor.execute(f"DETACH {ALIAS}")
 
     def _attach(self) -> None:
         cur = self._cursor
@@ -214,7 +252,8 @@ class Recorder:
             # row groups, which DuckDB compresses and writes while the INSERT runs (alongside
             # the workbook) instead of all at COMMIT. Any row group size reads the same; this
             # costs ~10 % more disk.
-            cur.execute(f"ATTACH {db.quote_str(self.path)} AS {ALIAS} "
+            # an absolute name: DuckDB gives "md:", "s3://", ":memory:" ... a meaning of their own
+            cur.execute(f"ATTACH {db.quote_str(self.path.absolute())} AS {ALIAS} "
                         f"(ROW_GROUP_SIZE {ROW_GROUP_ROWS})")
 
         while self._overlap and not self._go.is_set():
@@ -234,13 +273,15 @@ class Recorder:
 
     def _write(self) -> int:
         cur, path = self._cursor, self.path
+        assert self._before is not None
         home = db.scalar(cur, "SELECT current_database()")
         cur.execute("BEGIN TRANSACTION")
         try:
             cur.execute(f"USE {ALIAS}")
-            schema.ensure_schema(cur, ALIAS, path)
+            self._before.fresh = schema.ensure_schema(cur, ALIAS, path) is None
             schema.load_views(cur)
             cur.execute(f'USE "{home}"')
+            self._check_space()
             compare_id = int(db.scalar(cur, "SELECT coalesce(max(compare_id), 0) + 1 "
                                           f"FROM {ALIAS}.compares"))
             cur.execute(f"INSERT INTO {ALIAS}.result_rows BY NAME "
@@ -251,15 +292,49 @@ class Recorder:
                             f"SELECT ?::BIGINT AS compare_id, * FROM (\n{sql}\n)", [compare_id])
             _insert_compare(cur, compare_id, self._wait_for_row())
             self._before_commit()
+            self._pass_gate()
             cur.execute("COMMIT")
             return compare_id
         except BaseException as err:
             _rollback(cur, home)
+            self._before.restore(path)
             if isinstance(err, duckdb.Error) and not self._stop.is_set():
                 raise HistoryError(f"{path}: could not record the compare ({first_lines(err)}); "
                                    "the outputs were written, the history was left unchanged"
                                    ) from err
             raise
+
+    def _check_space(self) -> None:
+        """Refuse a record that cannot fit on the disk even at DuckDB's best compression, before
+        it writes: a record that fills the disk fails every other writer there meanwhile."""
+        need = self._rows * MIN_BYTES_PER_ROW + SPARE_BYTES
+        free = free_bytes(self.path.parent)
+        if free is not None and free < need:
+            raise HistoryError(f"{self.path}: not enough free space to record this compare "
+                               f"({self._rows} rows need at least {need / 1e6:.1f} MB, "
+                               f"{free / 1e6:.1f} MB free); the outputs were written, the history "
+                               "was left unchanged; free some space or choose another --db")
+
+    def _checkpoint(self) -> None:
+        """Write the committed record into the file itself, now rather than at some later open.
+
+        Should that fail (a full disk: DuckDB then invalidates the database), the record exists
+        only in the write-ahead log, and the file holds the blocks written so far. Both are
+        undone while the lock is held (:meth:`FileState.undo_commit`): the history is left as
+        it was, and the disk gets its space back.
+        """
+        assert self._before is not None
+        try:
+            self._cursor.execute(f"CHECKPOINT {ALIAS}")
+        except duckdb.Error as err:
+            if not self._before.undo_commit(self.path):
+                log.warning("%s: the compare is recorded in the write-ahead log, but it could not "
+                            "be written into the file (%s); DuckDB completes it when the file is "
+                            "next opened with space to spare", self.path, first_lines(err))
+                return
+            raise HistoryError(f"{self.path}: could not record the compare ({first_lines(err)}); "
+                               "the outputs were written, the history was left unchanged"
+                               ) from err
 
     def _wait_for_row(self) -> dict[str, Any]:
         self._go.wait()
@@ -272,6 +347,14 @@ class Recorder:
         if self._stop.is_set():
             raise Aborted
 
+    def _pass_gate(self) -> None:
+        """Past this point the record commits whatever happens in the main thread."""
+        with self._gate:
+            if self._stop.is_set():
+                raise Aborted
+            self._committing = True
+            interrupts.settle()
+
 
 def start_recording(con: duckdb.DuckDBPyConnection, mode: str, db_opt: str | Path | None,
                     output_dir: Path, rows: int) -> Recorder:
@@ -283,7 +366,7 @@ def start_recording(con: duckdb.DuckDBPyConnection, mode: str, db_opt: str | Pat
     (:meth:`Recorder.finish`).
     """
     return Recorder(con, mode, resolve_db_path(db_opt, output_dir),
-                    overlap=rows <= OVERLAP_MAX_ROWS)
+                    overlap=rows <= OVERLAP_MAX_ROWS, rows=rows)
 
 
 def _insert_compare(cur: duckdb.DuckDBPyConnection, compare_id: int,

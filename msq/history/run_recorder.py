@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
-from msq import db
+from msq import db, interrupts
 from msq.errors import HistoryError
 from msq.history import schema
 from msq.history.recorder import ALIAS, ROW_GROUP_ROWS, _insert_compare, _mapping_text
@@ -92,9 +92,14 @@ class RunRecorder:
                 con.execute(f"INSERT INTO {ALIAS}.{table} BY NAME "
                             f"SELECT ?::BIGINT AS compare_id, * FROM (\n{sql}\n)", [compare_id])
             _insert_compare(con, compare_id, row)
+            # from here the pair is complete: a Ctrl-C during the commit is held (it cannot cut
+            # a commit that goes through, nor report it as interrupted); the writer raises it
+            # once the pair is written (RunWriter.write)
+            interrupts.settle()
             con.execute("COMMIT")
         except BaseException as err:
-            con.execute("ROLLBACK")
+            with interrupts.deferred():  # whole: the signal being handled is raised after
+                con.execute("ROLLBACK")
             if isinstance(err, duckdb.Error):
                 raise HistoryError(f"{self.path}: could not record the compare "
                                    f"({first_lines(err)}); the pair's outputs were removed and "
@@ -126,7 +131,8 @@ class RunRecorder:
                 if all(os.path.exists(f) for f in files or [])}
 
     def close(self) -> None:
-        try:
-            self.con.execute(f"CHECKPOINT {ALIAS}")
-        finally:
-            self.con.execute(f"DETACH {ALIAS}")
+        with interrupts.deferred():  # whole, also after a Ctrl-C: the file is left checkpointed
+            try:
+                self.con.execute(f"CHECKPOINT {ALIAS}")
+            finally:
+                self.con.execute(f"DETACH {ALIAS}")

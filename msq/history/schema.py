@@ -73,8 +73,12 @@ def check_version(version: int | None, path: Path) -> None:
                        "choose another --db")
 
 
-def ensure_schema(con: duckdb.DuckDBPyConnection, catalog: str, path: Path) -> None:
-    """Create, check or migrate the schema; the caller holds a transaction and ``USE catalog``."""
+def ensure_schema(con: duckdb.DuckDBPyConnection, catalog: str, path: Path) -> int | None:
+    """Create, check or migrate the schema; the caller holds a transaction and ``USE catalog``.
+
+    Returns:
+        The schema version the file had; None when it held nothing (the schema was created).
+    """
     version = stored_version(con, catalog, path)
     check_version(version, path)
     if version is None:
@@ -82,9 +86,10 @@ def ensure_schema(con: duckdb.DuckDBPyConnection, catalog: str, path: Path) -> N
         con.execute("INSERT INTO meta VALUES ('schema_version', ?), ('created_at', ?), "
                     "('created_by', ?)", [str(SCHEMA_VERSION), dt.datetime.now(dt.timezone.utc).isoformat(),
                                           f"msq {VERSION}"])
-        return
+        return None
     for target in range(version + 1, SCHEMA_VERSION + 1):
         _migrate(con, target, path)
+    return version
 
 
 def _migrate(con: duckdb.DuckDBPyConnection, target: int, path: Path) -> None:

@@ -9,15 +9,23 @@ from __future__ import annotations
 import logging
 import os
 import random
+import stat
 import tempfile
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
+try:
+    import fcntl
+except ImportError:  # not POSIX: files a failed creation left are not removed
+    fcntl = None  # type: ignore[assignment]
+
 import duckdb
 
+from msq import interrupts
 from msq.errors import HistoryError, UsageError
 
 log = logging.getLogger("msq")
@@ -139,6 +147,9 @@ def check_target(db_opt: str | Path | None, output_dir: Path) -> None:
 
 
 def _check_db_file(path: Path) -> None:
+    if path.is_file() and path.stat().st_size == 0 and remove_failed_creation(path):
+        # DuckDB refuses an empty file for good: one a failed creation (a full disk) left
+        log.info("%s: removed an empty file left where the history was to be created", path)
     if path.exists():
         if not path.is_file():
             raise HistoryError(f"{path}: is not a file; choose another --db")
@@ -154,8 +165,102 @@ def _check_db_file(path: Path) -> None:
     if not path.parent.is_dir():
         raise HistoryError(f"{path}: its folder does not exist; create it or choose another --db")
     try:
-        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=".msq-write-test-"):
-            pass
+        with interrupts.deferred(), tempfile.NamedTemporaryFile(dir=path.parent,
+                                                               prefix=".msq-write-test-"):
+            pass  # whole: a Ctrl-C in between would leave the probe behind
     except OSError as err:
         raise HistoryError(f"{path}: cannot create the history database there ({err.strerror}); "
                            "choose another --db, or --no-history") from None
+
+
+# --------------------------------------------------------------------------------------------
+# what a failed record leaves behind
+
+
+def free_bytes(folder: Path) -> int | None:
+    """Bytes an unprivileged writer may still use on ``folder``'s file system (None: unknown)."""
+    try:
+        st = os.statvfs(folder)
+    except (OSError, AttributeError):
+        return None
+    return st.f_bavail * st.f_frsize
+
+
+def _wal(path: Path) -> Path:
+    return path.with_name(path.name + ".wal")
+
+
+@dataclass
+class FileState:
+    """The history file as a record found it, with its lock held: what a failed record restores.
+
+    DuckDB keeps the blocks of a rolled-back insert inside the file (a record that failed on a
+    full disk left the file grown to fill it), and never shrinks a file. Everything the file
+    held before the record lies within its size then, so cutting it back is safe while the lock
+    is held; a file the record created, and that held nothing before, is removed instead.
+    """
+
+    size: int
+    created: bool       # the record's ATTACH created the file
+    wal_clean: bool     # no write-ahead log (or an empty one): it will hold this record alone
+    fresh: bool = False  # no history in it before this record (set once the schema is read)
+
+    @classmethod
+    def of(cls, path: Path, created: bool) -> FileState:
+        try:
+            wal_size = _wal(path).stat().st_size
+        except FileNotFoundError:
+            wal_size = 0
+        return cls(path.stat().st_size, created, wal_size == 0)
+
+    def restore(self, path: Path) -> None:
+        """After a rollback, with the lock still held: the file back to what it was."""
+        try:
+            if self.created and self.fresh:
+                path.unlink(missing_ok=True)
+                _wal(path).unlink(missing_ok=True)
+            elif path.stat().st_size > self.size:
+                os.truncate(path, self.size)
+        except OSError as err:
+            log.warning("%s: could not give back the space of the failed record (%s)", path,
+                        err.strerror)
+
+    def undo_commit(self, path: Path) -> bool:
+        """A commit whose checkpoint failed exists only in the write-ahead log (the file's
+        header still names the state before it): dropping the log undoes it. Only when the log
+        held nothing else; False when it cannot be undone."""
+        if not self.wal_clean:
+            return False
+        try:
+            _wal(path).unlink(missing_ok=True)
+        except OSError:
+            return False
+        self.restore(path)
+        return True
+
+
+def remove_failed_creation(path: Path) -> bool:
+    """Remove a history file that a creation left without DuckDB's header (a full disk): DuckDB
+    refuses such a file for good. Only a regular file that no process holds; True if removed."""
+    if fcntl is None:
+        return False
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW)
+    except OSError:
+        return False
+    try:
+        try:
+            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # DuckDB holds its files this way
+        except OSError:
+            return False  # being created right now by another process
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or os.pread(fd, 12, 0)[8:12] == b"DUCK":
+            return False
+        if os.stat(path, follow_symlinks=False).st_ino != st.st_ino:
+            return False
+        os.unlink(path)
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)

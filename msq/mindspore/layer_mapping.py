@@ -32,6 +32,7 @@ import duckdb
 import yaml
 
 from msq.config import Options, SingleInput
+from msq.db import new_file
 from msq.errors import DumpError, InputError
 from msq.jsonio import read_construct, read_json
 from msq.mappings import read_yaml
@@ -386,15 +387,17 @@ def derive_data_mapping(con: duckdb.DuckDBPyConnection, inp: SingleInput, layer_
 def write_data_mapping(mapping: dict[str, str | None], output_dir: Path,
                        suffix: str = "") -> Path:
     """``<output>/data_mapping{suffix}_{YYYYmmddHHMMSS}.yaml`` (insertion order, null = no bench
-    row); the suffix (``_rank0-rank0`` in a directory compare) keeps rank pairs apart."""
+    row); the suffix (``_rank0-rank0`` in a directory compare) keeps rank pairs apart.
+
+    Written as every output is: complete or not at all, and never over another file (another
+    compare into this folder in the same second gets ``_2``; see :func:`msq.db.new_file`).
+    """
     stamp = time.strftime("%Y%m%d%H%M%S")
     path = Path(os.path.realpath(output_dir)) / f"data_mapping{suffix}_{stamp}.yaml"
-    if path.exists():
-        path.unlink()
-    with open(path, "w", encoding="utf-8") as handle:
-        yaml.safe_dump(mapping, handle, sort_keys=False, allow_unicode=True)
-    os.chmod(path, 0o640)
-    return path
+    with new_file(path, mode=0o640) as staged:
+        staged.tmp.write_text(yaml.safe_dump(mapping, sort_keys=False, allow_unicode=True),
+                              encoding="utf-8")
+    return staged.path
 
 
 def apply_layer_mapping(con: duckdb.DuckDBPyConnection, inp: SingleInput, opts: Options,

@@ -18,17 +18,23 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-import signal
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, CancelledError, Executor, Future, wait
+from concurrent.futures import (
+    FIRST_COMPLETED,
+    CancelledError,
+    Executor,
+    Future,
+    ProcessPoolExecutor,
+    wait,
+)
 from typing import TYPE_CHECKING, NamedTuple
 
 from threadpoolctl import ThreadpoolController
 
-from msq import procs, status_line
+from msq import interrupts, procs, status_line
 from msq.errors import TensorFileError
 from msq.tensors.meta import TensorFile, TensorMeta, read_small, to_array
 from msq.tensors.metrics import (
@@ -369,11 +375,14 @@ def _compute(jobs: list[TensorJob], measure: Measure, workers: int | None, progr
     numbered, workers = _numbered(jobs), _workers(workers)
     if not _pool_pays(numbered, workers):
         return _compute_inline(numbered, measure, chunk, range_elems, bar)
-    run = _PoolRun(numbered, measure, chunk, range_elems, workers, bar)
+    run = None
     try:
+        with interrupts.deferred():  # a Ctrl-C while the pool starts: closed once held
+            run = _PoolRun(numbered, measure, chunk, range_elems, workers, bar)
         return run.drive()
     finally:
-        run.close()
+        if run is not None:
+            run.close()
 
 
 def _range_elems(chunk: int, range_elems: int | None) -> int:
@@ -405,6 +414,7 @@ class Background:
         self._run, self._ids = run, ids
         self._rows: list[_Row] | None = None
         self._error: BaseException | None = None
+        self._done = threading.Event()  # the thread's last act (see interrupts.wait_for)
         self._thread = threading.Thread(target=self._drive, name="msq-metrics", daemon=True)
         self._thread.start()
 
@@ -415,10 +425,11 @@ class Background:
             self._error = exc
         finally:
             self._run.close()
+            self._done.set()
 
     def result(self) -> pa.Table:
         """Wait for every job; the table of :func:`compute_metrics`. Raises what a worker raised."""
-        self._thread.join()
+        interrupts.wait_for(self._done)
         if self._error is not None:
             raise self._error
         assert self._rows is not None
@@ -427,9 +438,13 @@ class Background:
     def cancel(self) -> None:
         """Stop handing out work and wait for the tasks already running (each is short); the
         results are dropped. Waiting here, not at interpreter exit, keeps Ctrl-C handling in the
-        caller's hands."""
+        caller's hands; a second Ctrl-C does not cut the wait short. After a Ctrl-C the
+        running tasks are not waited for: the workers are killed."""
         self._run.cancel()
-        self._thread.join()
+        with interrupts.deferred():
+            if interrupts.received():
+                self._run.kill()
+            interrupts.wait_for(self._done)
 
 
 def start_metrics(
@@ -449,9 +464,17 @@ def start_metrics(
     if not _pool_pays(numbered, workers):
         return None
     bar = _Progress(len(jobs), progress)
-    run = _PoolRun(numbered, Measure(compat), chunk, _range_elems(chunk, range_elems), workers,
-                   bar)
-    return Background(run, [job.job_id for job in jobs])
+    background = None
+    try:
+        with interrupts.deferred():  # the pool starts whole; a Ctrl-C meanwhile stops it
+            run = _PoolRun(numbered, Measure(compat), chunk, _range_elems(chunk, range_elems),
+                           workers, bar)
+            background = Background(run, [job.job_id for job in jobs])
+    except BaseException:
+        if background is not None:
+            background.cancel()
+        raise
+    return background
 
 
 def _fits_inline(jobs: list[TensorJob]) -> bool:
@@ -497,20 +520,25 @@ class _PoolRun:
         self.pending: dict[Future, tuple] = {}
         self.partial: dict[int, tuple[Opened, list[Stats | None]]] = {}
         self.cancelled = False
-        # workers ignore SIGINT: Ctrl-C reaches the whole process group, and the parent alone
-        # decides what stops (it cancels the queue; running tasks are short and finish)
+        # workers ignore SIGINT and SIGTERM from their first instruction (started with the
+        # signals blocked, see interrupts.workers_forked): Ctrl-C reaches the whole process
+        # group, and the parent alone decides what stops (it cancels the queue; running tasks
+        # are short and finish)
         self.pool: Executor = (
             _executor(workers) if _executor is not None else procs.process_pool(
-                workers, initializer=_ignore_sigint,
+                workers, initializer=functools.partial(interrupts.ignore_in_worker, os.getpid()),
                 preload=sorted({__name__, type(measure).__module__})))
         try:
-            # enough tasks to keep every worker busy to the end, few enough to amortise IPC
-            size = min(MAX_BATCH_JOBS, max(BATCH_JOBS, len(jobs) // (workers * 8)))
-            for s in range(0, len(jobs), size):
-                fut = self.pool.submit(_run_batch, jobs[s : s + size], measure, chunk, range_elems)
-                self.pending[fut] = ("batch",)
+            with interrupts.workers_forked():
+                # enough tasks to keep every worker busy to the end, few enough to amortise IPC
+                size = min(MAX_BATCH_JOBS, max(BATCH_JOBS, len(jobs) // (workers * 8)))
+                for s in range(0, len(jobs), size):
+                    fut = self.pool.submit(_run_batch, jobs[s : s + size], measure, chunk,
+                                           range_elems)
+                    self.pending[fut] = ("batch",)
         except BaseException:
             self.cancel()
+            self.close()
             raise
 
     def drive(self) -> list[_Row]:
@@ -558,7 +586,17 @@ class _PoolRun:
         for fut in list(self.pending):
             fut.cancel()
 
+    def kill(self) -> None:
+        """Stop at once (an interruption): the running tasks are not waited for; the workers
+        are killed (they ignore the signal, and a batch can run for seconds)."""
+        self.cancel()
+        if isinstance(self.pool, ProcessPoolExecutor):
+            procs.stop_pool(self.pool)
+
     def close(self) -> None:
+        if self.cancelled and interrupts.received():
+            self.kill()
+            return
         # one shutdown, waiting: a shutdown(wait=False) first would make this one return at
         # once and leave the workers unjoined
         self.pool.shutdown(wait=True, cancel_futures=self.cancelled)
@@ -573,10 +611,6 @@ def executor_factory(make: Callable[[int], Executor]) -> Iterator[None]:
         yield
     finally:
         _executor = saved
-
-
-def _ignore_sigint() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _merge(measure: Measure, job_id: int, parts: list[Stats], opened: Opened) -> _Row:

@@ -132,24 +132,26 @@ def api_compare(cfg: Path, out: Path, **kw: Any) -> Any:
 
 def test_outputs_appear_only_complete_under_their_name(tmp_path: Path,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each output is renamed into place from a hidden temporary in the same folder, after it is
-    complete: at the moment of the rename the final name does not exist yet."""
-    renames: list[tuple[str, str, bool, int]] = []
-    real = os.replace
+    """Each output is linked to its final name from a hidden temporary in the same folder, after
+    it is complete; the link is exclusive, so the final name does not exist yet (a taken name
+    gets a suffix: tests/hostile/test_output_collisions.py)."""
+    published: list[tuple[str, str, bool, int]] = []
+    real = os.link
 
-    def spy(src: Any, dst: Any) -> None:
-        renames.append((Path(src).name, Path(dst).name, Path(dst).exists(), Path(src).stat().st_size))
+    def spy(src: Any, dst: Any, **kwargs: Any) -> None:
+        published.append((Path(src).name, Path(dst).name, Path(dst).exists(),
+                          Path(src).stat().st_size))
         if str(dst).endswith(".xlsx"):
             zipfile.ZipFile(src).testzip()  # a whole zip, central directory included
-        real(src, dst)
+        real(src, dst, **kwargs)
 
-    monkeypatch.setattr(os, "replace", spy)
+    monkeypatch.setattr(os, "link", spy)
     result = api_compare(good_pair(tmp_path), tmp_path / "out", formats="xlsx,csv,parquet")
     # blame's run file (result.blame_json) is published the same way as the compare's files
     finals = sorted([p.name for p in result.files]
                     + ([result.blame_json.name] if result.blame_json else []))
-    assert sorted(dst for _, dst, _, _ in renames) == finals
-    for src, dst, existed, size in renames:
+    assert sorted(dst for _, dst, _, _ in published) == finals
+    for src, dst, existed, size in published:
         assert src.startswith(f".{dst}.") and src.endswith(".tmp") and not existed and size > 0
     assert outputs(tmp_path / "out") == finals
 
