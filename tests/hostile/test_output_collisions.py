@@ -77,10 +77,12 @@ def test_two_compares_in_the_same_second_keep_both_outputs(tmp_path: Path) -> No
     assert len([n for n in names if n.startswith("compare_result_")]) == 2, names
     assert len([n for n in names if n.startswith("advisor_")]) == 2, names
     assert [n for n in names if n.startswith(".") or n.endswith(".tmp")] == []
+    # each run keeps its own blame JSON (the run's file, not a compare's: not in the history)
+    assert len([n for n in names if n.startswith("blame_") and n.endswith(".json")]) == 2, names
     files = recorded_files(db)
     # each history row names its own workbook and advisor, and together they are every output
     assert sorted(Path(f).name for fs in files.values() for f in fs) == \
-        sorted(n for n in names if n != db.name)
+        sorted(n for n in names if n != db.name and not n.startswith("blame_"))
     for label, expected_rows, suspect in (("red", 2, "Functional.red.0.forward"),
                                           ("clean", 6, "NA")):
         book, advisor = (Path(f) for f in files[label])
