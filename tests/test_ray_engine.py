@@ -104,7 +104,7 @@ def test_64_ranks_x_4_steps_equal_local(cluster, root64, local64, tmp_path):
     done = on_ray(cluster, ["compare", "compare.json", "-o", str(out), "--format", "xlsx,csv",
                             "-q"], root64)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert len(outputs(out)) == 64 * 4 * 3  # workbook, CSV and advisor of every pair
+    assert len(outputs(out)) == 64 * 4 * 4  # workbook, CSV, advisor and blame's CSV of each pair
     assert file_differences(out, local64) == []
     assert pair_counts(out / "msq.duckdb") == [(s, r, 1) for s in range(4) for r in range(64)]
     assert history_rows(out / "msq.duckdb") == history_rows(local64 / "msq.duckdb")

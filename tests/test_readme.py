@@ -38,7 +38,8 @@ def test_demo_command_runs_and_prints_the_summary(tmp_path, monkeypatch):
     assert result.exit_code == 0, result.output
     shown = re.search(r"```\n(msq compare: .*?)```", README, re.DOTALL).group(1)
     # the README shows the real summary (times and file names aside)
-    strip = lambda s: re.sub(r"\d+\.\d+s|\S*compare_result_\d+\.xlsx|\S*advisor_\d+\.txt|\S*msq\.duckdb", "", s)
+    strip = lambda s: re.sub(r"\d+\.\d+s|\S*compare_result_\d+\.xlsx|\S*advisor_\d+\.txt|\S*msq\.duckdb"
+                             r"|\S*blame_\d+\.json", "", s)
     assert [strip(x) for x in result.stdout.splitlines() if x.strip()] == \
         [strip(x) for x in shown.splitlines() if x.strip()]
     assert len(list((tmp_path / "out").glob("compare_result_*.xlsx"))) == 1

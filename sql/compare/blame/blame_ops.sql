@@ -47,7 +47,12 @@ contrib AS (
   WHERE m.is_module
 ),
 worst AS (
-  SELECT op_seq, max(err) AS input_err, arg_max(name, err) AS worst_input, count(*) AS n_inputs,
+  -- the worst input; among equal errors (md5 mode: 1 or 0) the first name, so that it is the
+  -- same on every run
+  SELECT op_seq, max(err) AS input_err,
+         CASE WHEN max(err) IS NOT NULL THEN first(name ORDER BY err DESC NULLS LAST, name) END
+           AS worst_input,
+         count(*) AS n_inputs,
          count(*) FILTER (WHERE err IS NULL) AS n_unknown
   FROM contrib GROUP BY op_seq
 )
