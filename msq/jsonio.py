@@ -24,21 +24,52 @@ log = logging.getLogger("msq")
 # an out-of-memory kill on a 24 GB machine (Python objects take ~10x the file size).
 # MSQ_MAX_JSON_BYTES overrides it, read at each call.
 MAX_JSON_BYTES = 1 << 30
+# The two dump.json of one compare together: a compare holds its rows in memory (the flattened
+# rows, DuckDB's tables of pairs, results and the workbook's), measured at ~16x the dumps' bytes
+# at the peak for the densest dumps (tiny ops, ~110 bytes a row; bench/README.md, issue 17 #8).
+# 80 MiB keeps that peak under 1.5 GB; MSQ_MAX_DUMP_BYTES overrides it, read at each call.
+MAX_DUMP_BYTES = 80 << 20
 DUMP_TASKS = ("tensor", "statistics")
 
 
 def max_json_bytes() -> int:
     """The size limit: ``MSQ_MAX_JSON_BYTES`` when set, else :data:`MAX_JSON_BYTES`."""
-    raw = os.environ.get("MSQ_MAX_JSON_BYTES")
+    return _limit("MSQ_MAX_JSON_BYTES", MAX_JSON_BYTES)
+
+
+def max_dump_bytes() -> int:
+    """The limit on both dump.json of a compare: ``MSQ_MAX_DUMP_BYTES``, else :data:`MAX_DUMP_BYTES`."""
+    return _limit("MSQ_MAX_DUMP_BYTES", MAX_DUMP_BYTES)
+
+
+def _limit(variable: str, default: int) -> int:
+    raw = os.environ.get(variable)
     if raw is None or not raw.strip():
-        return MAX_JSON_BYTES
+        return default
     try:
         value = int(raw)
     except ValueError:
         value = -1
     if value <= 0:
-        raise UsageError(f"MSQ_MAX_JSON_BYTES must be a positive number of bytes, got {raw!r}")
+        raise UsageError(f"{variable} must be a positive number of bytes, got {raw!r}")
     return value
+
+
+def check_pair_size(npu: Path, bench: Path) -> None:
+    """Refuse a compare whose two dump.json hold more than :func:`max_dump_bytes` together,
+    on their sizes, before either is read (after each file's own checks: found, not empty, under
+    :func:`max_json_bytes`)."""
+    size = checked_size(npu, "dump.json") + checked_size(bench, "dump.json")
+    limit = max_dump_bytes()
+    if size > limit:
+        raise DumpError(
+            f"{npu} and {bench}: the two dump.json hold {_mib(size)} together, above msq's "
+            f"{_mib(limit)} limit for one compare (its memory peaks at ~16x that); dump fewer "
+            "steps/ranks per file, or raise MSQ_MAX_DUMP_BYTES if memory allows")
+
+
+def _mib(n: int) -> str:
+    return f"{n / 2**20:.1f} MiB" if n >= 2**20 else f"{n:,} bytes"
 
 
 def _size_text(n: float) -> str:

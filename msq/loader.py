@@ -22,7 +22,7 @@ import pyarrow as pa
 
 from msq import interrupts, procs
 from msq.flatten import C_PADDING, Flattener, flatten_c
-from msq.jsonio import read_dump, read_padded
+from msq.jsonio import check_pair_size, read_dump, read_padded
 from msq.mindspore.detect import looks_like_mindspore
 from msq.procs import gc_frozen
 
@@ -150,6 +150,7 @@ def _length(value: Any) -> int:
 
 def read_sides(npu: Path, bench: Path, compat: bool) -> tuple[SideData, SideData]:
     """Both sides; in two processes when the dumps are large and two cores are free."""
+    check_pair_size(npu, bench)  # before anything is read: the compare's memory grows with both
     try:
         size = npu.stat().st_size + bench.stat().st_size
     except OSError:

@@ -5,6 +5,7 @@ A mapping is data: it is loaded into the ``mappings`` table and applied by SQL j
 
 from __future__ import annotations
 
+import functools
 import logging
 import stat
 from pathlib import Path
@@ -12,7 +13,6 @@ from typing import Any
 
 import duckdb
 import pyarrow as pa
-import yaml
 
 from msq import db
 from msq.errors import DumpError
@@ -21,19 +21,25 @@ log = logging.getLogger("msq")
 MAX_YAML_BYTES = 10 << 20
 
 
-class _MappingLoader(yaml.SafeLoader):
-    """safe_load, except that an alias may only repeat a scalar: aliases of lists or mappings
-    nest without bound ("billion laughs") and blew up the first message that printed a value."""
+@functools.cache
+def _mapping_loader() -> type:
+    """yaml's SafeLoader, except that an alias may only repeat a scalar: aliases of lists or
+    mappings nest without bound ("billion laughs") and blew up the first message that printed a
+    value. Built on first use: yaml is imported only by compares that read a mapping file."""
+    import yaml
 
-    def compose_node(self, parent: Any, index: Any) -> Any:
-        if self.check_event(yaml.AliasEvent):
-            event = self.peek_event()
-            node = self.anchors.get(event.anchor)
-            if node is not None and not isinstance(node, yaml.ScalarNode):
-                raise yaml.composer.ComposerError(
-                    None, None, f"an alias (*{event.anchor}) of a list or mapping, which msq does "
-                    "not expand in mapping files", event.start_mark)
-        return super().compose_node(parent, index)
+    class MappingLoader(yaml.SafeLoader):
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            if self.check_event(yaml.AliasEvent):
+                event = self.peek_event()
+                node = self.anchors.get(event.anchor)
+                if node is not None and not isinstance(node, yaml.ScalarNode):
+                    raise yaml.composer.ComposerError(
+                        None, None, f"an alias (*{event.anchor}) of a list or mapping, which msq "
+                        "does not expand in mapping files", event.start_mark)
+            return super().compose_node(parent, index)
+
+    return MappingLoader
 
 
 def read_yaml(path: Path, what: str) -> Any:
@@ -48,9 +54,11 @@ def read_yaml(path: Path, what: str) -> Any:
     if size > MAX_YAML_BYTES:
         raise DumpError(f"{path}: {what} is {size} bytes; a mapping file above 10 MiB is "
                         "almost certainly the wrong file")
+    import yaml  # lazy: see _mapping_loader
+
     try:
         with open(path, encoding="utf-8") as handle:
-            return yaml.load(handle, Loader=_MappingLoader)  # a SafeLoader subclass
+            return yaml.load(handle, Loader=_mapping_loader())  # a SafeLoader subclass
     except UnicodeDecodeError:
         raise DumpError(f"{path}: {what} is not UTF-8 text") from None
     except OSError as err:

@@ -29,3 +29,29 @@ def test_a_local_directory_compare_never_imports_ray(tmp_path):
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip().splitlines()[-1] == "[]"
     assert len(list((tmp_path / "out").glob("compare_result_*.xlsx"))) == 2
+
+
+def test_a_statistics_compare_loads_only_what_it_uses(tmp_path):
+    """Start-up is most of a small compare (issue 15 #4): a PyTorch statistics compare without
+    mapping files loads no yaml, none of the MindSpore mapping code, no pandas or openpyxl
+    (msq writes the workbook itself) and not pyarrow.compute (the C row renderer needs none;
+    the SQL one, where the C parts are not built, does)."""
+    from msq.export.xlsx import renderer
+    from tests.dumps import fwd, t, write_pair
+
+    data = {f"Functional.relu.{i}.forward": fwd(t([4])) for i in range(20)}
+    cfg = write_pair(tmp_path, data, data)
+    unwanted = ("yaml", "msq.mindspore.layer_mapping", "msq.mindspore.name_mapping", "pandas",
+                "openpyxl", "torch", *(("pyarrow.compute",) if renderer() == "C" else ()))
+    code = ("import sys; from msq.cli import main\n"
+            "try:\n"
+            f"    main(['compare', {str(cfg)!r}, '-o', {str(tmp_path / 'out')!r}, '-q'])\n"
+            "except SystemExit as exit:\n"
+            "    assert not exit.code, exit.code\n"
+            f"print(sorted(m for m in sys.modules if m.split('.')[0] in {unwanted!r} "
+            f"or m in {unwanted!r}))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         check=False)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "[]"
+    assert len(list((tmp_path / "out").glob("compare_result_*.xlsx"))) == 1

@@ -16,8 +16,6 @@ import duckdb
 from msq.config import Options, SingleInput
 from msq.mappings import pair_rows_mapped
 from msq.mindspore.api_user import has_user_api, pair_rows_user_api
-from msq.mindspore.layer_mapping import apply_layer_mapping
-from msq.mindspore.name_mapping import apply_ms_mappings
 
 log = logging.getLogger("msq")
 
@@ -25,6 +23,9 @@ log = logging.getLogger("msq")
 def rename_for_match(con: duckdb.DuckDBPyConnection, opts: Options, framework: str) -> None:
     """-am / -cm on a MindSpore NPU dump: load the mappings as rows, rewrite the match names."""
     if framework == "mindspore" and (opts.api_mapping or opts.cell_mapping):
+        # lazy: the mappings load yaml and their tables, which a PyTorch compare never needs
+        from msq.mindspore.name_mapping import apply_ms_mappings
+
         apply_ms_mappings(con, opts)
 
 
@@ -36,6 +37,8 @@ def pair_rows(con: duckdb.DuckDBPyConnection, inp: SingleInput, opts: Options, f
     ``-dm`` is given. Returns False when neither applies: the pipeline pairs the rows itself.
     """
     if opts.layer_mapping and framework == "mindspore":
+        from msq.mindspore.layer_mapping import apply_layer_mapping  # lazy: as above
+
         mapping = apply_layer_mapping(con, inp, opts, output_dir, suffix)
         pair_rows_mapped(con, mapping, opts.is_compat)
         return True

@@ -1,0 +1,71 @@
+#!/usr/bin/env python3
+"""Time ``msq compare compare.json -o OUT`` on a workload folder that already exists.
+
+    python3 bench/time_dir.py bench/work/llama_port --repeat 5
+    python3 bench/time_dir.py bench/work/stat --repeat 5 --msq-args "--compat msprobe-1.1"
+    python3 bench/time_dir.py bench/work/root-8x8-5000 --repeat 1 --keep-history
+
+Each run as bench/run.py runs msq (warm page cache, /usr/bin/time -v, the process tree's summed
+RSS polled every 100 ms), each into a fresh output folder, so each records into a new history
+unless --keep-history (then every run records into bench/work/<name>/history.duckdb, and the
+runs show how the history grows). Prints each run and the median of wall and CPU time, with the
+1-min load average before each run; appends every run to bench/work/results.jsonl. msq's bytecode
+is compiled first (an installed msq has it; PYTHONDONTWRITEBYTECODE would otherwise make every
+run compile msq from source).
+"""
+from __future__ import annotations
+
+import argparse
+import compileall
+import json
+import os
+import shlex
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import run  # bench/run.py: run_tool, the same measurement
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("workdir", type=Path, help="folder with compare.json and the dumps")
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--msq-args", default="", help='e.g. "--compat msprobe-1.1"')
+    ap.add_argument("--msq", help="msq command prefix (default: <repo>/.venv/bin/msq)")
+    ap.add_argument("--keep-history", action="store_true",
+                    help="record every run into one history (WORKDIR/history.duckdb)")
+    ap.add_argument("--timeout", type=float, default=3600.0)
+    a = ap.parse_args(argv)
+    wdir = a.workdir.resolve()
+    compileall.compile_dir(str(run.REPO / "msq"), quiet=1)
+    base = shlex.split(a.msq) if a.msq else run.default_msq_cmd()
+    extra = shlex.split(a.msq_args)
+    if a.keep_history:
+        extra += ["--db", str(wdir / "history.duckdb")]
+    results = []
+    for i in range(a.repeat):
+        res = run.run_tool("msq", wdir.name, wdir, base, extra, a.timeout)
+        results.append(res)
+        with open(run.WORK / "results.jsonl", "a", encoding="utf-8") as f:
+            f.write(json.dumps(res) + "\n")
+        print(f"run {i + 1}: rc={res.get('rc')} wall {res.get('wall_s')} s, "
+              f"cpu {res.get('cpu_s')} s, peak tree RSS {res.get('peak_tree_rss_mb')} MB, "
+              f"load {res.get('loadavg_before')}/{res.get('loadavg_after')}"
+              + (f"  {res['error']}" if res.get("error") else ""), flush=True)
+        if a.keep_history:
+            db = wdir / "history.duckdb"
+            print(f"        history {db.stat().st_size / 1e6:.1f} MB", flush=True)
+    ok = [r for r in results if r.get("rc") == 0]
+    if ok:
+        print(f"median of {len(ok)}: wall {statistics.median(r['wall_s'] for r in ok):.3f} s, "
+              f"cpu {statistics.median(r.get('cpu_s', 0) for r in ok):.2f} s, peak tree RSS "
+              f"{max(r['peak_tree_rss_mb'] for r in ok):.0f} MB (max); "
+              f"load {min(r['loadavg_before'] for r in ok):.2f}-"
+              f"{max(r['loadavg_before'] for r in ok):.2f}; nproc {os.cpu_count()}")
+    return 0 if len(ok) == len(results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
