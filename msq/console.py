@@ -120,6 +120,11 @@ def _print_blame(res: Any) -> None:
     first = summary.first
     if first is not None:
         click.echo(f"  error enters at: {printable(source_line(first))}")
+        # the first source in execution order may be a small one (e.g. a rounding that enters
+        # early); the worst one, which the advisor and blame_rank 1 name, is said too
+        worst = summary.sources[0]
+        if worst is not first:
+            click.echo(f"  worst local source: {printable(source_line(worst))}")
     click.echo(f"  blame: {counts_line(summary)}; {linked_line(summary)}")
     run = getattr(res, "run_blame", None)
     # the JSON of a run of one compare (a run of several: after the run's line)

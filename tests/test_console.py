@@ -236,3 +236,29 @@ def test_msq_runs_lists_ids_in_step_and_rank_order(tmp_path: Path) -> None:
     assert [row["compare_id"] for row in rows] == [str(i) for i in range(1, 7)]
     assert [(row["step"], row["rank"]) for row in rows] == \
         [(str(s), str(r)) for s in (0, 1, 2) for r in (0, 1)]
+
+
+def test_blame_says_where_the_error_enters_first_and_its_worst_source(tmp_path: Path) -> None:
+    """The shipped demo (tfm_stat_L1): fp16-rounded GEMMs make linear.0 a small local source
+    early, the injected gelu.1 is the worst; the console names the first and, as it differs,
+    the worst, which is the blame view's blame_rank 1 and the advisor's first source."""
+    demo = Path(__file__).resolve().parents[1] / "fixtures" / "stat" / "compare.json"
+    out = tmp_path / "out"
+    result = run("compare", str(demo), "-o", str(out))
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    first = next(re.match(r"  error enters at: (\S+) \(sheet row (\d+)\)", x) for x in lines
+                 if x.startswith("  error enters at: "))
+    worst = next((re.match(r"  worst local source: (\S+) \(sheet row (\d+)\)", x)
+                  for x in lines if x.startswith("  worst local source: ")), None)
+    assert first and worst, result.stdout
+    assert first.group(1) == "Functional.linear.0.forward.output.0"
+    assert worst.group(1) == "Functional.gelu.1.forward.output.0"
+    ranked = run("sql", "--db", str(out / "msq.duckdb"), "--format", "csv",
+                 "SELECT npu_name FROM blame WHERE verdict = 'local' ORDER BY blame_rank")
+    names = [name.strip('"') for name in ranked.stdout.split()[1:]]
+    assert names == [worst.group(1), first.group(1)]
+    # with one local source (or the first being the worst) there is no second line
+    single = single_card(tmp_path / "one", {LINEAR1_OUT: {"Max": 3.0}})
+    one = run("compare", str(single), "-o", str(tmp_path / "one_out"), "--no-history")
+    assert "error enters at: " in one.stdout and "worst local source" not in one.stdout
