@@ -8,6 +8,7 @@ directory compare. Its compares share a ``run_id``, the scope of the history's `
 from __future__ import annotations
 
 import logging
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -104,7 +105,8 @@ def finish_run(results: list[CompareResult], output_dir: Path, opts: Options) ->
     run_id = opts.blame_run.run_id if opts.blame_run is not None else None
     run = combine(parts, run_id)
     stamp = time.strftime("%Y%m%d%H%M%S")
-    path = write_json(run, output_dir / f"blame_{stamp}.json")
+    # absolute, as the result names the compare's other files
+    path = write_json(run, Path(os.path.abspath(output_dir)) / f"blame_{stamp}.json")
     log.debug("blame: the run's local sources are in %s", path)
     for result in results:
         result.run_blame, result.blame_json = run, path
