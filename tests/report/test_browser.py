@@ -131,6 +131,10 @@ def test_golden_case(case: str, golden: Path, tmp_path: Path, open_report: Any,
     assert rows[line]["NPU Name"] == suspect
     click_point(report, line)
     report.page.screenshot(path=str(tmp_path / "clicked.png"))
+    # rows are named as the workbook, the console and the advisor name them (the sheet row)
+    sheet_row = str(line + 2)
+    assert report.page.text_content(f"#table-wrap tbody tr[data-seq='{line}'] td") == sheet_row
+    assert f"row {sheet_row}" in report.page.text_content("#enters")
     assert report.errors == [], report.console
 
 

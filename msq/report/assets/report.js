@@ -163,7 +163,7 @@
         const c = compareById(s.compare_id);
         items.push(el('li', null,
           rowLink(c, s.out_seq, s.row_name),
-          el('span', { class: 'muted', text: ` ${where(c) ? where(c) + ' · ' : ''}line ${s.out_seq} · input error ${fmtErr(jsonNum(s.input_err))} → output error ${fmtErr(jsonNum(s.output_err))} (×${fmtNum(jsonNum(s.amplification))})` })));
+          el('span', { class: 'muted', text: ` ${where(c) ? where(c) + ' · ' : ''}row ${sheetRow(s.out_seq)} · input error ${fmtErr(jsonNum(s.input_err))} → output error ${fmtErr(jsonNum(s.output_err))} (×${fmtNum(jsonNum(s.amplification))})` })));
       }
     } else {
       const withSuspect = m.compares.filter((c) => c.suspect)
@@ -173,7 +173,7 @@
       if (!withSuspect.length) items.push(el('li', { class: 'muted', text: 'no suspect: every compared row passes the advisor\'s test' }));
       for (const c of withSuspect.slice(0, 3)) {
         items.push(el('li', null, rowLink(c, c.suspect_line, c.suspect),
-          el('span', { class: 'muted', text: ` ${where(c) ? where(c) + ' · ' : ''}line ${c.suspect_line}` })));
+          el('span', { class: 'muted', text: ` ${where(c) ? where(c) + ' · ' : ''}row ${sheetRow(c.suspect_line)}` })));
       }
       if (withSuspect.length > 3) items.push(el('li', { class: 'muted', text: `and ${withSuspect.length - 3} more compares` }));
     }
@@ -498,7 +498,7 @@
     const lines = [el('div', { class: 'tip-name', text: cols.npu_name.text(i) ?? cols.bench_name.text(i) ?? '' })];
     const bench = cols.bench_name.text(i);
     if (bench !== null && bench !== cols.npu_name.text(i)) lines.push(el('div', { class: 'muted', text: `bench: ${bench ?? '(none)'}` }));
-    lines.push(el('div', { text: `line ${cols.out_seq.arr[i]} · ${cols.direction.text(i) || 'other'} · ${cols.io.text(i)} · ${cols.kind.text(i)}` }));
+    lines.push(el('div', { text: `row ${sheetRow(cols.out_seq.arr[i])} · ${cols.direction.text(i) || 'other'} · ${cols.io.text(i)} · ${cols.kind.text(i)}` }));
     const mk = cols.mark.text(i);
     if (mk) lines.push(el('div', { class: `${mk}-text`, text: `${mk}: ${cols.mark_rules.text(i) || ''}` }));
     if (cols.failing.arr[i]) lines.push(el('div', { text: `advisor: ${cols.result.text(i)}` }));
@@ -541,7 +541,7 @@
   ];
 
   function tableColumns(c) {
-    const cols = [{ label: 'Line', key: 'out_seq', kind: 'int', width: 64, sticky: true }];
+    const cols = [{ label: 'Row', key: 'out_seq', kind: 'row', width: 64, sticky: true }];
     for (const col of columnsOf(c)) {
       const width = /Name$/.test(col.label) ? 300 : col.label === 'NPU_Stack_Info' ? 260 : col.label === 'Err_message' ? 200 : col.kind === 'text' ? 110 : 116;
       cols.push({ ...col, width, sticky: col.label === 'NPU Name' });
@@ -551,10 +551,21 @@
     return cols;
   }
 
+  // The row a user sees in the workbook (header in row 1), as the console and the default
+  // advisor say it; the page's data keep the 0-based output line (out_seq).
+  function sheetRow(seq) { return seq === null || seq === undefined ? 'NA' : seq + 2; }
+
+  // The advisor file's Line: the sheet row in the default mode, msprobe's 0-based line in compat.
+  function advisorLine(c) {
+    if (c.suspect_line === null || c.suspect_line === undefined) return 'NA';
+    return c.compat ? c.suspect_line : sheetRow(c.suspect_line);
+  }
+
   function cellText(col, i) {
     const cols = S.cols;
     if (col.kind === 'err') return errState(i) === 'none' ? '' : fmtNum(cols.err.arr[i]);
     if (col.kind === 'int') return String(cols[col.key].arr[i]);
+    if (col.kind === 'row') return String(sheetRow(cols[col.key].arr[i]));
     if (col.kind === 'num' || col.kind === 'pct') {
       const show = cols[`${col.key}__show`];
       const s = show ? show.text(i) : null;
@@ -569,7 +580,7 @@
   function sortValue(col, i) {
     const cols = S.cols;
     if (col.kind === 'err') return errState(i) === 'none' ? null : cols.err.arr[i];
-    if (col.kind === 'int') return cols[col.key].arr[i];
+    if (col.kind === 'int' || col.kind === 'row') return cols[col.key].arr[i];
     if (col.kind === 'num' || col.kind === 'pct') {
       const show = cols[`${col.key}__show`];
       if (show && show.codes && show.codes[i] && show.text(i) !== 'nan') return null;
@@ -724,7 +735,7 @@
     const advisor = el('div', { class: 'card advisor' }, el('h3', { text: `Advisor${S.meta.compares.length > 1 ? ' · ' + where(c) : ''}` }));
     if (c.auto_analyze === false) advisor.append(el('p', { class: 'muted', text: 'compared with -c: no advisor file was written' }));
     advisor.append(
-      el('div', null, el('b', { text: 'Line: ' }), c.suspect_line ?? 'NA'),
+      el('div', null, el('b', { text: 'Line: ' }), advisorLine(c)),
       el('div', null, el('b', { text: 'Suspect Nodes: ' }), c.suspect ? rowLink(c, c.suspect_line, c.suspect) : 'NA'),
       el('div', { class: 'advice' }, el('b', { text: 'Expert Advice: ' }), c.advice ?? '(not available)'));
     const cards = [advisor];
@@ -745,7 +756,7 @@
       for (const f of rows) {
         const fc = compareById(f.compare_id);
         list.append(el('li', null, rowLink(fc, f.out_seq, f.row_name),
-          el('span', { class: 'muted', text: ` ${S.meta.compares.length > 1 ? where(fc) + ' · ' : ''}line ${f.out_seq} · error ${fmtErr(jsonNum(f.err))}` })));
+          el('span', { class: 'muted', text: ` ${S.meta.compares.length > 1 ? where(fc) + ' · ' : ''}row ${sheetRow(f.out_seq)} · error ${fmtErr(jsonNum(f.err))}` })));
       }
       card.append(list);
       cards.push(card);
@@ -768,7 +779,7 @@
     for (const s of m.local_sources.slice(0, 5)) {
       const c = compareById(s.compare_id);
       list.append(el('li', null, rowLink(c, s.out_seq, s.row_name),
-        el('span', { class: 'muted', text: ` ${many && where(c) ? where(c) + ' · ' : ''}line ${s.out_seq} · input ${fmtErr(jsonNum(s.input_err))} → output ${fmtErr(jsonNum(s.output_err))}${s.reason ? ' · ' + s.reason : ''}` })));
+        el('span', { class: 'muted', text: ` ${many && where(c) ? where(c) + ' · ' : ''}row ${sheetRow(s.out_seq)} · input ${fmtErr(jsonNum(s.input_err))} → output ${fmtErr(jsonNum(s.output_err))}${s.reason ? ' · ' + s.reason : ''}` })));
     }
     card.append(list, el('div', { class: 'muted', text: 'The table\'s Blame filter shows local, inherited or clean rows.' }));
     return card;
