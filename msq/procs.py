@@ -32,7 +32,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import InvalidStateError, ProcessPoolExecutor
 from multiprocessing.context import BaseContext
 from typing import Any
 
@@ -78,6 +78,32 @@ def stop_pool(pool: ProcessPoolExecutor) -> list[int]:
     A worker's own children (the dump readers of its compare) would outlive it: they are killed
     first.
     """
+    with quiet_cancelled_future_race():
+        return _stop_pool(pool)
+
+
+@contextlib.contextmanager
+def quiet_cancelled_future_race() -> Iterator[None]:
+    """Drop the one traceback CPython's pool manager prints when it finds its workers killed
+    after ``cancel_futures``: it sets the broken-pool error on a future already cancelled
+    (InvalidStateError, in the manager thread, on Python 3.11). The pool is being stopped on
+    purpose; every other thread exception still reaches the previous hook."""
+    previous = threading.excepthook
+
+    def hook(args: threading.ExceptHookArgs) -> None:
+        if (isinstance(args.exc_value, InvalidStateError)
+                and type(args.thread).__name__ == "_ExecutorManagerThread"):
+            return
+        previous(args)
+
+    threading.excepthook = hook
+    try:
+        yield
+    finally:
+        threading.excepthook = previous
+
+
+def _stop_pool(pool: ProcessPoolExecutor) -> list[int]:
     # private, and stable since Python 3.8: the executor has no public way to stop its workers
     workers = list((getattr(pool, "_processes", None) or {}).values())
     manager = getattr(pool, "_executor_manager_thread", None)
