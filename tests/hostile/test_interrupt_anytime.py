@@ -91,15 +91,25 @@ def group(pgid: int) -> list[int]:
     return found
 
 
-#: msq with SIGINT at its default: a test run started in the background of a shell without job
-#: control inherits SIGINT ignored, and msq (rightly) leaves an ignored SIGINT ignored
-DEFAULT_SIGINT = [sys.executable, "-c", ("import os, signal, sys; "
-                  "signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.executable, "
-                  "[sys.executable, *sys.argv[1:]])")]
+def kill_and_expect_no_survivors(proc: subprocess.Popen[str], seen: str = "") -> None:
+    """SIGKILL msq (started in its own group), then every process it started must end with it:
+    within 30 s its stderr reaches EOF, within 10 s more its process group is empty."""
+    os.kill(proc.pid, signal.SIGKILL)
+    try:
+        proc.communicate(timeout=30)  # EOF: every process holding msq's stderr has ended
+    except subprocess.TimeoutExpired:
+        left = group(proc.pid)
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        pytest.fail(f"processes outlived msq by 30 s: {left}\n{seen}")
+    deadline = time.monotonic() + 10
+    while group(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert group(proc.pid) == [], f"processes left behind: {group(proc.pid)}"
 
 
 def start(cfg: Path, out: Path, db: Path, *flags: str) -> subprocess.Popen[str]:
-    proc = subprocess.Popen([*DEFAULT_SIGINT, *MSQ[1:], "compare", str(cfg), "-o", str(out),
+    proc = subprocess.Popen([*MSQ, "compare", str(cfg), "-o", str(out),
                              "--db", str(db), "-vv", *flags],
                             stderr=subprocess.PIPE, text=True, start_new_session=True,
                             env=dict(os.environ, PYTHONFAULTHANDLER="1"))
@@ -220,15 +230,4 @@ def test_workers_die_with_a_killed_msq(workload: Path, tmp_path: Path) -> None:
     proc = start(workload, out, db)
     seen = wait_for_line(proc, "tensor metrics: started")
     time.sleep(random.uniform(0, 1.0))
-    os.kill(proc.pid, signal.SIGKILL)
-    try:
-        proc.communicate(timeout=30)  # EOF: every process holding msq's stderr has ended
-    except subprocess.TimeoutExpired:
-        left = group(proc.pid)
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
-        pytest.fail(f"processes outlived msq by 30 s: {left}\n{''.join(seen)}")
-    deadline = time.monotonic() + 10
-    while group(proc.pid) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert group(proc.pid) == [], f"processes left behind: {group(proc.pid)}"
+    kill_and_expect_no_survivors(proc, "".join(seen))

@@ -13,10 +13,8 @@ as ``--resume`` expects).
 from __future__ import annotations
 
 import json
-import os
 import random
 import signal
-import subprocess
 import time
 from pathlib import Path
 
@@ -29,6 +27,7 @@ from tests.hostile.helpers import outputs
 from tests.hostile.test_interrupt_anytime import (
     LINE,
     group,
+    kill_and_expect_no_survivors,
     seconds_to_stop,
     start,
     stop,
@@ -126,15 +125,4 @@ def test_workers_die_with_a_killed_msq(workload: Path, tmp_path: Path,
         assert time.monotonic() < deadline and proc.poll() is None, "the pairs never started"
         time.sleep(0.01)
     time.sleep(random.uniform(0, 1))
-    os.kill(proc.pid, signal.SIGKILL)
-    try:
-        proc.communicate(timeout=30)  # EOF: every process holding msq's stderr has ended
-    except subprocess.TimeoutExpired:
-        left = group(proc.pid)
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
-        pytest.fail(f"processes outlived msq by 30 s: {left}")
-    deadline = time.monotonic() + 10
-    while group(proc.pid) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert group(proc.pid) == [], f"processes left behind: {group(proc.pid)}"
+    kill_and_expect_no_survivors(proc)
