@@ -178,8 +178,9 @@ def check(status: int, err: str, took: float, out: Path, db: Path, signum: int) 
     return "interrupted"
 
 
-# phase -> (the log line that starts it, seconds after it within which to signal, whether some
-# signal must interrupt the compare: inside the commit window a completed compare is right)
+# phase -> (the log line that starts it, at most this many seconds after it to signal (less when
+# the phase is shorter here: :func:`phase_seconds`), whether some signal must interrupt the
+# compare: inside the commit window a completed compare is right)
 PHASES = {
     # the reader processes and the tensor pool at work (the hang)
     "reading the dumps": ("tensor metrics: started", 2.0, True),
@@ -190,10 +191,45 @@ PHASES = {
     "the commit": ("stage outputs", 0.6, False),
 }
 TRIALS = 3
+RECORDED = "recorded compare"  # -vv's line once the history thread has committed
+
+
+@pytest.fixture(scope="module")
+def phase_seconds(workload: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, float]:
+    """Seconds from each phase's first line to the commit, timed on one whole compare of the
+    workload on this machine now. A phase's signals are drawn inside that span: with a fixed
+    window, a faster msq (the C workbook writer) ended "writing and recording" before every
+    signal of a test run, and the test failed for a compare that had simply finished."""
+    tmp = tmp_path_factory.mktemp("calibrate")
+    proc = start(workload, tmp / "out", tmp / "h.duckdb")
+    assert proc.stderr is not None
+    began = time.monotonic()
+    seen: dict[str, float] = {}
+    for text in proc.stderr:
+        for phase, (line, _, _) in PHASES.items():
+            if line in text and phase not in seen:
+                seen[phase] = time.monotonic()
+        if RECORDED in text:
+            committed = time.monotonic()
+            break
+    else:
+        pytest.fail(f"the calibration compare never committed (exit {proc.wait()})")
+    proc.communicate(timeout=60)
+    assert proc.returncode == 0
+    assert set(seen) == set(PHASES), f"phases never logged: {set(PHASES) - set(seen)}"
+    return {phase: committed - at for phase, at in seen.items()} | {"any moment":
+                                                                    committed - began}
+
+
+def moment(rng: random.Random, trial: int, span: float) -> float:
+    """Trial ``trial``'s delay: stratified over ``span`` (the first third, the second, the
+    last), so the first trial lands early in the phase however the draws fall."""
+    return span * (trial + rng.random()) / TRIALS
 
 
 @pytest.mark.parametrize("phase", [*PHASES, "any moment"])
-def test_ctrl_c_at_random_moments(workload: Path, tmp_path: Path, phase: str) -> None:
+def test_ctrl_c_at_random_moments(workload: Path, tmp_path: Path, phase: str,
+                                  phase_seconds: dict[str, float]) -> None:
     rng = random.Random(f"{phase}-{os.getpid()}-{time.time()}")
     outcomes = []
     for trial in range(TRIALS):
@@ -201,11 +237,11 @@ def test_ctrl_c_at_random_moments(workload: Path, tmp_path: Path, phase: str) ->
         proc = start(workload, out, db)
         if phase == "any moment":
             seen: list[str] = []
-            time.sleep(rng.uniform(0, 5))
+            time.sleep(moment(rng, trial, 1.2 * phase_seconds[phase]))
         else:
             line, window, _ = PHASES[phase]
             seen = wait_for_line(proc, line)
-            time.sleep(rng.uniform(0, window))
+            time.sleep(moment(rng, trial, min(window, phase_seconds[phase])))
         outcomes.append(check(*stop(proc, signal.SIGINT, seen), out, db, signal.SIGINT))
     if PHASES.get(phase, ("", 0, True))[2]:
         assert "interrupted" in outcomes, outcomes
