@@ -26,16 +26,17 @@ import os
 import re
 import stat
 import time
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from importlib import resources
 from importlib.abc import Traversable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import duckdb
 
-from msq import procs
+from msq import interrupts, procs
 from msq.errors import SqlFileError
 
 if TYPE_CHECKING:
@@ -217,9 +218,51 @@ def materialize(con: duckdb.DuckDBPyConnection, view: str) -> None:
                       [view]).fetchone()
     if row is None:
         return
-    con.execute(f'ALTER VIEW "{view}" RENAME TO "_src_{view}"')
-    con.execute(f'CREATE TABLE "{view}" AS SELECT * FROM "_src_{view}"')
-    con.execute(f'DROP VIEW "_src_{view}"')
+    # one transaction: a query on another cursor (msq.pipeline materialises on two at once)
+    # sees the view or the table, never the moment between
+    con.execute("BEGIN TRANSACTION")
+    try:
+        con.execute(f'ALTER VIEW "{view}" RENAME TO "_src_{view}"')
+        con.execute(f'CREATE TABLE "{view}" AS SELECT * FROM "_src_{view}"')
+        con.execute(f'DROP VIEW "_src_{view}"')
+        con.execute("COMMIT")
+    except BaseException:
+        with contextlib.suppress(duckdb.Error):
+            con.execute("ROLLBACK")
+        raise
+
+
+T = TypeVar("T")
+
+
+class Beside(Generic[T]):
+    """A function of a cursor of ``con`` run in a thread, beside the caller's own queries.
+
+    A compare's tables are smaller than one DuckDB row group (122,880 rows), so each query runs
+    on one core; two independent ones run on two. :meth:`result` waits (Ctrl-C still raising in
+    the main thread); :meth:`stop` interrupts the query and waits for the thread to end.
+    """
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, func: Callable[[duckdb.DuckDBPyConnection], T],
+                 name: str) -> None:
+        self._cursor = con.cursor()
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"msq-{name}")
+        self._future = self._pool.submit(func, self._cursor)
+
+    def result(self) -> T:
+        try:
+            return interrupts.result_of(self._future)
+        finally:
+            self.stop()
+
+    def stop(self) -> None:
+        """Interrupt the query (if still running) and wait for the thread to end."""
+        with interrupts.deferred():
+            if not self._future.done():
+                self._cursor.interrupt()
+            self._pool.shutdown(wait=True)
+            with contextlib.suppress(duckdb.Error):
+                self._cursor.close()
 
 
 # --------------------------------------------------------------------------------------------

@@ -246,20 +246,63 @@ def compute(inp: SingleInput, opts: Options, output_dir: Path, suffix: str,
         fill_tensor_metrics(con, npu.tensor_dir, bench.tensor_dir, opts, early)
         clock.lap("metrics")
     write_windows(con, opts.is_compat)
-    # computed once, read by the summary, the workbook, the advisor and the history
-    # the default mode's verdicts read the per-row error; --compat has neither (msprobe's rules)
-    views = [] if opts.is_compat else ["row_error", "verdicts"]
-    for view in (*views, f"result_{mode}", "marks"):
-        db.materialize(con, view)
-        clock.lap(view)
     result = new_result(mode, inp)
     result.compat = opts.is_compat
-    summarize(con, mode, result)
-    clock.lap("summary")
-    # where the error enters (default mode); its tables feed the outputs and the history
-    result.blame = blame_compare(con, mode, inp, opts)
-    clock.lap("blame")
+    if opts.is_compat or opts.sql_dir:
+        # --compat has neither the per-row error nor verdicts (msprobe's rules); a user's views
+        # may read any other, so they are computed one after the other
+        views = [] if opts.is_compat else ["row_error", "verdicts"]
+        for view in (*views, f"result_{mode}", "marks"):
+            db.materialize(con, view)
+            clock.lap(view)
+        summarize(con, mode, result)
+        clock.lap("summary")
+        result.blame = blame_compare(con, mode, inp, opts)
+        clock.lap("blame")
+        return con, mode, framework, result
+    _compute_default(con, mode, inp, opts, result, clock)
     return con, mode, framework, result
+
+
+#: The part of each mode's result that reads neither the per-row error nor the verdicts.
+_DISPLAY_PART = {"statistics": "stat_rows", "md5": "display_rows", "tensor": "display_rows"}
+
+
+def _compute_default(con: duckdb.DuckDBPyConnection, mode: str, inp: SingleInput,
+                     opts: Options, result: CompareResult, clock: _Clock) -> None:
+    """The default mode's tables, computed once (read by the summary, the workbook, the advisor
+    and the history), on both cores: each query runs on one (a compare's tables are smaller than
+    a DuckDB row group), so three independent strands run at once:
+
+    * here: ``row_error``, ``verdicts``, then ``result_<mode>`` and ``marks``;
+    * beside: the rows' displayed cells (``stat_rows`` / ``display_rows``), which the result reads;
+    * blame (where the error enters), once ``row_error`` exists: it reads only the base tables
+      and ``row_error`` (sql/compare/blame/), and its tables feed the outputs and the history.
+
+    Each view becomes a table in one transaction (db.materialize), so a strand sees a view or
+    its table, never neither."""
+    part = _DISPLAY_PART[mode]
+    beside = db.Beside(con, lambda cur: db.materialize(cur, part), "display")
+    blame: db.Beside[Any] | None = None
+    try:
+        db.materialize(con, "row_error")
+        clock.lap("row_error")
+        blame = db.Beside(con, lambda cur: blame_compare(cur, mode, inp, opts), "blame")
+        db.materialize(con, "verdicts")
+        clock.lap("verdicts")
+        beside.result()
+        clock.lap(part)
+        for view in (f"result_{mode}", "marks"):
+            db.materialize(con, view)
+            clock.lap(view)
+        summarize(con, mode, result)
+        clock.lap("summary")
+        result.blame = blame.result()
+        clock.lap("blame")
+    finally:
+        beside.stop()
+        if blame is not None:
+            blame.stop()
 
 
 def report_writer(con: duckdb.DuckDBPyConnection, mode: str, opts: Options,
