@@ -27,6 +27,7 @@ from msq.flatten import C_PADDING, check_stack_c, reader
 from msq.highlight import write_windows
 from msq.history import (
     RecordContext,
+    Recorder,
     check_target,
     compare_row,
     parse_rank_step,
@@ -149,6 +150,9 @@ def pair_rows(con: duckdb.DuckDBPyConnection, inp: SingleInput, opts: Options, f
     if opts.data_mapping is not None:
         pair_rows_mapped(con, opts.data_mapping, opts.is_compat)
         return
+    # both op_candidates and the default pairing read op_keys on each side: one string_agg of
+    # every row's name, once (~20 % of the pairing's time on 100k rows)
+    db.materialize(con, "op_keys")
     if opts.is_compat:
         write_compat_pairs(con)
     else:
@@ -198,10 +202,23 @@ def _run_single(inp: SingleInput, output_dir: Path, opts: Options, suffix: str,
     started = time.time()
     stamp = time.strftime("%Y%m%d%H%M%S", time.localtime(started))
     clock = _Clock()
-    con, mode, framework, result = compute(inp, opts, output_dir, suffix, early, clock)
-    recorder = start_recording(con, mode, opts.db, output_dir, result.rows) if opts.record \
-        else None
+    recorders: list[Recorder] = []
+
+    def record(con: duckdb.DuckDBPyConnection, mode: str, rows: int) -> None:
+        # the result and marks exist: the history's rows are computed while blame still is
+        recorders.append(start_recording(con, mode, opts.db, output_dir, rows))
+
     try:
+        con, mode, framework, result = compute(inp, opts, output_dir, suffix, early, clock,
+                                               on_result=record if opts.record else None)
+    except BaseException:
+        for started_recorder in recorders:
+            started_recorder.abort()
+        raise
+    recorder = recorders[0] if recorders else None
+    try:
+        if recorder is not None:
+            recorder.tables_complete()
         if result.rows == 0:
             log.warning("Can`t match any op: no rows to compare; no workbook written")
         else:
@@ -226,14 +243,16 @@ def _run_single(inp: SingleInput, output_dir: Path, opts: Options, suffix: str,
 
 
 def compute(inp: SingleInput, opts: Options, output_dir: Path, suffix: str,
-            early: EarlyMetrics | None,
-            clock: _Clock | None = None) -> tuple[duckdb.DuckDBPyConnection, str, str, CompareResult]:
+            early: EarlyMetrics | None, clock: _Clock | None = None,
+            on_result: Callable[[duckdb.DuckDBPyConnection, str, int], None] | None = None,
+            ) -> tuple[duckdb.DuckDBPyConnection, str, str, CompareResult]:
     """Every stage up to the result: ``result_<mode>`` and ``marks`` are tables in ``con`` and
     the summary is counted. Nothing is written (but a ``-lm`` mapping file). A single-card
     compare then writes from ``con``; a directory compare's pair ships the tables to the driver
     (msq/pair_tables.py). Returns the compare's connection (the caller closes it), the mode,
     the NPU side's framework and the summary (with its blame: ``blame_rows`` and
-    ``blame_edges`` are tables in ``con`` too)."""
+    ``blame_edges`` are tables in ``con`` too). ``on_result(con, mode, rows)`` is called once
+    ``result_<mode>`` and ``marks`` are tables and counted, while blame may still be computed."""
     clock = clock or _Clock()
     con, mode, framework, npu, bench = prepare(inp, opts)
     clock.lap("load")
@@ -257,10 +276,12 @@ def compute(inp: SingleInput, opts: Options, output_dir: Path, suffix: str,
             clock.lap(view)
         summarize(con, mode, result)
         clock.lap("summary")
+        if on_result is not None:
+            on_result(con, mode, result.rows)
         result.blame = blame_compare(con, mode, inp, opts)
         clock.lap("blame")
         return con, mode, framework, result
-    _compute_default(con, mode, inp, opts, result, clock)
+    _compute_default(con, mode, inp, opts, result, clock, on_result)
     return con, mode, framework, result
 
 
@@ -269,7 +290,9 @@ _DISPLAY_PART = {"statistics": "stat_rows", "md5": "display_rows", "tensor": "di
 
 
 def _compute_default(con: duckdb.DuckDBPyConnection, mode: str, inp: SingleInput,
-                     opts: Options, result: CompareResult, clock: _Clock) -> None:
+                     opts: Options, result: CompareResult, clock: _Clock,
+                     on_result: Callable[[duckdb.DuckDBPyConnection, str, int], None] | None
+                     ) -> None:
     """The default mode's tables, computed once (read by the summary, the workbook, the advisor
     and the history), on both cores: each query runs on one (a compare's tables are smaller than
     a DuckDB row group), so three independent strands run at once:
@@ -277,7 +300,8 @@ def _compute_default(con: duckdb.DuckDBPyConnection, mode: str, inp: SingleInput
     * here: ``row_error``, ``verdicts``, then ``result_<mode>`` and ``marks``;
     * beside: the rows' displayed cells (``stat_rows`` / ``display_rows``), which the result reads;
     * blame (where the error enters), once ``row_error`` exists: it reads only the base tables
-      and ``row_error`` (sql/compare/blame/), and its tables feed the outputs and the history.
+      and ``row_error`` (sql/compare/blame/), and its tables feed the outputs and the history;
+    * ``on_result`` (the history's recorder) once the result exists.
 
     Each view becomes a table in one transaction (db.materialize), so a strand sees a view or
     its table, never neither."""
@@ -297,6 +321,8 @@ def _compute_default(con: duckdb.DuckDBPyConnection, mode: str, inp: SingleInput
             clock.lap(view)
         summarize(con, mode, result)
         clock.lap("summary")
+        if on_result is not None:
+            on_result(con, mode, result.rows)
         result.blame = blame.result()
         clock.lap("blame")
     finally:

@@ -52,6 +52,9 @@ ROW_GROUP_ROWS = 32_768
 # the workbook of 500,000 rows takes ~13 s here, and another process waiting for the file
 # (a multi-rank compare) must get it well inside its 60 s.
 OVERLAP_MAX_ROWS = 500_000
+# Up to this many output rows their history columns are computed into memory while blame runs
+# (Recorder._stage_rows); above it, inside the insert (a second copy of 380,000 rows is ~0.1 GB).
+STAGE_MAX_ROWS = 250_000
 
 #: A history row takes at least this many bytes on disk, however well DuckDB compresses it
 #: (~60-250 measured): a record that cannot fit even so is refused before it writes.
@@ -160,10 +163,12 @@ class Recorder:
         self._rows = rows
         self._cursor = con.cursor()
         self._rows_sql = prepare_rows(self._cursor, mode)
-        self._blame_sql = prepare_blame(self._cursor)
         self._timeout = lock_timeout(timeout)
         self._row: dict[str, Any] | None = None
         self._go = threading.Event()    # set when the compares row is handed over (or on abort)
+        # set when the compare's blame tables exist (or on abort): the recorder may start while
+        # blame is still computed (msq.pipeline), its result rows go in meanwhile
+        self._tables = threading.Event()
         self._stop = threading.Event()  # set on abort
         self._gate = threading.Lock()   # the thread's commit against the main thread's abort
         self._committing = False
@@ -180,6 +185,7 @@ class Recorder:
             The new ``compare_id``.
         """
         self._row = row
+        self._tables.set()
         self._go.set()
         try:
             interrupts.wait_for(self._done)
@@ -197,6 +203,10 @@ class Recorder:
                  row.get("n_rows", 0), self.path)
         return self.compare_id
 
+    def tables_complete(self) -> None:
+        """Every table of the compare exists now (its blame too): their rows may go in."""
+        self._tables.set()
+
     def abort(self) -> None:
         """Stop recording and roll back, leaving the history file as it was (unless the commit
         has begun: then it completes); return once the thread has ended."""
@@ -211,6 +221,7 @@ class Recorder:
             if self._committing:
                 return False
             self._stop.set()
+        self._tables.set()
         self._go.set()
         return True
 
@@ -224,7 +235,24 @@ class Recorder:
             self._cursor.close()  # drops the temp view hist_result with it
             self._done.set()
 
+    def _stage_rows(self) -> None:
+        """Compute the output rows' history columns now, into a temporary table of the compare's
+        database: the recorder starts once the result exists, while blame is still computed
+        (msq.pipeline), so this runs beside it; the insert into the file follows."""
+        if self._rows > STAGE_MAX_ROWS:
+            return  # held in memory twice would be too much: selected inside the insert
+        try:
+            self._cursor.execute(f"CREATE TEMP TABLE hist_rows_staged AS {self._rows_sql}")
+        except duckdb.Error as err:
+            if self._stop.is_set():
+                raise Aborted from None
+            raise HistoryError(f"{self.path}: could not record the compare ({first_lines(err)}); "
+                               "the outputs were written, the history was left unchanged"
+                               ) from err
+        self._rows_sql = "SELECT * FROM temp.hist_rows_staged"
+
     def _record(self) -> int:
+        self._stage_rows()
         if not self.path.parent.is_dir():
             raise HistoryError(f"{self.path}: its folder does not exist; create it or choose "
                                "another --db")
@@ -275,6 +303,10 @@ class Recorder:
         cur, path = self._cursor, self.path
         assert self._before is not None
         home = db.scalar(cur, "SELECT current_database()")
+        # the transaction sees the tables that exist when it begins: blame's must be there
+        self._tables.wait()
+        if self._stop.is_set():
+            raise Aborted
         cur.execute("BEGIN TRANSACTION")
         try:
             cur.execute(f"USE {ALIAS}")
@@ -287,7 +319,7 @@ class Recorder:
             cur.execute(f"INSERT INTO {ALIAS}.result_rows BY NAME "
                         f"SELECT ?::BIGINT AS compare_id, * FROM (\n{self._rows_sql}\n)",
                         [compare_id])
-            for table, sql in self._blame_sql:
+            for table, sql in prepare_blame(cur):
                 cur.execute(f"INSERT INTO {ALIAS}.{table} BY NAME "
                             f"SELECT ?::BIGINT AS compare_id, * FROM (\n{sql}\n)", [compare_id])
             _insert_compare(cur, compare_id, self._wait_for_row())
