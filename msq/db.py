@@ -235,6 +235,27 @@ def materialize(con: duckdb.DuckDBPyConnection, view: str) -> None:
 T = TypeVar("T")
 
 
+def materialize_halves(con: duckdb.DuckDBPyConnection, view: str, column: str,
+                       middle: int) -> None:
+    """:func:`materialize` on both cores: the rows below ``middle`` in ``column`` and the others
+    become two tables at once (on two cursors: a compare's tables are smaller than one DuckDB
+    row group, so one query runs on one core), and the view then reads their union, in the
+    same order as before. For a view whose filter on ``column`` DuckDB pushes down to its base
+    table (``out_seq``: ``compare_rows``)."""
+    low, high = quote_ident(f"_lo_{view}"), quote_ident(f"_hi_{view}")
+    name = quote_ident(view)
+    beside = Beside(con, lambda cur: cur.execute(
+        f"CREATE TABLE {low} AS SELECT * FROM {name} WHERE {quote_ident(column)} < {int(middle)}"),
+        "half")
+    try:
+        con.execute(f"CREATE TABLE {high} AS SELECT * FROM {name} "
+                    f"WHERE {quote_ident(column)} >= {int(middle)}")
+        beside.result()
+    finally:
+        beside.stop()
+    con.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM {low} UNION ALL SELECT * FROM {high}")
+
+
 class Beside(Generic[T]):
     """A function of a cursor of ``con`` run in a thread, beside the caller's own queries.
 

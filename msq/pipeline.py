@@ -272,7 +272,10 @@ def compute(inp: SingleInput, opts: Options, output_dir: Path, suffix: str,
         # may read any other, so they are computed one after the other
         views = [] if opts.is_compat else ["row_error", "verdicts"]
         for view in (*views, f"result_{mode}", "marks"):
-            db.materialize(con, view)
+            if view.startswith("result_") and not opts.sql_dir:
+                _materialize_result(con, view)
+            else:
+                db.materialize(con, view)
             clock.lap(view)
         summarize(con, mode, result)
         clock.lap("summary")
@@ -283,6 +286,22 @@ def compute(inp: SingleInput, opts: Options, output_dir: Path, suffix: str,
         return con, mode, framework, result
     _compute_default(con, mode, inp, opts, result, clock, on_result)
     return con, mode, framework, result
+
+
+#: From this many output rows on, --compat computes its result in two halves on two cores.
+HALVES_MIN_ROWS = 20_000
+
+
+def _materialize_result(con: duckdb.DuckDBPyConnection, view: str) -> None:
+    """--compat's result: nothing else is left to compute beside it, so its two halves are
+    computed at once (db.materialize_halves); a small compare's takes longer to plan than to
+    run, once is enough."""
+    low, high, count = con.execute(
+        "SELECT min(out_seq), max(out_seq), count(*) FROM compare_rows").fetchall()[0]
+    if count < HALVES_MIN_ROWS:
+        db.materialize(con, view)
+        return
+    db.materialize_halves(con, view, "out_seq", (int(low) + int(high) + 1) // 2)
 
 
 #: The part of each mode's result that reads neither the per-row error nor the verdicts.
