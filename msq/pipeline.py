@@ -314,40 +314,35 @@ def _compute_default(con: duckdb.DuckDBPyConnection, mode: str, inp: SingleInput
                      ) -> None:
     """The default mode's tables, computed once (read by the summary, the workbook, the advisor
     and the history), on both cores: each query runs on one (a compare's tables are smaller than
-    a DuckDB row group), so three independent strands run at once:
+    a DuckDB row group), so independent strands run at once:
 
     * here: ``row_error``, ``verdicts``, then ``result_<mode>`` and ``marks``;
     * beside: the rows' displayed cells (``stat_rows`` / ``display_rows``), which the result reads;
-    * blame (where the error enters), once ``row_error`` exists: it reads only the base tables
-      and ``row_error`` (sql/compare/blame/), and its tables feed the outputs and the history;
-    * ``on_result`` (the history's recorder) once the result exists.
+    * ``on_result`` (the history's recorder) once the result exists, beside blame (where the
+      error enters), whose tables feed the outputs and the history.
 
     Each view becomes a table in one transaction (db.materialize), so a strand sees a view or
     its table, never neither."""
     part = _DISPLAY_PART[mode]
     beside = db.Beside(con, lambda cur: db.materialize(cur, part), "display")
-    blame: db.Beside[Any] | None = None
     try:
         db.materialize(con, "row_error")
         clock.lap("row_error")
-        blame = db.Beside(con, lambda cur: blame_compare(cur, mode, inp, opts), "blame")
         db.materialize(con, "verdicts")
         clock.lap("verdicts")
         beside.result()
         clock.lap(part)
-        for view in (f"result_{mode}", "marks"):
-            db.materialize(con, view)
-            clock.lap(view)
-        summarize(con, mode, result)
-        clock.lap("summary")
-        if on_result is not None:
-            on_result(con, mode, result.rows)
-        result.blame = blame.result()
-        clock.lap("blame")
     finally:
         beside.stop()
-        if blame is not None:
-            blame.stop()
+    for view in (f"result_{mode}", "marks"):
+        db.materialize(con, view)
+        clock.lap(view)
+    summarize(con, mode, result)
+    clock.lap("summary")
+    if on_result is not None:
+        on_result(con, mode, result.rows)
+    result.blame = blame_compare(con, mode, inp, opts)
+    clock.lap("blame")
 
 
 def report_writer(con: duckdb.DuckDBPyConnection, mode: str, opts: Options,
