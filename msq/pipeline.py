@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from msq import db, interrupts
 from msq.blame.export import write_blame_outputs
-from msq.blame.run import blame_compare, finish_run, start_run
+from msq.blame.run import PendingBlame, finish_run, start_blame, start_run
 from msq.config import Options, SingleInput, input_from_api, options_from_kwargs
 from msq.errors import DumpError, InputError, NothingComparedError, UsageError
 from msq.export.outputs import MARK_REASON, ensure_output_dir, write_outputs
@@ -249,16 +249,26 @@ def compute(inp: SingleInput, opts: Options, output_dir: Path, suffix: str,
     # computed once, read by the summary, the workbook, the advisor and the history
     # the default mode's verdicts read the per-row error; --compat has neither (msprobe's rules)
     views = [] if opts.is_compat else ["row_error", "verdicts"]
-    for view in (*views, f"result_{mode}", "marks"):
-        db.materialize(con, view)
-        clock.lap(view)
-    result = new_result(mode, inp)
-    result.compat = opts.is_compat
-    summarize(con, mode, result)
-    clock.lap("summary")
-    # where the error enters (default mode); its tables feed the outputs and the history
-    result.blame = blame_compare(con, mode, inp, opts)
-    clock.lap("blame")
+    pending: PendingBlame | None = None
+    try:
+        for view in (*views, f"result_{mode}", "marks"):
+            db.materialize(con, view)
+            clock.lap(view)
+            if view == "row_error":
+                # where the error enters (default mode): blame reads row_error, not the views
+                # after it, and runs beside them (msq.blame.run.PendingBlame)
+                pending = start_blame(con, mode, inp, opts)
+        result = new_result(mode, inp)
+        result.compat = opts.is_compat
+        summarize(con, mode, result)
+        clock.lap("summary")
+        # its tables feed the outputs and the history
+        result.blame = pending.result() if pending is not None else None
+    except BaseException:
+        if pending is not None:
+            pending.cancel()
+        raise
+    clock.lap("blame (wait)")
     return con, mode, framework, result
 
 
