@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from msq import db, interrupts
 from msq.blame.export import write_blame_outputs
-from msq.blame.run import blame_compare, finish_run, start_run
+from msq.blame.run import PendingBlame, finish_run, start_blame, start_run
 from msq.config import Options, SingleInput, input_from_api, options_from_kwargs
 from msq.errors import DumpError, InputError, NothingComparedError, UsageError
 from msq.export.outputs import MARK_REASON, ensure_output_dir, write_outputs
@@ -281,7 +281,8 @@ def compute(inp: SingleInput, opts: Options, output_dir: Path, suffix: str,
         clock.lap("summary")
         if on_result is not None:
             on_result(con, mode, result.rows)
-        result.blame = blame_compare(con, mode, inp, opts)
+        pending = start_blame(con, mode, inp, opts)  # None under --compat
+        result.blame = pending.result() if pending is not None else None
         clock.lap("blame")
         return con, mode, framework, result
     _compute_default(con, mode, inp, opts, result, clock, on_result)
@@ -318,31 +319,41 @@ def _compute_default(con: duckdb.DuckDBPyConnection, mode: str, inp: SingleInput
 
     * here: ``row_error``, ``verdicts``, then ``result_<mode>`` and ``marks``;
     * beside: the rows' displayed cells (``stat_rows`` / ``display_rows``), which the result reads;
-    * ``on_result`` (the history's recorder) once the result exists, beside blame (where the
-      error enters), whose tables feed the outputs and the history.
+    * blame (msq.blame.run.PendingBlame), from ``row_error`` on;
+    * ``on_result`` (the history's recorder) once the result exists, while blame may still run.
 
     Each view becomes a table in one transaction (db.materialize), so a strand sees a view or
     its table, never neither."""
     part = _DISPLAY_PART[mode]
-    beside = db.Beside(con, lambda cur: db.materialize(cur, part), "display")
+    pending: PendingBlame | None = None
     try:
-        db.materialize(con, "row_error")
-        clock.lap("row_error")
-        db.materialize(con, "verdicts")
-        clock.lap("verdicts")
-        beside.result()
-        clock.lap(part)
-    finally:
-        beside.stop()
-    for view in (f"result_{mode}", "marks"):
-        db.materialize(con, view)
-        clock.lap(view)
-    summarize(con, mode, result)
-    clock.lap("summary")
-    if on_result is not None:
-        on_result(con, mode, result.rows)
-    result.blame = blame_compare(con, mode, inp, opts)
-    clock.lap("blame")
+        beside = db.Beside(con, lambda cur: db.materialize(cur, part), "display")
+        try:
+            db.materialize(con, "row_error")
+            clock.lap("row_error")
+            # where the error enters: blame reads row_error, not the views after it, and runs
+            # beside them (msq.blame.run.PendingBlame)
+            pending = start_blame(con, mode, inp, opts)
+            db.materialize(con, "verdicts")
+            clock.lap("verdicts")
+            beside.result()
+            clock.lap(part)
+        finally:
+            beside.stop()
+        for view in (f"result_{mode}", "marks"):
+            db.materialize(con, view)
+            clock.lap(view)
+        summarize(con, mode, result)
+        clock.lap("summary")
+        if on_result is not None:
+            on_result(con, mode, result.rows)
+        # its tables feed the outputs and the history
+        result.blame = pending.result() if pending is not None else None
+    except BaseException:
+        if pending is not None:
+            pending.cancel()
+        raise
+    clock.lap("blame (wait)")
 
 
 def report_writer(con: duckdb.DuckDBPyConnection, mode: str, opts: Options,

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from msq.blame.ranks import RankBlame, combine, write_json
-from msq.blame.summary import summarize
+from msq.blame.summary import BlameSummary, summarize
 from tests.blame.test_links import s
 from tests.blame.util import blame_con
 from tests.dumps import fwd, write_dump
@@ -78,3 +78,24 @@ def test_the_json_file_names_the_first_local_source(tmp_path: Path) -> None:
     assert first["amplification_infinite"] is True
     assert math.isclose(first["output_err"], 0.3 / 3.3)  # the Max moved by 0.3 of 3.3
     assert doc["n_local_sources"] == 1 and doc["worst_local_source"] == first
+
+
+def test_a_single_compare_is_ranked_as_the_history_view_ranks_it(tmp_path: Path) -> None:
+    # one compare skips the DuckDB pass (nothing to weigh): the same rows, columns and order as
+    # the view gives when it does run (here beside a second compare that adds nothing)
+    bench = [{"Torch.a.0.forward": fwd(s(1), out=s(2)), "Torch.b.0.forward": fwd(s(2), out=s(4)),
+              "Torch.c.0.forward": fwd(s(7), out=s(2)), "Torch.e.0.forward": fwd(s(5), out=s(2))}]
+    # a.0 goes slightly wrong, b.0 amplifies it; c.0 and e.0 go equally wrong from equal inputs
+    npu = [{"Torch.a.0.forward": fwd(s(1), out=s(2.001)),
+            "Torch.b.0.forward": fwd(s(2.001), out=s(400)),
+            "Torch.c.0.forward": fwd(s(7), out=s(2.5)), "Torch.e.0.forward": fwd(s(5), out=s(2.5))}]
+    parts = run(tmp_path, npu, bench)
+    one = combine(parts, "r")
+    assert [x["npu_name"] for x in one.sources] == [
+        "Torch.b.0.forward.output.0", "Torch.c.0.forward.output.0", "Torch.e.0.forward.output.0",
+        "Torch.a.0.forward.output.0"]
+    assert [x["blame_rank"] for x in one.sources] == [1, 2, 3, 4]
+    assert one.sources[1]["amplification"] == math.inf
+    weighed = combine([*parts, RankBlame(None, None, BlameSummary())], "r")
+    assert one.sources == weighed.sources
+    assert [list(x) for x in one.sources] == [list(x) for x in weighed.sources]
