@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from msq import db, interrupts
 from msq.blame.export import write_blame_outputs
-from msq.blame.run import PendingBlame, finish_run, start_blame, start_run
+from msq.blame.run import PendingBlame, blame_compare, finish_run, start_blame, start_run
 from msq.config import Options, SingleInput, input_from_api, options_from_kwargs
 from msq.errors import DumpError, InputError, NothingComparedError, UsageError
 from msq.export.outputs import MARK_REASON, ensure_output_dir, write_outputs
@@ -254,16 +254,18 @@ def compute(inp: SingleInput, opts: Options, output_dir: Path, suffix: str,
         for view in (*views, f"result_{mode}", "marks"):
             db.materialize(con, view)
             clock.lap(view)
-            if view == "row_error":
+            if view == "row_error" and not opts.sql_dir:
                 # where the error enters (default mode): blame reads row_error, not the views
-                # after it, and runs beside them (msq.blame.run.PendingBlame)
+                # after it, and runs beside them (msq.blame.run.PendingBlame); a user's views
+                # may read any other, so with --sql-dir it runs after them
                 pending = start_blame(con, mode, inp, opts)
         result = new_result(mode, inp)
         result.compat = opts.is_compat
         summarize(con, mode, result)
         clock.lap("summary")
         # its tables feed the outputs and the history
-        result.blame = pending.result() if pending is not None else None
+        result.blame = pending.result() if pending is not None else \
+            blame_compare(con, mode, inp, opts)
     except BaseException:
         if pending is not None:
             pending.cancel()
