@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import compileall
 import json
+import shlex
 import statistics
 import sys
 from pathlib import Path
@@ -34,9 +35,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--wait-idle", type=float, default=0.0, metavar="SECONDS",
                     help="before each run wait (at most SECONDS) for the 1-min load < 0.7")
     ap.add_argument("--timeout", type=float, default=3600.0)
+    ap.add_argument("--msq", help="msq command prefix (default: <repo>/.venv/bin/msq)")
     a = ap.parse_args(argv)
     compileall.compile_dir(str(run.REPO / "msq"), quiet=1)
-    base = run.default_msq_cmd()
+    base = shlex.split(a.msq) if a.msq else run.default_msq_cmd()
     failed = False
     summary = []
     for wdir in (w.resolve() for w in a.workdirs):
