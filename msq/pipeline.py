@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from msq import db, interrupts
 from msq.blame.export import write_blame_outputs
-from msq.blame.run import PendingBlame, finish_run, start_blame, start_run
+from msq.blame.run import PendingBlame, blame_compare, finish_run, start_blame, start_run
 from msq.config import Options, SingleInput, input_from_api, options_from_kwargs
 from msq.errors import DumpError, InputError, NothingComparedError, UsageError
 from msq.export.outputs import MARK_REASON, ensure_output_dir, write_outputs
@@ -281,8 +281,8 @@ def compute(inp: SingleInput, opts: Options, output_dir: Path, suffix: str,
         clock.lap("summary")
         if on_result is not None:
             on_result(con, mode, result.rows)
-        pending = start_blame(con, mode, inp, opts)  # None under --compat
-        result.blame = pending.result() if pending is not None else None
+        # a user's views may read any other: blame runs after them (None under --compat)
+        result.blame = blame_compare(con, mode, inp, opts)
         clock.lap("blame")
         return con, mode, framework, result
     _compute_default(con, mode, inp, opts, result, clock, on_result)
@@ -348,7 +348,8 @@ def _compute_default(con: duckdb.DuckDBPyConnection, mode: str, inp: SingleInput
         if on_result is not None:
             on_result(con, mode, result.rows)
         # its tables feed the outputs and the history
-        result.blame = pending.result() if pending is not None else None
+        result.blame = pending.result() if pending is not None else \
+            blame_compare(con, mode, inp, opts)
     except BaseException:
         if pending is not None:
             pending.cancel()
