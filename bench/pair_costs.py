@@ -3,11 +3,12 @@
 
     python bench/pair_costs.py --ops 5000 --repeat 3
 
-One pair of bench/gen_stat.py statistics dumps (--ops ops a side) is computed into its tables
-(msq/pair_tables.py: what a Ray task or pool worker does) and written by the driver
-(msq/run_writer.py) once per output format and with the history, each --repeat times; the median
-seconds, the size of the tables the worker sends back (Arrow IPC), and the history database's
-growth per pair are printed. These figures feed docs/scale.md.
+One pair of bench/gen_stat.py statistics dumps (--ops ops a side) is computed, rendered and
+turned into history rows (msq/pair_tables.py: what a Ray task or pool worker does), once per
+output format, and published and recorded by the driver (msq/run_writer.py), each --repeat
+times; the median seconds (wall and this process's CPU), the bytes the worker sends back (files,
+and the history rows as Arrow) and the history database's growth per pair are printed. These
+figures feed docs/scale.md.
 """
 from __future__ import annotations
 
@@ -32,7 +33,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=3)
     a = ap.parse_args(argv)
 
-    import pyarrow as pa
     from gen_root import generate_root
 
     from msq.config import Options
@@ -45,46 +45,42 @@ def main(argv: list[str] | None = None) -> int:
         generate_root(base, 1, 1, a.ops)
     job = discover_jobs(base / "npu", base / "bench", False)[0]
     dump_bytes = sum(os.path.getsize(p) for p in (job.npu[0], job.bench[0]))
-    opts = Options(workers=1, record=False)
-    times, tables = [], None
-    for _ in range(a.repeat):
-        t0 = time.perf_counter()
-        tables = compute_pair(job, opts, base)
-        times.append(time.perf_counter() - t0)
-    assert tables is not None and not hasattr(tables, "message"), tables
-    sink = pa.BufferOutputStream()
-    for table in (tables.result, tables.marks, tables.settings):
-        if table is not None:
-            with pa.ipc.new_stream(sink, table.schema) as writer:
-                writer.write_table(table)
-    row = {"bench": "pair_costs", "ops": a.ops, "rows": tables.summary["rows"],
-           "dump_json_bytes": dump_bytes, "compute_s": round(statistics.median(times), 3),
-           "tables_bytes": sink.getvalue().size, "load": round(os.getloadavg()[0], 2)}
+    row: dict[str, object] = {"bench": "pair_costs", "ops": a.ops,
+                              "dump_json_bytes": dump_bytes, "load": round(os.getloadavg()[0], 2)}
     for fmt in ("xlsx", "csv", "parquet", "history"):
         record = fmt == "history"
         out = Path(tempfile.mkdtemp(prefix="pair-costs-"))
-        wopts = Options(workers=1, record=record, formats=("csv",) if record else (fmt,),
-                        auto_analyze=False)
-        writer = RunWriter(out, wopts)
-        spent, sizes = [], []
+        opts = Options(workers=1, record=record, formats=("parquet",) if record else (fmt,),
+                       auto_analyze=False)
+        writer = RunWriter(out, opts)
+        spent, cpu, wrote, sizes = [], [], [], []
+        tables = None
         for _ in range(a.repeat):
-            tabs = compute_pair(job, Options(workers=1, record=record), base)
-            t0 = time.perf_counter()
-            writer.write(job, tabs)  # type: ignore[arg-type]
+            t0, c0 = time.perf_counter(), time.process_time()
+            tables = compute_pair(job, opts, base)
             spent.append(time.perf_counter() - t0)
+            cpu.append(time.process_time() - c0)
+            t0 = time.perf_counter()
+            writer.write(job, tables)  # type: ignore[arg-type]
+            wrote.append(time.perf_counter() - t0)
             if record:
                 writer.con.execute("CHECKPOINT msq_history")
                 sizes.append((out / "msq.duckdb").stat().st_size)
         writer.close()
-        if not record:
-            files = list(out.glob(f"*.{fmt}"))
-            row[f"{fmt}_bytes"] = sum(f.stat().st_size for f in files) // max(1, len(files))
         shutil.rmtree(out)
-        row[f"write_{fmt}_s"] = round(statistics.median(spent), 3)
-        if record and len(sizes) > 1:
-            row["history_bytes_per_pair"] = (sizes[-1] - sizes[0]) // (len(sizes) - 1)
-    # the history write above includes a CSV; subtract it to get the record alone
-    row["record_s"] = round(row["write_history_s"] - row["write_csv_s"], 3)
+        assert tables is not None and not hasattr(tables, "message"), tables
+        row["rows"] = tables.summary["rows"]
+        row[f"compute_{fmt}_s"] = round(statistics.median(spent), 3)
+        row[f"compute_{fmt}_cpu_s"] = round(statistics.median(cpu), 3)
+        row[f"driver_{fmt}_s"] = round(statistics.median(wrote), 3)
+        row[f"{fmt}_bytes"] = sum(len(data) for _, data in tables.files)
+        if record:
+            row["history_arrow_bytes"] = sum(t.nbytes for t in tables.history.values())
+            if len(sizes) > 1:
+                row["history_bytes_per_pair"] = (sizes[-1] - sizes[0]) // (len(sizes) - 1)
+    # the history runs above include a Parquet file; subtract it to get the rows alone
+    row["history_rows_s"] = round(float(row["compute_history_s"])  # type: ignore[arg-type]
+                                  - float(row["compute_parquet_s"]), 3)  # type: ignore[arg-type]
     print(json.dumps(row))
     with open(HERE / "work" / "results.jsonl", "a", encoding="utf-8") as handle:
         handle.write(json.dumps(row) + "\n")

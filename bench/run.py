@@ -134,15 +134,42 @@ def _rss_kb(pid: int) -> int:
         return 0
 
 
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _cpu_ticks(pid: int) -> tuple[int, int] | None:
+    """(start time, user + system ticks) of the process itself (not its children)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            st = f.read()
+    except OSError:
+        return None
+    rest = st[st.rindex(b")") + 2:].split()
+    # fields 14, 15 (utime, stime) and 22 (starttime), counted from 1 with pid first
+    return int(rest[19]), int(rest[11]) + int(rest[12])
+
+
 class TreePoller(threading.Thread):
-    """Peak of the summed RSS of a process and all its descendants (polled)."""
+    """Peak of the summed RSS of a process and all its descendants (polled), and the CPU time
+    of every process seen in the tree.
+
+    The CPU figure is needed beside /usr/bin/time's: time counts only the children msq itself
+    waits for, and a directory compare's pool workers are forked by a forkserver (msq/procs.py:
+    the driver holds a DuckDB connection), which reaps them; their CPU never reaches msq's
+    rusage. Here each process's own user+system time is taken at its last poll (a process that
+    lives less than the poll interval, or the last 100 ms of one, is missed)."""
 
     def __init__(self, pid: int, interval: float = 0.1):
         super().__init__(daemon=True)
         self.pid, self.interval = pid, interval
         self.peak_kb = 0
         self.peak_procs = 0
+        self.cpu: dict[tuple[int, int], int] = {}  # (pid, start time) -> ticks last seen
         self._halt = threading.Event()
+
+    @property
+    def cpu_s(self) -> float:
+        return sum(self.cpu.values()) / _TICK
 
     def run(self) -> None:
         while not self._halt.is_set():
@@ -153,6 +180,10 @@ class TreePoller(threading.Thread):
                 seen.append(p)
                 todo.extend(kids.get(p, []))
             total = sum(_rss_kb(p) for p in seen)
+            for p in seen:
+                ticks = _cpu_ticks(p)
+                if ticks is not None:
+                    self.cpu[(p, ticks[0])] = ticks[1]
             if total > self.peak_kb:
                 self.peak_kb, self.peak_procs = total, len(seen)
             self._halt.wait(self.interval)
@@ -217,6 +248,7 @@ def run_tool(tool: str, name: str, wdir: Path, base: list[str], extra: list[str]
         wall = time.perf_counter() - t0
         poller.stop()
     res.update(rc=rc, wall_s=round(wall, 3), peak_tree_rss_mb=round(poller.peak_kb / 1024, 1),
+               tree_cpu_s=round(poller.cpu_s, 2),
                loadavg_before=round(load_before, 2), loadavg_after=round(os.getloadavg()[0], 2))
     if have_time and timev.exists():
         tv = parse_time_v(timev.read_text(errors="replace"))

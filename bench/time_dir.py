@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
         with open(run.WORK / "results.jsonl", "a", encoding="utf-8") as f:
             f.write(json.dumps(res) + "\n")
         print(f"run {i + 1}: rc={res.get('rc')} wall {res.get('wall_s')} s, "
-              f"cpu {res.get('cpu_s')} s, peak tree RSS {res.get('peak_tree_rss_mb')} MB, "
+              f"cpu {res.get('cpu_s')} s (tree {res.get('tree_cpu_s')} s), peak tree RSS {res.get('peak_tree_rss_mb')} MB, "
               f"load {res.get('loadavg_before')}/{res.get('loadavg_after')}"
               + (f"  {res['error']}" if res.get("error") else ""), flush=True)
         if a.keep_history:
@@ -60,7 +60,8 @@ def main(argv: list[str] | None = None) -> int:
     ok = [r for r in results if r.get("rc") == 0]
     if ok:
         print(f"median of {len(ok)}: wall {statistics.median(r['wall_s'] for r in ok):.3f} s, "
-              f"cpu {statistics.median(r.get('cpu_s', 0) for r in ok):.2f} s, peak tree RSS "
+              f"cpu {statistics.median(r.get('cpu_s', 0) for r in ok):.2f} s "
+              f"(tree {statistics.median(r.get('tree_cpu_s', 0) for r in ok):.2f} s), peak tree RSS "
               f"{max(r['peak_tree_rss_mb'] for r in ok):.0f} MB (max); "
               f"load {min(r['loadavg_before'] for r in ok):.2f}-"
               f"{max(r['loadavg_before'] for r in ok):.2f}; nproc {os.cpu_count()}")

@@ -14,7 +14,7 @@ import time
 from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -25,7 +25,7 @@ from msq.config import Options, SingleInput, options_from_kwargs
 from msq.db import remove_stale_temporaries
 from msq.errors import InputError, NothingComparedError, UsageError
 from msq.export.outputs import OUTPUT_NAMES, ensure_output_dir
-from msq.pair_tables import PairFailure, PairTables, compute_pair
+from msq.pair_tables import PairFailure, PairTables, compute_pair, remove_pair_folders
 from msq.procs import gc_frozen, process_pool, stop_pool
 from msq.result import CompareResult
 from msq.run_writer import RunWriter
@@ -159,7 +159,8 @@ def _steps(root: Path) -> list[str]:
 
 
 def run_jobs(jobs: list[PairJob], output_dir: Path, opts: Options) -> list[CompareResult]:
-    """Compare rank pairs on the chosen engine; this process writes every output and record.
+    """Compare rank pairs on the chosen engine; this process publishes every output and writes
+    every history record.
 
     A failing pair is reported and the others go on; in compat mode (1.1.0's rule) the first
     failure stops the run. ``opts.resume`` skips the pairs this run already recorded.
@@ -241,10 +242,12 @@ def _outcomes(jobs: list[PairJob], output_dir: Path,
         pool = process_pool(workers, preload=["msq.pair_tables"],
                             initializer=partial(interrupts.ignore_in_worker, os.getpid()))
         pending: deque[tuple[PairJob, Future[PairTables | PairFailure]]] = deque()
+        # one DuckDB thread a pair, as a Ray task has: the workers already fill the cores
+        pair_opts = replace(opts, workers=1)
         try:
-            for job in jobs:  # a bounded window: this process holds few pairs' tables
+            for job in jobs:  # a bounded window: this process holds few pairs' files and rows
                 with interrupts.workers_forked():
-                    pending.append((job, pool.submit(compute_pair, job, opts, output_dir)))
+                    pending.append((job, pool.submit(compute_pair, job, pair_opts, output_dir)))
                 if len(pending) >= 2 * workers:
                     job_done, fut = pending.popleft()
                     yield job_done, interrupts.result_of(fut)
@@ -254,8 +257,9 @@ def _outcomes(jobs: list[PairJob], output_dir: Path,
         except BaseException:  # interrupted, or the run stops (GeneratorExit): stop the pairs
             with interrupts.deferred():  # whole: a second Ctrl-C must not leave workers behind
                 killed = stop_pool(pool)
-                # a killed pair may have been writing its -lm mapping
+                # a killed pair may have been writing its -lm mapping, or its files
                 remove_stale_temporaries(output_dir, OUTPUT_NAMES, dead=killed)
+                remove_pair_folders(killed)
             raise
         pool.shutdown(wait=True)
 

@@ -1,8 +1,9 @@
 """``--engine ray``: the pairs of a directory compare as tasks on a Ray cluster.
 
-Every rank x step pair is one Ray task that computes the pair's result tables (the same function
-the local engine runs in its process pool); the driver (this process) writes every output and the
-history from them, as the local engine does, so both give the same files and history rows.
+Every rank x step pair is one Ray task that computes the pair and renders its files and history
+rows (the same function the local engine runs in its process pool); the driver (this process)
+publishes the files and records the rows, as the local engine does, so both give the same files
+and history rows.
 
 - **Order.** Tasks are submitted in pair order with a bounded number in flight (the driver holds
   only their results) and their results are taken in pair order, so the history's compare ids are
@@ -169,9 +170,9 @@ def check_nodes(ray: Any, place: Sequence[tuple[str, str]]) -> None:
 
 
 def window(ray: Any) -> int:
-    """Pairs in flight: two per CPU of the cluster, at most MAX_IN_FLIGHT. The driver writes
-    the pairs one at a time (docs/scale.md: ~1 s for a 5,000-op pair), so more tasks in flight
-    than that pace can use would only fill the object stores with results waiting for it."""
+    """Pairs in flight: two per CPU of the cluster, at most MAX_IN_FLIGHT. The driver takes
+    the pairs one at a time, in order (publishing files, appending history rows), so more tasks
+    in flight than that would only fill the object stores with results waiting for it."""
     cpus = int(ray.cluster_resources().get("CPU", 1))
     return max(4, min(2 * cpus, MAX_IN_FLIGHT))
 

@@ -1,13 +1,18 @@
-"""One rank x step pair of a directory compare, computed into tables (the worker's half).
+"""One rank x step pair of a directory compare, rendered into its files and rows (worker side).
 
-:func:`compute_pair` runs the compare pipeline of one pair up to its result: the workbook rows
-(``result_<mode>``), their colours (``marks``), each row's op (what the history records), the
-settings row, the summary counts and, in the default mode, the pair's blame (its rows, thresholds
-and dataflow edges). It writes nothing but the ``-lm`` mapping file (which the
-pair's own compare reads back); the driver (:mod:`msq.run_writer`) writes the workbooks, CSV,
-Parquet, advisor files and the history from these tables, the same way for every engine. It runs
-in a process-pool worker (``--engine local``) or as a Ray task (``--engine ray``): everything it
-returns pickles, Arrow tables travel as Arrow.
+:func:`compute_pair` runs the compare pipeline of one pair and renders everything it produces,
+with the same code as a single-card compare: the workbook (with blame's sheet), CSV, Parquet,
+HTML report, advisor and blame files, as bytes (written into a private temporary folder, then
+read back), and the pair's history rows (``result_rows``, and blame's ``blame_rows`` and
+``blame_edges``) as Arrow tables, from the same SQL as a single-card compare's recorder. It
+writes nothing into the output folder but the ``-lm`` mapping file (which the pair's own
+compare reads back).
+
+So a pair's work is done where it runs (a process-pool worker with ``--engine local``, a Ray
+task with ``--engine ray``), both cores or nodes busy at once; the driver
+(:mod:`msq.run_writer`) only publishes the bytes under their names (atomically, never over
+another file) and appends the rows to the history, in pair order, the same way for every
+engine. Everything returned pickles; Arrow tables travel as Arrow.
 
 Log records of the pair (warnings about its dumps) are kept and handed to the driver, which
 logs them in pair order: both engines print the same lines, and a Ray worker's lines are not lost.
@@ -17,8 +22,11 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
+import shutil
+import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -31,6 +39,7 @@ if TYPE_CHECKING:
 
     from msq.config import Options
     from msq.distributed import PairJob
+    from msq.result import CompareResult
 
 log = logging.getLogger("msq")
 
@@ -42,18 +51,19 @@ SUMMARY_FIELDS = ("rows", "matched", "unmatched_npu", "unmatched_bench", "red", 
 
 @dataclass
 class PairTables:
-    """What one pair's compare produced, for the driver to write and record."""
+    """What one pair's compare produced, for the driver to publish and record."""
 
     mode: str
     framework: str
     started: float                      # time.time() when the pair's compare started
     summary: dict[str, Any]             # SUMMARY_FIELDS
-    result: pa.Table                    # result_<mode>: the output rows, out_seq order
-    marks: pa.Table | None              # marks (red / yellow and the rules); None in md5 mode
-    settings: pa.Table                  # the one settings row (stack, cross_framework, ...)
-    row_ops: pa.Table | None            # hist_row_ops: out_seq -> op_name (history, html)
+    cross_framework: bool               # the settings row's (the history's compares row)
+    #: (file name, content) of each output, in the order a single-card compare writes them
+    files: list[tuple[str, bytes]] = field(default_factory=list)
+    #: the pair's history rows by history table (result_rows; blame_rows and blame_edges with
+    #: blame), without compare_id; empty without a history
+    history: dict[str, pa.Table] = field(default_factory=dict)
     blame: Any = None                   # msq.blame.summary.BlameSummary (None: blame is off)
-    blame_tables: dict[str, pa.Table] = field(default_factory=dict)  # BLAME_TABLES, with blame
     logs: list[logging.LogRecord] = field(default_factory=list)
     node: str = ""                      # where it ran (set by the Ray engine)
 
@@ -93,17 +103,13 @@ def _compute(job: PairJob, opts: Options, output_dir: Path) -> PairTables:
         with interrupts.deferred():  # a Ctrl-C while the pool starts stops it once it is held
             early = EarlyMetrics.start(inp, opts)
         con, mode, framework, result = compute(inp, opts, output_dir, job.suffix, early)
+        files = _render(con, mode, job, opts, result, started) if result.rows else []
         return PairTables(
             mode=mode, framework=framework, started=started,
             summary={name: getattr(result, name) for name in SUMMARY_FIELDS},
-            result=_arrow(con, f"SELECT * FROM result_{mode}"),
-            marks=_arrow(con, "SELECT * FROM marks") if mode != "md5" else None,
-            settings=_arrow(con, "SELECT * FROM settings"),
-            # each row's op: the history's rows and the HTML report's are keyed by it
-            row_ops=_arrow(con, db.sql_file("history/record/hist_row_ops.sql").body)
-            if opts.record or "html" in opts.formats else None,
-            blame=result.blame,
-            blame_tables=_blame_tables(con) if result.blame is not None else {})
+            cross_framework=bool(db.scalar(con, "SELECT cross_framework FROM settings")),
+            files=files, history=_history_rows(con, mode) if opts.record else {},
+            blame=result.blame)
     finally:
         if early is not None:
             early.cancel()
@@ -111,24 +117,60 @@ def _compute(job: PairJob, opts: Options, output_dir: Path) -> PairTables:
             con.close()
 
 
-#: A pair's blame, as the driver's outputs and history read it: its rows and thresholds (the
-#: ``blame`` view and sql/history/record/hist_blame_rows.sql read them) and its dataflow edges
-#: already in the history's shape (their SQL needs the pair's ``compare_rows``).
-BLAME_TABLES = {"blame_rows": "SELECT * FROM blame_rows",
-                "blame_params": "SELECT * FROM blame_params",
-                "hist_blame_edges": "history/record/hist_blame_edges.sql"}
+#: The private folder a worker renders a pair's files in: ``<tmp>/msq-pair-<pid>-<random>``.
+#: The driver removes those of the workers it had to kill (:func:`remove_pair_folders`).
+PAIR_FOLDER = "msq-pair-"
 
 
-def _blame_tables(con: Any) -> dict[str, pa.Table]:
-    from msq import db
+def _render(con: Any, mode: str, job: PairJob, opts: Options, result: CompareResult,
+            started: float) -> list[tuple[str, bytes]]:
+    """Every output file of the pair, written as a single-card compare writes them, but into a
+    private temporary folder, and returned as bytes (the driver publishes them)."""
+    from msq.blame.export import write_blame_outputs
+    from msq.export.outputs import write_outputs
+    from msq.pipeline import report_writer
 
-    return {name: _arrow(con, db.sql_file(sql).body if sql.endswith(".sql") else sql)
-            for name, sql in BLAME_TABLES.items()}
+    stamp = time.strftime("%Y%m%d%H%M%S", time.localtime(started))
+    with tempfile.TemporaryDirectory(prefix=f"{PAIR_FOLDER}{os.getpid()}-") as tmp:
+        folder = Path(tmp)
+        write_outputs(con, mode, folder, opts, job.suffix, stamp, result,
+                      report_writer(con, mode, opts, result))
+        if result.blame is not None:
+            with _quiet():  # "Blame is in <file>": the driver says it of the file it publishes
+                write_blame_outputs(con, folder, opts, job.suffix, stamp, result)
+        files = [(Path(path).name, Path(path).read_bytes()) for path in result.files]
+    result.files = []
+    return files
 
 
-def _arrow(con: Any, sql: str) -> pa.Table:
-    # a cursor: the connection may still hold an unfinished result (DuckDB 2 refuses new work)
-    return con.cursor().sql(sql).to_arrow_table()
+def _history_rows(con: Any, mode: str) -> dict[str, pa.Table]:
+    """The pair's history rows, by history table, from the single-card recorder's SQL."""
+    from msq.history.recorder import prepare_blame, prepare_rows
+
+    tables = {"result_rows": con.sql(prepare_rows(con, mode)).to_arrow_table()}
+    for table, sql in prepare_blame(con):
+        tables[table] = con.sql(sql).to_arrow_table()
+    return tables
+
+
+def remove_pair_folders(dead: Collection[int]) -> None:
+    """Remove the private folders of pair workers that were killed (``dead``: their pids)."""
+    root = Path(tempfile.gettempdir())
+    for pid in dead:
+        for folder in root.glob(f"{PAIR_FOLDER}{int(pid)}-*"):
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    """The block's msq info lines dropped (warnings still kept)."""
+    logger = logging.getLogger("msq")
+    level = logger.level
+    logger.setLevel(max(logging.WARNING, logger.getEffectiveLevel()))
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
 
 
 class _Keep(logging.Handler):

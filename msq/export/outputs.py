@@ -200,6 +200,15 @@ def _writing(path: Path) -> Iterator[None]:
                           "permissions of the output directory, or choose another -o") from None
 
 
+def place_file(path: Path, data: bytes) -> Path:
+    """Publish an output rendered elsewhere (a directory compare's pair, msq/pair_tables.py)
+    as the writers above publish theirs: atomically, never over another file (a taken name
+    gets ``_2``, ...); returns the name it got."""
+    with _writing(path), new_file(path) as staged:
+        staged.tmp.write_bytes(data)
+    return staged.path
+
+
 #: Why a row is marked: the column of the ``marks`` view that CSV, Parquet, the console's gate
 #: line and the first red row carry (the rules that fired). One name to change when the marks
 #: say more (which rule fired with what numbers).

@@ -106,10 +106,12 @@ class RecordContext:
     framework: str
 
 
-def compare_row(ctx: RecordContext, con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
-    """The ``compares`` row of one compare (without its id)."""
+def compare_row(ctx: RecordContext, con: duckdb.DuckDBPyConnection | bool) -> dict[str, Any]:
+    """The ``compares`` row of one compare (without its id); ``con``: the compare's connection
+    (its settings row says whether it crossed frameworks), or that flag itself (a directory
+    compare's pair, recorded by the driver)."""
     rank, step = parse_rank_step(Path(ctx.inp.npu_json))
-    cross = db.scalar(con, "SELECT cross_framework FROM settings")
+    cross = con if isinstance(con, bool) else db.scalar(con, "SELECT cross_framework FROM settings")
     res, opts = ctx.result, ctx.opts
     return {
         "started_at": dt.datetime.fromtimestamp(ctx.started, dt.timezone.utc),

@@ -6,10 +6,8 @@ transaction (its rows and its ``compares`` row, committed together): a stopped r
 the pairs it finished, and :meth:`RunRecorder.recorded` finds them for ``--resume``. Another
 process that wants the file waits until the run ends (``MSQ_DB_TIMEOUT``).
 
-A pair's rows come from the same SQL as a single-card compare's (``sql/history/record/``), over
-the pair's tables, which the driver has put in its connection under the names that SQL reads
-(``result_<mode>``, ``marks``, ``settings``, ``hist_row_ops``; blame's ``blame_rows``,
-``blame_params`` and ``hist_blame_edges``).
+A pair's rows come from the same SQL as a single-card compare's (``sql/history/record/``), run
+where the pair was computed (msq/pair_tables.py); here they are appended as Arrow tables.
 """
 
 from __future__ import annotations
@@ -28,6 +26,8 @@ from msq.history.recorder import ALIAS, ROW_GROUP_ROWS, _insert_compare, _mappin
 from msq.history.store import first_lines, lock_timeout, open_error, with_lock_retry
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+
     from msq.config import Options
 
 log = logging.getLogger("msq")
@@ -63,34 +63,22 @@ class RunRecorder:
             if isinstance(err, duckdb.Error):
                 raise open_error(path, err) from None
             raise
-        db.run_schema(con, "history/record/macros")  # used by the rows' SELECTs
-        self._rows_sql: dict[str, str] = {}
 
-    def _rows(self, mode: str) -> str:
-        """The SELECT of a pair's history rows, over the pair's tables in the connection."""
-        if mode not in self._rows_sql:
-            source = db.sql_file(f"history/record/hist_source_{mode}.sql").body
-            self.con.execute(f"CREATE OR REPLACE TEMP VIEW hist_result_{mode} AS {source}")
-            rows = db.sql_file(f"history/record/hist_rows_{mode}.sql").body
-            self._rows_sql[mode] = rows.replace("hist_result", f"hist_result_{mode}")
-        return self._rows_sql[mode]
-
-    def record(self, mode: str, row: dict[str, Any], *, blame: bool = False) -> int:
-        """One pair's rows (and, with ``blame``, its blame rows and edges) and compares row, in
-        one transaction; returns its compare_id."""
+    def record(self, rows: dict[str, pa.Table], row: dict[str, Any]) -> int:
+        """One pair's rows (by history table: result_rows, and blame_rows and blame_edges when
+        the pair has blame) and its compares row, in one transaction; returns its compare_id."""
         con = self.con
-        rows_sql = self._rows(mode)
-        inserts = [("result_rows", rows_sql)]
-        if blame:  # over the pair's blame_rows, blame_params and hist_blame_edges
-            inserts += [("blame_rows", db.sql_file("history/record/hist_blame_rows.sql").body),
-                        ("blame_edges", "SELECT * FROM hist_blame_edges")]
         con.execute("BEGIN TRANSACTION")
         try:
             compare_id = int(db.scalar(con, "SELECT coalesce(max(compare_id), 0) + 1 "
                                             f"FROM {ALIAS}.compares"))
-            for table, sql in inserts:
-                con.execute(f"INSERT INTO {ALIAS}.{table} BY NAME "
-                            f"SELECT ?::BIGINT AS compare_id, * FROM (\n{sql}\n)", [compare_id])
+            for table, arrow in rows.items():
+                con.register("_pair_rows", arrow)
+                try:
+                    con.execute(f"INSERT INTO {ALIAS}.{table} BY NAME "
+                                "SELECT ?::BIGINT AS compare_id, * FROM _pair_rows", [compare_id])
+                finally:
+                    con.unregister("_pair_rows")
             _insert_compare(con, compare_id, row)
             # from here the pair is complete: a Ctrl-C during the commit is held (it cannot cut
             # a commit that goes through, nor report it as interrupted); the writer raises it

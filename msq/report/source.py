@@ -102,21 +102,9 @@ def live_source(con: duckdb.DuckDBPyConnection, mode: str, result: CompareResult
 
 
 def _rows_sql(cur: duckdb.DuckDBPyConnection, mode: str) -> str:
-    """The SELECT of the compare's rows in the history's shape (the recorder's own SQL).
-
-    A directory compare's driver (msq/run_writer.py) holds each row's op as the table
-    ``hist_row_ops``, shipped with the pair's tables; a single compare derives it from its
-    matching tables.
-    """
-    if _find_relation(cur, "hist_row_ops") is None:
-        return prepare_rows(cur, mode)
-    db.run_schema(cur, "history/record/macros")
-    source = db.sql_file(f"history/record/hist_source_{mode}.sql")
-    try:
-        cur.execute(f"CREATE OR REPLACE TEMP VIEW hist_result AS {source.body}")
-    except duckdb.Error as err:
-        raise SqlFileError(f"{source.origin}: {err}") from err
-    return db.sql_file(f"history/record/hist_rows_{mode}.sql").body
+    """The SELECT of the compare's rows in the history's shape (the recorder's own SQL; a
+    directory compare's pair renders its page where it runs, from its own connection too)."""
+    return prepare_rows(cur, mode)
 
 
 @lru_cache(maxsize=1)
