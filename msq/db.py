@@ -466,7 +466,7 @@ def remove_stale_temporaries(folder: Path, names: Sequence[str],
         if not (found or entry.name.startswith(_WRITE_TEST)):
             continue
         ours = found is not None and int(found.group(1)) in dead
-        if found and not ours and _process_alive(int(found.group(1))):
+        if found and not ours and process_alive(int(found.group(1))):
             continue
         if _own_file(entry, 0 if ours else STALE_SECONDS):
             with contextlib.suppress(OSError):  # another msq removed it first
@@ -484,7 +484,7 @@ def _own_file(entry: os.DirEntry[str], untouched: float) -> bool:
             and time.time() - st.st_mtime >= untouched)
 
 
-def _process_alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
     if pid <= 0:
         return True  # not a pid msq writes: leave the file alone
     try:

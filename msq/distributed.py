@@ -166,6 +166,7 @@ def run_jobs(jobs: list[PairJob], output_dir: Path, opts: Options) -> list[Compa
     failure stops the run. ``opts.resume`` skips the pairs this run already recorded.
     """
     writer = RunWriter(output_dir, opts)
+    remove_pair_folders()  # left by the workers of a killed msq
     try:
         if opts.resume:
             todo = _unrecorded(jobs, writer)

@@ -24,6 +24,7 @@ import contextlib
 import logging
 import os
 import shutil
+import stat
 import tempfile
 import time
 from collections.abc import Collection, Iterator
@@ -153,11 +154,22 @@ def _history_rows(con: Any, mode: str) -> dict[str, pa.Table]:
     return tables
 
 
-def remove_pair_folders(dead: Collection[int]) -> None:
-    """Remove the private folders of pair workers that were killed (``dead``: their pids)."""
+def remove_pair_folders(dead: Collection[int] = ()) -> None:
+    """Remove the private folders of pair workers that were killed (``dead``: their pids), and
+    those of any worker no longer running (a killed msq's workers die with it, their folders
+    stay): only directories of this user, never a symlink."""
+    from msq.db import process_alive
+
     root = Path(tempfile.gettempdir())
-    for pid in dead:
-        for folder in root.glob(f"{PAIR_FOLDER}{int(pid)}-*"):
+    for folder in root.glob(f"{PAIR_FOLDER}*-*"):
+        pid = folder.name[len(PAIR_FOLDER):].split("-", 1)[0]
+        if not pid.isdigit() or (int(pid) not in dead and process_alive(int(pid))):
+            continue
+        try:
+            st = folder.lstat()
+        except OSError:
+            continue
+        if stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid():
             shutil.rmtree(folder, ignore_errors=True)
 
 

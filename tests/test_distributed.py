@@ -156,3 +156,34 @@ def test_resume_needs_the_history(tmp_path):
     with pytest.raises(msq.errors.UsageError, match="--no-history"):
         msq.compare_distributed(tmp_path / "npu" / "step0", tmp_path / "bench" / "step0",
                                 tmp_path / "o", record=False, resume=True)
+
+
+def test_private_pair_folders_of_dead_workers_are_removed(tmp_path, monkeypatch):
+    """A pair renders its files in <tmp>/msq-pair-<worker pid>-*; a run removes the folders of
+    workers that no longer run (a killed msq's), never a live worker's, a symlink or a file."""
+    import os
+    import subprocess
+    import sys
+    import tempfile
+
+    from msq.pair_tables import PAIR_FOLDER, remove_pair_folders
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+    dead = int(gone.stdout)  # reaped: no such process now (unless the pid is reused at once)
+    stale = tmp_path / f"{PAIR_FOLDER}{dead}-abc"
+    (stale / "x").mkdir(parents=True)
+    live = tmp_path / f"{PAIR_FOLDER}{os.getpid()}-abc"
+    live.mkdir()
+    target = tmp_path / "kept"
+    target.mkdir()
+    link = tmp_path / f"{PAIR_FOLDER}{dead}-link"
+    link.symlink_to(target)
+    plain = tmp_path / f"{PAIR_FOLDER}{dead}-file"
+    plain.write_text("")
+    remove_pair_folders()
+    assert not stale.exists()
+    assert live.is_dir() and link.is_symlink() and target.is_dir() and plain.is_file()
+    remove_pair_folders(dead=[os.getpid()])  # a worker msq has just killed
+    assert not live.exists()

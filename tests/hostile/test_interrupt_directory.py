@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import json
 import random
+import shutil
 import signal
+import tempfile
 import time
 from pathlib import Path
 
@@ -93,15 +95,25 @@ def pair_workers_busy(pgid: int, readers: int = 0) -> bool:
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
-def test_a_signal_while_pairs_are_computed(workload: Path, tmp_path: Path, signum: int) -> None:
+def test_a_signal_while_pairs_are_computed(workload: Path, tmp_path: Path, signum: int,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """... and the killed workers' private folders (where each renders its pair's files,
+    msq/pair_tables.py) are gone too."""
     out, db = tmp_path / "out", tmp_path / "h.duckdb"
+    # short: the forkserver's socket goes in there too (AF_UNIX paths end at 108 bytes)
+    private = Path(tempfile.mkdtemp(prefix="msq-t"))
+    monkeypatch.setenv("TMPDIR", str(private))
     proc = start(workload, out, db, "--workers", "2")
     deadline = time.monotonic() + 120
     while not pair_workers_busy(proc.pid):
         assert time.monotonic() < deadline and proc.poll() is None, "the pairs never started"
         time.sleep(0.01)
     time.sleep(random.uniform(0, 1))
-    check(*stop(proc, signum, []), out, db, signum)
+    try:
+        check(*stop(proc, signum, []), out, db, signum)
+        assert [p.name for p in private.iterdir() if p.name.startswith("msq-pair-")] == []
+    finally:
+        shutil.rmtree(private, ignore_errors=True)
 
 
 def test_pairs_recorded_before_ctrl_c_are_kept(workload: Path, tmp_path: Path) -> None:
