@@ -118,9 +118,21 @@ def _compute(job: PairJob, opts: Options, output_dir: Path) -> PairTables:
             con.close()
 
 
-#: The private folder a worker renders a pair's files in: ``<tmp>/msq-pair-<pid>-<random>``.
-#: The driver removes those of the workers it had to kill (:func:`remove_pair_folders`).
+#: The private folder a worker renders a pair's files in:
+#: ``<tmp>/msq-pair-<pid namespace>-<pid>-<random>``. The driver removes those of the workers it
+#: had to kill, and of workers no longer running in its own pid namespace
+#: (:func:`remove_pair_folders`): a Ray node in a container of this machine shares /tmp with
+#: its own pids.
 PAIR_FOLDER = "msq-pair-"
+
+
+def pid_space() -> str:
+    """This process's pid namespace (its inode number; "0" where /proc does not say)."""
+    try:
+        link = os.readlink("/proc/self/ns/pid")  # "pid:[4026531836]"
+    except OSError:
+        return "0"
+    return link.rpartition("[")[2].rstrip("]") or "0"
 
 
 def _render(con: Any, mode: str, job: PairJob, opts: Options, result: CompareResult,
@@ -132,7 +144,7 @@ def _render(con: Any, mode: str, job: PairJob, opts: Options, result: CompareRes
     from msq.pipeline import report_writer
 
     stamp = time.strftime("%Y%m%d%H%M%S", time.localtime(started))
-    with tempfile.TemporaryDirectory(prefix=f"{PAIR_FOLDER}{os.getpid()}-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=f"{PAIR_FOLDER}{pid_space()}-{os.getpid()}-") as tmp:
         folder = Path(tmp)
         write_outputs(con, mode, folder, opts, job.suffix, stamp, result,
                       report_writer(con, mode, opts, result))
@@ -157,12 +169,12 @@ def _history_rows(con: Any, mode: str) -> dict[str, pa.Table]:
 def remove_pair_folders(dead: Collection[int] = ()) -> None:
     """Remove the private folders of pair workers that were killed (``dead``: their pids), and
     those of any worker no longer running (a killed msq's workers die with it, their folders
-    stay): only directories of this user, never a symlink."""
+    stay): only of this pid namespace, only directories of this user, never a symlink."""
     from msq.db import process_alive
 
     root = Path(tempfile.gettempdir())
-    for folder in root.glob(f"{PAIR_FOLDER}*-*"):
-        pid = folder.name[len(PAIR_FOLDER):].split("-", 1)[0]
+    for folder in root.glob(f"{PAIR_FOLDER}{pid_space()}-*-*"):
+        pid = folder.name[len(PAIR_FOLDER):].split("-")[1]
         if not pid.isdigit() or (int(pid) not in dead and process_alive(int(pid))):
             continue
         try:

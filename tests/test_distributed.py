@@ -159,31 +159,37 @@ def test_resume_needs_the_history(tmp_path):
 
 
 def test_private_pair_folders_of_dead_workers_are_removed(tmp_path, monkeypatch):
-    """A pair renders its files in <tmp>/msq-pair-<worker pid>-*; a run removes the folders of
-    workers that no longer run (a killed msq's), never a live worker's, a symlink or a file."""
+    """A pair renders its files in <tmp>/msq-pair-<pid namespace>-<worker pid>-*; a run removes
+    the folders of workers that no longer run (a killed msq's), never a live worker's, a
+    symlink, a file, or a folder of another pid namespace (a Ray node in a container: its pids
+    are not ours to judge)."""
     import os
     import subprocess
     import sys
     import tempfile
 
-    from msq.pair_tables import PAIR_FOLDER, remove_pair_folders
+    from msq.pair_tables import PAIR_FOLDER, pid_space, remove_pair_folders
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
                           capture_output=True, text=True, check=True)
     dead = int(gone.stdout)  # reaped: no such process now (unless the pid is reused at once)
-    stale = tmp_path / f"{PAIR_FOLDER}{dead}-abc"
+    ours = f"{PAIR_FOLDER}{pid_space()}-"
+    stale = tmp_path / f"{ours}{dead}-abc"
     (stale / "x").mkdir(parents=True)
-    live = tmp_path / f"{PAIR_FOLDER}{os.getpid()}-abc"
+    live = tmp_path / f"{ours}{os.getpid()}-abc"
+    elsewhere = tmp_path / f"{PAIR_FOLDER}1{pid_space()}-{dead}-abc"
+    elsewhere.mkdir()
     live.mkdir()
     target = tmp_path / "kept"
     target.mkdir()
-    link = tmp_path / f"{PAIR_FOLDER}{dead}-link"
+    link = tmp_path / f"{ours}{dead}-link"
     link.symlink_to(target)
-    plain = tmp_path / f"{PAIR_FOLDER}{dead}-file"
+    plain = tmp_path / f"{ours}{dead}-file"
     plain.write_text("")
     remove_pair_folders()
     assert not stale.exists()
     assert live.is_dir() and link.is_symlink() and target.is_dir() and plain.is_file()
+    assert elsewhere.is_dir()
     remove_pair_folders(dead=[os.getpid()])  # a worker msq has just killed
     assert not live.exists()
