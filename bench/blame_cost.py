@@ -39,6 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     compileall.compile_dir(str(run.REPO / "msq"), quiet=1)
     base = shlex.split(a.msq) if a.msq else run.default_msq_cmd()
+    run.WORK.mkdir(parents=True, exist_ok=True)  # a fresh checkout has no bench/work yet
     failed = False
     summary = []
     for wdir in (w.resolve() for w in a.workdirs):

@@ -45,6 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     if a.keep_history:
         extra += ["--db", str(wdir / "history.duckdb")]
     results = []
+    run.WORK.mkdir(parents=True, exist_ok=True)  # a fresh checkout has no bench/work yet
     for i in range(a.repeat):
         res = run.run_tool("msq", wdir.name, wdir, base, extra, a.timeout)
         results.append(res)
