@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import compileall
-import json
 import shlex
 import statistics
 import sys
@@ -39,7 +38,6 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     compileall.compile_dir(str(run.REPO / "msq"), quiet=1)
     base = shlex.split(a.msq) if a.msq else run.default_msq_cmd()
-    run.WORK.mkdir(parents=True, exist_ok=True)  # a fresh checkout has no bench/work yet
     failed = False
     summary = []
     for wdir in (w.resolve() for w in a.workdirs):
@@ -49,12 +47,8 @@ def main(argv: list[str] | None = None) -> int:
                 run.wait_idle(a.wait_idle)
                 res = run.run_tool("msq", wdir.name, wdir, base, extra, a.timeout)
                 res["blame_cost_mode"] = mode
-                with open(run.WORK / "results.jsonl", "a", encoding="utf-8") as f:
-                    f.write(json.dumps(res) + "\n")
-                print(f"  {wdir.name} {mode:8s} run {i + 1}: rc={res.get('rc')} wall "
-                      f"{res.get('wall_s')} s, cpu {res.get('cpu_s')} s, peak tree RSS "
-                      f"{res.get('peak_tree_rss_mb')} MB, load {res.get('loadavg_before')}"
-                      + (f"  {res['error']}" if res.get("error") else ""), flush=True)
+                run.append_result(res)
+                print(f"  {wdir.name} {mode:8s} run {i + 1}: {run.run_line(res)}", flush=True)
                 if res.get("rc") == 0:
                     runs[mode].append(res)
                 else:

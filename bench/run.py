@@ -266,6 +266,22 @@ def run_tool(tool: str, name: str, wdir: Path, base: list[str], extra: list[str]
     return res
 
 
+def append_result(res: dict) -> None:
+    """One run's figures, appended to bench/work/results.jsonl (made on a fresh checkout)."""
+    WORK.mkdir(parents=True, exist_ok=True)
+    with open(WORK / "results.jsonl", "a", encoding="utf-8") as f:
+        f.write(json.dumps(res) + "\n")
+
+
+def run_line(res: dict) -> str:
+    """One run's figures in a line: exit status, wall, CPU (time's and the tree's), peak RSS,
+    load before/after, and the error if any."""
+    return (f"rc={res.get('rc')} wall {res.get('wall_s')} s, cpu {res.get('cpu_s')} s "
+            f"(tree {res.get('tree_cpu_s')} s), peak tree RSS {res.get('peak_tree_rss_mb')} MB, "
+            f"load {res.get('loadavg_before')}/{res.get('loadavg_after')}"
+            + (f"  {res['error']}" if res.get("error") else ""))
+
+
 def wait_idle(limit: float) -> None:
     t0 = time.time()
     while limit > 0 and os.getloadavg()[0] >= 0.7 and time.time() - t0 < limit:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import compileall
-import json
 import os
 import shlex
 import statistics
@@ -45,16 +44,11 @@ def main(argv: list[str] | None = None) -> int:
     if a.keep_history:
         extra += ["--db", str(wdir / "history.duckdb")]
     results = []
-    run.WORK.mkdir(parents=True, exist_ok=True)  # a fresh checkout has no bench/work yet
     for i in range(a.repeat):
         res = run.run_tool("msq", wdir.name, wdir, base, extra, a.timeout)
         results.append(res)
-        with open(run.WORK / "results.jsonl", "a", encoding="utf-8") as f:
-            f.write(json.dumps(res) + "\n")
-        print(f"run {i + 1}: rc={res.get('rc')} wall {res.get('wall_s')} s, "
-              f"cpu {res.get('cpu_s')} s (tree {res.get('tree_cpu_s')} s), peak tree RSS {res.get('peak_tree_rss_mb')} MB, "
-              f"load {res.get('loadavg_before')}/{res.get('loadavg_after')}"
-              + (f"  {res['error']}" if res.get("error") else ""), flush=True)
+        run.append_result(res)
+        print(f"run {i + 1}: {run.run_line(res)}", flush=True)
         if a.keep_history:
             db = wdir / "history.duckdb"
             print(f"        history {db.stat().st_size / 1e6:.1f} MB", flush=True)

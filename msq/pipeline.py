@@ -277,16 +277,25 @@ def compute(inp: SingleInput, opts: Options, output_dir: Path, suffix: str,
             else:
                 db.materialize(con, view)
             clock.lap(view)
-        summarize(con, mode, result)
-        clock.lap("summary")
-        if on_result is not None:
-            on_result(con, mode, result.rows)
+        _summarize_and_hand_on(con, mode, result, clock, on_result)
         # a user's views may read any other: blame runs after them (None under --compat)
         result.blame = blame_compare(con, mode, inp, opts)
         clock.lap("blame")
         return con, mode, framework, result
     _compute_default(con, mode, inp, opts, result, clock, on_result)
     return con, mode, framework, result
+
+
+def _summarize_and_hand_on(con: duckdb.DuckDBPyConnection, mode: str, result: CompareResult,
+                           clock: _Clock,
+                           on_result: Callable[[duckdb.DuckDBPyConnection, str, int], None] | None
+                           ) -> None:
+    """Count the summary, then hand the result on (the history's recorder starts here, while
+    blame may still run)."""
+    summarize(con, mode, result)
+    clock.lap("summary")
+    if on_result is not None:
+        on_result(con, mode, result.rows)
 
 
 #: From this many output rows on, --compat computes its result in two halves on two cores.
@@ -343,10 +352,7 @@ def _compute_default(con: duckdb.DuckDBPyConnection, mode: str, inp: SingleInput
         for view in (f"result_{mode}", "marks"):
             db.materialize(con, view)
             clock.lap(view)
-        summarize(con, mode, result)
-        clock.lap("summary")
-        if on_result is not None:
-            on_result(con, mode, result.rows)
+        _summarize_and_hand_on(con, mode, result, clock, on_result)
         # its tables feed the outputs and the history
         result.blame = pending.result() if pending is not None else \
             blame_compare(con, mode, inp, opts)
