@@ -7,10 +7,8 @@ directory compare. Its compares share a ``run_id``, the scope of the history's `
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,7 +17,7 @@ from typing import TYPE_CHECKING
 import duckdb
 import pyarrow as pa
 
-from msq import interrupts
+from msq import db
 from msq.blame import noise
 from msq.blame.compute import run_blame
 from msq.blame.ranks import RankBlame, combine, new_run_id, write_json
@@ -84,7 +82,7 @@ def blame_compare(con: duckdb.DuckDBPyConnection, mode: str, inp: SingleInput,
 
 class PendingBlame:
     """Blame of one compare, computed on its own cursor in a thread while the pipeline
-    materialises the result views (:func:`start_blame`).
+    materialises the result views (:func:`start_blame`; the thread is :class:`msq.db.Beside`).
 
     Both are mostly one-threaded DuckDB queries (a 100,000-row compare is one row group), and
     DuckDB releases the GIL: on two cores blame's SQL runs beside the verdicts and result views
@@ -94,46 +92,23 @@ class PendingBlame:
 
     def __init__(self, con: duckdb.DuckDBPyConnection, mode: str, inp: SingleInput,
                  opts: Options) -> None:
-        self._cursor = con.cursor()
-        self._summary: BlameSummary | None = None
-        self._error: BaseException | None = None
-        self._done = threading.Event()
-        self._thread = threading.Thread(target=self._run, args=(mode, inp, opts),
-                                        name="msq-blame", daemon=True)
-        self._thread.start()
-
-    def _run(self, mode: str, inp: SingleInput, opts: Options) -> None:
-        started = time.perf_counter()
-        try:
-            self._summary = blame_compare(self._cursor, mode, inp, opts)
+        def blame(cursor: duckdb.DuckDBPyConnection) -> BlameSummary | None:
+            started = time.perf_counter()
+            summary = blame_compare(cursor, mode, inp, opts)
             log.debug("stage blame      %.2fs (in its own thread)", time.perf_counter() - started)
-        except BaseException as err:  # noqa: BLE001 (re-raised in the main thread by result())
-            self._error = err
-        finally:
-            self._done.set()
+            return summary
+
+        self._beside = db.Beside(con, blame, "blame")
 
     def result(self) -> BlameSummary | None:
-        """Wait for blame (Ctrl-C still raising) and return its summary, or raise its error."""
-        try:
-            interrupts.wait_for(self._done)
-        except BaseException:
-            self.cancel()
-            raise
-        self._cursor.close()
-        if self._error is not None:
-            raise self._error
-        return self._summary
+        """Wait for blame (Ctrl-C still raising) and return its summary, or raise its error;
+        the thread has ended either way."""
+        return self._beside.result()
 
     def cancel(self) -> None:
         """Stop blame's query and wait for the thread (the compare failed or was interrupted):
         its connection must not outlive the compare's."""
-        with interrupts.deferred():
-            if not self._done.is_set():
-                with contextlib.suppress(duckdb.Error):
-                    self._cursor.interrupt()
-            interrupts.wait_for(self._done)
-            with contextlib.suppress(duckdb.Error):
-                self._cursor.close()
+        self._beside.stop()
 
 
 def start_blame(con: duckdb.DuckDBPyConnection, mode: str, inp: SingleInput,
