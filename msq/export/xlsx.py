@@ -36,7 +36,14 @@ try:  # the C renderer (msq/export/_sheetxml.c): optional, as the other C extens
 except ImportError:  # pragma: no cover (no C compiler at install time)
     _sheetxml = None
 
+try:  # ISA-L's deflate (see _faster_deflate); zlib's is the fallback
+    from isal import isal_zlib as _isal_zlib
+except ImportError:  # pragma: no cover (installed with msq; a bare source tree may lack it)
+    _isal_zlib = None  # type: ignore[assignment]
+
 EXCEL_MAX_ROWS = 1_048_576
+#: zlib's level 1, the fastest it has: the sheets of a 100k-row compare are ~95 MB of XML
+_LEVEL = 1
 RED, YELLOW = "FFFF0000", "00FFFF00"
 _FORMULA_START = "=+-@＝＋－＠"
 # XML 1.0 forbids most control characters; Excel's own escape is _xHHHH_.
@@ -402,7 +409,7 @@ def _write_package(con: duckdb.DuckDBPyConnection, spec: SheetSpec, tmp: Path,
                    on_extra_sheet: Callable[[int], None] | None, max_rows: int,
                    extra: Sequence[tuple[str, SheetSpec]] = ()) -> int:
     bold = spec.pandas_style or spec.browse  # pandas' bold header (its style is style 6)
-    with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as zf:
+    with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED, compresslevel=_LEVEL) as zf:
         filters = _write_sheets(zf, con, spec, max_rows, on_extra_sheet)
         n_sheets = len(filters)
         names: list[str] = []
@@ -551,6 +558,19 @@ def _c_rows(con: duckdb.DuckDBPyConnection, spec: SheetSpec) -> _CRows | None:
                   pa.py_buffer(order), n)
 
 
+def _faster_deflate(entry: IO[bytes]) -> None:
+    """Deflate a sheet's XML with ISA-L (the ``isal`` package) instead of zlib: the same deflate
+    format any zip reader inflates, ~4x less CPU than zlib's fastest level (0.17 against 0.65 s
+    on the 95 MB of a 100k-row sheet, and a smaller file). zipfile has no way to choose the
+    compressor of an entry: its writer's ``_compressor`` (a zlib compressobj, raw deflate) is
+    swapped before the first byte is written. Without ``isal``, or on a zipfile without that
+    attribute, zlib deflates, as it always did."""
+    if _isal_zlib is None or getattr(entry, "_compressor", None) is None:
+        return
+    entry._compressor = _isal_zlib.compressobj(  # type: ignore[attr-defined]
+        _LEVEL, _isal_zlib.DEFLATED, -15)
+
+
 class _Sheets:
     """Streams rendered rows into sheet1.xml, sheet2.xml, ... (``per_sheet`` data rows each).
 
@@ -625,6 +645,7 @@ class _Sheets:
     def _open_entry(self, number: int, rows: int) -> None:
         part = self.first - 1 + number
         self._sheet = self.zf.open(f"xl/worksheets/sheet{part}.xml", "w", force_zip64=True)
+        _faster_deflate(self._sheet)
         self._sheet.write(self.layout.head(rows))
         self._rows = rows
 

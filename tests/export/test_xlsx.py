@@ -252,3 +252,31 @@ def test_c_and_sql_renderers_write_the_same_workbook(browse: bool, tmp_path: Pat
         with zipfile.ZipFile(path) as zf:
             books[name] = {n: zf.read(n) for n in zf.namelist()}
     assert books["c"] == books["sql"]
+
+
+def test_isal_and_zlib_deflate_the_same_parts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                              ) -> None:
+    """The sheets are deflated by ISA-L where it is installed, by zlib without it: the parts
+    inflate to the same bytes (zipfile checks each CRC) and openpyxl reads the same cells."""
+    from msq.export import xlsx
+
+    pytest.importorskip("isal")
+    con = duckdb.connect()
+    spec = shuffled_rows(con, 5_000)
+    books: dict[str, dict[str, bytes]] = {}
+    compressed: dict[str, int] = {}
+    cells: dict[str, list[list[list[object]]]] = {}
+    for name in ("isal", "zlib"):
+        if name == "zlib":
+            monkeypatch.setattr(xlsx, "_isal_zlib", None)
+        path = tmp_path / f"{name}.xlsx"
+        assert write_xlsx(con, spec, path, max_rows=3_000) == 2
+        with zipfile.ZipFile(path) as zf:
+            books[name] = {n: zf.read(n) for n in zf.namelist()}
+            sizes = {i.filename: i.compress_size for i in zf.infolist()}
+        cells[name] = [[list(r) for r in ws.iter_rows(values_only=True)]
+                       for ws in openpyxl.load_workbook(path).worksheets]
+        compressed[name] = sizes["xl/worksheets/sheet1.xml"]
+    assert books["isal"] == books["zlib"]
+    assert cells["isal"] == cells["zlib"] and cells["isal"][0][1] == [0.0, "r0"]
+    assert compressed["isal"] != compressed["zlib"]  # ISA-L did deflate the sheet
