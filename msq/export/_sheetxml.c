@@ -10,8 +10,10 @@
  *
  * "%.16g" is the hot spot (a number in most cells): printf takes ~400 ns a number. Here the 16
  * significant digits come from one multiplication in long double (64-bit mantissa), checked to
- * be far enough from a rounding tie; the rare number that is not (and any non-finite one) goes
- * to snprintf. tests/export/test_xlsx.py compares the two on a million random doubles.
+ * be far enough from a rounding tie; a number that is not gets its digits exactly from its
+ * bits in 128-bit integers (exact_digits), and the rare one out of that range (and any
+ * non-finite one) goes to snprintf. tests/export/test_xlsx.py compares them with printf on
+ * random doubles of every kind, float32 values among them.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -91,6 +93,38 @@ static int format_g(char *buf, int negative, uint64_t digits, int exp10) {
     return (int)(p - buf);
 }
 
+/* The 16 digits of |x| * 10^k (k = 15 - exp10, 0 <= k <= 32), rounded exactly as printf rounds
+ * (to nearest, a tie to even), from the double's own bits: a = m * 2^q, so |x| * 10^k =
+ * m * 5^k * 2^(q + k), an integer over a power of two that fits 128 bits. 0 when it does not
+ * apply (then printf decides). Near a tie -- ~4 % of the statistics of a float32 model, whose
+ * widened values often end in an exact ...5 at the 17th digit -- the long double product cannot
+ * tell which way to round. */
+#if defined(__SIZEOF_INT128__)
+/* kept out of fmt16g: inlined, it slowed the common path by half (register pressure) */
+static __attribute__((noinline)) uint64_t exact_digits(double a, int k) {
+    if (k < 0 || k > 32) return 0;
+    int exp2;
+    double f = frexp(a, &exp2);                        /* a = f * 2^exp2, 0.5 <= f < 1 */
+    uint64_t m = (uint64_t)ldexp(f, 53);               /* exact: 53 bits */
+    int shift = -(exp2 - 53 + k);                      /* the power of two is 2^-shift */
+    if (shift <= 0 || shift >= 128) return 0;
+    unsigned __int128 n = m;
+    for (int i = 0; i < k; i++) n *= 5;                /* m * 5^k < 2^53 * 5^32 < 2^128 */
+    unsigned __int128 whole = n >> shift;
+    unsigned __int128 rem = n - (whole << shift);
+    unsigned __int128 half = (unsigned __int128)1 << (shift - 1);
+    if (rem > half || (rem == half && (whole & 1))) whole++;
+    if (whole < 1000000000000000ULL || whole > 10000000000000000ULL) return 0;
+    return (uint64_t)whole;
+}
+#else  /* no 128-bit integers (MSVC): printf decides every near tie */
+static uint64_t exact_digits(double a, int k) {
+    (void)a;
+    (void)k;
+    return 0;
+}
+#endif
+
 static int fmt16g(char *buf, double x) {
     if (!isfinite(x) || x == 0.0) return snprintf(buf, 40, "%.16g", x);
     int negative = signbit(x) != 0;
@@ -104,8 +138,13 @@ static int fmt16g(char *buf, double x) {
         if (y >= 1e16L) { e++; continue; }
         long double whole = floorl(y);
         long double frac = y - whole;
-        if (frac > 0.49L && frac < 0.51L) break;  /* too near a tie to trust: printf decides */
-        uint64_t n = (uint64_t)whole + (frac > 0.5L ? 1 : 0);
+        uint64_t n;
+        if (frac > 0.49L && frac < 0.51L) {  /* too near a tie for the product: exactly */
+            n = exact_digits(a, 15 - e);
+            if (n == 0) break;  /* out of exact_digits' range: printf decides */
+        } else {
+            n = (uint64_t)whole + (frac > 0.5L ? 1 : 0);
+        }
         if (n == 10000000000000000ULL) {
             n = 1000000000000000ULL;
             e++;
