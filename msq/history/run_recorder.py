@@ -32,6 +32,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("msq")
 
+#: The WAL size at which the run's history is checkpointed (a few 24,000-row pairs' rows)
+CHECKPOINT_EVERY = "128MB"
+
 
 class RunRecorder:
     """The history file, attached to the driver's connection ``con`` for the whole run."""
@@ -46,6 +49,11 @@ class RunRecorder:
             con.execute(f"ATTACH {db.quote_str(path)} AS {ALIAS} (ROW_GROUP_SIZE {ROW_GROUP_ROWS})")
 
         with_lock_retry(attach, path, lock_timeout())
+        # DuckDB checkpoints once the WAL passes 16 MB: after every pair here (~20 MB of rows),
+        # rewriting the history's last, half-filled row group each time. Every few pairs instead
+        # (close() checkpoints the rest): ~15 % less CPU a pair and a ~15 % smaller file, with the
+        # same rows (bench/README, target 5); a killed run's WAL is replayed at the next open.
+        con.execute(f"SET checkpoint_threshold = '{CHECKPOINT_EVERY}'")
         home = db.scalar(con, "SELECT current_database()")
         try:
             con.execute("BEGIN TRANSACTION")
