@@ -17,6 +17,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <errno.h>
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -951,10 +952,518 @@ static PyObject *check_stack(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* ---------------------------------------------------------------------------------------- */
+/* the columns as an Arrow C stream: DuckDB reads them without pyarrow (nor numpy) imported   */
+
+/* The Arrow C data and stream interfaces: a stable ABI, declared by every producer and consumer
+ * (https://arrow.apache.org/docs/format/CDataInterface.html, CStreamInterface.html). */
+#ifndef ARROW_C_DATA_INTERFACE
+#define ARROW_C_DATA_INTERFACE
+#define ARROW_FLAG_NULLABLE 2
+struct ArrowSchema {
+    const char *format;
+    const char *name;
+    const char *metadata;
+    int64_t flags;
+    int64_t n_children;
+    struct ArrowSchema **children;
+    struct ArrowSchema *dictionary;
+    void (*release)(struct ArrowSchema *);
+    void *private_data;
+};
+struct ArrowArray {
+    int64_t length;
+    int64_t null_count;
+    int64_t offset;
+    int64_t n_buffers;
+    int64_t n_children;
+    const void **buffers;
+    struct ArrowArray **children;
+    struct ArrowArray *dictionary;
+    void (*release)(struct ArrowArray *);
+    void *private_data;
+};
+#endif
+#ifndef ARROW_C_STREAM_INTERFACE
+#define ARROW_C_STREAM_INTERFACE
+struct ArrowArrayStream {
+    int (*get_schema)(struct ArrowArrayStream *, struct ArrowSchema *out);
+    int (*get_next)(struct ArrowArrayStream *, struct ArrowArray *out);
+    const char *(*get_last_error)(struct ArrowArrayStream *);
+    void (*release)(struct ArrowArrayStream *);
+    void *private_data;
+};
+#endif
+
+static const char *ARROW_FORMATS[] = {"u", "i", "l", "g", "b"};  /* by K_STR .. K_BOOL */
+
+typedef struct {
+    int64_t n, nulls;
+    const void *valid, *data, *offs;
+} SCol;
+
+/* What a stream and every batch it exported share: the column buffers (bytes objects kept alive
+ * by `owner`), released with the last of them; a consumer may release them on any thread. */
+typedef struct {
+    long refs;
+    PyObject *owner;
+    int n_cols, n_batches;
+    int *kinds;
+    char **names;
+    SCol *cols;  /* n_batches x n_cols */
+} Shared;
+
+static void shared_decref(Shared *s) {
+    if (__atomic_sub_fetch(&s->refs, 1, __ATOMIC_ACQ_REL) != 0) return;
+    if (Py_IsInitialized()) {  /* else the process is ending: the memory goes with it */
+        PyGILState_STATE g = PyGILState_Ensure();
+        Py_DECREF(s->owner);
+        PyGILState_Release(g);
+    }
+    for (int i = 0; s->names && i < s->n_cols; i++) free(s->names[i]);
+    free(s->names);
+    free(s->kinds);
+    free(s->cols);
+    free(s);
+}
+
+static void child_schema_release(struct ArrowSchema *c) { c->release = NULL; }
+
+static void schema_release(struct ArrowSchema *sc) {
+    free(sc->private_data);  /* the children and their names, one block */
+    sc->release = NULL;
+}
+
+static int stream_get_schema(struct ArrowArrayStream *st, struct ArrowSchema *out) {
+    Shared *s = ((Shared **)st->private_data)[0];
+    size_t names = 0;
+    for (int i = 0; i < s->n_cols; i++) names += strlen(s->names[i]) + 1;
+    size_t n = (size_t)s->n_cols;
+    char *block = malloc(n * (sizeof(struct ArrowSchema) + sizeof(struct ArrowSchema *)) + names + 1);
+    if (!block) return ENOMEM;
+    struct ArrowSchema *kids = (struct ArrowSchema *)block;
+    struct ArrowSchema **ptrs = (struct ArrowSchema **)(block + n * sizeof(struct ArrowSchema));
+    char *text = (char *)(ptrs + n);
+    for (size_t i = 0; i < n; i++) {
+        size_t len = strlen(s->names[i]) + 1;
+        memcpy(text, s->names[i], len);
+        kids[i] = (struct ArrowSchema){ARROW_FORMATS[s->kinds[i]], text, NULL, ARROW_FLAG_NULLABLE,
+                                       0, NULL, NULL, child_schema_release, NULL};
+        ptrs[i] = &kids[i];
+        text += len;
+    }
+    *text = '\0';
+    *out = (struct ArrowSchema){"+s", text, NULL, 0, (int64_t)n, ptrs, NULL, schema_release, block};
+    return 0;
+}
+
+static void child_array_release(struct ArrowArray *a) { a->release = NULL; }
+
+typedef struct {
+    Shared *shared;
+    /* then: n children, n child pointers, 3n + 1 buffer pointers */
+} ArrayBlock;
+
+static void array_release(struct ArrowArray *a) {
+    ArrayBlock *b = a->private_data;
+    shared_decref(b->shared);
+    free(b);
+    a->release = NULL;
+}
+
+static int stream_get_next(struct ArrowArrayStream *st, struct ArrowArray *out) {
+    Shared **priv = st->private_data;
+    Shared *s = priv[0];
+    int *next = (int *)(priv + 1);
+    if (*next >= s->n_batches) {  /* the end of the stream */
+        memset(out, 0, sizeof *out);
+        return 0;
+    }
+    size_t n = (size_t)s->n_cols;
+    char *block = malloc(sizeof(ArrayBlock) + n * (sizeof(struct ArrowArray) +
+                         sizeof(struct ArrowArray *)) + (3 * n + 1) * sizeof(void *));
+    if (!block) return ENOMEM;
+    ArrayBlock *head = (ArrayBlock *)block;
+    struct ArrowArray *kids = (struct ArrowArray *)(block + sizeof(ArrayBlock));
+    struct ArrowArray **ptrs = (struct ArrowArray **)(kids + n);
+    const void **bufs = (const void **)(ptrs + n);
+    const SCol *cols = s->cols + (size_t)*next * n;
+    int64_t length = n ? cols[0].n : 0;
+    for (size_t i = 0; i < n; i++) {
+        const void **mine = bufs + 1 + 3 * i;
+        int64_t n_buffers = 2;
+        mine[0] = cols[i].valid;
+        if (s->kinds[i] == K_STR) {
+            mine[1] = cols[i].offs;
+            mine[2] = cols[i].data;
+            n_buffers = 3;
+        } else {
+            mine[1] = cols[i].data;
+        }
+        kids[i] = (struct ArrowArray){cols[i].n, cols[i].nulls, 0, n_buffers, 0, mine, NULL, NULL,
+                                      child_array_release, NULL};
+        ptrs[i] = &kids[i];
+    }
+    bufs[0] = NULL;  /* the struct (record batch) itself has no nulls */
+    head->shared = s;
+    __atomic_add_fetch(&s->refs, 1, __ATOMIC_ACQ_REL);
+    *out = (struct ArrowArray){length, 0, 0, 1, (int64_t)n, bufs, ptrs, NULL, array_release, head};
+    (*next)++;
+    return 0;
+}
+
+static const char *stream_last_error(struct ArrowArrayStream *st) {
+    (void)st;
+    return NULL;
+}
+
+static void stream_release(struct ArrowArrayStream *st) {
+    Shared **priv = st->private_data;
+    shared_decref(priv[0]);
+    free(priv);
+    st->release = NULL;
+}
+
+static void capsule_free(PyObject *capsule) {
+    struct ArrowArrayStream *st = PyCapsule_GetPointer(capsule, "arrow_array_stream");
+    if (!st) {
+        PyErr_Clear();
+        return;
+    }
+    if (st->release) st->release(st);  /* not taken by a consumer */
+    free(st);
+}
+
+static int kind_of(const char *name) {
+    static const char *KINDS[] = {"str", "i32", "i64", "f64", "bool"};
+    for (int k = 0; k < 5; k++)
+        if (!strcmp(name, KINDS[k])) return k;
+    return -1;
+}
+
+/* one column tuple (name, kind, n, null_count, validity|None, data, offsets|None), checked:
+ * every buffer as long as its length says */
+static int scol_from(PyObject *t, SCol *c, int *kind, const char **name) {
+    const char *kname;
+    long long n, nulls;
+    PyObject *valid, *data, *offs;
+    if (!PyTuple_Check(t) || !PyArg_ParseTuple(t, "ssLLOOO", name, &kname, &n, &nulls, &valid,
+                                                &data, &offs))
+        return -1;
+    *kind = kind_of(kname);
+    if (*kind < 0 || n < 0 || nulls < 0 || nulls > n || !PyBytes_Check(data) ||
+        (valid != Py_None && !PyBytes_Check(valid)) || (offs != Py_None && !PyBytes_Check(offs)) ||
+        ((*kind == K_STR) != (offs != Py_None)) || (nulls && valid == Py_None)) {
+        PyErr_SetString(PyExc_ValueError, "arrow_stream: a malformed column");
+        return -1;
+    }
+    Py_ssize_t bits = (Py_ssize_t)((n + 7) / 8);
+    Py_ssize_t need = *kind == K_BOOL ? bits : *kind == K_I32 ? (Py_ssize_t)(4 * n)
+                      : *kind == K_STR ? 0 : (Py_ssize_t)(8 * n);
+    if (PyBytes_GET_SIZE(data) < need || (valid != Py_None && PyBytes_GET_SIZE(valid) < bits)) {
+        PyErr_SetString(PyExc_ValueError, "arrow_stream: a column shorter than its length");
+        return -1;
+    }
+    if (*kind == K_STR) {
+        if (PyBytes_GET_SIZE(offs) < (Py_ssize_t)(4 * (n + 1))) {
+            PyErr_SetString(PyExc_ValueError, "arrow_stream: string offsets too short");
+            return -1;
+        }
+        const int32_t *o = (const int32_t *)PyBytes_AS_STRING(offs);
+        if (o[0] < 0 || o[n] < o[0] || (Py_ssize_t)o[n] > PyBytes_GET_SIZE(data)) {
+            PyErr_SetString(PyExc_ValueError, "arrow_stream: string offsets out of range");
+            return -1;
+        }
+    }
+    c->n = n;
+    c->nulls = nulls;
+    c->valid = valid == Py_None ? NULL : PyBytes_AS_STRING(valid);
+    c->data = PyBytes_AS_STRING(data);
+    c->offs = offs == Py_None ? NULL : PyBytes_AS_STRING(offs);
+    return 0;
+}
+
+/* arrow_stream(batches) -> PyCapsule "arrow_array_stream"
+ *
+ * batches: a sequence of record batches of one schema, each a sequence of column tuples as
+ * flatten_dump returns them. The capsule's stream yields them in order, without a copy. */
+static PyObject *arrow_stream(PyObject *self, PyObject *arg) {
+    (void)self;
+    PyObject *given = PySequence_Tuple(arg);
+    if (!given) return NULL;
+    Py_ssize_t nb = PyTuple_GET_SIZE(given);
+    PyObject *owner = PyTuple_New(nb);  /* the batches as tuples: kept alive, never changed */
+    if (!owner) {
+        Py_DECREF(given);
+        return NULL;
+    }
+    Shared *s = calloc(1, sizeof *s);
+    if (!s) {
+        Py_DECREF(given);
+        Py_DECREF(owner);
+        return PyErr_NoMemory();
+    }
+    s->refs = 1;
+    s->owner = owner;
+    s->n_batches = (int)nb;
+    int ok = nb > 0;
+    if (!ok) PyErr_SetString(PyExc_ValueError, "arrow_stream: no batch");
+    for (Py_ssize_t b = 0; ok && b < nb; b++) {
+        PyObject *batch = PySequence_Tuple(PyTuple_GET_ITEM(given, b));
+        if (!batch) { ok = 0; break; }
+        PyTuple_SET_ITEM(owner, b, batch);
+        Py_ssize_t nc = PyTuple_GET_SIZE(batch);
+        if (b == 0) {
+            s->n_cols = (int)nc;
+            s->kinds = calloc((size_t)nc + 1, sizeof(int));
+            s->names = calloc((size_t)nc + 1, sizeof(char *));
+            s->cols = calloc((size_t)(nc * nb) + 1, sizeof(SCol));
+            if (!s->kinds || !s->names || !s->cols) { PyErr_NoMemory(); ok = 0; break; }
+        } else if (nc != s->n_cols) {
+            PyErr_SetString(PyExc_ValueError, "arrow_stream: batches of different columns");
+            ok = 0;
+            break;
+        }
+        for (Py_ssize_t i = 0; ok && i < nc; i++) {
+            int kind;
+            const char *name;
+            SCol *c = &s->cols[b * nc + i];
+            if (scol_from(PyTuple_GET_ITEM(batch, i), c, &kind, &name)) { ok = 0; break; }
+            if (i && c->n != s->cols[b * nc].n) {
+                PyErr_SetString(PyExc_ValueError, "arrow_stream: columns of different lengths");
+                ok = 0;
+            } else if (b == 0) {
+                s->kinds[i] = kind;
+                s->names[i] = strdup(name);
+                if (!s->names[i]) { PyErr_NoMemory(); ok = 0; }
+            } else if (kind != s->kinds[i] || strcmp(name, s->names[i])) {
+                PyErr_SetString(PyExc_ValueError, "arrow_stream: batches of different columns");
+                ok = 0;
+            }
+        }
+    }
+    Py_DECREF(given);  /* its batches live on in owner, as tuples */
+    struct ArrowArrayStream *st = ok ? malloc(sizeof *st) : NULL;
+    Shared **priv = st ? calloc(1, sizeof(Shared *) + sizeof(int)) : NULL;
+    if (ok && !priv) PyErr_NoMemory();
+    if (!priv) {
+        free(st);
+        shared_decref(s);
+        return NULL;
+    }
+    priv[0] = s;
+    *st = (struct ArrowArrayStream){stream_get_schema, stream_get_next, stream_last_error,
+                                    stream_release, priv};
+    PyObject *capsule = PyCapsule_New(st, "arrow_array_stream", capsule_free);
+    if (!capsule) stream_release(st), free(st);
+    return capsule;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* a DuckDB result read through the Arrow C stream: one buffer per column, without pyarrow   */
+
+/* n bits from src at bit spos to dst at bit dpos (dst zeroed before); src NULL: all set */
+static void copy_bits(uint8_t *dst, int64_t dpos, const uint8_t *src, int64_t spos, int64_t n) {
+    if (src && !(dpos & 7) && !(spos & 7)) {
+        memcpy(dst + dpos / 8, src + spos / 8, (size_t)(n / 8));
+        dpos += n & ~(int64_t)7;
+        spos += n & ~(int64_t)7;
+        n &= 7;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        int64_t s = spos + i, d = dpos + i;
+        if (!src || (src[s >> 3] >> (s & 7)) & 1) dst[d >> 3] |= (uint8_t)(1u << (d & 7));
+    }
+}
+
+static int fixed_width(const char *format) {
+    if (!strcmp(format, "g") || !strcmp(format, "l")) return 8;
+    if (!strcmp(format, "i")) return 4;
+    if (!strcmp(format, "C")) return 1;
+    return 0;  /* "u" (utf8) and "b" (bits) are handled apart; anything else is refused */
+}
+
+static void release_arrays(struct ArrowArray *arrays, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (arrays[i].release) arrays[i].release(&arrays[i]);
+    free(arrays);
+}
+
+/* the columns of every batch, one after the other, as Python objects; NULL with an error set */
+static PyObject *concat_columns(struct ArrowSchema *schema, struct ArrowArray *batches,
+                                size_t n_batches) {
+    int64_t total = 0;
+    for (size_t b = 0; b < n_batches; b++) total += batches[b].length;
+    PyObject *out = PyList_New(schema->n_children);
+    if (!out) return NULL;
+    for (int64_t c = 0; c < schema->n_children; c++) {
+        const char *format = schema->children[c]->format;
+        int is_str = !strcmp(format, "u"), is_bits = !strcmp(format, "b");
+        int width = fixed_width(format);
+        int64_t nulls = 0, chars = 0;
+        for (size_t b = 0; b < n_batches; b++) {
+            struct ArrowArray *a = batches[b].children[c];
+            int64_t off = a->offset + batches[b].offset;
+            nulls += a->null_count < 0 ? batches[b].length : a->null_count;  /* unknown: count */
+            if (is_str) {
+                const int32_t *o = a->buffers[1];
+                chars += batches[b].length ? o[off + batches[b].length] - o[off] : 0;
+            }
+        }
+        PyObject *valid = nulls ? PyBytes_FromStringAndSize(NULL, (total + 7) / 8) : Py_NewRef(Py_None);
+        PyObject *offs = is_str ? PyBytes_FromStringAndSize(NULL, 4 * (total + 1)) : Py_NewRef(Py_None);
+        Py_ssize_t data_len = is_str ? chars : is_bits ? (total + 7) / 8 : width * total;
+        PyObject *data = PyBytes_FromStringAndSize(NULL, data_len);
+        if (!valid || !offs || !data) {
+            Py_XDECREF(valid), Py_XDECREF(offs), Py_XDECREF(data), Py_DECREF(out);
+            return NULL;
+        }
+        uint8_t *vbits = valid != Py_None ? (uint8_t *)PyBytes_AS_STRING(valid) : NULL;
+        int32_t *dst_off = offs != Py_None ? (int32_t *)PyBytes_AS_STRING(offs) : NULL;
+        char *dst = PyBytes_AS_STRING(data);
+        if (vbits) memset(vbits, 0, (size_t)((total + 7) / 8));
+        if (is_bits) memset(dst, 0, (size_t)data_len);
+        if (dst_off) dst_off[0] = 0;
+        int64_t pos = 0, null_count = 0;
+        for (size_t b = 0; b < n_batches; b++) {
+            struct ArrowArray *a = batches[b].children[c];
+            int64_t off = a->offset + batches[b].offset, len = batches[b].length;
+            const uint8_t *v = a->buffers[0];
+            if (vbits) copy_bits(vbits, pos, v, off, len);
+            if (v)
+                for (int64_t i = 0; i < len; i++)
+                    null_count += !((v[(off + i) >> 3] >> ((off + i) & 7)) & 1);
+            if (is_str) {
+                const int32_t *o = a->buffers[1];
+                const char *chars_src = a->buffers[2];
+                int32_t base = dst_off[pos] - (len ? o[off] : 0);
+                for (int64_t i = 1; i <= len; i++) dst_off[pos + i] = o[off + i] + base;
+                if (len) memcpy(dst + dst_off[pos], chars_src + o[off], (size_t)(o[off + len] - o[off]));
+            } else if (is_bits) {
+                copy_bits((uint8_t *)dst, pos, a->buffers[1], off, len);
+            } else if (len) {
+                memcpy(dst + width * pos, (const char *)a->buffers[1] + width * off, (size_t)(width * len));
+            }
+            pos += len;
+        }
+        if (!null_count && vbits) {  /* null_count was unknown (-1) and is 0 */
+            Py_DECREF(valid);
+            valid = Py_NewRef(Py_None);
+        }
+        PyObject *t = Py_BuildValue("(ssLLNNN)", schema->children[c]->name, format,
+                                    (long long)total, (long long)null_count, valid, offs, data);
+        if (!t) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyList_SET_ITEM(out, c, t);
+    }
+    return out;
+}
+
+/* read_stream(capsule) -> [(name, format, n, null_count, validity|None, offsets|None, data)]
+ *                         | reason
+ *
+ * capsule: an "arrow_array_stream" PyCapsule (DuckDBPyRelation.__arrow_c_stream__()), taken
+ * over. Formats: u (utf8), g (double), l (int64), i (int32), C (uint8), b (bits); any other is
+ * a str result (the caller reads the result with pyarrow instead). The offsets, validity and
+ * bits start at 0. */
+static PyObject *read_stream(PyObject *self, PyObject *capsule) {
+    (void)self;
+    struct ArrowArrayStream *given = PyCapsule_GetPointer(capsule, "arrow_array_stream");
+    if (!given) return NULL;
+    if (!given->release) {
+        PyErr_SetString(PyExc_ValueError, "read_stream: the stream was taken already");
+        return NULL;
+    }
+    struct ArrowArrayStream st = *given;
+    given->release = NULL;  /* ours now (the capsule's destructor sees it moved) */
+    struct ArrowSchema schema;
+    memset(&schema, 0, sizeof schema);
+    struct ArrowArray *arrays = NULL;
+    size_t n = 0, cap = 0;
+    int rc;
+    const char *why = NULL;
+    Py_BEGIN_ALLOW_THREADS
+    rc = st.get_schema(&st, &schema);
+    if (!rc && strcmp(schema.format, "+s")) why = "not a record batch";
+    for (int64_t c = 0; !rc && !why && c < schema.n_children; c++) {
+        const char *f = schema.children[c]->format;
+        if (strcmp(f, "u") && strcmp(f, "b") && !fixed_width(f)) why = "a column of another type";
+    }
+    while (!rc && !why) {
+        if (n == cap) {
+            size_t more = cap ? 2 * cap : 8;
+            struct ArrowArray *grown = realloc(arrays, more * sizeof *arrays);
+            if (!grown) { rc = ENOMEM; break; }
+            arrays = grown;
+            cap = more;
+        }
+        rc = st.get_next(&st, &arrays[n]);
+        if (rc || !arrays[n].release) break;  /* an error, or the end */
+        if (arrays[n].n_children != schema.n_children) {
+            n++;
+            why = "a batch unlike its schema";
+            break;
+        }
+        n++;
+    }
+    Py_END_ALLOW_THREADS
+    PyObject *result = NULL;
+    if (rc) {
+        const char *err = st.get_last_error ? st.get_last_error(&st) : NULL;
+        PyErr_Format(PyExc_RuntimeError, "read_stream: %s", err ? err : strerror(rc));
+    } else if (why) {
+        result = PyUnicode_FromString(why);
+    } else {
+        result = concat_columns(&schema, arrays, n);
+    }
+    release_arrays(arrays, n);
+    if (schema.release) schema.release(&schema);
+    if (st.release) st.release(&st);
+    return result;
+}
+
+static int cmp_keyed(const void *a, const void *b) {
+    const int64_t *x = a, *y = b;  /* (key, index) pairs: equal keys keep their order */
+    if (x[0] != y[0]) return x[0] < y[0] ? -1 : 1;
+    return x[1] < y[1] ? -1 : x[1] > y[1];
+}
+
+/* stable_order(int64 values as bytes) -> int64 indices as bytes, that sort them stably */
+static PyObject *stable_order(PyObject *self, PyObject *arg) {
+    (void)self;
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE)) return NULL;
+    Py_ssize_t n = view.len / 8;
+    int64_t *pairs = malloc((size_t)(n ? n : 1) * 2 * sizeof(int64_t));
+    PyObject *out = pairs ? PyBytes_FromStringAndSize(NULL, n * 8) : PyErr_NoMemory();
+    if (out) {
+        int64_t *idx = (int64_t *)PyBytes_AS_STRING(out);
+        const int64_t *v = view.buf;
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t i = 0; i < n; i++) {
+            memcpy(&pairs[2 * i], &v[i], sizeof(int64_t));
+            pairs[2 * i + 1] = i;
+        }
+        qsort(pairs, (size_t)n, 2 * sizeof(int64_t), cmp_keyed);
+        for (Py_ssize_t i = 0; i < n; i++) idx[i] = pairs[2 * i + 1];
+        Py_END_ALLOW_THREADS
+    }
+    free(pairs);
+    PyBuffer_Release(&view);
+    return out;
+}
+
 static PyMethodDef METHODS[] = {
     {"flatten_dump", flatten_dump, METH_VARARGS,
      "flatten_dump(buffer, compat) -> (task, has_md5, looks_mindspore, op_cols, row_cols) | reason"},
     {"check_stack", check_stack, METH_VARARGS, "check_stack(buffer) -> None | reason"},
+    {"arrow_stream", arrow_stream, METH_O,
+     "arrow_stream(batches) -> PyCapsule of an ArrowArrayStream over column tuples"},
+    {"read_stream", read_stream, METH_O,
+     "read_stream(capsule) -> [(name, format, n, nulls, validity, offsets, data)] | reason"},
+    {"stable_order", stable_order, METH_O, "stable_order(int64 bytes) -> int64 indices bytes"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef MODULE = {PyModuleDef_HEAD_INIT, "_flatten",

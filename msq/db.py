@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import importlib
 import os
 import re
 import stat
@@ -313,14 +314,15 @@ def csv_guard(text: str) -> str:
 _ARROW_VIEW = "_msq_arrow"
 
 
-def insert_arrow(con: duckdb.DuckDBPyConnection, table: str, data: pa.Table, *,
+def insert_arrow(con: duckdb.DuckDBPyConnection, table: str, data: pa.Table | Any, *,
                  select: str = "*", by_name: bool = False, create: bool = False) -> None:
     """Load an Arrow table into ``table`` with one ``INSERT ... SELECT`` (never row by row).
 
     Args:
         con: the connection.
         table: the table to fill (or, with ``create``, to create from the data).
-        data: the rows.
+        data: the rows: a pyarrow table, or any object with ``__arrow_c_stream__``
+            (msq.flatten.Columns: DuckDB reads it without pyarrow).
         select: the select list over the Arrow columns, e.g. ``"*, disp_name AS match_name"``.
         by_name: match the columns by name instead of by position.
         create: ``CREATE TABLE table AS`` the selection instead of inserting into it.
@@ -334,6 +336,44 @@ def insert_arrow(con: duckdb.DuckDBPyConnection, table: str, data: pa.Table, *,
                         f"SELECT {select} FROM {_ARROW_VIEW}")
     finally:
         con.unregister(_ARROW_VIEW)
+
+
+# the C helpers (msq/_flatten.c): optional; imported by name (see msq/flatten.py)
+_c: Any
+try:
+    _c = importlib.import_module("msq._flatten")
+except ImportError:  # pragma: no cover (no C compiler at install time)
+    _c = None
+
+#: One column of :func:`arrow_columns`: (format, null count, validity, offsets, data), Arrow's
+#: buffers from offset 0 (format: u utf8, g double, l int64, i int32, C uint8, b bits).
+ArrowColumn = tuple[str, int, "bytes | None", "bytes | None", bytes]
+
+
+def arrow_columns(relation: duckdb.DuckDBPyRelation) -> tuple[int, dict[str, ArrowColumn]] | None:
+    """The rows of ``relation`` (it runs now) as (row count, one buffer per column), read from
+    DuckDB's Arrow C stream in C (msq/_flatten.c ``read_stream``): pyarrow and numpy are not
+    imported (~0.25 s of a small compare). None, without running it, where the C helpers are
+    not built; None too when a column has another type (the caller then reads it again with
+    pyarrow)."""
+    if _c is None:
+        return None
+    got = _c.read_stream(relation.__arrow_c_stream__())
+    if isinstance(got, str):
+        return None
+    n = got[0][2] if got else 0
+    return n, {name: (fmt, nulls, valid, offs, data) for name, fmt, _, nulls, valid, offs, data in got}
+
+
+def stable_order(values: bytes) -> bytes:
+    """The int64 indices that sort the int64 ``values`` stably (C; numpy's argsort where the C
+    helpers are not built)."""
+    if _c is not None:
+        result: bytes = _c.stable_order(values)
+        return result
+    import numpy as np
+
+    return np.argsort(np.frombuffer(values, np.int64), kind="stable").astype(np.int64).tobytes()
 
 
 @contextlib.contextmanager

@@ -11,12 +11,15 @@ from __future__ import annotations
 import importlib
 import math
 import os
+from array import array
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
-
-import pyarrow as pa
+from typing import TYPE_CHECKING, Any
 
 from msq.errors import DumpError
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 # the C reader (msq/_flatten.c): optional, as the C tensor kernel is. Imported by name: the import
 # linter cannot see a C extension and would take ``from msq import _flatten`` for the package msq
@@ -36,8 +39,7 @@ _STAT_KEYS = ("Max", "Min", "Mean", "Norm")
 _COLUMNS = ("op_seq", "row_in_op", "name", "disp_name", "io", "disp_io", "dtype", "shape", "md5",
             "data_name", "is_tensor", "numel") + tuple(
     f"{stat}_{part}" for stat in STATS for part in ("num", "kind", "str"))
-_TYPES = {"op_seq": pa.int32(), "row_in_op": pa.int32(), "is_tensor": pa.bool_(),
-          "numel": pa.int64()}
+_TYPES = {"op_seq": "int32", "row_in_op": "int32", "is_tensor": "bool_", "numel": "int64"}
 
 
 @dataclass
@@ -54,13 +56,15 @@ class RowBuffer:
         return len(self.rows)
 
     def to_arrow(self) -> pa.Table:
+        import pyarrow as pa  # the Python reader's path (no C reader) only
+
         n = len(self.rows)
         columns = list(zip(*self.rows)) if self.rows else [() for _ in _COLUMNS]
         arrays = {"side": pa.array([self.side] * n, pa.string()),
                   "row_seq": pa.array(range(n), pa.int64())}
         for name, values in zip(_COLUMNS, columns):
-            kind = pa.float64() if name.endswith("_num") else _TYPES.get(name, pa.string())
-            arrays[name] = pa.array(values, kind)
+            kind = "float64" if name.endswith("_num") else _TYPES.get(name, "string")
+            arrays[name] = pa.array(values, getattr(pa, kind)())
         return pa.table(arrays)
 
 
@@ -255,8 +259,86 @@ def reader() -> str:
 #: Spare bytes the C reader needs after the file's bytes (it parses in place); None without it.
 C_PADDING: int | None = _c.PADDING if _c is not None else None
 
-_C_TYPES = {"i32": pa.int32(), "i64": pa.int64(), "f64": pa.float64(), "bool": pa.bool_(),
-            "str": pa.string()}
+#: One column as the C reader returns it: (name, kind, n, null_count, validity bytes or None,
+#: data bytes, offsets bytes or None); kind is str, i32, i64, f64 or bool.
+CColumn = tuple[str, str, int, int, "bytes | None", bytes, "bytes | None"]
+
+
+class Columns:
+    """Record batches of columns held as the C reader's buffers, read by DuckDB through the Arrow
+    C stream interface (``__arrow_c_stream__``, msq/_flatten.c ``arrow_stream``), so that neither
+    pyarrow nor numpy is imported to load a dump (~0.25 s of a small compare's start-up).
+
+    ``column`` and ``to_pylist`` are answered by the equal pyarrow table, built on
+    first use (tests, and the rare reader that wants one).
+    """
+
+    def __init__(self, batches: Sequence[Sequence[CColumn]]) -> None:
+        self._batches = [list(b) for b in batches]
+        self._table: pa.Table | None = None
+
+    @property
+    def num_rows(self) -> int:
+        return sum(b[0][2] if b else 0 for b in self._batches)
+
+    @property
+    def column_names(self) -> list[str]:
+        return [c[0] for c in self._batches[0]]
+
+    def __arrow_c_stream__(self, requested_schema: object = None) -> object:
+        assert _c is not None
+        return _c.arrow_stream(self._batches)
+
+    def with_columns(self, first: Sequence[CColumn]) -> Columns:
+        """These columns after ``first`` (one batch only)."""
+        assert len(self._batches) == 1
+        return Columns([[*first, *self._batches[0]]])
+
+    def select(self, names: Sequence[str]) -> Columns:
+        """The named columns, in that order."""
+        return Columns([[next(c for c in b if c[0] == name) for name in names]
+                        for b in self._batches])
+
+    def to_arrow(self) -> pa.Table:
+        if self._table is None:
+            import pyarrow as pa
+
+            self._table = pa.table(self)
+        return self._table
+
+    # what tests and the odd reader ask of a table, answered by the equal pyarrow table (no
+    # schema nor __getattr__: DuckDB probes its inputs' attributes, and would import pyarrow)
+    def column(self, name: str) -> pa.ChunkedArray:
+        return self.to_arrow().column(name)
+
+    def __getitem__(self, name: str) -> pa.ChunkedArray:
+        return self.column(name)
+
+    def to_pylist(self) -> list[dict[str, Any]]:
+        return self.to_arrow().to_pylist()
+
+
+def concat_columns(parts: Sequence[Columns | pa.Table]) -> Columns | pa.Table:
+    """The parts one after the other, without a copy: batches of one stream when all are
+    :class:`Columns` (both sides read in C), else a pyarrow table."""
+    if all(isinstance(p, Columns) for p in parts):
+        return Columns([b for p in parts for b in p._batches])  # type: ignore[union-attr]
+    import pyarrow as pa
+
+    return pa.concat_tables([p.to_arrow() if isinstance(p, Columns) else p for p in parts])
+
+
+def constant_column(name: str, text: str, n: int) -> CColumn:
+    """A string column of ``n`` times ``text``."""
+    data = text.encode()
+    step = len(data)
+    offsets = array("i", range(0, (n + 1) * step, step)).tobytes() if step else bytes(4 * (n + 1))
+    return (name, "str", n, 0, None, data * n, offsets)
+
+
+def sequence_column(name: str, n: int, kind: str = "i64") -> CColumn:
+    """0 .. n-1 as an int32 (``i32``) or int64 (``i64``) column."""
+    return (name, kind, n, 0, None, array("i" if kind == "i32" else "q", range(n)).tobytes(), None)
 
 
 @dataclass
@@ -266,17 +348,8 @@ class FastDump:
     task: str
     has_md5: bool          # an md5 key in an op's argument lists (loader._has_md5)
     looks_mindspore: bool  # detect.looks_like_mindspore
-    ops: pa.Table          # op_name, n_rows, n_input_args, n_input, n_output
-    rows: pa.Table         # the tensors table of RowBuffer.to_arrow, without side and row_seq
-
-
-def _c_array(col: tuple[Any, ...]) -> tuple[str, pa.Array]:
-    name, kind, n, nulls, valid, data, offsets = col
-    buffers = [None if valid is None else pa.py_buffer(valid)]
-    if offsets is not None:
-        buffers.append(pa.py_buffer(offsets))
-    buffers.append(pa.py_buffer(data))
-    return name, pa.Array.from_buffers(_C_TYPES[kind], n, buffers, null_count=nulls)
+    ops: Columns           # op_name, n_rows, n_input_args, n_input, n_output
+    rows: Columns          # the tensors table of RowBuffer.to_arrow, without side and row_seq
 
 
 def flatten_c(buf: bytearray, compat: bool) -> FastDump | str:
@@ -291,9 +364,7 @@ def flatten_c(buf: bytearray, compat: bool) -> FastDump | str:
     if isinstance(out, str):
         return out
     task, has_md5, looks_ms, op_cols, row_cols = out
-    ops = pa.table(dict(_c_array(c) for c in op_cols))
-    rows = pa.table(dict(_c_array(c) for c in row_cols))
-    return FastDump(task, has_md5, looks_ms, ops, rows)
+    return FastDump(task, has_md5, looks_ms, Columns([op_cols]), Columns([row_cols]))
 
 
 def check_stack_c(buf: bytearray) -> str | None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import duckdb
-import pyarrow as pa
 
 from msq import db
 
@@ -73,6 +72,8 @@ def write_windows(con: duckdb.DuckDBPyConnection, compat: bool) -> None:
         LEFT JOIN tensors n ON n.side = 'npu' AND n.row_seq = r.npu_row
         ORDER BY r.out_seq""").fetchall()
     seqs = [r[0] for r in rows]
+    import pyarrow as pa  # lazy: --compat only
+
     wins = compat_windows([r[1] for r in rows])
     table = pa.table({
         "out_seq": pa.array([seqs[i] for i, _, _ in wins], pa.int64()),

@@ -16,15 +16,23 @@ from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import pyarrow as pa
+from typing import TYPE_CHECKING, Any
 
 from msq import interrupts, procs
-from msq.flatten import C_PADDING, Flattener, flatten_c
+from msq.flatten import (
+    C_PADDING,
+    Columns,
+    Flattener,
+    constant_column,
+    flatten_c,
+    sequence_column,
+)
 from msq.jsonio import check_pair_size, read_dump, read_padded
 from msq.mindspore.detect import looks_like_mindspore
 from msq.procs import gc_frozen
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 log = logging.getLogger("msq")
 
@@ -45,8 +53,8 @@ class SideData:
     has_md5: bool          # spec §1.5: an md5 key directly in an op's argument lists (the
                            # bench side is read only in the default mode, which refuses a mix)
     looks_mindspore: bool  # MindSpore op names or tensor types
-    ops: pa.Table
-    rows: pa.Table
+    ops: Columns | pa.Table   # Columns from the C reader: loaded without pyarrow
+    rows: Columns | pa.Table
 
     @property
     def tensor_dir(self) -> Path:
@@ -104,14 +112,10 @@ def _read_side_c(side: str, path: Path, compat: bool) -> SideData | None:
         log.debug("%s: read by the Python reader (the C reader found %s)", path, out)
         return None
     n_ops, n_rows = out.ops.num_rows, out.rows.num_rows
-    ops = pa.table({"side": pa.repeat(pa.scalar(side), n_ops),
-                    "op_seq": pa.array(range(n_ops), pa.int32()),
-                    "op_name": out.ops["op_name"], "n_rows": out.ops["n_rows"],
-                    "n_input_args": out.ops["n_input_args"], "n_input": out.ops["n_input"],
-                    "n_output": out.ops["n_output"]})
-    rows = pa.table({"side": pa.repeat(pa.scalar(side), n_rows),
-                     "row_seq": pa.array(range(n_rows), pa.int64()),
-                     **{name: out.rows[name] for name in out.rows.column_names}})
+    ops = out.ops.select(["op_name", "n_rows", "n_input_args", "n_input", "n_output"]) \
+        .with_columns([constant_column("side", side, n_ops), sequence_column("op_seq", n_ops, "i32")])
+    rows = out.rows.with_columns([constant_column("side", side, n_rows),
+                                  sequence_column("row_seq", n_rows)])
     return SideData(side, path, out.task, (side == "npu" or not compat) and out.has_md5,
                     out.looks_mindspore, ops, rows)
 
@@ -129,6 +133,8 @@ def _read_side(side: str, path: Path, compat: bool) -> SideData:
         lengths.append((_length(entry.get("input_args")), _length(entry.get("input")),
                         _length(entry.get("output"))))
     n_args, n_input, n_output = zip(*lengths) if lengths else ((), (), ())
+    import pyarrow as pa  # the Python reader's path only: the C reader's needs none
+
     ops = pa.table({"side": pa.array([side] * len(names), pa.string()),
                     "op_seq": pa.array(range(len(names)), pa.int32()),
                     "op_name": pa.array(names, pa.string()),

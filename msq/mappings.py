@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-import pyarrow as pa
 
 from msq import db
 from msq.errors import DumpError
@@ -93,6 +92,8 @@ def data_mapping_pairs(source: str | Path | dict[str, Any]) -> list[tuple[str, s
 def load_mapping_rows(con: duckdb.DuckDBPyConnection, kind: str,
                       pairs: list[tuple[str, str]]) -> None:
     """Insert mapping pairs as ``mappings`` rows (ord = position in the file)."""
+    import pyarrow as pa  # lazy: mapping files only
+
     table = pa.table({"kind": [kind] * len(pairs), "npu_key": [p[0] for p in pairs],
                       "bench_key": [p[1] for p in pairs],
                       "ord": pa.array(range(len(pairs)), pa.int32())})

@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import duckdb
-import pyarrow as pa
 
 from msq import db
 
@@ -84,6 +83,8 @@ def write_compat_pairs(con: duckdb.DuckDBPyConnection, candidates: str = "op_can
         sides[side] = con.execute(
             "SELECT op_seq, n_rows FROM ops WHERE side = ? ORDER BY op_seq", [side]).fetchall()
     pairs = stream_match(sides["npu"], sides["bench"], can_match)
+    import pyarrow as pa  # lazy: imported once the dumps are loaded (msq/flatten.py Columns)
+
     table = pa.table({
         "ord": pa.array(range(len(pairs)), pa.int32()),
         "npu_op": pa.array([p[0] for p in pairs], pa.int32()),

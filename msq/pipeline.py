@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-import pyarrow as pa
 
 from msq import db, interrupts
 from msq.blame.export import write_blame_outputs
@@ -23,7 +22,7 @@ from msq.config import Options, SingleInput, input_from_api, options_from_kwargs
 from msq.errors import DumpError, InputError, NothingComparedError, UsageError
 from msq.export.outputs import MARK_REASON, ensure_output_dir, write_outputs
 from msq.export.xlsx import renderer
-from msq.flatten import C_PADDING, check_stack_c, reader
+from msq.flatten import C_PADDING, check_stack_c, concat_columns, reader
 from msq.highlight import write_windows
 from msq.history import (
     RecordContext,
@@ -84,10 +83,11 @@ def load_sides(con: duckdb.DuckDBPyConnection, npu: SideData, bench: SideData) -
     MindSpore mapping rewrites them.
 
     One INSERT of both sides' Arrow batches (concatenated without a copy) scans them on every
-    core; one per side, and an UPDATE of match_name, took twice as long.
+    core; one per side, and an UPDATE of match_name, took twice as long. The C reader's columns
+    go to DuckDB as an Arrow C stream: pyarrow is not imported for them.
     """
-    db.insert_arrow(con, "ops", pa.concat_tables([npu.ops, bench.ops]))
-    db.insert_arrow(con, "tensors", pa.concat_tables([npu.rows, bench.rows]),
+    db.insert_arrow(con, "ops", concat_columns([npu.ops, bench.ops]))
+    db.insert_arrow(con, "tensors", concat_columns([npu.rows, bench.rows]),
                     select="*, disp_name AS match_name", by_name=True)
 
 
@@ -105,6 +105,8 @@ def load_stacks(con: duckdb.DuckDBPyConnection, stack_json: Path | None, stack_m
             check_stack(stack_json)
             return
         stacks = read_stack(stack_json)
+    import pyarrow as pa  # -s only
+
     db.insert_arrow(con, "stacks",
                     pa.table({"op_name": list(stacks), "stack": list(stacks.values())}))
 

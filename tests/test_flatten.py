@@ -13,14 +13,16 @@ import os
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from msq import flatten as flatten_mod
 from msq import loader
 from msq.errors import DumpError
-from msq.flatten import C_PADDING, check_stack_c, flatten_c
+from msq.flatten import C_PADDING, Columns, check_stack_c, concat_columns, flatten_c
 from msq.jsonio import check_stack, read_padded
 from tests.dumps import bwd, fwd, t, write_dump
 from tests.golden_util import GOLDEN
@@ -29,8 +31,10 @@ from tests.hostile.test_properties import dump_pairs
 pytestmark = pytest.mark.skipif(C_PADDING is None, reason="msq._flatten is not built")
 
 
-def same_table(a: pa.Table, b: pa.Table) -> None:
-    """Equal columns; doubles compared by their bits (NaN == NaN, -0.0 != 0.0)."""
+def same_table(a: Any, b: Any) -> None:
+    """Equal columns; doubles compared by their bits (NaN == NaN, -0.0 != 0.0). ``a`` and ``b``:
+    pyarrow tables, or the C reader's columns (msq.flatten.Columns) as pyarrow reads them."""
+    a, b = pa.table(a), pa.table(b)
     assert a.schema == b.schema
     for name in a.column_names:
         x, y = a[name].combine_chunks(), b[name].combine_chunks()
@@ -225,3 +229,40 @@ def test_stack_check(tmp_path: Path) -> None:
     check_stack(good)
     with pytest.raises(DumpError, match="expected a list of frames"):
         check_stack(bad)
+
+
+def test_both_sides_reach_duckdb_as_one_arrow_stream(tmp_path: Path) -> None:
+    """The C reader's columns go to DuckDB through the Arrow C stream interface (no pyarrow):
+    both sides, one stream of two batches, read as pyarrow's concatenation of the same tables."""
+    npu = write_dump(tmp_path / "n", {f"A.{i}.forward": fwd(t([i + 1], mx=i * 0.5)) for i in range(7)})
+    bench = write_dump(tmp_path / "b", {"B.0.forward": fwd(t([2], mx=float("nan"))),
+                                        "B.1.forward": fwd(None)})
+    sides = [loader._read_side_c(side, path, False) for side, path in (("npu", npu), ("bench", bench))]
+    assert sides[0] is not None and sides[1] is not None
+    assert isinstance(sides[0].rows, Columns)
+    both = concat_columns([sides[0].rows, sides[1].rows])
+    con = duckdb.connect()
+    con.register("both_sides", both)
+    got = con.sql("SELECT * FROM both_sides").to_arrow_table()
+    expected = pa.concat_tables([pa.table(sides[0].rows), pa.table(sides[1].rows)])
+    same_table(got, expected)
+    assert got.column("side").to_pylist()[:1] + got.column("side").to_pylist()[-1:] == ["npu", "bench"]
+    assert got.column("row_seq").to_pylist() == [*range(sides[0].rows.num_rows),
+                                                 *range(sides[1].rows.num_rows)]
+    # a stream is made anew each time it is asked for: the same rows a second time
+    assert con.sql("SELECT count(*) FROM both_sides").fetchall() == [(got.num_rows,)]
+
+
+@pytest.mark.parametrize("bad", [
+    [],                                                              # no batch
+    [[("a", "i32", 3, 0, None, bytes(8), None)]],                    # 2 values for 3
+    [[("a", "str", 2, 0, None, b"ab", b"\0\0\0\0\1\0\0\0\5\0\0\0")]],  # an offset past the data
+    [[("a", "i64", 1, 0, None, bytes(8), None)], [("b", "i64", 1, 0, None, bytes(8), None)]],
+    [[("a", "i64", 1, 1, None, bytes(8), None)]],                    # a null without validity
+    [[("a", "i64", 1, 0, None, bytes(8), None), ("b", "i64", 2, 0, None, bytes(16), None)]],
+    [[("a", "u8", 1, 0, None, bytes(8), None)]],                     # an unknown kind
+])
+def test_arrow_stream_refuses_malformed_columns(bad: list[Any]) -> None:
+    """The C stream checks every buffer against its length: DuckDB never reads past one."""
+    with pytest.raises(ValueError, match="arrow_stream"):
+        flatten_mod._c.arrow_stream(bad)

@@ -5,6 +5,9 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import duckdb
+import pytest
+
 
 def test_import_msq_loads_no_cli_and_no_torch():
     code = ("import sys, msq, msq.pipeline, msq.tensors.pool; "
@@ -55,3 +58,41 @@ def test_a_statistics_compare_loads_only_what_it_uses(tmp_path):
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip().splitlines()[-1] == "[]"
     assert len(list((tmp_path / "out").glob("compare_result_*.xlsx"))) == 1
+
+
+def test_a_statistics_compare_imports_neither_pyarrow_nor_numpy(tmp_path):
+    """Issue 15 #4: pyarrow and numpy cost ~0.25 s of a small compare's start-up. A PyTorch
+    statistics compare (whole CLI: blame with construct.json's nesting, workbook, advisor,
+    history) imports neither where the C parts are built: the C reader's columns reach DuckDB
+    as an Arrow C stream (msq.flatten.Columns), the workbook's rows come back as one
+    (msq.db.arrow_columns)."""
+    import json
+
+    from msq.export.xlsx import renderer
+    from msq.flatten import C_PADDING
+    from tests.dumps import fwd, t, write_pair
+
+    if C_PADDING is None or renderer() != "C":
+        pytest.skip("the C parts are not built: the Python reader and SQL renderer use pyarrow")
+    data = {f"Functional.relu.{i}.forward": fwd(t([4], mx=float(i))) for i in range(20)}
+    cfg = write_pair(tmp_path, data, dict(data, **{"Functional.relu.3.forward": fwd(t([4], mx=9.0))}))
+    for side in ("npu", "bench"):
+        (tmp_path / side / "step0" / "rank" / "construct.json").write_text(json.dumps(
+            {**{name: "Module.block.Block.forward.0" for name in data},
+             "Module.block.Block.forward.0": None}))
+    out_dir = tmp_path / "out"
+    code = ("import sys; from msq.cli import main\n"
+            "try:\n"
+            f"    main(['compare', {str(cfg)!r}, '-o', {str(out_dir)!r}, '-q'])\n"
+            "except SystemExit as exit:\n"
+            "    assert not exit.code, exit.code\n"
+            "print(sorted(m for m in ('pyarrow', 'numpy') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         check=False)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "[]"
+    assert len(list(out_dir.glob("compare_result_*.xlsx"))) == 1
+    assert len(list(out_dir.glob("advisor_*.txt"))) == 1
+    history = duckdb.connect(str(out_dir / "msq.duckdb"), read_only=True)
+    assert history.execute("SELECT count(*) FROM result_rows").fetchall() == [(40,)]
+    assert history.execute("SELECT count(*) FROM blame_rows").fetchall()[0][0] == 40

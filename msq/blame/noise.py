@@ -16,23 +16,30 @@ import dataclasses
 import logging
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
-
-import pyarrow as pa
+from typing import TYPE_CHECKING, Any
 
 from msq.errors import HistoryError
 
+if TYPE_CHECKING:
+    import pyarrow as pa
+
 log = logging.getLogger("msq")
 
-SCHEMA = pa.schema([("rank", pa.int32()), ("step", pa.int32()), ("npu_name", pa.string()),
-                    ("band", pa.float64())])
+def schema() -> pa.Schema:
+    """The bands table's columns."""
+    import pyarrow as pa  # lazy: only a run with noise bands needs it
+
+    return pa.schema([("rank", pa.int32()), ("step", pa.int32()), ("npu_name", pa.string()),
+                      ("band", pa.float64())])
 
 
 def bands_table(rows: Iterable[tuple[int | None, int | None, str, float]]) -> pa.Table:
     """``rank, step, npu_name, band`` rows as the table blame reads."""
+    import pyarrow as pa
+
     data = list(rows)
     cols: list[list[Any]] = [list(c) for c in zip(*data)] if data else [[], [], [], []]
-    return pa.table(cols, schema=SCHEMA)
+    return pa.table(cols, schema=schema())
 
 
 def bands_for(table: pa.Table | None, rank: int | None, step: int | None) -> pa.Table | None:

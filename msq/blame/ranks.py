@@ -15,13 +15,15 @@ import math
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
-import pyarrow as pa
 
 from msq import db
 from msq.blame.summary import ROW_FIELDS, BlameSummary, sheet_row
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 VIEW = "blame"
 #: Local sources listed in the JSON file (the history holds them all).
@@ -72,6 +74,8 @@ def view_file() -> db.SqlFile:
 
 
 def _rows_table(parts: list[RankBlame], run_id: str) -> pa.Table:
+    import pyarrow as pa  # lazy: a directory run's pass only
+
     rows: list[dict[str, Any]] = []
     for compare_id, part in enumerate(parts, start=1):
         seen: set[int] = set()

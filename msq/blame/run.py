@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import duckdb
-import pyarrow as pa
 
 from msq import db
 from msq.blame import noise
@@ -24,6 +23,8 @@ from msq.blame.ranks import RankBlame, combine, new_run_id, write_json
 from msq.blame.summary import BlameSummary, summarize
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+
     from msq.config import Options, SingleInput
     from msq.result import CompareResult
 

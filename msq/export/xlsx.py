@@ -21,13 +21,11 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import duckdb
-import numpy as np
-import pyarrow as pa
 
-from msq import interrupts
+from msq import db, interrupts
 from msq.db import atomic_write
 from msq.errors import ExportError
 
@@ -40,6 +38,9 @@ try:  # ISA-L's deflate (see _faster_deflate); zlib's is the fallback
     from isal import isal_zlib as _isal_zlib
 except ImportError:  # pragma: no cover (installed with msq; a bare source tree may lack it)
     _isal_zlib = None  # type: ignore[assignment]
+
+if TYPE_CHECKING:  # imported where used: the C path reads DuckDB's Arrow stream without them
+    import pyarrow as pa
 
 EXCEL_MAX_ROWS = 1_048_576
 #: zlib's level 1, the fastest it has: the sheets of a 100k-row compare are ~95 MB of XML
@@ -197,6 +198,7 @@ _FFFX = "\uffff".encode()[:2]
 
 def _row_tags(xml: pa.Array, first_row: int) -> bytes:
     """``<row r="first_row">cells</row>...`` for a batch of rendered rows, as UTF-8 bytes."""
+    import pyarrow as pa
     import pyarrow.compute as pc  # lazy: as in _rendered_rows
 
     numbers = pc.cast(pa.array(range(first_row, first_row + len(xml)), pa.int64()), pa.string())
@@ -465,10 +467,10 @@ _CArray = tuple[Any, Any, Any, int]
 class _CRows:
     """The sheet's columns as Arrow arrays, rendered into row XML by msq/export/_sheetxml.c."""
 
-    table: pa.Table           # keeps the buffers alive
+    table: Any                # keeps the buffers alive (a pyarrow table, or the buffers)
     columns: list[tuple[Any, ...]]
-    marks: pa.Buffer | None
-    order: pa.Buffer
+    marks: pa.Buffer | bytes | None
+    order: pa.Buffer | bytes
     n_rows: int
 
     def render(self, start: int, offset: int, count: int, first_row: int) -> bytes:
@@ -491,6 +493,8 @@ def renderer() -> str:
 
 
 def _c_buffers(array: pa.Array, kind: pa.DataType) -> _CArray | None:
+    import pyarrow as pa
+
     if array.type != kind:
         return None
     buffers = array.buffers()
@@ -531,9 +535,16 @@ def _c_rows(con: duckdb.DuckDBPyConnection, spec: SheetSpec) -> _CRows | None:
       FROM q LEFT JOIN mk ON mk.out_seq = q.out_seq
     """
     try:
+        # read from DuckDB's Arrow C stream in C where it can: no pyarrow nor numpy imported
+        fast = db.arrow_columns(con.cursor().sql(query))
+        if fast is not None:
+            return _c_rows_of(*fast, len(spec.columns), texts)
         table = con.cursor().sql(query).to_arrow_table().combine_chunks()
     except duckdb.Error as err:
         raise ExportError(f"cannot render the workbook rows: {err}") from err
+    import numpy as np
+    import pyarrow as pa
+
     columns: list[tuple[Any, ...]] = []
     for i in range(len(spec.columns)):
         if i in texts:
@@ -569,6 +580,32 @@ def _faster_deflate(entry: IO[bytes]) -> None:
         return
     entry._compressor = _isal_zlib.compressobj(  # type: ignore[attr-defined]
         _LEVEL, _isal_zlib.DEFLATED, -15)
+
+
+def _c_rows_of(n: int, got: dict[str, db.ArrowColumn], n_columns: int,
+               texts: list[int]) -> _CRows | None:
+    """:func:`_c_rows` from the buffers of :func:`msq.db.arrow_columns`."""
+
+    def part(name: str, fmt: str) -> _CArray | None:
+        kind, _, valid, offsets, data = got[name]
+        if kind != fmt:
+            return None
+        return (valid, offsets, data, 0) if n else (None, None, None, 0)
+
+    columns: list[tuple[Any, ...]] = []
+    for i in range(n_columns):
+        parts = [part(f"t{i}", "u")] if i in texts else \
+            [part(f"n{i}", "g"), part(f"s{i}", "u"), part(f"b{i}", "b")]
+        if any(p is None for p in parts):
+            return None
+        columns.append(("t" if i in texts else "c", *parts))
+    if n == 0:
+        return _CRows(got, columns, None, b"", 0)
+    seq, mark = got["_out_seq"], got["_mark"]
+    if seq[0] != "l" or mark[0] != "C":
+        return None
+    # one gather index instead of an ORDER BY of every column
+    return _CRows(got, columns, mark[4], db.stable_order(seq[4]), n)
 
 
 class _Sheets:
