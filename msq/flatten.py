@@ -282,6 +282,11 @@ class Columns:
         return sum(b[0][2] if b else 0 for b in self._batches)
 
     @property
+    def nbytes(self) -> int:
+        """The bytes of the column buffers."""
+        return sum(len(buf) for b in self._batches for c in b for buf in c[4:] if buf is not None)
+
+    @property
     def column_names(self) -> list[str]:
         return [c[0] for c in self._batches[0]]
 
