@@ -215,9 +215,10 @@ def parse_time_v(text: str) -> dict:
 
 def run_tool(tool: str, name: str, wdir: Path, base: list[str], extra: list[str],
              timeout: float) -> dict:
-    ts = datetime.now().strftime("%Y%m%d-%H%M%S")
+    # microseconds: a compare of under a second ran twice in the same second's folder
+    ts = datetime.now().strftime("%Y%m%d-%H%M%S-%f")
     rdir = wdir / "runs" / f"{tool}-{ts}"
-    rdir.mkdir(parents=True, exist_ok=True)
+    rdir.mkdir(parents=True)
     out = rdir / "out"
     out.mkdir()
     argv = tool_argv(tool, base, str(out), extra)
