@@ -245,9 +245,10 @@ def materialize_halves(con: duckdb.DuckDBPyConnection, view: str, column: str,
     table (``out_seq``: ``compare_rows``)."""
     low, high = quote_ident(f"_lo_{view}"), quote_ident(f"_hi_{view}")
     name = quote_ident(view)
-    beside = Beside(con, lambda cur: cur.execute(
-        f"CREATE TABLE {low} AS SELECT * FROM {name} WHERE {quote_ident(column)} < {int(middle)}"),
-        "half")
+    with interrupts.deferred():  # the thread started and its handle held, or neither
+        beside = Beside(con, lambda cur: cur.execute(
+            f"CREATE TABLE {low} AS SELECT * FROM {name} WHERE {quote_ident(column)} < "
+            f"{int(middle)}"), "half")
     try:
         con.execute(f"CREATE TABLE {high} AS SELECT * FROM {name} "
                     f"WHERE {quote_ident(column)} >= {int(middle)}")
@@ -263,6 +264,8 @@ class Beside(Generic[T]):
     A compare's tables are smaller than one DuckDB row group (122,880 rows), so each query runs
     on one core; two independent ones run on two. :meth:`result` waits (Ctrl-C still raising in
     the main thread); :meth:`stop` interrupts the query and waits for the thread to end.
+    Create it and assign it inside ``interrupts.deferred()``: a Ctrl-C between the thread's
+    start and the assignment leaves a thread nobody stops (it logged past the exit line).
     """
 
     def __init__(self, con: duckdb.DuckDBPyConnection, func: Callable[[duckdb.DuckDBPyConnection], T],

@@ -338,13 +338,17 @@ def _compute_default(con: duckdb.DuckDBPyConnection, mode: str, inp: SingleInput
     part = _DISPLAY_PART[mode]
     pending: PendingBlame | None = None
     try:
-        beside = db.Beside(con, lambda cur: db.materialize(cur, part), "display")
+        # a thread is started and its handle held, or neither: a Ctrl-C in between would leave
+        # the thread running, unstopped, past the exit line (deferred: raised once it is held)
+        with interrupts.deferred():
+            beside = db.Beside(con, lambda cur: db.materialize(cur, part), "display")
         try:
             db.materialize(con, "row_error")
             clock.lap("row_error")
             # where the error enters: blame reads row_error, not the views after it, and runs
             # beside them (msq.blame.run.PendingBlame)
-            pending = start_blame(con, mode, inp, opts)
+            with interrupts.deferred():  # started and held, or neither (see above)
+                pending = start_blame(con, mode, inp, opts)
             db.materialize(con, "verdicts")
             clock.lap("verdicts")
             beside.result()
