@@ -52,9 +52,10 @@ ROW_GROUP_ROWS = 32_768
 # the workbook of 500,000 rows takes ~13 s here, and another process waiting for the file
 # (a multi-rank compare) must get it well inside its 60 s.
 OVERLAP_MAX_ROWS = 500_000
-# Up to this many output rows their history columns are computed into memory while blame runs
-# (Recorder._stage_rows); above it, inside the insert (a second copy of 380,000 rows is ~0.1 GB).
-STAGE_MAX_ROWS = 250_000
+# The rows' history columns are selected inside the insert. Computing them first into a
+# temporary table beside blame (up to 2026-12-02) cost more than it overlapped: on the 100k-row
+# statistics bench, default mode, whole CLI interleaved, 11 pairs: slower in 10 (~0.2-0.7 s,
+# +0.2-1 s CPU); no different under --compat (bench/README, "The history recorder's staging copy").
 
 #: A history row takes at least this many bytes on disk, however well DuckDB compresses it
 #: (~60-250 measured): a record that cannot fit even so is refused before it writes.
@@ -237,24 +238,7 @@ class Recorder:
             self._cursor.close()  # drops the temp view hist_result with it
             self._done.set()
 
-    def _stage_rows(self) -> None:
-        """Compute the output rows' history columns now, into a temporary table of the compare's
-        database: the recorder starts once the result exists, while blame is still computed
-        (msq.pipeline), so this runs beside it; the insert into the file follows."""
-        if self._rows > STAGE_MAX_ROWS:
-            return  # held in memory twice would be too much: selected inside the insert
-        try:
-            self._cursor.execute(f"CREATE TEMP TABLE hist_rows_staged AS {self._rows_sql}")
-        except duckdb.Error as err:
-            if self._stop.is_set():
-                raise Aborted from None
-            raise HistoryError(f"{self.path}: could not record the compare ({first_lines(err)}); "
-                               "the outputs were written, the history was left unchanged"
-                               ) from err
-        self._rows_sql = "SELECT * FROM temp.hist_rows_staged"
-
     def _record(self) -> int:
-        self._stage_rows()
         if not self.path.parent.is_dir():
             raise HistoryError(f"{self.path}: its folder does not exist; create it or choose "
                                "another --db")
