@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import importlib
 import os
 import re
 import stat
@@ -339,44 +338,6 @@ def insert_arrow(con: duckdb.DuckDBPyConnection, table: str, data: pa.Table | An
                         f"SELECT {select} FROM {_ARROW_VIEW}")
     finally:
         con.unregister(_ARROW_VIEW)
-
-
-# the C helpers (msq/_flatten.c): optional; imported by name (see msq/flatten.py)
-_c: Any
-try:
-    _c = importlib.import_module("msq._flatten")
-except ImportError:  # pragma: no cover (no C compiler at install time)
-    _c = None
-
-#: One column of :func:`arrow_columns`: (format, null count, validity, offsets, data), Arrow's
-#: buffers from offset 0 (format: u utf8, g double, l int64, i int32, C uint8, b bits).
-ArrowColumn = tuple[str, int, "bytes | None", "bytes | None", bytes]
-
-
-def arrow_columns(relation: duckdb.DuckDBPyRelation) -> tuple[int, dict[str, ArrowColumn]] | None:
-    """The rows of ``relation`` (it runs now) as (row count, one buffer per column), read from
-    DuckDB's Arrow C stream in C (msq/_flatten.c ``read_stream``): pyarrow and numpy are not
-    imported (~0.25 s of a small compare). None, without running it, where the C helpers are
-    not built; None too when a column has another type (the caller then reads it again with
-    pyarrow)."""
-    if _c is None:
-        return None
-    got = _c.read_stream(relation.__arrow_c_stream__())
-    if isinstance(got, str):
-        return None
-    n = got[0][2] if got else 0
-    return n, {name: (fmt, nulls, valid, offs, data) for name, fmt, _, nulls, valid, offs, data in got}
-
-
-def stable_order(values: bytes) -> bytes:
-    """The int64 indices that sort the int64 ``values`` stably (C; numpy's argsort where the C
-    helpers are not built)."""
-    if _c is not None:
-        result: bytes = _c.stable_order(values)
-        return result
-    import numpy as np
-
-    return np.argsort(np.frombuffer(values, np.int64), kind="stable").astype(np.int64).tobytes()
 
 
 @contextlib.contextmanager

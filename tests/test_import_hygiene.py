@@ -65,7 +65,7 @@ def test_a_statistics_compare_imports_neither_pyarrow_nor_numpy(tmp_path):
     statistics compare (whole CLI: blame with construct.json's nesting, workbook, advisor,
     history) imports neither where the C parts are built: the C reader's columns reach DuckDB
     as an Arrow C stream (msq.flatten.Columns), the workbook's rows come back as one
-    (msq.db.arrow_columns)."""
+    (msq.flatten.arrow_columns)."""
     import json
 
     from msq.export.xlsx import renderer

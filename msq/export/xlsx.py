@@ -25,9 +25,10 @@ from typing import IO, TYPE_CHECKING, Any
 
 import duckdb
 
-from msq import db, interrupts
+from msq import interrupts
 from msq.db import atomic_write
 from msq.errors import ExportError
+from msq.flatten import ArrowColumn, arrow_columns, stable_order
 
 try:  # the C renderer (msq/export/_sheetxml.c): optional, as the other C extensions are
     from msq.export import _sheetxml  # type: ignore[attr-defined]
@@ -536,7 +537,7 @@ def _c_rows(con: duckdb.DuckDBPyConnection, spec: SheetSpec) -> _CRows | None:
     """
     try:
         # read from DuckDB's Arrow C stream in C where it can: no pyarrow nor numpy imported
-        fast = db.arrow_columns(con.cursor().sql(query))
+        fast = arrow_columns(con.cursor().sql(query))
         if fast is not None:
             return _c_rows_of(*fast, len(spec.columns), texts)
         table = con.cursor().sql(query).to_arrow_table().combine_chunks()
@@ -582,9 +583,9 @@ def _faster_deflate(entry: IO[bytes]) -> None:
         _LEVEL, _isal_zlib.DEFLATED, -15)
 
 
-def _c_rows_of(n: int, got: dict[str, db.ArrowColumn], n_columns: int,
+def _c_rows_of(n: int, got: dict[str, ArrowColumn], n_columns: int,
                texts: list[int]) -> _CRows | None:
-    """:func:`_c_rows` from the buffers of :func:`msq.db.arrow_columns`."""
+    """:func:`_c_rows` from the buffers of :func:`msq.flatten.arrow_columns`."""
 
     def part(name: str, fmt: str) -> _CArray | None:
         kind, _, valid, offsets, data = got[name]
@@ -605,7 +606,7 @@ def _c_rows_of(n: int, got: dict[str, db.ArrowColumn], n_columns: int,
     if seq[0] != "l" or mark[0] != "C":
         return None
     # one gather index instead of an ORDER BY of every column
-    return _CRows(got, columns, mark[4], db.stable_order(seq[4]), n)
+    return _CRows(got, columns, mark[4], stable_order(seq[4]), n)
 
 
 class _Sheets:
