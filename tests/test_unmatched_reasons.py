@@ -15,7 +15,9 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from msq import db, pipeline
 from msq.cli import main
+from msq.config import options_from_kwargs, parse_compare_json
 from tests.dumps import bwd, fwd, t, write_pair
 
 F32, I64, BF16 = "torch.float32", "torch.int64", "torch.bfloat16"
@@ -136,3 +138,47 @@ def test_compat_keeps_msprobe_texts_and_tolerance(tmp_path: Path) -> None:
     row = by_name["Functional.a.0.forward.output.0"]
     assert (row["Bench Name"], row["Err_message"]) == ("N/A", "No bench data matched.")
     assert "Reason" not in row
+
+
+def test_the_empty_stand_in_has_the_views_columns() -> None:
+    """pipeline.skip_unmatched_reasons replaces the view by NO_UNMATCHED_REASONS when every row
+    is matched: same names and types, or verdicts would change."""
+    con = db.connect()
+    db.run_schema(con)
+    db.load_views(con, variants=["statistics", "default"])
+    real = con.execute("DESCRIBE SELECT * FROM unmatched_reasons").fetchall()
+    assert con.execute(f"DESCRIBE {pipeline.NO_UNMATCHED_REASONS}").fetchall() == real
+
+
+def _verdicts(cfg: Path, out: Path) -> tuple[list[tuple[Any, ...]], str]:
+    inp = parse_compare_json(cfg)
+    opts = options_from_kwargs(False, True, False, {"record": False})
+    con, _, _, _ = pipeline.compute(inp, opts, out, "", None)
+    try:
+        rows = con.execute("SELECT * FROM verdicts ORDER BY out_seq").fetchall()
+        sql = db.scalar(con, "SELECT sql FROM duckdb_views() WHERE view_name = 'unmatched_reasons'")
+        return rows, str(sql)
+    finally:
+        con.close()
+
+
+@pytest.mark.parametrize("matched", [True, False], ids=["all matched", "one unmatched"])
+def test_verdicts_are_the_same_without_the_reasons_query(
+        matched: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every row matched: the stand-in is used and the verdicts (marks, rules, reasons: a red
+    row, a yellow one, a precision note) are those of the real view; a row unmatched: the real
+    view stays."""
+    npu = {"Functional.a.0.forward": fwd(t(), out=t(mx=5.0)),
+           "Functional.b.0.forward": fwd(t(mx=5.0), out=t(mx=1.05, dtype=BF16)),
+           "Functional.c.0.forward": op()}
+    bench = {"Functional.a.0.forward": fwd(t(), out=t(mx=1.0)),
+             "Functional.b.0.forward": fwd(t(mx=5.0), out=t(mx=1.0)),
+             "Functional.c.0.forward": op() if matched else op(I64)}
+    cfg = write_pair(tmp_path, npu, bench)
+    fast, stand_in = _verdicts(cfg, tmp_path / "fast")
+    monkeypatch.setattr(pipeline, "skip_unmatched_reasons", lambda con: None)
+    full, view = _verdicts(cfg, tmp_path / "full")
+    assert fast == full
+    assert ("WHERE false" in stand_in) is matched and "WHERE false" not in view
+    assert {row[1] for row in fast} >= {"red", "yellow"}
+    assert any("dtypes differ in precision" in (row[3] or "") for row in fast)
