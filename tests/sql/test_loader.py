@@ -98,3 +98,33 @@ def test_two_shipped_views_of_one_name_are_refused(tmp_path: Path,
     with pytest.raises(SqlFileError, match=r"sql/compare/rules/same\.sql: a view named same is "
                                            r"also defined in sql/compare/match/same\.sql"):
         db.view_files()
+
+
+def test_materialize_turns_a_view_into_a_table_of_its_rows() -> None:
+    con = db.connect()
+    con.execute("CREATE TABLE base AS SELECT range AS i FROM range(5)")
+    con.execute("CREATE VIEW twice AS SELECT i, 2 * i AS j FROM base")
+    con.execute("CREATE VIEW above AS SELECT j FROM twice WHERE j > 4")  # reads it by name
+    db.materialize(con, "twice")
+    con.execute("INSERT INTO base VALUES (10)")  # a table now: no longer recomputed
+    assert con.execute("SELECT table_name FROM duckdb_tables() ORDER BY 1").fetchall() == [
+        ("base",), ("twice",)]
+    assert sorted(_views(con)) == ["above"]
+    assert con.execute("SELECT j FROM above ORDER BY j").fetchall() == [(6,), (8,)]
+    db.materialize(con, "twice")  # a table already: nothing happens
+    db.materialize(con, "no_such_view")
+    assert con.execute("SELECT count(*) FROM twice").fetchall() == [(5,)]
+
+
+def test_a_view_that_fails_to_materialize_stays_a_view() -> None:
+    con = db.connect()
+    con.execute("CREATE TABLE base AS SELECT 1 AS i")
+    con.execute("CREATE VIEW broken AS SELECT i FROM base")
+    con.execute("DROP TABLE base")  # the view now reads a table that is gone
+    with pytest.raises(duckdb.CatalogException, match="base"):
+        db.materialize(con, "broken")
+    assert _views(con) == {"broken"}
+    assert con.execute("SELECT count(*) FROM duckdb_tables()").fetchall() == [(0,)]
+    con.execute("CREATE TABLE base AS SELECT 2 AS i")  # no transaction left open
+    db.materialize(con, "broken")
+    assert con.execute("SELECT * FROM broken").fetchall() == [(2,)]
