@@ -12,7 +12,6 @@ import signal
 import sys
 import time
 from collections.abc import Callable
-from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -49,23 +48,31 @@ def handle_errors(func: F) -> F:
             click.echo("msq: error: out of memory; free memory, compare smaller dumps, or use "
                        "fewer --workers", err=True)
             sys.exit(int(ExitStatus.ERROR))
-        except BrokenProcessPool:
-            if interrupts.received():
-                _interrupted()
-            # a worker (dump reader, tensor metrics, rank pair) was killed: the OOM killer, mostly
-            click.echo("msq: error: a worker process died (killed by the system, most often for "
-                       "lack of memory); free memory, compare smaller dumps, or use fewer --workers", err=True)
-            sys.exit(int(ExitStatus.ERROR))
-        except Exception:
+        except Exception as err:
             # Ctrl-C inside a DuckDB query surfaces as RuntimeError("Query interrupted"), inside
             # a process pool as a broken pool: still an interruption, not a bug.
             if interrupts.received():
                 _interrupted()
+            if _broken_pool(err):
+                # a worker (dump reader, tensor metrics, rank pair) was killed: the OOM killer,
+                # mostly
+                click.echo("msq: error: a worker process died (killed by the system, most often "
+                           "for lack of memory); free memory, compare smaller dumps, or use fewer "
+                           "--workers", err=True)
+                sys.exit(int(ExitStatus.ERROR))
             raise
         finally:
             restore()
 
     return wrapper  # type: ignore[return-value]
+
+
+def _broken_pool(err: Exception) -> bool:
+    """A process pool's worker died. Its class is looked up, not imported: only a compare that
+    ran a pool has imported concurrent.futures.process (and multiprocessing, ~13 ms of a small
+    compare's start)."""
+    process = sys.modules.get("concurrent.futures.process")
+    return process is not None and isinstance(err, process.BrokenProcessPool)
 
 
 def _interrupted() -> None:

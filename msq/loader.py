@@ -13,7 +13,6 @@ import logging
 import os
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -232,6 +231,8 @@ def _receive(proc: Any, receiver: Any) -> SideData:
     try:
         kind, value = receiver.recv()
     except EOFError:  # the worker died without an answer: the OOM killer, mostly
+        from concurrent.futures.process import BrokenProcessPool  # imported with the workers
+
         raise BrokenProcessPool(f"{proc.name} exited with status {proc.exitcode}") from None
     if kind == "error":
         raise value

@@ -65,7 +65,7 @@ def test_a_statistics_compare_imports_neither_pyarrow_nor_numpy(tmp_path):
     statistics compare (whole CLI: blame with construct.json's nesting, workbook, advisor,
     history) imports neither where the C parts are built: the C reader's columns reach DuckDB
     as an Arrow C stream (msq.flatten.Columns), the workbook's rows come back as one
-    (msq.flatten.arrow_columns)."""
+    (msq.flatten.arrow_columns). Nor multiprocessing (~13 ms): it starts no process pool."""
     import json
 
     from msq.export.xlsx import renderer
@@ -86,7 +86,8 @@ def test_a_statistics_compare_imports_neither_pyarrow_nor_numpy(tmp_path):
             f"    main(['compare', {str(cfg)!r}, '-o', {str(out_dir)!r}, '-q'])\n"
             "except SystemExit as exit:\n"
             "    assert not exit.code, exit.code\n"
-            "print(sorted(m for m in ('pyarrow', 'numpy') if m in sys.modules))")
+            "print(sorted(m for m in ('pyarrow', 'numpy', 'multiprocessing', "
+            "'concurrent.futures.process') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                          check=False)
     assert out.returncode == 0, out.stderr
