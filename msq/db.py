@@ -166,12 +166,14 @@ def create_view(con: duckdb.DuckDBPyConnection, file: SqlFile, *, defer: bool = 
     an error in one is reported at load, with its file.
     """
     option = " WITH (DEFER_BINDING)" if defer and can_defer_binding(con) else ""
+    match = _DESCRIPTION.search(file.text)
+    # the view and its comment in one round trip (a compare creates two dozen views); the
+    # semicolon on a line of its own: the body may end with a -- comment
+    comment = (f"\n;\nCOMMENT ON VIEW {quote_ident(file.name)} IS {quote_str(match.group(1).strip())}"
+               if match else "")
     try:
-        con.execute(f"CREATE OR REPLACE VIEW {quote_ident(file.name)}{option} AS\n{file.body}")
-        match = _DESCRIPTION.search(file.text)
-        if match:
-            con.execute(f"COMMENT ON VIEW {quote_ident(file.name)} IS "
-                        f"{quote_str(match.group(1).strip())}")
+        con.execute(f"CREATE OR REPLACE VIEW {quote_ident(file.name)}{option} AS\n{file.body}"
+                    f"{comment}")
     except duckdb.Error as err:
         raise SqlFileError(f"{file.origin}: {err}") from err
 

@@ -128,3 +128,15 @@ def test_a_view_that_fails_to_materialize_stays_a_view() -> None:
     con.execute("CREATE TABLE base AS SELECT 2 AS i")  # no transaction left open
     db.materialize(con, "broken")
     assert con.execute("SELECT * FROM broken").fetchall() == [(2,)]
+
+
+def test_a_view_ending_with_a_comment_line_keeps_its_description(tmp_path: Path) -> None:
+    (tmp_path / "compare" / "rules").mkdir(parents=True)
+    (tmp_path / "compare" / "rules" / "my_rule.sql").write_text(
+        "-- description: it's mine\nSELECT 1 AS one\n-- a last note, no newline after it")
+    con = db.connect()
+    db.run_schema(con)
+    db.load_views(con, user_dirs=[tmp_path], variants=["statistics"])
+    assert con.execute("SELECT comment FROM duckdb_views() WHERE view_name = 'my_rule'"
+                       ).fetchall() == [("it's mine",)]
+    assert con.execute("SELECT * FROM my_rule").fetchall() == [(1,)]
