@@ -72,7 +72,8 @@ def load_nesting(con: duckdb.DuckDBPyConnection, side: str, dump_json: Path) -> 
 
 def run_blame(con: duckdb.DuckDBPyConnection, mode: str, npu_json: Path, bench_json: Path, *,
               run_id: str | None = None, bands: pa.Table | None = None,
-              noise_source: str | None = None, user_dirs: Iterable[Path] = ()) -> None:
+              noise_source: str | None = None, user_dirs: Iterable[Path] = (),
+              row_error_table: bool = False) -> None:
     """Compute blame for the compare in ``con`` (its rows, errors and metrics are in place).
 
     Args:
@@ -84,6 +85,8 @@ def run_blame(con: duckdb.DuckDBPyConnection, mode: str, npu_json: Path, bench_j
         bands: ``npu_name, band`` of a reference noise run (see :mod:`msq.blame.noise`).
         noise_source: what the bands come from (a path or a history label), for the outputs.
         user_dirs: user SQL folders (a ``blame/`` folder there overrides a view by name).
+        row_error_table: ``row_error`` is a table already (the pipeline's case): not looked up
+            in the catalog again (a lookup waits while the pipeline's other cursor writes).
     """
     con.execute("INSERT INTO blame_params VALUES (?, ?, ?, ?)",
                 [run_id, FLOOR_FACTOR, AMP_LIMIT, noise_source if bands is not None else None])
@@ -92,5 +95,5 @@ def run_blame(con: duckdb.DuckDBPyConnection, mode: str, npu_json: Path, bench_j
     if bands is not None and bands.num_rows:
         db.insert_arrow(con, "blame_bands", bands.select(["npu_name", "band"]))
     db.load_views(con, folders=("compare/blame",), user_dirs=user_dirs, variants=[mode])
-    for view in MATERIALIZED:
+    for view in MATERIALIZED[1:] if row_error_table else MATERIALIZED:
         db.materialize(con, view)

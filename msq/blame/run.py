@@ -66,7 +66,7 @@ def start_run(opts: Options, output_dir: Path, dispatch: noise.Dispatch) -> None
 def blame_compare(con: duckdb.DuckDBPyConnection, mode: str, inp: SingleInput,
                   opts: Options) -> BlameSummary | None:
     """The pipeline's hook: blame of one compare (its tables stay in ``con`` for the outputs
-    and the history); None when blame is off."""
+    and the history); None when blame is off. ``row_error`` is a table by now."""
     if not blame_on(opts):
         return None
     from msq.history.recorder import parse_rank_step  # lazy: the history package is heavy
@@ -75,7 +75,7 @@ def blame_compare(con: duckdb.DuckDBPyConnection, mode: str, inp: SingleInput,
     rank, step = parse_rank_step(Path(inp.npu_json))
     run_blame(con, mode, Path(inp.npu_json), Path(inp.bench_json), run_id=run.run_id,
               bands=noise.bands_for(run.bands, rank, step), noise_source=run.noise_source,
-              user_dirs=[Path(opts.sql_dir)] if opts.sql_dir else [])
+              user_dirs=[Path(opts.sql_dir)] if opts.sql_dir else [], row_error_table=True)
     summary = summarize(con)
     summary.rank = rank
     return summary
