@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from msq import interrupts
 from msq.config import Options, SingleInput
@@ -73,14 +73,15 @@ class EarlyMetrics:
                  len(names))
         return cls(background, names, npu_dir, bench_dir)
 
-    def take(self) -> tuple[pa.Table, dict[str, int]] | None:
-        """The early rows and their index by file name; None when the early run failed."""
+    def take(self) -> dict[str, tuple[Any, ...]] | None:
+        """The early rows by file name (see :func:`msq.tensors.pool.metrics_table`); None when
+        the early run failed."""
         try:
-            table = self.background.result()
+            rows = self.background.rows()
         except Exception as exc:  # noqa: BLE001  (recomputed by the caller, errors included)
             log.debug("early tensor metrics dropped: %s", exc)
             return None
-        return table, {name: i for i, name in enumerate(self.names)}
+        return {self.names[row[0]]: row for row in rows}
 
     def cancel(self) -> None:
         self.background.cancel()
@@ -131,23 +132,25 @@ def _metrics_of(jobs: list[TensorJob], opts: Options, early: EarlyMetrics | None
     import pyarrow as pa  # lazy: this module loads before pyarrow (see EarlyMetrics)
 
     with interrupts.deferred():  # C extensions: imported whole
-        from msq.tensors.pool import compute_metrics  # lazy: the tensor engine
+        from msq.tensors.pool import compute_metrics, metrics_table  # lazy: the tensor engine
 
     got = early.take() if early is not None else None
     if got is None:
         return compute_metrics(jobs, compat=opts.is_compat, workers=opts.workers)
-    table, index = got
-    reused_ids, reused_rows, rest = [], [], []
+    # the early rows are picked as Python rows, then made one table: a pyarrow take() would
+    # import pyarrow.compute (~0.15 s of CPU: its kernels' library and ~300 wrappers)
+    reused_ids: list[int] = []
+    reused_rows: list[tuple[Any, ...]] = []
+    rest = []
     for job in jobs:
         same = job.npu_file is not None and job.npu_file == job.bench_file
-        row = index.get(job.npu_file) if same and job.npu_file is not None else None
+        row = got.get(job.npu_file) if same and job.npu_file is not None else None
         if row is None:
             rest.append(job)
         else:
+            reused_rows.append((len(reused_ids), *row[1:]))
             reused_ids.append(job.job_id)
-            reused_rows.append(row)
-    ids = pa.array(reused_ids, pa.int64())
-    reused = table.take(reused_rows).set_column(0, table.schema.field(0), ids)
+    reused = metrics_table(reused_rows, reused_ids)
     if not rest:
         return reused
     computed = compute_metrics(rest, compat=opts.is_compat, workers=opts.workers)

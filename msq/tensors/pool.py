@@ -429,11 +429,16 @@ class Background:
 
     def result(self) -> pa.Table:
         """Wait for every job; the table of :func:`compute_metrics`. Raises what a worker raised."""
+        return _to_table(self.rows(), self._ids)
+
+    def rows(self) -> list[_Row]:
+        """Wait for every job; their rows as :func:`metrics_table` takes them (``row[0]``: the
+        job's position in the jobs started). Raises what a worker raised."""
         interrupts.wait_for(self._done)
         if self._error is not None:
             raise self._error
         assert self._rows is not None
-        return _to_table(self._rows, self._ids)
+        return self._rows
 
     def cancel(self) -> None:
         """Stop handing out work and wait for the tasks already running (each is short); the
@@ -618,6 +623,12 @@ def _merge(measure: Measure, job_id: int, parts: list[Stats], opened: Opened) ->
     for part in parts:
         total.merge(part)
     return measure.finish(job_id, total, opened)
+
+
+def metrics_table(rows: list[_Row], ids: list[int]) -> pa.Table:
+    """The table of :func:`compute_metrics` from job rows whose ``row[0]`` is a position in
+    ``ids`` (the job ids); sorted by it (the list is sorted in place)."""
+    return _to_table(rows, ids)
 
 
 def _to_table(rows: list[_Row], ids: list[int]) -> pa.Table:
