@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -39,6 +40,10 @@ def queries(op: str) -> dict[str, str]:
         # README: one op across all rank-steps and every labelled run
         "op_trend_one_op": "SELECT label, step, rank, max_diff, max_rel_pct, mark FROM op_trend "
                            f"WHERE npu_name = '{op}' ORDER BY label, step, rank",
+        # target 5's question on the big history: one op across two labelled runs
+        "op_trend_two_runs": "SELECT label, step, rank, max_diff, max_rel_pct, mark FROM op_trend "
+                             f"WHERE npu_name = '{op}' AND label IN ('run01', 'run02') "
+                             "ORDER BY label, step, rank",
         # a query over every row of every run
         "all_runs_by_label": "SELECT label, count(*) AS rows, count(mark) AS marked, "
                              "max(abs(max_diff)) AS worst FROM op_trend GROUP BY label ORDER BY label",
@@ -48,17 +53,21 @@ def queries(op: str) -> dict[str, str]:
 
 
 def time_query(msq: list[str], db: Path, sql: str, repeat: int) -> dict:
-    walls = []
+    walls, cpus = [], []
     out = ""
     for _ in range(repeat):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
         p = subprocess.run([*msq, "sql", "--db", str(db), sql], capture_output=True, text=True, check=False)
         walls.append(time.perf_counter() - t0)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpus.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
         if p.returncode != 0:
             return {"error": p.stderr.strip()[-400:], "rc": p.returncode}
         out = p.stdout
     return {"median_s": round(statistics.median(walls), 3), "min_s": round(min(walls), 3),
-            "max_s": round(max(walls), 3), "out_lines": out.count("\n")}
+            "max_s": round(max(walls), 3), "cpu_s": round(statistics.median(cpus), 3),
+            "out_lines": out.count("\n")}
 
 
 def pick_op(msq: list[str], db: Path) -> str:
@@ -71,8 +80,8 @@ def pick_op(msq: list[str], db: Path) -> str:
     return lines[-1].strip().strip('"')
 
 
-def measure(msq: list[str], db: Path, runs_done: int, repeat: int) -> dict:
-    op = pick_op(msq, db)
+def measure(msq: list[str], db: Path, runs_done: int, repeat: int, op: str | None = None) -> dict:
+    op = op or pick_op(msq, db)
     rec: dict = {"when": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                  "runs": runs_done, "db_mb": round(db.stat().st_size / 1e6, 1),
                  "wal_mb": round(db.with_suffix(".duckdb.wal").stat().st_size / 1e6, 1)
@@ -94,6 +103,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="comma-separated run counts after which to time the queries")
     ap.add_argument("--query-repeat", type=int, default=3)
     ap.add_argument("--queries-only", action="store_true")
+    ap.add_argument("--op", help="the op of the one-op queries (default: the 101st row's npu_name)")
     ap.add_argument("--timeout", type=float, default=3600.0)
     a = ap.parse_args(argv)
     wdir, db = a.workdir.resolve(), a.db.resolve()
@@ -106,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(rec), flush=True)
 
     if a.queries_only:
-        record(measure(msq, db, -1, a.query_repeat))
+        record(measure(msq, db, -1, a.query_repeat, a.op))
         return 0
     db.parent.mkdir(parents=True, exist_ok=True)
     done = {int(x) for x in a.measure_after.split(",") if x}

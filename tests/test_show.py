@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from msq.cli import main
-from tests.history.builders import LINEAR1_OUT, RELU_OUT, build_roots, single_card
+from tests.history.builders import LINEAR1_OUT, RELU_OUT, as_version_3, build_roots, single_card
 
 PATH_LINES = ("  NPU:", "  bench:", "  files:", "        ", "  read from")
 
@@ -213,6 +213,7 @@ def test_a_version_1_history_shows_the_rules(one_card: tuple[Path, Result]) -> N
     column shows the rules' names it has."""
     out, _ = one_card
     db = out / "msq.duckdb"
+    as_version_3(db)  # then without the reason column: the layout of version 1
     con = duckdb.connect(str(db))
     con.execute("ALTER TABLE result_rows DROP COLUMN reason")
     con.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")

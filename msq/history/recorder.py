@@ -302,9 +302,8 @@ class Recorder:
             self._check_space()
             compare_id = int(db.scalar(cur, "SELECT coalesce(max(compare_id), 0) + 1 "
                                           f"FROM {ALIAS}.compares"))
-            cur.execute(f"INSERT INTO {ALIAS}.result_rows BY NAME "
-                        f"SELECT ?::BIGINT AS compare_id, * FROM (\n{self._rows_sql}\n)",
-                        [compare_id])
+            cur.execute(f"CREATE OR REPLACE TEMP VIEW hist_rows AS\n{self._rows_sql}")
+            insert_result_rows(cur, "hist_rows", compare_id)
             for table, sql in prepare_blame(cur):
                 cur.execute(f"INSERT INTO {ALIAS}.{table} BY NAME "
                             f"SELECT ?::BIGINT AS compare_id, * FROM (\n{sql}\n)", [compare_id])
@@ -392,6 +391,40 @@ def _insert_compare(cur: duckdb.DuckDBPyConnection, compare_id: int,
     cols = ["compare_id", *row]
     cur.execute(f"INSERT INTO {ALIAS}.compares ({', '.join(cols)}) "
                 f"VALUES ({', '.join('?' for _ in cols)})", [compare_id, *row.values()])
+
+
+# The compare's names not yet in the history's dictionary get the next keys, in the order of
+# their first row (op, NPU, bench name within a row; docs/schema.md, "names").
+_NEW_NAMES = f"""
+INSERT INTO {ALIAS}.names
+SELECT (SELECT coalesce(max(name_id), 0) FROM {ALIAS}.names)
+         + (row_number() OVER (ORDER BY first))::INTEGER, name
+FROM (SELECT name, min(out_seq * 3 + slot) AS first
+      FROM (SELECT out_seq, unnest([0, 1, 2]) AS slot,
+                   unnest([op_name, npu_name, bench_name]) AS name FROM {{rows}})
+      WHERE name IS NOT NULL GROUP BY name) s
+WHERE NOT EXISTS (SELECT 1 FROM {ALIAS}.names h WHERE h.name = s.name)
+"""
+# The rows with their names' keys (0: NULL, the absent side). Three joins on the names cost
+# ~0.1 s a 100k-row compare; one join of the rows' names unnested, pivoted back, cost the same.
+_KEYED_ROWS = f"""
+INSERT INTO {ALIAS}.result_data BY NAME
+SELECT ?::BIGINT AS compare_id, r.* EXCLUDE (op_name, npu_name, bench_name),
+       coalesce(o.name_id, 0) AS op_id, coalesce(n.name_id, 0) AS npu_id,
+       coalesce(b.name_id, 0) AS bench_id
+FROM {{rows}} r
+LEFT JOIN {ALIAS}.names o ON o.name = r.op_name
+LEFT JOIN {ALIAS}.names n ON n.name = r.npu_name
+LEFT JOIN {ALIAS}.names b ON b.name = r.bench_name
+"""
+
+
+def insert_result_rows(con: duckdb.DuckDBPyConnection, rows: str, compare_id: int) -> None:
+    """Append one compare's output rows (the relation ``rows``, in ``result_rows``' shape
+    without compare_id) to the attached history: new names into ``names``, the rows with
+    their names' keys into ``result_data``. Inside the caller's transaction."""
+    con.execute(_NEW_NAMES.format(rows=rows))
+    con.execute(_KEYED_ROWS.format(rows=rows), [compare_id])
 
 
 def prepare_rows(con: duckdb.DuckDBPyConnection, mode: str) -> str:

@@ -22,7 +22,13 @@ import duckdb
 from msq import db, interrupts
 from msq.errors import HistoryError
 from msq.history import schema
-from msq.history.recorder import ALIAS, ROW_GROUP_ROWS, _insert_compare, _mapping_text
+from msq.history.recorder import (
+    ALIAS,
+    ROW_GROUP_ROWS,
+    _insert_compare,
+    _mapping_text,
+    insert_result_rows,
+)
 from msq.history.store import first_lines, lock_timeout, open_error, with_lock_retry
 
 if TYPE_CHECKING:
@@ -83,6 +89,9 @@ class RunRecorder:
             for table, arrow in rows.items():
                 con.register("_pair_rows", arrow)
                 try:
+                    if table == "result_rows":  # a view: its rows go into names and result_data
+                        insert_result_rows(con, "_pair_rows", compare_id)
+                        continue
                     con.execute(f"INSERT INTO {ALIAS}.{table} BY NAME "
                                 "SELECT ?::BIGINT AS compare_id, * FROM _pair_rows", [compare_id])
                 finally:

@@ -22,7 +22,7 @@ from msq.version import VERSION
 
 log = logging.getLogger("msq")
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 
 def _migration_folder() -> Traversable | Path:

@@ -136,6 +136,19 @@ def count(db: Path, query: str = "SELECT count(*) FROM compares") -> int:
         con.close()
 
 
+def as_version_3(db: Path) -> None:
+    """Rewrite a history into the layout schema version 3 wrote: ``result_rows`` a table of
+    names (no ``names`` dictionary, no ``result_data``), the same rows in recording order."""
+    con = duckdb.connect(str(db))
+    con.execute("CREATE TABLE v3_rows AS SELECT * FROM result_rows ORDER BY compare_id, out_seq")
+    con.execute("DROP VIEW result_rows")
+    con.execute("DROP TABLE result_data")
+    con.execute("DROP TABLE names")
+    con.execute("ALTER TABLE v3_rows RENAME TO result_rows")
+    con.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
+    con.close()
+
+
 def set_version(db: Path, version: str) -> None:
     con = duckdb.connect(str(db))
     con.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", [version])

@@ -176,13 +176,14 @@ def test_docs_schema_documents_every_table_and_view(hist: Path) -> None:
             "SELECT table_name FROM duckdb_tables() UNION ALL "
             "SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()]
         columns = con.execute("SELECT table_name, column_name FROM information_schema.columns "
-                              "WHERE table_name IN ('compares', 'result_rows', 'blame_rows')"
+                              "WHERE table_name IN ('compares', 'result_rows', 'blame_rows', "
+                              "'names', 'result_data')"
                               ).fetchall()
     finally:
         con.close()
     assert sorted(names) == ["blame", "blame_edges", "blame_rows", "compares",
-                             "first_divergence", "meta", "noise_bands", "op_trend",
-                             "regressions", "result_rows", "runs"]
+                             "first_divergence", "meta", "names", "noise_bands", "op_trend",
+                             "regressions", "result_data", "result_rows", "runs"]
     for name in names:
         assert f"### `{name}`" in text
     missing = [f"{t}.{c}" for t, c in columns if f"`{c}`" not in text]

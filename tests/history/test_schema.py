@@ -14,7 +14,14 @@ from msq import history
 from msq.cli import main
 from msq.errors import HistoryError
 from msq.history import schema
-from tests.history.builders import LINEAR1_OUT, count, run_api, set_version, single_card
+from tests.history.builders import (
+    LINEAR1_OUT,
+    as_version_3,
+    count,
+    run_api,
+    set_version,
+    single_card,
+)
 
 
 def test_newer_schema_is_refused_by_name(made: tuple[Path, Path], tmp_path: Path) -> None:
@@ -55,7 +62,7 @@ def test_older_schema_is_migrated_in_the_same_transaction(made: tuple[Path, Path
     monkeypatch.setattr(schema, "SCHEMA_VERSION", later)
     monkeypatch.setattr(schema, "_migration_folder", lambda: migrations)
     # a broken migration leaves the file as it was
-    (migrations / f"v{later}.sql").write_text("ALTER TABLE result_rows ADD COLUMN note VARCHAR;\n"
+    (migrations / f"v{later}.sql").write_text("ALTER TABLE result_data ADD COLUMN note VARCHAR;\n"
                                               "ALTER TABLE no_such_table ADD COLUMN x INTEGER;\n")
     with pytest.raises(HistoryError, match=f"migrating to history schema version {later} failed"):
         run_api(cj, tmp_path / "out", db=db)
@@ -63,8 +70,8 @@ def test_older_schema_is_migrated_in_the_same_transaction(made: tuple[Path, Path
         (str(now),)]
     assert count(db) == 1
     (migrations / f"v{later}.sql").write_text(
-        "ALTER TABLE result_rows ADD COLUMN note VARCHAR;\n"
-        f"UPDATE result_rows SET note = 'before v{later}';\n")
+        "ALTER TABLE result_data ADD COLUMN note VARCHAR;\n"
+        f"UPDATE result_data SET note = 'before v{later}';\n")
     run_api(cj, tmp_path / "out", db=db)
     assert history.query(db, "SELECT value FROM meta WHERE key = 'schema_version'").rows == [
         (str(later),)]
@@ -76,8 +83,11 @@ def test_a_version_1_file_gains_the_reason_column(made: tuple[Path, Path], tmp_p
     """Schema version 2 (sql/history/migrate/v2.sql): result_rows.reason; the rows recorded
     before keep it NULL, the new ones carry the default mode's Reason."""
     _, db = made
-    con = duckdb.connect(str(db))  # the file as version 1 wrote it: no reason column
+    as_version_3(db)
+    con = duckdb.connect(str(db))  # the file as version 1 wrote it: no reason column, no blame
     con.execute("ALTER TABLE result_rows DROP COLUMN reason")
+    con.execute("DROP TABLE blame_rows")
+    con.execute("DROP TABLE blame_edges")
     con.close()
     set_version(db, "1")
     before = history.query(db, "SELECT * FROM result_rows").columns
@@ -103,9 +113,13 @@ def test_a_version_2_file_gets_the_blame_tables(made: tuple[Path, Path], tmp_pat
     compares kept (without blame rows), the new compare with them."""
     cj, _ = made
     old = tmp_path / "v2.duckdb"
+    run_api(cj, tmp_path / "scratch", db=old)
+    as_version_3(old)  # then without blame and without rows: an empty version-2 file
     con = duckdb.connect(str(old))
-    con.execute(db_sql.sql_file("history/schema/10_tables.sql").text)
-    con.execute("INSERT INTO meta VALUES ('schema_version', '2')")
+    for statement in ("DROP TABLE blame_rows", "DROP TABLE blame_edges",
+                      "DELETE FROM result_rows", "DELETE FROM compares",
+                      "UPDATE meta SET value = '2' WHERE key = 'schema_version'"):
+        con.execute(statement)
     con.close()
     run_api(cj, tmp_path / "out", db=old)
     assert history.query(old, "SELECT value FROM meta WHERE key = 'schema_version'").rows == [

@@ -1,4 +1,4 @@
--- The history database (schema version 3): every compare msq recorded, and every output row.
+-- The history database (schema version 4): every compare msq recorded, and every output row.
 -- Executed inside the history file (USE) in one transaction; see docs/schema.md.
 CREATE TABLE IF NOT EXISTS meta (
   key VARCHAR PRIMARY KEY,   -- schema_version | created_at | created_by
@@ -38,15 +38,25 @@ CREATE TABLE IF NOT EXISTS compares (
   suspect_line BIGINT,            -- the advisor's first failing row (out_seq); NULL when none
   suspect VARCHAR                 -- its NPU name; NULL when none
 );
--- One row per output line of each compare: names, every metric as a typed column, the verdict
--- and the colour. A metric cell that is text in the workbook ("N/A", "None", "nan", "unsupported")
--- keeps its number column NULL (or NaN/inf for non-finite values) and its text in <metric>_text.
-CREATE TABLE IF NOT EXISTS result_rows (
+-- The op dictionary (schema version 4): every op and row name the history holds, once, with its
+-- key. result_data holds the keys; the view result_rows joins the names back, so a filter on a
+-- name reads this small table and the scan of result_data compares integers. name_id 0 is the
+-- absent name (NULL), so the view's joins are inner joins (DuckDB's fast perfect-hash join).
+CREATE TABLE IF NOT EXISTS names (
+  name_id INTEGER,                -- 0: NULL; then 1, 2, 3, ... as the names were first recorded
+  name VARCHAR                    -- an op_name, npu_name or bench_name; each name once
+);
+INSERT INTO names SELECT 0, NULL WHERE NOT EXISTS (SELECT 1 FROM names WHERE name_id = 0);
+-- One row per output line of each compare: every metric as a typed column, the verdict and the
+-- colour; its names are keys into names (read them through the view result_rows). A metric cell
+-- that is text in the workbook ("N/A", "None", "nan", "unsupported") keeps its number column NULL
+-- (or NaN/inf for non-finite values) and its text in <metric>_text.
+CREATE TABLE IF NOT EXISTS result_data (
   compare_id BIGINT,
   out_seq BIGINT,                 -- 0-based line in the workbook (the advisor's "Line")
   kind VARCHAR,                   -- matched | npu_only | bench_only | npu_extra | mapped
-  op_name VARCHAR,                -- the dump.json entry (NPU side; bench side for bench-only rows)
-  npu_name VARCHAR, bench_name VARCHAR,  -- NULL on the absent side
+  op_id INTEGER,                  -- names.name_id of op_name (0: NULL)
+  npu_id INTEGER, bench_id INTEGER,  -- of npu_name and bench_name (0 on the absent side)
   npu_dtype VARCHAR, bench_dtype VARCHAR,
   npu_shape VARCHAR, bench_shape VARCHAR,
   -- statistics mode
@@ -88,3 +98,13 @@ CREATE TABLE IF NOT EXISTS result_rows (
   reason VARCHAR                  -- Reason (default mode, schema version 2): the rule that marked the
                                   -- row and its numbers, a dtype note, or why it is unmatched
 );
+-- result_rows: result_data with its names (the table of schema versions 1-3, same columns, same
+-- order): op_name is the dump.json entry (NPU side; bench side for bench-only rows), npu_name and
+-- bench_name are NULL on the absent side. Stored in the file, like a table (docs/schema.md).
+CREATE VIEW IF NOT EXISTS result_rows AS
+SELECT r.compare_id, r.out_seq, r.kind, o.name AS op_name, n.name AS npu_name, b.name AS bench_name,
+       r.* EXCLUDE (compare_id, out_seq, kind, op_id, npu_id, bench_id)
+FROM result_data r
+JOIN names o ON o.name_id = r.op_id
+JOIN names n ON n.name_id = r.npu_id
+JOIN names b ON b.name_id = r.bench_id;
