@@ -48,8 +48,12 @@ other_op AS (  -- the other side's op of the same name
   FROM u_ops uo JOIN op_names o ON o.side <> uo.side AND o.op = uo.op
   GROUP BY ALL
 ),
+u_op_rows AS MATERIALIZED (  -- the rows of the unmatched ops (first: they are few)
+  SELECT uo.side, uo.op_seq, t.match_name, t.dtype, t.shape, t.row_in_op
+  FROM u_ops uo JOIN tensors t ON t.side = uo.side AND t.op_seq = uo.op_seq
+),
 first_diff AS (  -- the first row of an unmatched op that the other side's same-named row rejects
-  SELECT uo.side, uo.op_seq,
+  SELECT t.side, t.op_seq,
          arg_min(t.match_name || CASE
                    WHEN o.row_seq IS NULL THEN ' is absent there'
                    WHEN NOT dtype_compatible(ms_to_torch_dtype(t.dtype), ms_to_torch_dtype(o.dtype),
@@ -58,8 +62,7 @@ first_diff AS (  -- the first row of an unmatched op that the other side's same-
                    ELSE ': shape ' || coalesce(t.shape, 'None') || ' vs ' || coalesce(o.shape, 'None')
                  END,
                  t.row_in_op) AS what
-  FROM u_ops uo
-  JOIN tensors t ON t.side = uo.side AND t.op_seq = uo.op_seq
+  FROM u_op_rows t
   LEFT JOIN tensors o ON o.side <> t.side AND o.match_name = t.match_name
   WHERE o.row_seq IS NULL
      OR NOT dtype_compatible(ms_to_torch_dtype(t.dtype), ms_to_torch_dtype(o.dtype),

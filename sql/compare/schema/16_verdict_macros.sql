@@ -27,3 +27,25 @@ CREATE OR REPLACE MACRO op_call(op) AS (
          THEN CAST(regexp_extract(op, '\.([0-9]+)\.(forward|backward)$', 1) AS INTEGER)
        WHEN regexp_matches(op, '\.(forward|backward)\.[0-9]+$')
          THEN CAST(regexp_extract(op, '\.([0-9]+)$', 1) AS INTEGER) END);
+-- The parts of a verdict's reason (sql/compare/rules/default/verdicts.sql). Each is called
+-- inside the CASE branch of the rows that need it, so only those rows print their numbers.
+-- How the error was measured, with its figure: "scale-aware error 0.694".
+CREATE OR REPLACE MACRO verdict_measure(err_kind, err) AS (
+  CASE err_kind
+    WHEN 'relative L2' THEN 'relative L2 error '
+    WHEN 'value' THEN 'relative difference '
+    ELSE 'scale-aware error ' END || reason_num(err));
+-- What it was measured on: the two values, or the statistic that set it (NULL in tensor mode).
+CREATE OR REPLACE MACRO verdict_detail(err_kind, err_stat, n_stat, b_stat, n_value, b_value) AS (
+  CASE err_kind
+    WHEN 'relative L2' THEN NULL
+    WHEN 'value' THEN 'value ' || n_value || ' vs ' || b_value
+    ELSE 'from ' || err_stat || ': NPU ' || reason_num(n_stat) || ', bench ' || reason_num(b_stat)
+  END);
+-- Max and Min where one side is inf/NaN and the other is not: "Max inf vs 3.2" ('' if neither).
+CREATE OR REPLACE MACRO verdict_inf_stats(n_max, b_max, n_min, b_min) AS (
+  concat_ws(', ',
+    CASE WHEN n_max IS DISTINCT FROM b_max AND NOT (isfinite(n_max) AND isfinite(b_max))
+         THEN 'Max ' || reason_num(n_max) || ' vs ' || reason_num(b_max) END,
+    CASE WHEN n_min IS DISTINCT FROM b_min AND NOT (isfinite(n_min) AND isfinite(b_min))
+         THEN 'Min ' || reason_num(n_min) || ' vs ' || reason_num(b_min) END));

@@ -2,31 +2,18 @@
 -- The rules read row_error's err, the row's error relative to its tensor's scale (relative L2 in
 -- tensor mode, the scale-aware statistics figure in statistics mode), so a statistic near zero
 -- cannot make a row red. md5 mode has no marks (it has no magnitudes).
+-- Cost: every text (numbers printed, dtypes renamed) sits inside a CASE that selects the rows
+-- needing it (marked rows, dtypes that differ): DuckDB evaluates a CASE branch only for the rows
+-- it selects, and does not hoist common subexpressions out of one. Computed for every row, the
+-- texts took most of this view's time on a 100k-row compare of which a fifth is marked.
 WITH s AS (SELECT * FROM settings),
 e AS (
   SELECT r.out_seq, r.kind, x.err, x.err_kind, x.err_stat, w.win,
          coalesce(w.is_input, false) AS is_input,
-         ms_to_torch_dtype(n.dtype) AS n_dtype, ms_to_torch_dtype(b.dtype) AS b_dtype,
-         CASE x.err_stat WHEN 'Norm' THEN n.norm_num WHEN 'Mean' THEN n.mean_num
-                         WHEN 'Max' THEN n.max_num WHEN 'Min' THEN n.min_num END AS n_stat,
-         CASE x.err_stat WHEN 'Norm' THEN b.norm_num WHEN 'Mean' THEN b.mean_num
-                         WHEN 'Max' THEN b.max_num WHEN 'Min' THEN b.min_num END AS b_stat,
-         -- Max and Min where one side is inf/NaN and the other is not: the inf/nan reason
-         concat_ws(', ',
-           CASE WHEN n.max_num IS DISTINCT FROM b.max_num
-                     AND NOT (isfinite(n.max_num) AND isfinite(b.max_num))
-                THEN 'Max ' || reason_num(n.max_num) || ' vs ' || reason_num(b.max_num) END,
-           CASE WHEN n.min_num IS DISTINCT FROM b.min_num
-                     AND NOT (isfinite(n.min_num) AND isfinite(b.min_num))
-                THEN 'Min ' || reason_num(n.min_num) || ' vs ' || reason_num(b.min_num) END)
-           AS inf_stats,
-         coalesce(n.max_str, reason_num(n.max_num)) AS n_value,
-         coalesce(b.max_str, reason_num(b.max_num)) AS b_value,
-         -- an inf or NaN in Max or Min that the other side does not share (tensor mode: the
-         -- metrics pass treats +inf and -inf at one position alike; the statistics tell them apart)
-         (n.max_num IS DISTINCT FROM b.max_num AND NOT (isfinite(n.max_num) AND isfinite(b.max_num)))
-           OR (n.min_num IS DISTINCT FROM b.min_num
-               AND NOT (isfinite(n.min_num) AND isfinite(b.min_num))) AS stat_one_sided
+         n.dtype AS n_dtype_raw, b.dtype AS b_dtype_raw,
+         n.max_num AS n_max, n.min_num AS n_min, n.mean_num AS n_mean, n.norm_num AS n_norm,
+         b.max_num AS b_max, b.min_num AS b_min, b.mean_num AS b_mean, b.norm_num AS b_norm,
+         n.max_str AS n_max_str, b.max_str AS b_max_str
   FROM compare_rows r
   JOIN row_error x USING (out_seq)
   LEFT JOIN hl_windows w USING (out_seq)
@@ -34,7 +21,10 @@ e AS (
   LEFT JOIN tensors b ON b.side = 'bench' AND b.row_seq = r.bench_row
 ),
 inputs AS (  -- the worst error among the inputs of each op (its highlight window)
-  SELECT win, max(err) AS in_err FROM e WHERE is_input AND err IS NOT NULL GROUP BY win
+  SELECT w.win, max(x.err) AS in_err
+  FROM row_error x JOIN hl_windows w USING (out_seq)
+  WHERE w.is_input AND x.err IS NOT NULL
+  GROUP BY w.win
 ),
 judged AS (
   SELECT e.*, i.in_err,
@@ -42,24 +32,28 @@ judged AS (
       WHEN (SELECT mode FROM s) = 'md5' OR e.kind <> 'matched' THEN NULL
       WHEN err = 'inf'::DOUBLE
            OR ((SELECT mode FROM s) = 'tensor' AND err_kind <> 'value'
-               AND coalesce(stat_one_sided, false)) THEN 'inf/nan'
+               -- an inf or NaN in Max or Min that the other side does not share (tensor mode:
+               -- the metrics pass treats +inf and -inf at one position alike; the statistics
+               -- tell them apart)
+               AND coalesce((n_max IS DISTINCT FROM b_max
+                             AND NOT (isfinite(n_max) AND isfinite(b_max)))
+                            OR (n_min IS DISTINCT FROM b_min
+                                AND NOT (isfinite(n_min) AND isfinite(b_min))), false))
+        THEN 'inf/nan'
       WHEN err >= verdict_red_err() THEN 'relative error'
       WHEN NOT is_input AND err >= verdict_yellow_err()
            AND err >= verdict_growth() * coalesce(i.in_err, 0.0) THEN 'error grows'
     END AS rule
   FROM e LEFT JOIN inputs i USING (win)
 ),
-texts AS (
+texts AS (  -- the numbers a marked row's reason names (NULL on the other rows)
   SELECT j.*,
-    CASE err_kind
-      WHEN 'relative L2' THEN 'relative L2 error '
-      WHEN 'value' THEN 'relative difference '
-      ELSE 'scale-aware error ' END || reason_num(err) AS measure,
-    CASE err_kind
-      WHEN 'relative L2' THEN NULL
-      WHEN 'value' THEN 'value ' || n_value || ' vs ' || b_value
-      ELSE 'from ' || err_stat || ': NPU ' || reason_num(n_stat) || ', bench ' || reason_num(b_stat)
-    END AS detail
+    CASE WHEN rule IS NOT NULL THEN
+      CASE err_stat WHEN 'Norm' THEN n_norm WHEN 'Mean' THEN n_mean
+                    WHEN 'Max' THEN n_max WHEN 'Min' THEN n_min END END AS n_stat,
+    CASE WHEN rule IS NOT NULL THEN
+      CASE err_stat WHEN 'Norm' THEN b_norm WHEN 'Mean' THEN b_mean
+                    WHEN 'Max' THEN b_max WHEN 'Min' THEN b_min END END AS b_stat
   FROM judged j
 )
 SELECT
@@ -72,24 +66,36 @@ SELECT
       WHEN 'inf/nan' THEN
         CASE WHEN err_kind = 'inf/nan positions differ'
                THEN 'inf/nan: at different positions in the NPU and bench tensors'
-             WHEN err_kind = 'value' THEN 'inf/nan: value ' || n_value || ' vs ' || b_value
-             WHEN inf_stats <> '' THEN 'inf/nan on one side: ' || inf_stats
+             WHEN err_kind = 'value'
+               THEN 'inf/nan: value ' || coalesce(n_max_str, reason_num(n_max)) || ' vs '
+                    || coalesce(b_max_str, reason_num(b_max))
+             WHEN verdict_inf_stats(n_max, b_max, n_min, b_min) <> ''
+               THEN 'inf/nan on one side: ' || verdict_inf_stats(n_max, b_max, n_min, b_min)
              WHEN err_stat IS NOT NULL
                THEN 'inf/nan on one side: ' || err_stat || ' ' || reason_num(n_stat) || ' vs '
                     || reason_num(b_stat)
              ELSE 'inf/nan on one side' END
-      WHEN 'relative error' THEN measure || ' >= ' || reason_num(verdict_red_err())
-        || coalesce(', ' || detail, '')
-      WHEN 'error grows' THEN measure || ' >= ' || reason_num(verdict_yellow_err())
+      WHEN 'relative error' THEN verdict_measure(err_kind, err) || ' >= '
+        || reason_num(verdict_red_err())
+        || coalesce(', ' || verdict_detail(err_kind, err_stat, n_stat, b_stat,
+                                           coalesce(n_max_str, reason_num(n_max)),
+                                           coalesce(b_max_str, reason_num(b_max))), '')
+      WHEN 'error grows' THEN verdict_measure(err_kind, err) || ' >= '
+        || reason_num(verdict_yellow_err())
         || CASE WHEN in_err IS NULL THEN ' with no compared input'
                 WHEN in_err = 0 THEN ' from equal inputs'
                 ELSE ' and >= ' || reason_num(verdict_growth()) || 'x its inputs'' worst '
                      || reason_num(in_err) END
-        || coalesce(', ' || detail, '')
+        || coalesce(', ' || verdict_detail(err_kind, err_stat, n_stat, b_stat,
+                                           coalesce(n_max_str, reason_num(n_max)),
+                                           coalesce(b_max_str, reason_num(b_max))), '')
     END,
-    CASE WHEN kind = 'matched' AND float_precision_pair(n_dtype, b_dtype)
-         THEN 'dtypes differ in precision (' || n_dtype || ' vs ' || b_dtype
-              || '): values compared' END,
+    -- raw dtypes that are equal (most rows) are equal once renamed: no note, nothing renamed
+    CASE WHEN kind = 'matched' AND n_dtype_raw <> b_dtype_raw
+              AND float_precision_pair(ms_to_torch_dtype(n_dtype_raw),
+                                       ms_to_torch_dtype(b_dtype_raw))
+         THEN 'dtypes differ in precision (' || ms_to_torch_dtype(n_dtype_raw) || ' vs '
+              || ms_to_torch_dtype(b_dtype_raw) || '): values compared' END,
     u.reason
   ) AS reason,
   u.reason AS unmatched_reason,
