@@ -237,6 +237,21 @@ def _is_view(con: duckdb.DuckDBPyConnection, name: str) -> bool:
                   [name]) > 0
 
 
+@contextlib.contextmanager
+def threads(con: duckdb.DuckDBPyConnection, count: int) -> Iterator[None]:
+    """DuckDB's ``threads`` set to ``count`` inside the block (0: left as it is), then back."""
+    if count <= 0:
+        yield
+        return
+    before = int(scalar(con, "SELECT current_setting('threads')"))
+    con.execute(f"SET threads = {int(count)}")
+    try:
+        yield
+    finally:
+        with contextlib.suppress(duckdb.Error):
+            con.execute(f"SET threads = {before}")
+
+
 T = TypeVar("T")
 
 

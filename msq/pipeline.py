@@ -267,6 +267,20 @@ def compute(inp: SingleInput, opts: Options, output_dir: Path, suffix: str,
         fill_tensor_metrics(con, npu.tensor_dir, bench.tensor_dir, opts, early)
         clock.lap("metrics")
     write_windows(con, opts.is_compat)
+    # the per-row stages run as strands, each on its own cursor and core (_compute_default,
+    # materialize_halves, blame): a compare's tables are smaller than one DuckDB row group, and
+    # DuckDB's own second thread only added work to each query (~0.4 s CPU of a 100k-row
+    # statistics compare, interleaved A/B at load 5-8; bench/README)
+    with db.threads(con, 1):
+        result = _compute_result(con, mode, inp, opts, clock, on_result)
+    return con, mode, framework, result
+
+
+def _compute_result(con: duckdb.DuckDBPyConnection, mode: str, inp: SingleInput, opts: Options,
+                    clock: _Clock,
+                    on_result: Callable[[duckdb.DuckDBPyConnection, str, int], None] | None
+                    ) -> CompareResult:
+    """The result views, the summary and blame (see :func:`compute`)."""
     result = new_result(mode, inp)
     result.compat = opts.is_compat
     if opts.is_compat or opts.sql_dir:
@@ -283,9 +297,9 @@ def compute(inp: SingleInput, opts: Options, output_dir: Path, suffix: str,
         # a user's views may read any other: blame runs after them (None under --compat)
         result.blame = blame_compare(con, mode, inp, opts)
         clock.lap("blame")
-        return con, mode, framework, result
+        return result
     _compute_default(con, mode, inp, opts, result, clock, on_result)
-    return con, mode, framework, result
+    return result
 
 
 def _summarize_and_hand_on(con: duckdb.DuckDBPyConnection, mode: str, result: CompareResult,

@@ -1,0 +1,54 @@
+"""DuckDB's thread count around a compare's per-row stages (msq.db.threads, msq.pipeline.compute).
+
+The per-row stages run as strands on their own cursors, one core each; inside them DuckDB runs
+with one thread, and the connection gets its own setting back afterwards (the outputs and the
+history's insert run with it).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from msq import db
+from msq.config import input_from_api, options_from_kwargs
+from msq.pipeline import compute
+from tests.dumps import fwd, t, write_pair
+
+
+def _threads(con: duckdb.DuckDBPyConnection) -> int:
+    return int(db.scalar(con, "SELECT current_setting('threads')"))
+
+
+def test_threads_set_inside_the_block_and_restored_after() -> None:
+    con = db.connect(threads=2)
+    with db.threads(con, 1):
+        assert _threads(con) == 1
+    assert _threads(con) == 2
+    with pytest.raises(RuntimeError), db.threads(con, 1):
+        raise RuntimeError("a failing stage")
+    assert _threads(con) == 2
+    with db.threads(con, 0):  # 0: left as it is
+        assert _threads(con) == 2
+
+
+def test_compute_runs_the_result_on_one_thread_and_gives_the_setting_back(tmp_path: Path) -> None:
+    data = {f"Functional.relu.{i}.forward": fwd(t(mx=1.0 + i), out=t(mx=2.0 + i))
+            for i in range(3)}
+    bench = {name: fwd(t(mx=1.0 + i), out=t(mx=2.5 + i)) for i, name in enumerate(data)}
+    cfg = json.loads(write_pair(tmp_path, data, bench).read_text())
+    inp = input_from_api({"npu_json_path": cfg["npu_path"], "bench_json_path": cfg["bench_path"],
+                          "stack_json_path": cfg["stack_path"]})
+    opts = options_from_kwargs(False, True, False, {"workers": 2, "record": False})
+    seen: list[int] = []
+    con, mode, _, result = compute(inp, opts, tmp_path / "out", "", None,
+                                   on_result=lambda c, _mode, _rows: seen.append(_threads(c)))
+    try:
+        assert (mode, result.rows) == ("statistics", 6)
+        assert seen == [1]  # the result and marks were computed with one DuckDB thread
+        assert _threads(con) == 2
+    finally:
+        con.close()
