@@ -237,6 +237,11 @@ def _is_view(con: duckdb.DuckDBPyConnection, name: str) -> bool:
                   [name]) > 0
 
 
+#: Rows in one DuckDB row group (its default ``row_group_size``): the unit a scan is split by
+#: between threads
+ROW_GROUP_ROWS = 122_880
+
+
 @contextlib.contextmanager
 def threads(con: duckdb.DuckDBPyConnection, count: int) -> Iterator[None]:
     """DuckDB's ``threads`` set to ``count`` inside the block (0: left as it is), then back."""

@@ -1,8 +1,9 @@
 """DuckDB's thread count around a compare's per-row stages (msq.db.threads, msq.pipeline.compute).
 
 The per-row stages run as strands on their own cursors, one core each; inside them DuckDB runs
-with one thread, and the connection gets its own setting back afterwards (the outputs and the
-history's insert run with it).
+with one thread when the compare fits in one row group (larger ones keep every thread: DuckDB
+splits a scan by row group), and the connection gets its own setting back afterwards (the outputs
+and the history's insert run with it).
 """
 
 from __future__ import annotations
@@ -50,5 +51,26 @@ def test_compute_runs_the_result_on_one_thread_and_gives_the_setting_back(tmp_pa
         assert (mode, result.rows) == ("statistics", 6)
         assert seen == [1]  # the result and marks were computed with one DuckDB thread
         assert _threads(con) == 2
+    finally:
+        con.close()
+
+
+def test_a_compare_larger_than_a_row_group_keeps_every_thread(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """DuckDB splits a scan by row group: above one, its second thread does real work, and a
+    many-core machine should use it. (The row group is made 5 rows here, below the 6 rows.)"""
+    monkeypatch.setattr(db, "ROW_GROUP_ROWS", 5)
+    data = {f"Functional.relu.{i}.forward": fwd(t(mx=1.0 + i), out=t(mx=2.0 + i))
+            for i in range(3)}
+    cfg = json.loads(write_pair(tmp_path, data, data).read_text())
+    inp = input_from_api({"npu_json_path": cfg["npu_path"], "bench_json_path": cfg["bench_path"],
+                          "stack_json_path": cfg["stack_path"]})
+    opts = options_from_kwargs(False, True, False, {"workers": 2, "record": False})
+    seen: list[int] = []
+    con, _, _, result = compute(inp, opts, tmp_path / "out", "", None,
+                                on_result=lambda c, _mode, _rows: seen.append(_threads(c)))
+    try:
+        assert result.rows == 6
+        assert seen == [2]
     finally:
         con.close()
