@@ -128,3 +128,28 @@ def test_lookups_by_name_give_the_rows_a_full_filter_gives(mixed: Path) -> None:
     both = fetch(mixed, "SELECT count(*) FROM op_trend WHERE npu_name IN (?, ?)",
                  [OP, "Functional.linear.1.forward.output.0"])
     assert both == [(2 * 13,)], "two ops in 12 compares of two runs and the odd one"
+
+
+def test_a_large_history_is_told_before_its_migration(mixed: Path, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch,
+                                                      caplog: pytest.LogCaptureFixture) -> None:
+    """A migration rewrites every row (minutes for tens of millions): a large history is warned
+    of, with its size; a small one only at -v. (Large is made 100 rows here.)"""
+    n_rows = len(all_rows(mixed))
+    as_version_3(mixed)
+    monkeypatch.setattr(schema, "LARGE_MIGRATION_ROWS", 100)
+    with caplog.at_level("INFO", logger="msq"):
+        run_api(single_card(tmp_path / "again"), tmp_path / "out2", db=mixed, label="after")
+    told = [r for r in caplog.records if "migrating the history" in r.getMessage()]
+    assert [(r.levelname, f"its {n_rows} result rows" in r.getMessage()) for r in told] == [
+        ("WARNING", True)]
+    assert str(mixed) in told[0].getMessage()
+    monkeypatch.setattr(schema, "LARGE_MIGRATION_ROWS", n_rows + 100)
+    small = tmp_path / "small.duckdb"
+    shutil.copyfile(mixed, small)
+    as_version_3(small)
+    caplog.clear()
+    with caplog.at_level("INFO", logger="msq"):
+        run_api(single_card(tmp_path / "third"), tmp_path / "out3", db=small, label="later")
+    assert [r.levelname for r in caplog.records
+            if "migrating the history" in r.getMessage()] == ["INFO"]
