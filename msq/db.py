@@ -237,9 +237,9 @@ def _is_view(con: duckdb.DuckDBPyConnection, name: str) -> bool:
                   [name]) > 0
 
 
-#: Rows in one DuckDB row group (its default ``row_group_size``): the unit a scan is split by
-#: between threads
-ROW_GROUP_ROWS = 122_880
+#: Rows in one DuckDB row group (its default ``row_group_size``; the history file sets its own,
+#: msq.history.recorder.ROW_GROUP_ROWS): the unit a scan is split by between threads
+DEFAULT_ROW_GROUP_ROWS = 122_880
 
 
 @contextlib.contextmanager

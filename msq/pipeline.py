@@ -272,7 +272,7 @@ def compute(inp: SingleInput, opts: Options, output_dir: Path, suffix: str,
     # thread only added work to each query (~0.4 s CPU of a 100k-row statistics compare,
     # interleaved A/B at load 5-8; bench/README). DuckDB parallelises a scan by row group: a
     # larger compare keeps every thread (on a many-core machine they do real work there).
-    small = db.scalar(con, "SELECT count(*) FROM compare_rows") <= db.ROW_GROUP_ROWS
+    small = db.scalar(con, "SELECT count(*) FROM compare_rows") <= db.DEFAULT_ROW_GROUP_ROWS
     with db.threads(con, 1 if small else 0):
         result = _compute_result(con, mode, inp, opts, clock, on_result)
     return con, mode, framework, result

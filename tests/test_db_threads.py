@@ -65,5 +65,5 @@ def test_a_compare_larger_than_a_row_group_keeps_every_thread(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """DuckDB splits a scan by row group: above one, its second thread does real work, and a
     many-core machine should use it. (The row group is made 5 rows here, below the 6 rows.)"""
-    monkeypatch.setattr(db, "ROW_GROUP_ROWS", 5)
+    monkeypatch.setattr(db, "DEFAULT_ROW_GROUP_ROWS", 5)
     assert _threads_during_compute(tmp_path) == ([2], 6, 2)

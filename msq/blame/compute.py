@@ -95,5 +95,6 @@ def run_blame(con: duckdb.DuckDBPyConnection, mode: str, npu_json: Path, bench_j
     if bands is not None and bands.num_rows:
         db.insert_arrow(con, "blame_bands", bands.select(["npu_name", "band"]))
     db.load_views(con, folders=("compare/blame",), user_dirs=user_dirs, variants=[mode])
-    for view in MATERIALIZED[1:] if row_error_table else MATERIALIZED:
-        db.materialize(con, view)
+    for view in MATERIALIZED:
+        if not (row_error_table and view == "row_error"):
+            db.materialize(con, view)

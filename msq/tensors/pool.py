@@ -344,7 +344,7 @@ def compute_metrics(
     """
     jobs = list(jobs)
     rows = _compute(jobs, Measure(compat), workers, progress, chunk, range_elems)
-    return _to_table(rows, [job.job_id for job in jobs])
+    return metrics_table(rows, [job.job_id for job in jobs])
 
 
 def measure_rows(
@@ -429,7 +429,7 @@ class Background:
 
     def result(self) -> pa.Table:
         """Wait for every job; the table of :func:`compute_metrics`. Raises what a worker raised."""
-        return _to_table(self.rows(), self._ids)
+        return metrics_table(self.rows(), self._ids)
 
     def rows(self) -> list[_Row]:
         """Wait for every job; their rows as :func:`metrics_table` takes them (``row[0]``: the
@@ -628,10 +628,6 @@ def _merge(measure: Measure, job_id: int, parts: list[Stats], opened: Opened) ->
 def metrics_table(rows: list[_Row], ids: list[int]) -> pa.Table:
     """The table of :func:`compute_metrics` from job rows whose ``row[0]`` is a position in
     ``ids`` (the job ids); sorted by it (the list is sorted in place)."""
-    return _to_table(rows, ids)
-
-
-def _to_table(rows: list[_Row], ids: list[int]) -> pa.Table:
     import pyarrow as pa  # lazy: as in _schema
 
     schema = _schema()

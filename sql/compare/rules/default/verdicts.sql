@@ -53,7 +53,12 @@ texts AS (  -- the numbers a marked row's reason names (NULL on the other rows)
                     WHEN 'Max' THEN n_max WHEN 'Min' THEN n_min END END AS n_stat,
     CASE WHEN rule IS NOT NULL THEN
       CASE err_stat WHEN 'Norm' THEN b_norm WHEN 'Mean' THEN b_mean
-                    WHEN 'Max' THEN b_max WHEN 'Min' THEN b_min END END AS b_stat
+                    WHEN 'Max' THEN b_max WHEN 'Min' THEN b_min END END AS b_stat,
+    -- the compared values themselves (a value compare: one element a side)
+    CASE WHEN rule IS NOT NULL AND err_kind = 'value'
+         THEN coalesce(n_max_str, reason_num(n_max)) END AS n_value,
+    CASE WHEN rule IS NOT NULL AND err_kind = 'value'
+         THEN coalesce(b_max_str, reason_num(b_max)) END AS b_value
   FROM judged j
 )
 SELECT
@@ -66,9 +71,7 @@ SELECT
       WHEN 'inf/nan' THEN
         CASE WHEN err_kind = 'inf/nan positions differ'
                THEN 'inf/nan: at different positions in the NPU and bench tensors'
-             WHEN err_kind = 'value'
-               THEN 'inf/nan: value ' || coalesce(n_max_str, reason_num(n_max)) || ' vs '
-                    || coalesce(b_max_str, reason_num(b_max))
+             WHEN err_kind = 'value' THEN 'inf/nan: value ' || n_value || ' vs ' || b_value
              WHEN verdict_inf_stats(n_max, b_max, n_min, b_min) <> ''
                THEN 'inf/nan on one side: ' || verdict_inf_stats(n_max, b_max, n_min, b_min)
              WHEN err_stat IS NOT NULL
@@ -77,18 +80,16 @@ SELECT
              ELSE 'inf/nan on one side' END
       WHEN 'relative error' THEN verdict_measure(err_kind, err) || ' >= '
         || reason_num(verdict_red_err())
-        || coalesce(', ' || verdict_detail(err_kind, err_stat, n_stat, b_stat,
-                                           coalesce(n_max_str, reason_num(n_max)),
-                                           coalesce(b_max_str, reason_num(b_max))), '')
+        || coalesce(', ' || verdict_detail(err_kind, err_stat, n_stat, b_stat, n_value, b_value),
+                    '')
       WHEN 'error grows' THEN verdict_measure(err_kind, err) || ' >= '
         || reason_num(verdict_yellow_err())
         || CASE WHEN in_err IS NULL THEN ' with no compared input'
                 WHEN in_err = 0 THEN ' from equal inputs'
                 ELSE ' and >= ' || reason_num(verdict_growth()) || 'x its inputs'' worst '
                      || reason_num(in_err) END
-        || coalesce(', ' || verdict_detail(err_kind, err_stat, n_stat, b_stat,
-                                           coalesce(n_max_str, reason_num(n_max)),
-                                           coalesce(b_max_str, reason_num(b_max))), '')
+        || coalesce(', ' || verdict_detail(err_kind, err_stat, n_stat, b_stat, n_value, b_value),
+                    '')
     END,
     -- raw dtypes that are equal (most rows) are equal once renamed: no note, nothing renamed
     CASE WHEN kind = 'matched' AND n_dtype_raw <> b_dtype_raw
