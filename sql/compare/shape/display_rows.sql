@@ -7,12 +7,12 @@ SELECT
   CASE WHEN kind = 'npu_only' THEN 'N/A' ELSE coalesce(bench_dtype, 'None') END AS "Bench Dtype",
   CASE WHEN kind = 'bench_only' THEN 'N/A' ELSE coalesce(npu_shape, 'None') END AS "NPU Tensor Shape",
   CASE WHEN kind = 'npu_only' THEN 'N/A' ELSE coalesce(bench_shape, 'None') END AS "Bench Tensor Shape",
-  CASE WHEN kind = 'bench_only' THEN text_cell('N/A') ELSE stat_cell(n_max, n_max_k, n_max_s) END AS "NPU max",
-  CASE WHEN kind = 'bench_only' THEN text_cell('N/A') ELSE stat_cell(n_min, n_min_k, n_min_s) END AS "NPU min",
-  CASE WHEN kind = 'bench_only' THEN text_cell('N/A') ELSE stat_cell(n_mean, n_mean_k, n_mean_s) END AS "NPU mean",
-  CASE WHEN kind = 'bench_only' THEN text_cell('N/A') ELSE stat_cell(n_norm, n_norm_k, n_norm_s) END AS "NPU l2norm",
-  CASE WHEN kind = 'npu_only' THEN text_cell('N/A') ELSE stat_cell(b_max, b_max_k, b_max_s) END AS "Bench max",
-  CASE WHEN kind = 'npu_only' THEN text_cell('N/A') ELSE stat_cell(b_min, b_min_k, b_min_s) END AS "Bench min",
-  CASE WHEN kind = 'npu_only' THEN text_cell('N/A') ELSE stat_cell(b_mean, b_mean_k, b_mean_s) END AS "Bench mean",
-  CASE WHEN kind = 'npu_only' THEN text_cell('N/A') ELSE stat_cell(b_norm, b_norm_k, b_norm_s) END AS "Bench l2norm"
+  shown_stat(kind = 'bench_only', n_max, n_max_k, n_max_s) AS "NPU max",
+  shown_stat(kind = 'bench_only', n_min, n_min_k, n_min_s) AS "NPU min",
+  shown_stat(kind = 'bench_only', n_mean, n_mean_k, n_mean_s) AS "NPU mean",
+  shown_stat(kind = 'bench_only', n_norm, n_norm_k, n_norm_s) AS "NPU l2norm",
+  shown_stat(kind = 'npu_only', b_max, b_max_k, b_max_s) AS "Bench max",
+  shown_stat(kind = 'npu_only', b_min, b_min_k, b_min_s) AS "Bench min",
+  shown_stat(kind = 'npu_only', b_mean, b_mean_k, b_mean_s) AS "Bench mean",
+  shown_stat(kind = 'npu_only', b_norm, b_norm_k, b_norm_s) AS "Bench l2norm"
 FROM rows_joined j
