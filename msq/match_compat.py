@@ -12,8 +12,6 @@ from collections.abc import Iterable
 
 import duckdb
 
-from msq import db
-
 
 def _find_hit(q_npu: list[int], q_bench: list[int],
               can_match: set[tuple[int, int]]) -> tuple[int, int] | None:
@@ -83,12 +81,11 @@ def write_compat_pairs(con: duckdb.DuckDBPyConnection, candidates: str = "op_can
         sides[side] = con.execute(
             "SELECT op_seq, n_rows FROM ops WHERE side = ? ORDER BY op_seq", [side]).fetchall()
     pairs = stream_match(sides["npu"], sides["bench"], can_match)
-    import pyarrow as pa  # lazy: imported once the dumps are loaded (msq/flatten.py Columns)
-
-    table = pa.table({
-        "ord": pa.array(range(len(pairs)), pa.int32()),
-        "npu_op": pa.array([p[0] for p in pairs], pa.int32()),
-        "bench_op": pa.array([p[1] for p in pairs], pa.int32()),
-        "how": pa.array(["matched" if p[1] is not None else "unmatched_npu" for p in pairs]),
-    })
-    db.insert_arrow(con, "op_pairs", table)
+    # two lists of ints as parameters, unnested side by side (in step: same length): ~10 ms for
+    # 20k ops, and no pyarrow import (~0.1 s CPU, the only one of a --compat statistics compare)
+    con.execute(
+        "INSERT INTO op_pairs SELECT i - 1, n, b, "
+        "CASE WHEN b IS NULL THEN 'unmatched_npu' ELSE 'matched' END "
+        "FROM (SELECT generate_subscripts($1::INTEGER[], 1) AS i, unnest($1::INTEGER[]) AS n, "
+        "unnest($2::INTEGER[]) AS b) ORDER BY i",
+        [[p[0] for p in pairs], [p[1] for p in pairs]])

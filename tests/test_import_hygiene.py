@@ -60,12 +60,14 @@ def test_a_statistics_compare_loads_only_what_it_uses(tmp_path):
     assert len(list((tmp_path / "out").glob("compare_result_*.xlsx"))) == 1
 
 
-def test_a_statistics_compare_imports_neither_pyarrow_nor_numpy(tmp_path):
+@pytest.mark.parametrize("compat", [False, True], ids=["default", "compat"])
+def test_a_statistics_compare_imports_neither_pyarrow_nor_numpy(tmp_path, compat):
     """Issue 15 #4: pyarrow and numpy cost ~0.25 s of a small compare's start-up. A PyTorch
     statistics compare (whole CLI: blame with construct.json's nesting, workbook, advisor,
     history) imports neither where the C parts are built: the C reader's columns reach DuckDB
     as an Arrow C stream (msq.flatten.Columns), the workbook's rows come back as one
-    (msq.flatten.arrow_columns). Nor multiprocessing (~13 ms): it starts no process pool."""
+    (msq.flatten.arrow_columns). Nor multiprocessing (~13 ms): it starts no process pool.
+    Under --compat too: its highlight windows and op pairs are inserted without pyarrow."""
     import json
 
     from msq.export.xlsx import renderer
@@ -81,9 +83,10 @@ def test_a_statistics_compare_imports_neither_pyarrow_nor_numpy(tmp_path):
             {**{name: "Module.block.Block.forward.0" for name in data},
              "Module.block.Block.forward.0": None}))
     out_dir = tmp_path / "out"
+    flags = ["--compat", "msprobe-1.1"] if compat else []
     code = ("import sys; from msq.cli import main\n"
             "try:\n"
-            f"    main(['compare', {str(cfg)!r}, '-o', {str(out_dir)!r}, '-q'])\n"
+            f"    main(['compare', {str(cfg)!r}, '-o', {str(out_dir)!r}, '-q', *{flags!r}])\n"
             "except SystemExit as exit:\n"
             "    assert not exit.code, exit.code\n"
             "print(sorted(m for m in ('pyarrow', 'numpy', 'multiprocessing', "
@@ -96,4 +99,4 @@ def test_a_statistics_compare_imports_neither_pyarrow_nor_numpy(tmp_path):
     assert len(list(out_dir.glob("advisor_*.txt"))) == 1
     history = duckdb.connect(str(out_dir / "msq.duckdb"), read_only=True)
     assert history.execute("SELECT count(*) FROM result_rows").fetchall() == [(40,)]
-    assert history.execute("SELECT count(*) FROM blame_rows").fetchall()[0][0] == 40
+    assert history.execute("SELECT count(*) FROM blame_rows").fetchall()[0][0] == (0 if compat else 40)
