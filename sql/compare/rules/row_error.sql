@@ -20,8 +20,7 @@ WITH j AS (
     n.max_num AS n_max, n.min_num AS n_min, n.mean_num AS n_mean, n.norm_num AS n_norm,
     b.max_num AS b_max, b.min_num AS b_min, b.mean_num AS b_mean, b.norm_num AS b_norm,
     n.max_kind IN ('i', 'f', 'b') AND b.max_kind IN ('i', 'f', 'b') AS n_num,
-    coalesce(n.max_str, CAST(n.max_num AS VARCHAR)) AS n_val,
-    coalesce(b.max_str, CAST(b.max_num AS VARCHAR)) AS b_val,
+    n.max_str AS n_max_str, b.max_str AS b_max_str,
     tm.status, tm.sq_diff, tm.npu_sq, tm.bench_sq
   FROM compare_rows r
   LEFT JOIN tensors n ON n.side = 'npu' AND n.row_seq = r.npu_row
@@ -57,7 +56,10 @@ SELECT
   CASE
     WHEN kind <> 'matched' THEN NULL
     WHEN NOT coalesce(tensors, false) THEN
-      CASE WHEN n_val IS NOT DISTINCT FROM b_val THEN 0.0
+      -- a value's text, for the non-tensor rows only (a cast of every row's number was a
+      -- quarter of this view's time)
+      CASE WHEN coalesce(n_max_str, CAST(n_max AS VARCHAR))
+                IS NOT DISTINCT FROM coalesce(b_max_str, CAST(b_max AS VARCHAR)) THEN 0.0
            WHEN n_num THEN blame_rel(n_max, b_max, greatest(blame_fin(n_max), blame_fin(b_max)))
            ELSE 1.0 END
     WHEN empty THEN 0.0
