@@ -207,12 +207,19 @@ def _run_single(inp: SingleInput, output_dir: Path, opts: Options, suffix: str,
     recorders: list[Recorder] = []
 
     def record(con: duckdb.DuckDBPyConnection, mode: str, rows: int) -> None:
-        # the result and marks exist: the history's rows are computed while blame still is
+        # the rows are matched: the recorder prepares the history (attach, schema, views)
+        # while the result and blame are computed, and records once they exist
         recorders.append(start_recording(con, mode, opts.db, output_dir, rows))
 
+    def result_ready(con: duckdb.DuckDBPyConnection, mode: str, rows: int) -> None:
+        for started_recorder in recorders:  # its rows go in while blame may still run
+            started_recorder.result_ready()
+
     try:
-        con, mode, framework, result = compute(inp, opts, output_dir, suffix, early, clock,
-                                               on_result=record if opts.record else None)
+        con, mode, framework, result = compute(
+            inp, opts, output_dir, suffix, early, clock,
+            on_match=record if opts.record else None,
+            on_result=result_ready if opts.record else None)
     except BaseException:
         for started_recorder in recorders:
             started_recorder.abort()
@@ -247,6 +254,7 @@ def _run_single(inp: SingleInput, output_dir: Path, opts: Options, suffix: str,
 def compute(inp: SingleInput, opts: Options, output_dir: Path, suffix: str,
             early: EarlyMetrics | None, clock: _Clock | None = None,
             on_result: Callable[[duckdb.DuckDBPyConnection, str, int], None] | None = None,
+            on_match: Callable[[duckdb.DuckDBPyConnection, str, int], None] | None = None,
             ) -> tuple[duckdb.DuckDBPyConnection, str, str, CompareResult]:
     """Every stage up to the result: ``result_<mode>`` and ``marks`` are tables in ``con`` and
     the summary is counted. Nothing is written (but a ``-lm`` mapping file). A single-card
@@ -254,7 +262,8 @@ def compute(inp: SingleInput, opts: Options, output_dir: Path, suffix: str,
     (msq/pair_tables.py). Returns the compare's connection (the caller closes it), the mode,
     the NPU side's framework and the summary (with its blame: ``blame_rows`` and
     ``blame_edges`` are tables in ``con`` too). ``on_result(con, mode, rows)`` is called once
-    ``result_<mode>`` and ``marks`` are tables and counted, while blame may still be computed."""
+    ``result_<mode>`` and ``marks`` are tables and counted, while blame may still be computed;
+    ``on_match(con, mode, rows)`` once the rows are matched (``compare_rows``)."""
     clock = clock or _Clock()
     con, mode, framework, npu, bench = prepare(inp, opts)
     clock.lap("load")
@@ -272,7 +281,10 @@ def compute(inp: SingleInput, opts: Options, output_dir: Path, suffix: str,
     # thread only added work to each query (~0.4 s CPU of a 100k-row statistics compare,
     # interleaved A/B at load 5-8; bench/README). DuckDB parallelises a scan by row group: a
     # larger compare keeps every thread (on a many-core machine they do real work there).
-    small = db.scalar(con, "SELECT count(*) FROM compare_rows") <= db.DEFAULT_ROW_GROUP_ROWS
+    rows = int(db.scalar(con, "SELECT count(*) FROM compare_rows"))
+    if on_match is not None:
+        on_match(con, mode, rows)
+    small = rows <= db.DEFAULT_ROW_GROUP_ROWS
     with db.threads(con, 1 if small else 0):
         result = _compute_result(con, mode, inp, opts, clock, on_result)
     return con, mode, framework, result

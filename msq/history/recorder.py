@@ -163,14 +163,19 @@ class Recorder:
         self.path = path
         self.compare_id: int | None = None
         self._overlap = overlap
-        self._rows = rows
+        self._mode, self._rows = mode, rows
         self._cursor = con.cursor()
-        self._rows_sql = prepare_rows(self._cursor, mode)
+        # reads blame's rows for the record when its tables came after the record's first read
+        # of the compare's database (see _insert_blame)
+        self._side = con.cursor()
         self._timeout = lock_timeout(timeout)
         self._row: dict[str, Any] | None = None
         self._go = threading.Event()    # set when the compares row is handed over (or on abort)
-        # set when the compare's blame tables exist (or on abort): the recorder may start while
-        # blame is still computed (msq.pipeline), its result rows go in meanwhile
+        # set when the result and marks are tables (or later, or on abort): the recorder starts
+        # once the rows are matched (msq.pipeline), it prepares the history meanwhile
+        self._result = threading.Event()
+        # set when the compare's blame tables exist (or on abort): blame may still be computed
+        # when the result is, its rows go in meanwhile
         self._tables = threading.Event()
         self._stop = threading.Event()  # set on abort
         self._gate = threading.Lock()   # the thread's commit against the main thread's abort
@@ -188,7 +193,7 @@ class Recorder:
             The new ``compare_id``.
         """
         self._row = row
-        self._tables.set()
+        self.tables_complete()
         self._go.set()
         try:
             interrupts.wait_for(self._done)
@@ -206,8 +211,13 @@ class Recorder:
                  row.get("n_rows", 0), self.path)
         return self.compare_id
 
+    def result_ready(self) -> None:
+        """The result and marks are tables now: their rows may go in (blame may still run)."""
+        self._result.set()
+
     def tables_complete(self) -> None:
         """Every table of the compare exists now (its blame too): their rows may go in."""
+        self._result.set()
         self._tables.set()
 
     def abort(self) -> None:
@@ -224,7 +234,7 @@ class Recorder:
             if self._committing:
                 return False
             self._stop.set()
-        self._tables.set()
+        self.tables_complete()
         self._go.set()
         return True
 
@@ -236,12 +246,14 @@ class Recorder:
             self._error = err
         finally:
             self._cursor.close()  # drops the temp view hist_result with it
+            self._side.close()
             self._done.set()
 
     def _record(self) -> int:
         if not self.path.parent.is_dir():
             raise HistoryError(f"{self.path}: its folder does not exist; create it or choose "
                                "another --db")
+        prepare_ops(self._cursor)  # in the compare's database: before the record's transaction
         created = not os.path.lexists(self.path)
         try:
             self._attach()
@@ -289,24 +301,30 @@ class Recorder:
         cur, path = self._cursor, self.path
         assert self._before is not None
         home = db.scalar(cur, "SELECT current_database()")
-        # the transaction sees the tables that exist when it begins: blame's must be there
-        self._tables.wait()
-        if self._stop.is_set():
-            raise Aborted
-        cur.execute("BEGIN TRANSACTION")
+        # DuckDB begins a transaction in each database at its first use, and there it sees the
+        # tables that exist then. So the history's side (schema, views) comes first, inside the
+        # history alone, while the compare is computed; the compare's database is read once its
+        # result exists (self._result), and blame's rows, if blame came later, are read through
+        # another connection (_insert_blame).
         try:
             cur.execute(f"USE {ALIAS}")
+            cur.execute("BEGIN TRANSACTION")
             self._before.fresh = schema.ensure_schema(cur, ALIAS, path) is None
             schema.load_views(cur)
+            self._wait(self._result)
             cur.execute(f'USE "{home}"')
             self._check_space()
             compare_id = int(db.scalar(cur, "SELECT coalesce(max(compare_id), 0) + 1 "
                                           f"FROM {ALIAS}.compares"))
-            cur.execute(f"CREATE OR REPLACE TEMP VIEW hist_rows AS\n{self._rows_sql}")
-            insert_result_rows(cur, "hist_rows", compare_id)
-            for table, sql in prepare_blame(cur):
-                cur.execute(f"INSERT INTO {ALIAS}.{table} BY NAME "
-                            f"SELECT ?::BIGINT AS compare_id, * FROM (\n{sql}\n)", [compare_id])
+            rows_sql = prepare_rows(cur, self._mode, ops=False)
+            # the new names from the names alone: the whole row's query took longer to plan
+            # than to run on a small compare (~25 ms of llama_port's 1,209 rows); both queries
+            # inline, not views (a view is planned once more when it is created)
+            names_sql = db.sql_file("history/record/hist_row_names.sql").body
+            cur.execute(_NEW_NAMES.format(rows=f"(\n{names_sql}\n)"))
+            cur.execute(_KEYED_ROWS.format(rows=f"(\n{rows_sql}\n)"), [compare_id])
+            self._wait(self._tables)
+            self._insert_blame(compare_id)
             _insert_compare(cur, compare_id, self._wait_for_row())
             self._before_commit()
             self._pass_gate()
@@ -320,6 +338,34 @@ class Recorder:
                                    "the outputs were written, the history was left unchanged"
                                    ) from err
             raise
+
+    def _wait(self, event: threading.Event) -> None:
+        event.wait()
+        if self._stop.is_set():
+            raise Aborted
+
+    def _insert_blame(self, compare_id: int) -> None:
+        """Blame's rows and edges, when the compare has blame. Its tables may have come after
+        this transaction's first read of the compare's database (blame ran longer than the
+        result): then this transaction does not see them, and they are read through the side
+        connection instead, streamed into the insert (an Arrow C stream; no pyarrow)."""
+        cur = self._cursor
+        source = cur
+        found = prepare_blame(cur)
+        if not found:
+            found = prepare_blame(self._side)
+            source = self._side
+        for table, sql in found:
+            insert = (f"INSERT INTO {ALIAS}.{table} BY NAME SELECT ?::BIGINT AS compare_id, * "
+                      "FROM ")
+            if source is cur:
+                cur.execute(f"{insert}(\n{sql}\n)", [compare_id])
+                continue
+            cur.register("hist_blame_stream", _Stream(self._side.sql(sql)))
+            try:
+                cur.execute(f"{insert}hist_blame_stream", [compare_id])
+            finally:
+                cur.unregister("hist_blame_stream")
 
     def _check_space(self) -> None:
         """Refuse a record that cannot fit on the disk even at DuckDB's best compression, before
@@ -371,6 +417,16 @@ class Recorder:
                 raise Aborted
             self._committing = True
             interrupts.settle()
+
+
+class _Stream:
+    """A DuckDB relation of one connection as an Arrow C stream another connection can scan."""
+
+    def __init__(self, relation: duckdb.DuckDBPyRelation) -> None:
+        self._relation = relation
+
+    def __arrow_c_stream__(self, requested_schema: object = None) -> object:
+        return self._relation.__arrow_c_stream__(requested_schema)
 
 
 def start_recording(con: duckdb.DuckDBPyConnection, mode: str, db_opt: str | Path | None,
@@ -427,14 +483,23 @@ def insert_result_rows(con: duckdb.DuckDBPyConnection, rows: str, compare_id: in
     con.execute(_KEYED_ROWS.format(rows=rows), [compare_id])
 
 
-def prepare_rows(con: duckdb.DuckDBPyConnection, mode: str) -> str:
+def prepare_ops(con: duckdb.DuckDBPyConnection) -> None:
+    """The history macros and the view ``hist_row_ops`` (each output row's op) in ``con``'s
+    database: they need the matched rows only. Outside the record's transaction, which may write
+    to the history file alone."""
+    db.run_schema(con, "history/record/macros")
+    db.create_view(con, db.sql_file("history/record/hist_row_ops.sql"))
+
+
+def prepare_rows(con: duckdb.DuckDBPyConnection, mode: str, ops: bool = True) -> str:
     """Create the view ``temp.hist_result`` of the compare's rows; return the SELECT to insert.
 
     The result and marks are tables by now (materialised once for every reader), so the view
     costs nothing to bind; it is temporary, private to ``con``, the recorder's own connection.
+    ``ops``: create what :func:`prepare_ops` does first (False: done already).
     """
-    db.run_schema(con, "history/record/macros")
-    db.create_view(con, db.sql_file("history/record/hist_row_ops.sql"))
+    if ops:
+        prepare_ops(con)
     source = db.sql_file(f"history/record/hist_source_{mode}.sql")
     try:
         con.execute(f"CREATE OR REPLACE TEMP VIEW hist_result AS {source.body}")

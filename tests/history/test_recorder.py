@@ -13,10 +13,11 @@ from click.testing import CliRunner
 
 import msq
 from msq import history
+from msq.blame import run as blame_run
 from msq.cli import main
 from msq.errors import HistoryError
 from msq.export import outputs
-from msq.history import recorder
+from msq.history import recorder, schema
 from tests.history.builders import (
     LINEAR1_OUT,
     RANKS,
@@ -80,10 +81,67 @@ def test_a_failed_write_leaves_the_database_unchanged(made: tuple[Path, Path], t
     real = recorder.prepare_rows
     # the compares row goes in first; a row INSERT that fails must take it back out
     monkeypatch.setattr(recorder, "prepare_rows",
-                        lambda con, mode: real(con, mode) + "\nWHERE error('disk on fire')")
+                        lambda con, mode, **kw: real(con, mode, **kw)
+                        + "\nWHERE error('disk on fire')")
     with pytest.raises(HistoryError, match="history was left unchanged"):
         run_api(cj, tmp_path / "out", db=db)
     assert count(db) == 1 and count(db, "SELECT count(*) FROM result_rows") == 13
+
+
+def test_blame_computed_after_the_history_is_prepared_is_recorded(
+        made: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The recorder opens its transaction, checks the schema and loads the views while blame is
+    still computed; blame's tables, created only afterwards, are recorded all the same (the
+    transaction begins in the compare's database when it first reads it, after blame)."""
+    cj, db = made
+    prepared = threading.Event()
+    real_load, real_blame = schema.load_views, blame_run.blame_compare
+
+    def load_views(con: Any) -> None:
+        real_load(con)
+        prepared.set()
+
+    def late_blame(*args: Any, **kwargs: Any) -> Any:
+        assert prepared.wait(20), "the history was not prepared while blame was computed"
+        return real_blame(*args, **kwargs)
+
+    monkeypatch.setattr(schema, "load_views", load_views)
+    monkeypatch.setattr(blame_run, "blame_compare", late_blame)
+    run_api(cj, tmp_path / "out", db=db)
+    per_compare = "SELECT count(*) FROM {} WHERE compare_id = {}"
+    for table in ("blame_rows", "blame_edges"):
+        assert count(db, per_compare.format(table, 2)) == count(db, per_compare.format(table, 1))
+    assert count(db, per_compare.format("blame_rows", 2)) > 0
+
+
+def test_result_rows_go_in_while_blame_is_computed(
+        made: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Once the result exists its rows are inserted, while blame may still run; blame's tables,
+    which that transaction does not see (they came after its first read of the compare), are
+    read through another connection: every blame row and edge is recorded all the same."""
+    cj, db = made
+    inserting = threading.Event()
+
+    class Signal(str):
+        def format(self, *args: Any, **kwargs: Any) -> str:
+            inserting.set()
+            return str(self).format(*args, **kwargs)
+
+    real_blame = blame_run.blame_compare
+
+    def late_blame(*args: Any, **kwargs: Any) -> Any:
+        assert inserting.wait(20), "the result rows waited for blame"
+        return real_blame(*args, **kwargs)
+
+    monkeypatch.setattr(recorder, "_NEW_NAMES", Signal(recorder._NEW_NAMES))
+    monkeypatch.setattr(blame_run, "blame_compare", late_blame)
+    run_api(cj, tmp_path / "out", db=db)
+    per_compare = "SELECT * EXCLUDE (compare_id, run_id) FROM blame_rows WHERE compare_id = {}"
+    assert count(db, f"SELECT count(*) FROM ({per_compare.format(2)} EXCEPT ALL "
+                     f"{per_compare.format(1)})") == 0
+    for table in ("blame_rows", "blame_edges", "result_rows"):
+        query = f"SELECT count(*) FROM {table} WHERE compare_id = {{}}"
+        assert count(db, query.format(2)) == count(db, query.format(1)) > 0
 
 
 def test_formula_and_other_texts_round_trip(tmp_path: Path) -> None:
