@@ -1,10 +1,12 @@
 """Recording one compare into the history database.
 
 Recording happens from a second connection (a cursor) of the compare's in-memory database, in a
-thread (:class:`Recorder`): the history file is ATTACHed and all output rows are written with one
-``INSERT ... SELECT`` while the outputs are being written; once they exist the compare's metadata
-row follows and the one transaction commits. The file is then detached so that other processes
-can take their turn. The rows to insert come from the views of ``sql/history/record/``.
+thread (:class:`Recorder`) started once the rows are matched: the history file is ATTACHed, its
+schema checked and its views loaded while the result is computed; the output rows are written
+with one ``INSERT ... SELECT`` once the result exists, blame's rows once blame is done, while the
+outputs are being written; once they exist the compare's metadata row follows and the one
+transaction commits. The file is then detached so that other processes can take their turn. The
+rows to insert come from the views of ``sql/history/record/``.
 """
 
 from __future__ import annotations
@@ -139,9 +141,11 @@ class Recorder:
     """Records one compare into the history file from a thread, while its outputs are written.
 
     Inserting every output row costs about a second per 100,000 rows and runs on one core, as
-    does most of writing the workbook; DuckDB releases the GIL, so the two overlap. The output
-    rows go in first; the ``compares`` row, which names the files written and the time taken,
-    follows once :meth:`finish` hands it over, and only then is the transaction committed.
+    does most of writing the workbook; DuckDB releases the GIL, so the two overlap. The history's
+    own part (attach, schema, views) runs while the result is computed, the output rows go in
+    once it exists (:meth:`result_ready`), blame's once it is done (:meth:`tables_complete`);
+    the ``compares`` row, which names the files written and the time taken, follows once
+    :meth:`finish` hands it over, and only then is the transaction committed.
     :meth:`abort` (the outputs failed, or Ctrl-C) rolls it back: the file is left as it was.
 
     The file's lock is taken early only when it is free and the compare is not huge
@@ -434,7 +438,8 @@ def start_recording(con: duckdb.DuckDBPyConnection, mode: str, db_opt: str | Pat
     """Start recording one compare into its history database (``--db``, see
     :func:`resolve_db_path`).
 
-    The output rows are inserted in a thread while the outputs are written (for compares of up
+    Called once the rows are matched: the history is prepared while the result is computed, and
+    the output rows are inserted in a thread while the outputs are written (for compares of up
     to ``OVERLAP_MAX_ROWS`` rows); the record is committed only once they exist
     (:meth:`Recorder.finish`).
     """
