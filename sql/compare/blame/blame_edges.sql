@@ -13,9 +13,14 @@ prod AS (
                     AND coalesce(a.ckey, a.skey) = coalesce(m.ckey, m.skey))
 ),
 -- 1. exact content: the hash of the metrics pass, or md5 (with dtype and shape)
+-- (each over the keys that both an input and a producer have: a window over the others links
+-- nothing, and on random statistics that is nearly every row)
 c_rows AS (
-  SELECT side, row_seq, pos, ckey AS key, chow AS how FROM ins WHERE ckey IS NOT NULL
-  UNION ALL SELECT side, NULL, pos, ckey, NULL FROM prod WHERE ckey IS NOT NULL
+  SELECT i.side, i.row_seq, i.pos, i.ckey AS key, i.chow AS how
+  FROM ins i SEMI JOIN prod p ON p.side = i.side AND p.ckey = i.ckey
+  UNION ALL
+  SELECT p.side, NULL, p.pos, p.ckey, NULL
+  FROM prod p SEMI JOIN ins i ON i.side = p.side AND i.ckey = p.ckey
 ),
 c AS (
   SELECT side, row_seq, how,
@@ -26,9 +31,12 @@ c AS (
 ),
 c_linked AS (SELECT side, row_seq, p_pos, how, n FROM c WHERE row_seq IS NOT NULL AND p_pos IS NOT NULL),
 -- 2. the exact statistics (dtype, shape, max, min, mean, norm) where an input has no content key
+s_ins AS (SELECT side, row_seq, pos, skey AS key FROM ins WHERE ckey IS NULL AND skey IS NOT NULL),
 s_rows AS (
-  SELECT side, row_seq, pos, skey AS key FROM ins WHERE ckey IS NULL AND skey IS NOT NULL
-  UNION ALL SELECT side, NULL, pos, skey FROM prod WHERE skey IS NOT NULL
+  SELECT i.* FROM s_ins i SEMI JOIN prod p ON p.side = i.side AND p.skey = i.key
+  UNION ALL
+  SELECT p.side, NULL, p.pos, p.skey
+  FROM prod p SEMI JOIN s_ins i ON i.side = p.side AND i.key = p.skey
 ),
 s AS (
   SELECT side, row_seq,
@@ -43,11 +51,16 @@ s_linked AS (
 ),
 exact AS (SELECT * FROM c_linked UNION ALL SELECT * FROM s_linked),
 -- 3. the same content under another shape (a view or reshape the dump does not record)
-r_rows AS (
+r_ins AS (
   SELECT i.side, i.row_seq, i.pos, i.rkey AS key FROM ins i
   WHERE i.rkey IS NOT NULL
     AND NOT EXISTS (SELECT 1 FROM exact e WHERE e.side = i.side AND e.row_seq = i.row_seq)
-  UNION ALL SELECT side, NULL, pos, rkey FROM prod WHERE rkey IS NOT NULL
+),
+r_rows AS (
+  SELECT i.* FROM r_ins i SEMI JOIN prod p ON p.side = i.side AND p.rkey = i.key
+  UNION ALL
+  SELECT p.side, NULL, p.pos, p.rkey
+  FROM prod p SEMI JOIN r_ins i ON i.side = p.side AND i.key = p.rkey
 ),
 r AS (
   SELECT side, row_seq,

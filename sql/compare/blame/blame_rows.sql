@@ -4,6 +4,7 @@ rows AS (
   SELECT
     r.out_seq, t.op_seq, o.op_name, t.disp_name AS npu_name, t.io,
     t.dtype AS npu_dtype, b.dtype AS bench_dtype,
+    blame_dtype_floor(t.dtype) AS npu_floor, blame_dtype_floor(b.dtype) AS bench_floor,
     e.err AS output_err, e.err_kind,
     bo.is_module, bo.has_inner, bo.direction, bo.collective, bo.prior_err,
     bi.link, bi.candidates, bi.producer_name, bi.producer_err, coalesce(bi.in_place, false) AS in_place,
@@ -34,7 +35,7 @@ rows AS (
 floored AS (
   SELECT rows.*,
     CASE WHEN (SELECT mode FROM settings) = 'md5' THEN 0.0
-         ELSE greatest(blame_dtype_floor(npu_dtype), blame_dtype_floor(bench_dtype)) END
+         ELSE greatest(npu_floor, bench_floor) END
       AS dtype_floor
   FROM rows
 ),
@@ -43,7 +44,7 @@ judged AS (
     greatest(dtype_floor, coalesce(band, 0.0)) AS floor,
     CASE WHEN coalesce(band, 0.0) > dtype_floor THEN 'noise run'
          WHEN (SELECT mode FROM settings) = 'md5' THEN 'md5 (equal or not)'
-         ELSE 'dtype ' || replace(CASE WHEN blame_dtype_floor(npu_dtype) >= blame_dtype_floor(bench_dtype)
+         ELSE 'dtype ' || replace(CASE WHEN npu_floor >= bench_floor
                                        THEN npu_dtype ELSE bench_dtype END, 'torch.', '')
     END AS floor_source,
     output_err > (SELECT floor_factor FROM p) * greatest(dtype_floor, coalesce(band, 0.0))
