@@ -325,8 +325,8 @@ class Recorder:
             # than to run on a small compare (~25 ms of llama_port's 1,209 rows); both queries
             # inline, not views (a view is planned once more when it is created)
             names_sql = db.sql_file("history/record/hist_row_names.sql").body
-            cur.execute(_NEW_NAMES.format(rows=f"(\n{names_sql}\n)"))
-            cur.execute(_KEYED_ROWS.format(rows=f"(\n{rows_sql}\n)"), [compare_id])
+            insert_result_rows(cur, f"(\n{rows_sql}\n)", compare_id,
+                               names=f"(\n{names_sql}\n)")
             self._wait(self._tables)
             self._insert_blame(compare_id)
             _insert_compare(cur, compare_id, self._wait_for_row())
@@ -480,11 +480,15 @@ LEFT JOIN {ALIAS}.names b ON b.name = r.bench_name
 """
 
 
-def insert_result_rows(con: duckdb.DuckDBPyConnection, rows: str, compare_id: int) -> None:
+def insert_result_rows(con: duckdb.DuckDBPyConnection, rows: str, compare_id: int,
+                       names: str | None = None) -> None:
     """Append one compare's output rows (the relation ``rows``, in ``result_rows``' shape
     without compare_id) to the attached history: new names into ``names``, the rows with
-    their names' keys into ``result_data``. Inside the caller's transaction."""
-    con.execute(_NEW_NAMES.format(rows=rows))
+    their names' keys into ``result_data``. Inside the caller's transaction.
+
+    ``names``: a cheaper relation of the rows' names alone (out_seq, op_name, npu_name,
+    bench_name) to find the new ones in; ``rows`` by default."""
+    con.execute(_NEW_NAMES.format(rows=names or rows))
     con.execute(_KEYED_ROWS.format(rows=rows), [compare_id])
 
 

@@ -74,6 +74,9 @@ CREATE OR REPLACE MACRO stat_rel(n, nk, b, bk) AS (
   CASE WHEN NOT (is_num(nk) AND is_num(bk)) THEN ' '
        WHEN b = 0 THEN 'N/A'
        ELSE py_float(abs(((n - b) / b) * 100)) || '%' END);
+-- A relative error as displayed: N/A on an unmatched row, else stat_rel.
+CREATE OR REPLACE MACRO shown_rel(matched, n, nk, b, bk) AS (
+  CASE WHEN matched THEN stat_rel(n, nk, b, bk) ELSE 'N/A' END);
 CREATE OR REPLACE MACRO stat_flag(n, nk, b, bk) AS (
   coalesce(is_num(nk) AND is_num(bk) AND isfinite(n) AND isfinite(b)
            AND abs(n - b) / (greatest(abs(n), abs(b)) + 1e-10) > 0.5, false));

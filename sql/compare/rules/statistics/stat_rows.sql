@@ -10,12 +10,10 @@ SELECT
   shown_diff(kind = 'matched', n_min, n_min_k, b_min, b_min_k) AS min_diff,
   shown_diff(kind = 'matched', n_mean, n_mean_k, b_mean, b_mean_k) AS mean_diff,
   shown_diff(kind = 'matched', n_norm, n_norm_k, b_norm, b_norm_k) AS norm_diff,
-  CASE WHEN kind = 'matched' THEN stat_rel(n_max, n_max_k, b_max, b_max_k) ELSE 'N/A' END AS max_rel,
-  CASE WHEN kind = 'matched' THEN stat_rel(n_min, n_min_k, b_min, b_min_k) ELSE 'N/A' END AS min_rel,
-  CASE WHEN kind = 'matched' THEN stat_rel(n_mean, n_mean_k, b_mean, b_mean_k) ELSE 'N/A' END
-    AS mean_rel,
-  CASE WHEN kind = 'matched' THEN stat_rel(n_norm, n_norm_k, b_norm, b_norm_k) ELSE 'N/A' END
-    AS norm_rel,
+  shown_rel(kind = 'matched', n_max, n_max_k, b_max, b_max_k) AS max_rel,
+  shown_rel(kind = 'matched', n_min, n_min_k, b_min, b_min_k) AS min_rel,
+  shown_rel(kind = 'matched', n_mean, n_mean_k, b_mean, b_mean_k) AS mean_rel,
+  shown_rel(kind = 'matched', n_norm, n_norm_k, b_norm, b_norm_k) AS norm_rel,
   stat_flag(n_max, n_max_k, b_max, b_max_k) OR stat_flag(n_min, n_min_k, b_min, b_min_k)
     OR stat_flag(n_mean, n_mean_k, b_mean, b_mean_k)
     OR stat_flag(n_norm, n_norm_k, b_norm, b_norm_k) AS flagged
