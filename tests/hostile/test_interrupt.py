@@ -189,12 +189,14 @@ def test_interrupt_while_loading_in_two_processes(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_interrupt_inside_a_duckdb_query(tmp_path: Path) -> None:
     """Right after loading, msq is inside DuckDB (matching, rule views): Ctrl-C there surfaced as
-    RuntimeError("Query interrupted") with a traceback and exit 1."""
-    data = {f"Functional.op{i}.0.forward": fwd(t(), t(), out=[t(), t()]) for i in range(3000)}
+    RuntimeError("Query interrupted") with a traceback and exit 1. 15,000 ops (60k rows): the
+    work in DuckDB after that line must outlast the delay on a fast machine (12k rows once ended
+    in 0.4 s, before the signal came, and the test saw exit 0)."""
+    data = {f"Functional.op{i}.0.forward": fwd(t(), t(), out=[t(), t()]) for i in range(15000)}
     cfg = write_pair(tmp_path, data, data)
     out = tmp_path / "out"
     status, err, _ = interrupt([str(cfg), "-o", str(out), "--no-history"],
-                               "compare mode: statistics", delay=0.3)
+                               "compare mode: statistics", delay=0.1)
     assert_interrupted(status, err)
     assert outputs(out) == []
 
