@@ -8,8 +8,10 @@ The SQL lives in ``sql/`` (package ``msq.sql``), one folder per job and stage:
 * ``history/schema``, ``history/views``, ``history/record`` — the history database.
 
 A view file holds one bare SELECT; its stem is the view name, and a ``-- description:`` header
-line becomes the view's catalog comment. A sub-folder named after a variant (a mode such as
-``statistics``, or ``mindspore``) is loaded only by the compares that use it. A user's folder
+line becomes the view's catalog comment (in the history's database, and for a user's views:
+:func:`load_views` leaves it off msq's own views in a compare's short-lived database). A
+sub-folder named after a variant (a mode such as ``statistics``, or ``mindspore``) is loaded only
+by the compares that use it. A user's folder
 (``--sql-dir``) mirrors this layout and replaces shipped views by name.
 
 The helpers: SQL quoting (:func:`quote_ident`, :func:`quote_str`), the CSV formula guard
@@ -114,12 +116,14 @@ def run_schema(con: duckdb.DuckDBPyConnection, folder: str = "compare/schema") -
 
 
 def view_files(folders: Iterable[str] = COMPARE_VIEWS, user_dirs: Iterable[Path] = (),
-               variants: Iterable[str] = ()) -> tuple[list[SqlFile], set[str]]:
+               variants: Iterable[str] = (),
+               skip: Collection[str] = ()) -> tuple[list[SqlFile], set[str]]:
     """The view files to load, and the names that come from a user's folder.
 
     ``sql/<folder>/*.sql`` always load; ``sql/<folder>/<variant>/*.sql`` only for the variants in
     use. Two shipped files of one name are an error; a user file replaces the shipped view of
-    its name (or adds a view).
+    its name (or adds a view). ``skip``: shipped views left out (a user's file of that name
+    still loads).
     """
     variants = list(variants)
     chosen: dict[str, SqlFile] = {}
@@ -130,6 +134,8 @@ def view_files(folders: Iterable[str] = COMPARE_VIEWS, user_dirs: Iterable[Path]
                     raise SqlFileError(f"{file.origin}: a view named {file.name} is also "
                                        f"defined in {chosen[file.name].origin}; rename one")
                 chosen[file.name] = file
+    for name in skip:
+        chosen.pop(name, None)
     users: set[str] = set()
     for user_dir in user_dirs:
         for folder in folders:
@@ -157,8 +163,10 @@ def can_defer_binding(con: duckdb.DuckDBPyConnection) -> bool:
 _CAN_DEFER: bool | None = None
 
 
-def create_view(con: duckdb.DuckDBPyConnection, file: SqlFile, *, defer: bool = False) -> None:
-    """``CREATE OR REPLACE VIEW <file.name> AS <file.body>`` and attach the description comment.
+def create_view(con: duckdb.DuckDBPyConnection, file: SqlFile, *, defer: bool = False,
+                comment: bool = True) -> None:
+    """``CREATE OR REPLACE VIEW <file.name> AS <file.body>`` and attach the description comment
+    (unless ``comment`` is False).
 
     ``defer``: skip binding now (DuckDB binds the view when a query uses it). Binding a view
     binds every view under it, so a stack of views costs ~25 ms per view at creation; msq's own
@@ -166,37 +174,42 @@ def create_view(con: duckdb.DuckDBPyConnection, file: SqlFile, *, defer: bool = 
     an error in one is reported at load, with its file.
     """
     option = " WITH (DEFER_BINDING)" if defer and can_defer_binding(con) else ""
-    match = _DESCRIPTION.search(file.text)
+    match = _DESCRIPTION.search(file.text) if comment else None
     # the view and its comment in one round trip (a compare creates two dozen views); the
     # semicolon on a line of its own: the body may end with a -- comment
-    comment = (f"\n;\nCOMMENT ON VIEW {quote_ident(file.name)} IS {quote_str(match.group(1).strip())}"
-               if match else "")
+    described = (f"\n;\nCOMMENT ON VIEW {quote_ident(file.name)} IS "
+                 f"{quote_str(match.group(1).strip())}" if match else "")
     try:
         con.execute(f"CREATE OR REPLACE VIEW {quote_ident(file.name)}{option} AS\n{file.body}"
-                    f"{comment}")
+                    f"{described}")
     except duckdb.Error as err:
         raise SqlFileError(f"{file.origin}: {err}") from err
 
 
 def load_views(con: duckdb.DuckDBPyConnection, folders: Iterable[str] = COMPARE_VIEWS, *,
                user_dirs: Iterable[Path] = (), variants: Iterable[str] = (),
-               defer: bool = True) -> list[str]:
+               defer: bool = True, skip: Collection[str] = ()) -> list[str]:
     """Create every view of ``folders`` (see :func:`view_files`); return their names in load order.
 
     ``defer``: create msq's shipped views without binding them (see :func:`create_view`).
+    ``skip``: shipped views not to create (the compare does not read them; see
+    :func:`view_files`). Only a user's views get their description as a catalog comment: the databases these views
+    live in (a compare's, a kernel compare's) end with the compare, and the ``COMMENT ON``
+    statements were ~0.2 ms a view, a fifth of the views' creation.
 
     A view may read any other: one whose dependency is not created yet (a user's view, bound at
     load, or any view when ``defer`` is off) is retried after the others, until a pass makes no
     progress; then the first error is reported, with its file.
     """
-    pending, users = view_files(folders, user_dirs, variants)
+    pending, users = view_files(folders, user_dirs, variants, skip)
     names: list[str] = []
     while pending:
         failed: list[SqlFile] = []
         first_error: SqlFileError | None = None
         for file in pending:
             try:
-                create_view(con, file, defer=defer and file.name not in users)
+                user = file.name in users
+                create_view(con, file, defer=defer and not user, comment=user)
                 names.append(file.name)
             except SqlFileError as err:
                 if not isinstance(err.__cause__, duckdb.CatalogException):
@@ -249,6 +262,9 @@ def threads(con: duckdb.DuckDBPyConnection, count: int) -> Iterator[None]:
         yield
         return
     before = int(scalar(con, "SELECT current_setting('threads')"))
+    if before == count:  # a small compare's database has one thread from the start
+        yield
+        return
     con.execute(f"SET threads = {int(count)}")
     try:
         yield

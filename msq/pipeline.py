@@ -111,6 +111,30 @@ def load_stacks(con: duckdb.DuckDBPyConnection, stack_json: Path | None, stack_m
                     pa.table({"op_name": list(stacks), "stack": list(stacks.values())}))
 
 
+def small_input(npu: SideData, bench: SideData) -> bool:
+    """Both sides' rows fit in one DuckDB row group: every query of the compare runs on one
+    core (see :func:`compute`), so its database starts with one thread instead of DuckDB's
+    worker threads being started, stopped for the per-row stages and restarted for the outputs
+    (two ``SET threads``, each waiting for the tasks in flight on a busy machine)."""
+    return npu.rows.num_rows + bench.rows.num_rows <= db.DEFAULT_ROW_GROUP_ROWS
+
+
+def unused_views(opts: Options) -> set[str]:
+    """The shipped views this compare does not read: not created (parsing a view costs
+    ~0.3-3 ms, whatever the compare's size). ``row_pairs_mapped`` pairs -dm's rows,
+    ``hl_values`` feeds --compat's colour rules, and ``unmatched_reasons`` the default mode's
+    verdicts, which create it once the rows are paired (:func:`create_unmatched_reasons`). A
+    user's views (--sql-dir) may read any view: then every one is created."""
+    if opts.sql_dir:
+        return set()
+    unused = {"unmatched_reasons"}
+    if opts.data_mapping is None:
+        unused.add("row_pairs_mapped")
+    if not opts.is_compat:
+        unused.add("hl_values")
+    return unused
+
+
 def prepare(inp: SingleInput,
             opts: Options) -> tuple[duckdb.DuckDBPyConnection, str, str, SideData, SideData]:
     """Read both dumps, then open the compare's database and build its tables and views.
@@ -123,7 +147,7 @@ def prepare(inp: SingleInput,
     npu, bench = read_sides(inp.npu_json, inp.bench_json, opts.is_compat)
     mode = detect_mode(npu, bench, opts.is_compat)
     check_comparable(npu, bench, opts)
-    con = db.connect(threads=opts.workers)
+    con = db.connect(threads=opts.workers or (1 if small_input(npu, bench) else None))
     db.run_schema(con)
     framework = resolve_framework(opts, npu.looks_mindspore)
     api_map = framework == "mindspore" and bool(opts.api_mapping)
@@ -138,7 +162,8 @@ def prepare(inp: SingleInput,
     # by default (sql/compare/rules/default/)
     db.load_views(con, variants=[mode, "compat" if opts.is_compat else "default",
                                  *(["mindspore"] if framework == "mindspore" else [])],
-                  user_dirs=[Path(opts.sql_dir)] if opts.sql_dir else [])
+                  user_dirs=[Path(opts.sql_dir)] if opts.sql_dir else [],
+                  skip=unused_views(opts))
     mindspore_hooks.rename_for_match(con, opts, framework)
     return con, mode, framework, npu, bench
 
@@ -349,13 +374,24 @@ NO_UNMATCHED_REASONS = ("SELECT out_seq, NULL::VARCHAR AS reason_kind, NULL::VAR
                         "FROM compare_rows WHERE false")
 
 
-def skip_unmatched_reasons(con: duckdb.DuckDBPyConnection) -> None:
+def skip_unmatched_reasons(con: duckdb.DuckDBPyConnection) -> bool:
     """When every row is matched, ``unmatched_reasons`` (read by ``verdicts`` alone) is empty:
-    it becomes a view of no rows. Its query's result would be the same, but DuckDB takes ~0.1 s
-    to bind it (its CTEs are bound once per reference), whatever the size: most of a small
-    compare's ``verdicts`` stage. Not with a user's views (``--sql-dir`` may read or replace it)."""
+    it becomes a view of no rows (returns True). Its query's result would be the same, but
+    DuckDB takes ~0.1 s to bind it (its CTEs are bound once per reference), whatever the size:
+    most of a small compare's ``verdicts`` stage. Not with a user's views (``--sql-dir`` may read
+    or replace it)."""
     if db.scalar(con, "SELECT count(*) FROM compare_rows WHERE kind <> 'matched'") == 0:
         con.execute(f"CREATE OR REPLACE VIEW unmatched_reasons AS {NO_UNMATCHED_REASONS}")
+        return True
+    return False
+
+
+def create_unmatched_reasons(con: duckdb.DuckDBPyConnection) -> None:
+    """``unmatched_reasons`` for the default mode's verdicts (not created with the other views,
+    :func:`unused_views`): the empty stand-in when every row is matched, else the shipped view."""
+    if not skip_unmatched_reasons(con):
+        db.create_view(con, db.sql_file("compare/rules/unmatched_reasons.sql"), defer=True,
+                       comment=False)
 
 
 #: The part of each mode's result that reads neither the per-row error nor the verdicts.
@@ -378,7 +414,7 @@ def _compute_default(con: duckdb.DuckDBPyConnection, mode: str, inp: SingleInput
     Each view becomes a table in one transaction (db.materialize), so a strand sees a view or
     its table, never neither."""
     part = _DISPLAY_PART[mode]
-    skip_unmatched_reasons(con)
+    create_unmatched_reasons(con)
     pending: PendingBlame | None = None
     try:
         # a thread is started and its handle held, or neither: a Ctrl-C in between would leave

@@ -157,14 +157,15 @@ def _types(con: duckdb.DuckDBPyConnection, spec: SheetSpec) -> dict[str, str]:
                 .fetchall())
 
 
-def _rows_query(con: duckdb.DuckDBPyConnection, spec: SheetSpec) -> str:
+def _rows_query(con: duckdb.DuckDBPyConnection, spec: SheetSpec,
+                types: dict[str, str] | None = None) -> str:
     """``out_seq`` and each row's cells as one XML string, in no particular order.
 
     The rows are put in order and get their ``<row r="N">`` tags in Arrow (:func:`_rendered_rows`,
     :func:`_row_tags`): numbering them in SQL took a window and two sorts of every column. One
     ``concat`` of the cells, not a chain of ``||``, copies each row's text once.
     """
-    types = _types(con, spec)
+    types = types or _types(con, spec)
     cells = ", ".join(_cell_sql(c, types[c], spec.pandas_style) for c in spec.columns)
     marks = spec.marks_query or "SELECT NULL::BIGINT AS out_seq, NULL::VARCHAR AS mark WHERE false"
     return f"""
@@ -179,10 +180,11 @@ def _rows_query(con: duckdb.DuckDBPyConnection, spec: SheetSpec) -> str:
     """
 
 
-def _rendered_rows(con: duckdb.DuckDBPyConnection, spec: SheetSpec) -> pa.ChunkedArray:
+def _rendered_rows(con: duckdb.DuckDBPyConnection, spec: SheetSpec,
+                   types: dict[str, str] | None = None) -> pa.ChunkedArray:
     """Every row's cells as XML, in ``out_seq`` order."""
     try:
-        table = con.cursor().sql(_rows_query(con, spec)).to_arrow_table()
+        table = con.cursor().sql(_rows_query(con, spec, types)).to_arrow_table()
     except duckdb.Error as err:
         raise ExportError(f"cannot render the workbook rows: {err}") from err
     import pyarrow.compute as pc  # lazy: ~0.1 s to import; only this renderer (no C) needs it
@@ -308,15 +310,16 @@ class _Layout:
         return f"</sheetData>{filt}</worksheet>".encode()
 
 
-def _widths(con: duckdb.DuckDBPyConnection, spec: SheetSpec) -> list[float]:
+def _widths(con: duckdb.DuckDBPyConnection, spec: SheetSpec,
+            types: dict[str, str] | None = None) -> list[float]:
     """Each column as wide as its longest text (header and filter button included), numbers as
     wide as Excel's General format needs, nothing wider than :data:`_MAX_WIDTH`."""
-    types = _types(con, spec)
+    types = types or _types(con, spec)
     texts = [c for c in spec.columns if types[c] == "VARCHAR"]
     longest: dict[str, int] = {}
     if texts:
         lengths = ", ".join(f'max(length("{c}"))' for c in texts)
-        row = con.cursor().sql(f"SELECT {lengths} FROM ({spec.query})").fetchall()[0]
+        row = con.cursor().execute(f"SELECT {lengths} FROM ({spec.query})").fetchall()[0]
         longest = {c: int(n or 0) for c, n in zip(texts, row)}
     widths = []
     for col, head in zip(spec.columns, spec.headers):
@@ -431,12 +434,15 @@ def _write_sheets(zf: zipfile.ZipFile, con: duckdb.DuckDBPyConnection, spec: She
                   first: int = 1) -> list[str]:
     """The rows of ``spec`` as worksheets ``sheet<first>.xml``, ...; return each one's
     autofilter range ("" without one): one entry per sheet written."""
-    source = _c_rows(con, spec)
-    rows = _rendered_rows(con, spec) if source is None else None
+    # the sheet's column types, asked once (DESCRIBE binds the sheet's query: its renderer and
+    # its column widths both need them)
+    types = _types(con, spec)
+    source = _c_rows(con, spec, types)
+    rows = _rendered_rows(con, spec, types) if source is None else None
     total = source.n_rows if source is not None else len(rows or ())
     bold = spec.pandas_style or spec.browse
     layout = _Layout(_header_xml(spec.headers, _HEADER_STYLE if bold else ""), len(spec.columns),
-                     _widths(con, spec) if spec.browse else None, spec.browse)
+                     _widths(con, spec, types) if spec.browse else None, spec.browse)
     with _Sheets(zf, layout, max_rows - 1, total, on_extra_sheet, first) as sheets:
         if source is not None:
             for start in range(0, source.n_rows, _BATCH_ROWS):
@@ -504,12 +510,13 @@ def _c_buffers(array: pa.Array, kind: pa.DataType) -> _CArray | None:
     return buffers[0], None, buffers[1], array.offset
 
 
-def _c_rows(con: duckdb.DuckDBPyConnection, spec: SheetSpec) -> _CRows | None:
+def _c_rows(con: duckdb.DuckDBPyConnection, spec: SheetSpec,
+            types: dict[str, str] | None = None) -> _CRows | None:
     """The C renderer's input, or None where it does not apply (no C extension, a column of
     another type than text or cell: the SQL renderer writes those)."""
     if _sheetxml is None or len(spec.columns) > 64 or spec.pandas_style:
         return None
-    types = _types(con, spec)
+    types = types or _types(con, spec)
     if any(t.startswith("UNION") and t != _CELL_TYPE for t in types.values()):
         return None  # a union of fewer members (the SQL renderer writes each member it has)
     select = []

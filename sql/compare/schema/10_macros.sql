@@ -17,20 +17,25 @@ CREATE OR REPLACE MACRO text_cell(t) AS (
     WHEN t IN ('inf', '-inf', 'nan') THEN union_value(s := t || chr(9))::cell
     ELSE union_value(s := t)::cell
   END);
-CREATE OR REPLACE MACRO stat_cell(num, kind, txt) AS (
-  CASE
-    WHEN kind IN ('f', 'i') AND isfinite(num) THEN union_value(n := num)::cell
-    WHEN kind = 'b' THEN union_value(b := num = 1)::cell
-    WHEN kind IN ('f', 'i') THEN num_cell(num)
-    WHEN kind IN ('s', 'o') THEN text_cell(txt)
-    ELSE union_value(s := 'None')::cell
-  END);
--- A statistic as displayed: N/A when its side is absent (an unmatched row), else its cell.
+-- A statistic as displayed: N/A when its side is absent (an unmatched row), else its cell: a
+-- finite number, a boolean, or a text (None, a non-finite number as num_cell writes it, a string
+-- as text_cell writes it). One CASE of cells whose texts come from one inner CASE of VARCHARs:
+-- nested cell macros cost a union copy per level and rows, and DuckDB binds and optimises every
+-- expanded level (a small compare's planning: stat_rows' binding halved).
 CREATE OR REPLACE MACRO shown_stat(absent, num, kind, txt) AS (
   CASE
     WHEN absent THEN union_value(s := 'N/A')::cell
     WHEN kind IN ('f', 'i') AND isfinite(num) THEN union_value(n := num)::cell
-    ELSE stat_cell(num, kind, txt)
+    WHEN kind = 'b' THEN union_value(b := num = 1)::cell
+    ELSE union_value(s := CASE
+      WHEN kind IN ('f', 'i') THEN CASE WHEN num IS NULL THEN 'None'
+                                        WHEN isnan(num) THEN 'nan' || chr(9)
+                                        WHEN num = 'inf'::DOUBLE THEN 'inf' || chr(9)
+                                        ELSE '-inf' || chr(9) END
+      WHEN kind IN ('s', 'o') THEN CASE WHEN txt IS NULL THEN 'None'
+                                        WHEN txt IN ('inf', '-inf', 'nan') THEN txt || chr(9)
+                                        ELSE txt END
+      ELSE 'None' END)::cell
   END);
 -- Python's repr() of a float; DuckDB prints the same shortest round-trip text except for -nan.
 CREATE OR REPLACE MACRO py_float(x) AS (CASE WHEN isnan(x) THEN 'nan' ELSE CAST(x AS VARCHAR) END);
@@ -60,16 +65,18 @@ CREATE OR REPLACE MACRO float_precision_pair(a, b) AS (
 CREATE OR REPLACE MACRO dtype_compatible(a, b, compat) AS (
   a IS NOT DISTINCT FROM b
   OR CASE WHEN compat THEN dtype_tolerated(a, b) ELSE float_precision_pair(a, b) END);
--- Statistics mode (spec §4.1): difference, relative-error text and the >0.5 magnitude flag.
-CREATE OR REPLACE MACRO stat_diff(n, nk, b, bk) AS (
-  CASE WHEN NOT coalesce(is_num(nk) AND is_num(bk), false) THEN union_value(s := 'None')::cell
-       WHEN isfinite(n - b) THEN union_value(n := n - b)::cell
-       ELSE num_cell(n - b) END);
--- A difference as displayed: N/A on an unmatched row, else stat_diff (finite first, see num_cell).
+-- Statistics mode (spec §4.1): a difference as displayed: N/A on an unmatched row, None where a
+-- side is not a number, the finite difference, else its non-finite text as num_cell writes it
+-- (one CASE of cells over one CASE of texts, as shown_stat).
 CREATE OR REPLACE MACRO shown_diff(matched, n, nk, b, bk) AS (
   CASE WHEN NOT matched THEN union_value(s := 'N/A')::cell
        WHEN is_num(nk) AND is_num(bk) AND isfinite(n - b) THEN union_value(n := n - b)::cell
-       ELSE stat_diff(n, nk, b, bk) END);
+       ELSE union_value(s := CASE WHEN NOT coalesce(is_num(nk) AND is_num(bk), false) THEN 'None'
+                                  WHEN n - b IS NULL THEN 'None'
+                                  WHEN isnan(n - b) THEN 'nan' || chr(9)
+                                  WHEN n - b = 'inf'::DOUBLE THEN 'inf' || chr(9)
+                                  ELSE '-inf' || chr(9) END)::cell END);
+-- Statistics mode (spec §4.1): relative-error text and the >0.5 magnitude flag.
 CREATE OR REPLACE MACRO stat_rel(n, nk, b, bk) AS (
   CASE WHEN NOT (is_num(nk) AND is_num(bk)) THEN ' '
        WHEN b = 0 THEN 'N/A'
