@@ -121,14 +121,14 @@ def small_input(npu: SideData, bench: SideData) -> bool:
 
 def unused_views(opts: Options) -> set[str]:
     """The shipped views this compare does not read: not created (parsing a view costs
-    ~0.3-3 ms, whatever the compare's size). ``row_pairs_mapped`` pairs -dm's rows,
+    ~0.3-3 ms, whatever the compare's size). ``row_pairs_mapped`` pairs -dm's and -lm's rows,
     ``hl_values`` feeds --compat's colour rules, and ``unmatched_reasons`` the default mode's
     verdicts, which create it once the rows are paired (:func:`create_unmatched_reasons`). A
     user's views (--sql-dir) may read any view: then every one is created."""
     if opts.sql_dir:
         return set()
     unused = {"unmatched_reasons"}
-    if opts.data_mapping is None:
+    if opts.data_mapping is None and not opts.layer_mapping:
         unused.add("row_pairs_mapped")
     if not opts.is_compat:
         unused.add("hl_values")
@@ -172,7 +172,11 @@ def pair_rows(con: duckdb.DuckDBPyConnection, inp: SingleInput, opts: Options, f
               output_dir: Path, suffix: str) -> None:
     """Fill ``op_pairs`` and ``compare_rows``: by a MindSpore mapping (-lm, a user -am YAML), by
     a data mapping (-dm), else by name (1.1.0's streaming walk in compat mode)."""
-    if mindspore_hooks.pair_rows(con, inp, opts, framework, output_dir, suffix):
+    # a MindSpore mapping pairs the rows only under -lm, or under -am on a MindSpore NPU dump
+    # (its user YAML is loaded then, msq.mindspore.name_mapping): else the hook's look-up of
+    # loaded mappings would only cost a query
+    if (opts.layer_mapping or (framework == "mindspore" and opts.api_mapping)) \
+            and mindspore_hooks.pair_rows(con, inp, opts, framework, output_dir, suffix):
         return
     if opts.data_mapping is not None:
         pair_rows_mapped(con, opts.data_mapping, opts.is_compat)

@@ -36,7 +36,8 @@ def test_threads_set_inside_the_block_and_restored_after() -> None:
         assert _threads(con) == 2
 
 
-def _threads_during_compute(tmp_path: Path) -> tuple[list[int], int, int]:
+def _threads_during_compute(tmp_path: Path,
+                            workers: int | None = 2) -> tuple[list[int], int, int]:
     """Compare 3 ops (6 rows, their maxima differing) on a connection of two DuckDB threads: the
     thread count seen while the result and marks are tables, the rows, and the count after."""
     data = {f"Functional.relu.{i}.forward": fwd(t(mx=1.0 + i), out=t(mx=2.0 + i))
@@ -45,7 +46,7 @@ def _threads_during_compute(tmp_path: Path) -> tuple[list[int], int, int]:
     cfg = json.loads(write_pair(tmp_path, data, bench).read_text())
     inp = input_from_api({"npu_json_path": cfg["npu_path"], "bench_json_path": cfg["bench_path"],
                           "stack_json_path": cfg["stack_path"]})
-    opts = options_from_kwargs(False, True, False, {"workers": 2, "record": False})
+    opts = options_from_kwargs(False, True, False, {"workers": workers, "record": False})
     seen: list[int] = []
     con, mode, _, result = compute(inp, opts, tmp_path / "out", "", None,
                                    on_result=lambda c, _mode, _rows: seen.append(_threads(c)))
@@ -67,3 +68,14 @@ def test_a_compare_larger_than_a_row_group_keeps_every_thread(
     many-core machine should use it. (The row group is made 5 rows here, below the 6 rows.)"""
     monkeypatch.setattr(db, "DEFAULT_ROW_GROUP_ROWS", 5)
     assert _threads_during_compute(tmp_path) == ([2], 6, 2)
+
+
+def test_a_small_compare_has_one_thread_from_the_start(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without --workers, a compare whose dumps' rows fit in one row group opens its database
+    with one thread (pipeline.small_input) and keeps it for the outputs."""
+    assert _threads_during_compute(tmp_path / "small", workers=None) == ([1], 6, 1)
+    # above one row group (5 rows here: the dumps have 12, the output 6): DuckDB's own count
+    monkeypatch.setattr(db, "DEFAULT_ROW_GROUP_ROWS", 5)
+    default = _threads(duckdb.connect())
+    assert _threads_during_compute(tmp_path / "large", workers=None) == ([default], 6, default)
