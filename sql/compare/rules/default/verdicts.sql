@@ -58,7 +58,14 @@ texts AS (  -- the numbers a marked row's reason names (NULL on the other rows)
     CASE WHEN rule IS NOT NULL AND err_kind = 'value'
          THEN coalesce(n_max_str, reason_num(n_max)) END AS n_value,
     CASE WHEN rule IS NOT NULL AND err_kind = 'value'
-         THEN coalesce(b_max_str, reason_num(b_max)) END AS b_value
+         THEN coalesce(b_max_str, reason_num(b_max)) END AS b_value,
+    -- dtypes renamed as PyTorch writes them, for the precision note: only where the raw dtypes
+    -- differ (most rows: equal, nothing renamed); once each, not at each use (each use of a
+    -- macro is bound and optimised anew: four renames were a third of this view's planning)
+    CASE WHEN kind = 'matched' AND n_dtype_raw <> b_dtype_raw
+         THEN ms_to_torch_dtype(n_dtype_raw) END AS n_dtype,
+    CASE WHEN kind = 'matched' AND n_dtype_raw <> b_dtype_raw
+         THEN ms_to_torch_dtype(b_dtype_raw) END AS b_dtype
   FROM judged j
 )
 SELECT
@@ -66,37 +73,36 @@ SELECT
   CASE rule WHEN 'error grows' THEN 'yellow' WHEN 'inf/nan' THEN 'red'
             WHEN 'relative error' THEN 'red' END AS mark,
   rule,
+  -- each macro is used once (its use is bound and optimised per use, whatever the rows): the
+  -- two threshold rules share the measure and the detail, and the inf/Nan statistics are
+  -- named by one verdict_inf_stats ('' when neither Max nor Min is, hence the nullif)
   concat_ws('; ',
-    CASE rule
-      WHEN 'inf/nan' THEN
+    CASE
+      WHEN rule = 'inf/nan' THEN
         CASE WHEN err_kind = 'inf/nan positions differ'
                THEN 'inf/nan: at different positions in the NPU and bench tensors'
              WHEN err_kind = 'value' THEN 'inf/nan: value ' || n_value || ' vs ' || b_value
-             WHEN verdict_inf_stats(n_max, b_max, n_min, b_min) <> ''
-               THEN 'inf/nan on one side: ' || verdict_inf_stats(n_max, b_max, n_min, b_min)
-             WHEN err_stat IS NOT NULL
-               THEN 'inf/nan on one side: ' || err_stat || ' ' || reason_num(n_stat) || ' vs '
-                    || reason_num(b_stat)
-             ELSE 'inf/nan on one side' END
-      WHEN 'relative error' THEN verdict_measure(err_kind, err) || ' >= '
-        || reason_num(verdict_red_err())
-        || coalesce(', ' || verdict_detail(err_kind, err_stat, n_stat, b_stat, n_value, b_value),
-                    '')
-      WHEN 'error grows' THEN verdict_measure(err_kind, err) || ' >= '
-        || reason_num(verdict_yellow_err())
-        || CASE WHEN in_err IS NULL THEN ' with no compared input'
-                WHEN in_err = 0 THEN ' from equal inputs'
-                ELSE ' and >= ' || reason_num(verdict_growth()) || 'x its inputs'' worst '
-                     || reason_num(in_err) END
+             ELSE coalesce(
+               'inf/nan on one side: ' || nullif(verdict_inf_stats(n_max, b_max, n_min, b_min), ''),
+               CASE WHEN err_stat IS NOT NULL
+                      THEN 'inf/nan on one side: ' || err_stat || ' ' || reason_num(n_stat)
+                           || ' vs ' || reason_num(b_stat)
+                    ELSE 'inf/nan on one side' END) END
+      WHEN rule IN ('relative error', 'error grows') THEN verdict_measure(err_kind, err) || ' >= '
+        || CASE WHEN rule = 'relative error' THEN reason_num(verdict_red_err())
+                ELSE reason_num(verdict_yellow_err())
+                     || CASE WHEN in_err IS NULL THEN ' with no compared input'
+                             WHEN in_err = 0 THEN ' from equal inputs'
+                             ELSE ' and >= ' || reason_num(verdict_growth()) || 'x its inputs'' worst '
+                                  || reason_num(in_err) END END
         || coalesce(', ' || verdict_detail(err_kind, err_stat, n_stat, b_stat, n_value, b_value),
                     '')
     END,
     -- raw dtypes that are equal (most rows) are equal once renamed: no note, nothing renamed
-    CASE WHEN kind = 'matched' AND n_dtype_raw <> b_dtype_raw
-              AND float_precision_pair(ms_to_torch_dtype(n_dtype_raw),
-                                       ms_to_torch_dtype(b_dtype_raw))
-         THEN 'dtypes differ in precision (' || ms_to_torch_dtype(n_dtype_raw) || ' vs '
-              || ms_to_torch_dtype(b_dtype_raw) || '): values compared' END,
+    -- (n_dtype, b_dtype: NULL then)
+    CASE WHEN n_dtype IS NOT NULL AND float_precision_pair(n_dtype, b_dtype)
+         THEN 'dtypes differ in precision (' || n_dtype || ' vs ' || b_dtype
+              || '): values compared' END,
     u.reason
   ) AS reason,
   u.reason AS unmatched_reason,
