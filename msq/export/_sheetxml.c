@@ -387,6 +387,45 @@ done:
     return result;
 }
 
+/* max_chars(text, count) -> int or None
+ *
+ * The most characters (Unicode code points, as DuckDB's length() counts them) among the first
+ * count strings of a text array (validity, offsets, data, offset) that are not NULL; None when
+ * every one is (DuckDB's max(length(x)) of the same rows). The workbook's column widths are
+ * taken from the rows already fetched for rendering instead of a second query over the sheet. */
+static PyObject *max_chars(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *text;
+    long long count;
+    if (!PyArg_ParseTuple(args, "OL", &text, &count)) return NULL;
+    Py_buffer views[3];
+    int nviews = 0;
+    Arr a;
+    long long best = -1;
+    if (parse_arr(text, &a, views, &nviews) == 0 && count > 0) {
+        if (!a.offs || !a.data) {
+            PyErr_SetString(PyExc_ValueError, "a text array has offsets and data");
+        } else {
+            Py_BEGIN_ALLOW_THREADS
+            for (long long r = 0; r < count; r++) {
+                if (!is_valid(&a, r)) continue;
+                int64_t j = a.offset + r;
+                int32_t from = a.offs[j], to = a.offs[j + 1];
+                if (to - from <= best) continue;  /* no more characters than bytes */
+                long long n = 0;
+                for (int32_t k = from; k < to; k++)
+                    n += ((unsigned char)a.data[k] & 0xC0) != 0x80;  /* not a continuation byte */
+                if (n > best) best = n;
+            }
+            Py_END_ALLOW_THREADS
+        }
+    }
+    for (int k = 0; k < nviews; k++) PyBuffer_Release(&views[k]);
+    if (PyErr_Occurred()) return NULL;
+    if (best < 0) Py_RETURN_NONE;
+    return PyLong_FromLongLong(best);
+}
+
 /* fmt16g(x) -> str: the number as render writes it (for the tests) */
 static PyObject *py_fmt16g(PyObject *self, PyObject *arg) {
     (void)self;
@@ -401,6 +440,8 @@ static PyMethodDef METHODS[] = {
     {"render", render, METH_VARARGS,
      "render(columns, marks, order, start, count, first_row) -> bytes of <row> elements"},
     {"fmt16g", py_fmt16g, METH_O, "fmt16g(x) -> printf('%.16g', x)"},
+    {"max_chars", max_chars, METH_VARARGS,
+     "max_chars(text, count) -> the most characters of a non-NULL string, or None"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef MODULE = {PyModuleDef_HEAD_INIT, "_sheetxml",

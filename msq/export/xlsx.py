@@ -311,21 +311,43 @@ class _Layout:
 
 
 def _widths(con: duckdb.DuckDBPyConnection, spec: SheetSpec,
-            types: dict[str, str] | None = None) -> list[float]:
+            types: dict[str, str] | None = None, source: _CRows | None = None) -> list[float]:
     """Each column as wide as its longest text (header and filter button included), numbers as
-    wide as Excel's General format needs, nothing wider than :data:`_MAX_WIDTH`."""
+    wide as Excel's General format needs, nothing wider than :data:`_MAX_WIDTH`. The longest
+    texts are counted in the rows fetched for the C renderer (``source``) when there are, else
+    by a query over the sheet."""
     types = types or _types(con, spec)
     texts = [c for c in spec.columns if types[c] == "VARCHAR"]
     longest: dict[str, int] = {}
     if texts:
-        lengths = ", ".join(f'max(length("{c}"))' for c in texts)
-        row = con.cursor().execute(f"SELECT {lengths} FROM ({spec.query})").fetchall()[0]
-        longest = {c: int(n or 0) for c, n in zip(texts, row)}
+        counted = _longest_texts(spec, texts, source)
+        if counted is not None:
+            longest = counted
+        else:
+            lengths = ", ".join(f'max(length("{c}"))' for c in texts)
+            row = con.cursor().execute(f"SELECT {lengths} FROM ({spec.query})").fetchall()[0]
+            longest = {c: int(n or 0) for c, n in zip(texts, row)}
     widths = []
     for col, head in zip(spec.columns, spec.headers):
         data = longest.get(col, _NUMBER_WIDTH)
         widths.append(float(min(_MAX_WIDTH, max(len(head) + 4, data + 2))))
     return widths
+
+
+def _longest_texts(spec: SheetSpec, texts: list[str],
+                   source: _CRows | None) -> dict[str, int] | None:
+    """The characters of each text column's longest value (0 when all are NULL), counted in C
+    in the C renderer's columns, as DuckDB's ``max(length(...))`` counts them; None without
+    those columns."""
+    if source is None or _sheetxml is None or not hasattr(_sheetxml, "max_chars"):
+        return None
+    longest: dict[str, int] = {}
+    for name in texts:
+        column = source.columns[spec.columns.index(name)]
+        if column[0] != "t":
+            return None
+        longest[name] = int(_sheetxml.max_chars(column[1], source.n_rows) or 0)
+    return longest
 
 
 def _sheet_name(index: int, pandas_style: bool = False) -> str:
@@ -442,7 +464,7 @@ def _write_sheets(zf: zipfile.ZipFile, con: duckdb.DuckDBPyConnection, spec: She
     total = source.n_rows if source is not None else len(rows or ())
     bold = spec.pandas_style or spec.browse
     layout = _Layout(_header_xml(spec.headers, _HEADER_STYLE if bold else ""), len(spec.columns),
-                     _widths(con, spec, types) if spec.browse else None, spec.browse)
+                     _widths(con, spec, types, source) if spec.browse else None, spec.browse)
     with _Sheets(zf, layout, max_rows - 1, total, on_extra_sheet, first) as sheets:
         if source is not None:
             for start in range(0, source.n_rows, _BATCH_ROWS):

@@ -284,3 +284,27 @@ def test_isal_and_zlib_deflate_the_same_parts(tmp_path: Path, monkeypatch: pytes
     assert books["isal"] == books["zlib"]
     assert cells["isal"] == cells["zlib"] and cells["isal"][0][1] == [0.0, "r0"]
     assert compressed["isal"] != compressed["zlib"]  # ISA-L did deflate the sheet
+
+
+@pytest.mark.skipif(xlsx_c() is None, reason="msq.export._sheetxml is not built")
+def test_c_longest_texts_count_characters_as_duckdb_does() -> None:
+    """The browse layout's widths come from the C renderer's columns (_sheetxml.max_chars):
+    characters, not bytes (a 9-byte text of 3 characters among them), NULLs skipped, 0 when a
+    column holds no text, as DuckDB's max(length()) over the sheet's query."""
+    from msq.export import xlsx
+
+    con = duckdb.connect()
+    texts = [*_TEXTS, "\u00e9" * 7, "\U0001f600" * 9 + "x"]
+    con.execute("CREATE TABLE t (out_seq BIGINT, s VARCHAR, wide VARCHAR, nothing VARCHAR)")
+    con.executemany("INSERT INTO t VALUES (?, ?, ?, NULL)",
+                    [(i, s, "\u4e2d" * (i % 5)) for i, s in enumerate(texts)])
+    for where in ("", "WHERE out_seq >= 3"):
+        spec = SheetSpec(f"SELECT * FROM t {where}", ["s", "wide", "nothing"], ["s", "w", "n"],
+                         None, browse=True)
+        rows = xlsx._c_rows(con, spec)
+        assert rows is not None
+        want = con.execute("SELECT max(length(s)), max(length(wide)), max(length(nothing)) "
+                           f"FROM ({spec.query})").fetchall()[0]
+        got = xlsx._longest_texts(spec, ["s", "wide", "nothing"], rows)
+        assert got == {"s": want[0], "wide": want[1], "nothing": 0}
+        assert want[0] == 10 and want[2] is None  # the emoji text: 10 characters, 37 bytes
