@@ -193,9 +193,9 @@ def load_views(con: duckdb.DuckDBPyConnection, folders: Iterable[str] = COMPARE_
 
     ``defer``: create msq's shipped views without binding them (see :func:`create_view`).
     ``skip``: shipped views not to create (the compare does not read them; see
-    :func:`view_files`). Only a user's views get their description as a catalog comment: the databases these views
-    live in (a compare's, a kernel compare's) end with the compare, and the ``COMMENT ON``
-    statements were ~0.2 ms a view, a fifth of the views' creation.
+    :func:`view_files`). Only a user's views get their description as a catalog comment: the
+    databases these views live in (a compare's, a kernel compare's) end with the compare, and the
+    ``COMMENT ON`` statements were ~0.2 ms a view, a fifth of the views' creation.
 
     A view may read any other: one whose dependency is not created yet (a user's view, bound at
     load, or any view when ``defer`` is off) is retried after the others, until a pass makes no

@@ -40,7 +40,8 @@ _FLAGS = ["true", "false", "NULL"]
 
 
 def _values(name: str, items: list[str], cast: str) -> str:
-    return f"(SELECT {cast.format('x')} AS {name} FROM (VALUES {', '.join(f'({v})' for v in items)}) t(x))"
+    rows = ", ".join(f"({v})" for v in items)
+    return f"(SELECT {cast.format('x')} AS {name} FROM (VALUES {rows}) t(x))"
 
 
 def _differences(con: object, new: str, old: str, source: str) -> list[tuple[object, ...]]:
@@ -75,6 +76,7 @@ def test_shown_stat_and_shown_diff_give_the_nested_forms_cells() -> None:
     ).fetchall()}
     assert tags == {"n", "s", "b"}
     texts = {v for (v,) in con.execute(
-        f"SELECT DISTINCT union_extract(shown_diff(matched, num, nk, b, bk), 's') FROM {diff_source}"
+        "SELECT DISTINCT union_extract(shown_diff(matched, num, nk, b, bk), 's') "
+        f"FROM {diff_source}"
     ).fetchall()}
     assert {"N/A", "None", "nan\t", "inf\t", "-inf\t"} <= texts

@@ -93,8 +93,8 @@ SELECT
                 ELSE reason_num(verdict_yellow_err())
                      || CASE WHEN in_err IS NULL THEN ' with no compared input'
                              WHEN in_err = 0 THEN ' from equal inputs'
-                             ELSE ' and >= ' || reason_num(verdict_growth()) || 'x its inputs'' worst '
-                                  || reason_num(in_err) END END
+                             ELSE ' and >= ' || reason_num(verdict_growth())
+                                  || 'x its inputs'' worst ' || reason_num(in_err) END END
         || coalesce(', ' || verdict_detail(err_kind, err_stat, n_stat, b_stat, n_value, b_value),
                     '')
     END,
