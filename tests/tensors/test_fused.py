@@ -2,8 +2,8 @@
 
 The numpy kernel is the reference (it reproduces msprobe's numpy operations, and is checked
 against msprobe's golden outputs in test_pool.py). The C kernel must give exactly the same maxima
-and counts, dot products equal up to summation order, and the same bits from its AVX2 and its
-portable loop.
+and counts, dot products equal up to summation order, and the same bits from its AVX-512, its
+AVX2 and its portable loop (on a CPU without AVX-512 the first two are the same loop).
 """
 
 from __future__ import annotations
@@ -31,13 +31,29 @@ KINDS = {"f32": fused.F32, "bf16": fused.BF16, "f16": fused.F16}
 def _restore_loop() -> object:
     yield
     if fused.available():
-        fused._fused.use_generic(False)
+        fused._fused.use_isa("avx512")
+
+
+LOOPS = ("avx512", "avx2", "generic")
 
 
 def test_kernel_is_built() -> None:
     # CI installs with a compiler: a missing extension would silently cost 10x in tensor mode
     assert fused.available(), "msq.tensors._fused was not built (pip install -e . compiles it)"
-    assert fused.isa() in ("avx2", "generic")
+    assert fused.isa() in LOOPS
+
+
+@pytest.mark.skipif(not fused.available(), reason="C kernel not built")
+def test_loops_can_be_chosen_and_capped_by_the_cpu() -> None:
+    best = fused.isa()
+    fused._fused.use_isa("generic")
+    assert fused.isa() == "generic"
+    fused._fused.use_isa("avx2")
+    assert fused.isa() == ("avx2" if best != "generic" else "generic")
+    fused._fused.use_generic(False)
+    assert fused.isa() == best
+    with pytest.raises(ValueError, match="unknown loop"):
+        fused._fused.use_isa("sse9")
 
 
 def _raw(values: np.ndarray, kind: int) -> np.ndarray:
@@ -62,14 +78,19 @@ def _plan(nk: int, bk: int) -> fused.Plan:
     return fused.Plan(nk, bk, float(np.finfo(rdt).eps), float(rdt(0.001)), float(rdt(0.005)))
 
 
-def _both_loops(n_raw: np.ndarray, b_raw: np.ndarray, p: fused.Plan, compat: bool) -> tuple:
-    fused._fused.use_generic(False)
-    fast = fused.stats(n_raw, b_raw, p, compat)
-    fused._fused.use_generic(True)
-    portable = fused.stats(n_raw, b_raw, p, compat)
-    fused._fused.use_generic(False)
-    assert fast == portable or (fast is None and portable is None)
-    return fast
+def _every_loop(n_raw: np.ndarray, b_raw: np.ndarray, p: fused.Plan, compat: bool,
+                base: int = 0) -> tuple | None:  # fmt: skip
+    """The kernel's result, the same bits from every loop (None alike when one is None)."""
+    got = []
+    for loop in LOOPS:
+        fused._fused.use_isa(loop)
+        got.append(fused.stats(n_raw, b_raw, p, compat, base))
+    fused._fused.use_isa("avx512")
+    assert got[0] == got[1] == got[2], dict(zip(LOOPS, got))
+    return got[0]
+
+
+_both_loops = _every_loop
 
 
 def _assert_same(got: tuple, st: Stats) -> None:
@@ -143,6 +164,32 @@ def test_inf_or_nan_is_reported_not_computed(bad: float, side: str) -> None:
     b = n.copy()
     (n if side == "npu" else b)[17] = bad
     assert _both_loops(n, b, _plan(fused.F32, fused.F32), True) is None
+
+
+@pytest.mark.skipif(not fused.available(), reason="C kernel not built")
+@pytest.mark.parametrize("compat", [True, False])
+@pytest.mark.parametrize(("nk", "bk"), PAIRS)
+def test_every_loop_gives_the_same_bits_at_every_length_and_offset(
+    nk: str, bk: str, compat: bool
+) -> None:
+    """Lengths around the 8- and 16-element steps, hash offsets on and off the 16-word grid
+    (4088: the first 8 words close a hash block), bench zeros, and an inf in the 16-wide body
+    or in the tail: every loop returns the same tuple, or None."""
+    rng = np.random.default_rng(sum(map(ord, nk + bk)) + compat)
+    p = _plan(KINDS[nk], KINDS[bk])
+    for k in [*range(1, 41), 255, 1000, 4099]:
+        n, b = _pair(rng, k, 2.0, 1e-2, 0.3)
+        n_raw, b_raw = _raw(n, KINDS[nk]), _raw(b, KINDS[bk])
+        for base in (0, 8, 4088, 4096 * 5 + 8):
+            got = _every_loop(n_raw, b_raw, p, compat, base)
+            assert got is not None
+        for at in {0, k // 2, k - 1}:
+            bad_n = n_raw.copy()
+            bad_n[at] = _raw(np.array([np.inf]), KINDS[nk])[0]
+            assert _every_loop(bad_n, b_raw, p, compat) is None
+            bad_b = b_raw.copy()
+            bad_b[at] = _raw(np.array([np.nan]), KINDS[bk])[0]
+            assert _every_loop(n_raw, bad_b, p, compat, 8) is None
 
 
 def _save(path: Path, values: np.ndarray, dtype: torch.dtype) -> TensorMeta:
