@@ -680,6 +680,79 @@ done:
     return result;
 }
 
+/* segments(npu, bench, offsets, kind, compat, eps, t1, t5): the element-wise aggregates of many
+ * small pairs stored back to back (pair j: elements offsets[j] .. offsets[j+1]-1), each pair from
+ * element 0 of its own (its hash starts a tensor). For the numpy kernel's vectorised groups of small
+ * tensors, whose dot products stay numpy's BLAS calls (bit-identical to msprobe): one call instead of
+ * a dozen numpy passes and two hash calls per pair. Returns a list of (max_abs, max_rel, c1, c5,
+ * hash_npu, hash_bench) per pair, or None when an element is inf or NaN (a finite pair never has a
+ * NaN relative error: a zero bench gets epsilon, so nothing is 0/0). */
+static PyObject *fused_segments(PyObject *self, PyObject *args) {
+    Py_buffer nbuf, bbuf, obuf;
+    int kind, compat;
+    float eps, t1, t5;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "y*y*y*ipfff", &nbuf, &bbuf, &obuf, &kind, &compat, &eps, &t1, &t5))
+        return NULL;
+    PyObject *result = NULL;
+    Py_ssize_t size = (kind == KIND_F32) ? 4 : 2, m = obuf.len / (Py_ssize_t)sizeof(int64_t) - 1;
+    const int64_t *off = (const int64_t *)obuf.buf;
+    Py_ssize_t k = nbuf.len / size;
+    int ok = (kind == KIND_F32 || kind == KIND_F16) && nbuf.len == bbuf.len && nbuf.len % size == 0 &&
+             obuf.len % (Py_ssize_t)sizeof(int64_t) == 0 && m >= 0;
+    for (Py_ssize_t j = 0; ok && j < m; j++)
+        ok = off[j] >= 0 && off[j] <= off[j + 1] && off[j + 1] <= k;
+    if (!ok) {
+        PyErr_SetString(PyExc_ValueError,
+                        "segments: float32 or float16 buffers of one length, offsets rising in range");
+        goto done;
+    }
+    Acc *accs = PyMem_RawMalloc((size_t)(m ? m : 1) * sizeof(Acc));
+    if (accs == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    int isa = active_isa(), bad = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t j = 0; j < m && !bad; j++) {
+        Acc *a = &accs[j];
+        acc_init(a, 0);
+        const char *np_ = (const char *)nbuf.buf + off[j] * size;
+        const char *bp = (const char *)bbuf.buf + off[j] * size;
+        Py_ssize_t n = (Py_ssize_t)(off[j + 1] - off[j]);
+        switch (isa) {
+#if MSQ_X86
+        case ISA_AVX512: run_avx512(a, np_, bp, n, kind, kind, compat, eps, t1, t5); break;
+        case ISA_AVX2: run_avx2(a, np_, bp, n, kind, kind, compat, eps, t1, t5); break;
+#endif
+        default: run_generic(a, np_, bp, n, kind, kind, compat, eps, t1, t5);
+        }
+        if (a->j || a->blk_n || a->blk_b) hash_flush(a);
+        bad = a->bad;
+    }
+    Py_END_ALLOW_THREADS
+    if (bad) {
+        PyMem_RawFree(accs);
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    result = PyList_New(m);
+    for (Py_ssize_t j = 0; result != NULL && j < m; j++) {
+        Acc *a = &accs[j];
+        PyObject *t = Py_BuildValue("(ddLLKK)", a->amax, (double)a->rmax, (long long)a->c1,
+                                    (long long)a->c5, (unsigned long long)a->hn,
+                                    (unsigned long long)a->hb);
+        if (t == NULL) Py_CLEAR(result);
+        else PyList_SET_ITEM(result, j, t);
+    }
+    PyMem_RawFree(accs);
+done:
+    PyBuffer_Release(&nbuf);
+    PyBuffer_Release(&bbuf);
+    PyBuffer_Release(&obuf);
+    return result;
+}
+
 static PyObject *fused_hash_words(PyObject *self, PyObject *args) {
     Py_buffer buf;
     Py_ssize_t base = 0;
@@ -729,6 +802,9 @@ static PyMethodDef methods[] = {
     {"stats", fused_stats, METH_VARARGS,
      "stats(npu, bench, npu_kind, bench_kind, compat, eps, t1, t5, base=0) -> (dot_nb, dot_nn, "
      "dot_bb, max_abs, max_rel, rel_nan, c1, c5, had_zero) or None when an inf/NaN was seen"},
+    {"segments", fused_segments, METH_VARARGS,
+     "segments(npu, bench, offsets, kind, compat, eps, t1, t5) -> [(max_abs, max_rel, c1, c5, "
+     "hash_npu, hash_bench)] per pair, or None when an inf/NaN was seen"},
     {"hash_words", fused_hash_words, METH_VARARGS,
      "hash_words(words, base=0) -> int: content hash of uint32 words starting at word `base`"},
     {"isa", fused_isa, METH_NOARGS, "isa() -> 'avx512', 'avx2' or 'generic': the loop stats() runs"},

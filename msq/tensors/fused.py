@@ -88,6 +88,32 @@ def stats(npu_raw: np.ndarray, bench_raw: np.ndarray, p: Plan, compat: bool,
                         base)
 
 
+def segments(npu: np.ndarray, bench: np.ndarray, offsets: np.ndarray,
+             compat: bool) -> list[tuple] | None | bool:  # fmt: skip
+    """Element-wise aggregates of small pairs stored back to back: pair ``j`` is elements
+    ``offsets[j]:offsets[j + 1]`` of both 1-D arrays (float32 with float32, or float16 with
+    float16; bfloat16 already widened), each hashed as a whole tensor.
+
+    Returns:
+        ``[(max_abs, max_rel, c1, c5, npu_hash, bench_hash), ...]`` per pair; None when an element
+        is inf or NaN (the caller then takes msprobe's exact per-pair path); False when the C
+        kernel does not cover these dtypes or is not built.
+    """
+    if _fused is None or npu.dtype != bench.dtype:
+        return False
+    if npu.dtype == np.float32:
+        kind, rdt = F32, np.float32
+    elif npu.dtype == np.float16:
+        kind, rdt = F16, np.float16
+    else:
+        return False
+    if not (npu.flags.c_contiguous and bench.flags.c_contiguous and npu.dtype.isnative):
+        return False
+    eps, t1, t5 = float(np.finfo(rdt).eps), float(rdt(0.001)), float(rdt(0.005))
+    return _fused.segments(npu, bench, np.ascontiguousarray(offsets, dtype=np.int64), kind,
+                           compat, eps, t1, t5)  # fmt: skip
+
+
 def values(raw: np.ndarray, kind: int) -> np.ndarray:
     """A writable copy of raw storage as the values the numpy kernel expects."""
     return bf16_to_f32(raw) if kind == BF16 else np.array(raw)

@@ -509,6 +509,11 @@ def _group(
     sizes = [x.shape[0] for x in ns]
     starts = np.zeros(len(sizes), dtype=np.intp)
     np.cumsum(sizes[:-1], out=starts[1:])
+    fast = _group_fused(N, B, starts, sizes, compat)
+    if fast is not False:
+        if fast is None:  # an inf or NaN: msprobe's exact per-pair path
+            return [compare_arrays(n, b, compat=compat) for n, b in zip(ns, bs)]
+        return fast
     if _has_inf_nan(N) or _has_inf_nan(B):  # rare: take the exact per-pair path
         return [compare_arrays(n, b, compat=compat) for n, b in zip(ns, bs)]
     # the hashes before the shift below modifies N and B
@@ -550,6 +555,40 @@ def _group(
         rows.append(row._replace(
             sq_diff=sq[j], npu_sq=nn, bench_sq=bb, npu_hash=hashes[j][0],
             bench_hash=hashes[j][1]))
+    return rows
+
+
+def _group_fused(N: np.ndarray, B: np.ndarray, starts: np.ndarray, sizes: list[int],
+                 compat: bool) -> list[MetricResult] | None | bool:  # fmt: skip
+    """:func:`_group` with the C kernel's element-wise aggregates (maxima, counts, hashes: the
+    values numpy gives, see _fused.c) for float32/float32 and float16/float16 groups; the dot
+    products stay the per-pair ``np.dot`` calls, so every cell is the numpy path's.
+
+    Returns the rows; None when the group holds an inf or NaN; False when the C kernel does not
+    cover it (other dtypes, not built).
+    """
+    offsets = np.empty(len(sizes) + 1, dtype=np.int64)
+    offsets[:-1] = starts
+    offsets[-1] = N.shape[0]
+    got = fused.segments(N, B, offsets, compat)
+    if got is None or got is False:
+        return got
+    if compat:  # msprobe's in-place shift reaches Cosine and MaxAbsErr (the C kernel's ns, bs)
+        zero = B == 0
+        if zero.any():
+            N, B = N.copy(), B.copy()
+            with np.errstate(over="ignore"):
+                _shift(N, B, zero, np.finfo(B.dtype).eps)
+    N64, B64 = N.astype(np.float64), B.astype(np.float64)
+    diff = np.subtract(N64, B64)
+    dot = np.dot
+    rows = []
+    for (s, k), (amax, rmax, c1, c5, hn, hb) in zip(zip(starts.tolist(), sizes), got):
+        n64, b64, d = N64[s : s + k], B64[s : s + k], diff[s : s + k]
+        nn, bb = dot(n64, n64), dot(b64, b64)
+        row = _row_of(k, dot(n64, b64), nn, bb, amax, rmax, c1, c5, compat)
+        rows.append(row._replace(sq_diff=dot(d, d), npu_sq=nn, bench_sq=bb, npu_hash=hn,
+                                 bench_hash=hb))
     return rows
 
 

@@ -21,7 +21,14 @@ import torch  # noqa: TID253  (tests write real .pt files)
 from msq.errors import TensorFileError
 from msq.tensors import fused
 from msq.tensors.meta import TensorMeta
-from msq.tensors.metrics import DEFAULT_CHUNK, Stats, _chunk, compare_arrays, compare_metas
+from msq.tensors.metrics import (
+    DEFAULT_CHUNK,
+    Stats,
+    _chunk,
+    compare_arrays,
+    compare_many,
+    compare_metas,
+)
 from msq.tensors.reader import inspect_tensor
 
 KINDS = {"f32": fused.F32, "bf16": fused.BF16, "f16": fused.F16}
@@ -264,3 +271,40 @@ def test_msq_no_fused_forces_numpy() -> None:
         capture_output=True, text=True, check=True,
     )  # fmt: skip
     assert out.stdout.strip() == "numpy"
+
+
+@pytest.mark.skipif(not fused.available(), reason="C kernel not built")
+@pytest.mark.parametrize("compat", [True, False])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_small_groups_by_the_c_kernel_give_the_numpy_groups_rows(
+    dtype: type, compat: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """compare_many's groups take maxima, counts and hashes from the C kernel (segments) and
+    keep numpy's dot products: every field of every row as the all-numpy group gives it, with
+    bench zeros (the epsilon shift), all-zero sides, one-element pairs and float16 overflow."""
+    rng = np.random.default_rng(11 + compat)
+    pairs = []
+    for k in [1, 2, 7, 8, 15, 16, 17, 33, 300, 4095, 4097, 9000]:
+        n, b = _pair(rng, k, 3.0 if dtype == np.float16 else 50.0, 1e-2, 0.25)
+        pairs.append((n.astype(dtype), b.astype(dtype)))
+    pairs.append((np.zeros(20, dtype), np.zeros(20, dtype)))
+    pairs.append((np.ones(20, dtype), np.zeros(20, dtype)))
+    if dtype == np.float16:  # differences and quotients overflow float16
+        pairs.append((np.array([60000, -60000, 1], dtype), np.array([-60000, 1e-3, 0], dtype)))
+    got = compare_many([(n.copy(), b.copy()) for n, b in pairs], compat=compat)
+    assert fused.segments(pairs[0][0], pairs[0][1], np.array([0, 1]), compat) not in (None, False)
+    monkeypatch.setattr(fused, "_fused", None)  # the all-numpy group
+    want = compare_many([(n.copy(), b.copy()) for n, b in pairs], compat=compat)
+    assert got == want
+
+
+@pytest.mark.skipif(not fused.available(), reason="C kernel not built")
+def test_small_group_with_an_inf_takes_the_exact_per_pair_path() -> None:
+    n = np.linspace(-1, 1, 40, dtype=np.float32)
+    b = n.copy()
+    n[3] = b[3] = np.inf  # same position: zeroed by msprobe's check, the row is computed
+    assert fused.segments(n, b, np.array([0, 20, 40]), False) is None
+    rows = compare_many([(n[:20].copy(), b[:20].copy()), (n[20:].copy(), b[20:].copy())],
+                        compat=False)
+    assert rows[0] == compare_arrays(n[:20].copy(), b[:20].copy(), compat=False)
+    assert rows[1].status == "ok"
