@@ -753,6 +753,132 @@ done:
     return result;
 }
 
+/* ------------------------------------------------------------------ small-file helpers (.pt) */
+
+static uint32_t le16(const unsigned char *p) { return (uint32_t)p[0] | ((uint32_t)p[1] << 8); }
+static uint32_t le32(const unsigned char *p) { return le16(p) | (le16(p + 2) << 16); }
+
+/* pt_members(data) -> (root, pickle_span, byteorder_span, ((key, start, size), ...)) | None
+ * for a whole small torch.save archive in memory: root is the archive's folder ("name/"), a span
+ * is (start, size) of a member's bytes (byteorder_span None when there is no such member), and
+ * the last item lists the members under root + "data/" by their key. None whenever the archive is
+ * not the plain kind torch.save writes: no local header at 0, no end-of-directory record in the
+ * last 64 KiB, zip64, a record or member outside the file, a compressed member, two sizes that
+ * differ, a non-ASCII or repeated name, not exactly one "<root>/data.pkl". msq's Python zip reader
+ * (ptfile._Zip) then reads the file and reports what is wrong; for an archive this accepts it finds
+ * the same members at the same places. Every check is a bounds check on `data`: nothing is
+ * decompressed, and nothing outside it is read. */
+#define PT_MAX_MEMBERS 64
+
+typedef struct {
+    const unsigned char *name;
+    uint32_t nlen;
+    Py_ssize_t start, size;
+} Member;
+
+static int ends_with(const Member *m, const char *tail) {
+    size_t t = strlen(tail);
+    return m->nlen >= t && memcmp(m->name + m->nlen - t, tail, t) == 0;
+}
+
+static PyObject *fused_pt_members(PyObject *self, PyObject *arg) {
+    (void)self;
+    Py_buffer b;
+    if (PyObject_GetBuffer(arg, &b, PyBUF_SIMPLE) < 0) return NULL;
+    const unsigned char *d = (const unsigned char *)b.buf;
+    Py_ssize_t n = b.len;
+    PyObject *out = NULL;
+    Member mem[PT_MAX_MEMBERS];
+    if (n < 22 || memcmp(d, "PK\x03\x04", 4) != 0) goto none;
+    Py_ssize_t lo = n - 22 - 65535 > 0 ? n - 22 - 65535 : 0, pos = -1;
+    for (Py_ssize_t i = n - 4; i >= lo; i--)
+        if (d[i] == 'P' && memcmp(d + i, "PK\x05\x06", 4) == 0) {
+            pos = i;
+            break;
+        }
+    if (pos < 0 || pos + 22 > n) goto none;
+    uint32_t count = le16(d + pos + 10), cd_size = le32(d + pos + 12), cd_off = le32(d + pos + 16);
+    if (count == 0xFFFF || cd_size == 0xFFFFFFFFu || cd_off == 0xFFFFFFFFu) goto none; /* zip64 */
+    if (count > PT_MAX_MEMBERS || (Py_ssize_t)cd_off + (Py_ssize_t)cd_size > n) goto none;
+    const unsigned char *cd = d + cd_off;
+    Py_ssize_t at = 0;
+    int pkl = -1;
+    for (uint32_t r = 0; r < count; r++) {
+        if (at + 46 > (Py_ssize_t)cd_size || memcmp(cd + at, "PK\x01\x02", 4) != 0) goto none;
+        const unsigned char *rec = cd + at;
+        uint32_t method = le16(rec + 10), csize = le32(rec + 20), size = le32(rec + 24);
+        uint32_t nlen = le16(rec + 28), xlen = le16(rec + 30), clen = le16(rec + 32);
+        uint32_t header = le32(rec + 42);
+        Py_ssize_t next = at + 46 + (Py_ssize_t)nlen + xlen + clen;
+        if (next > (Py_ssize_t)cd_size) goto none;
+        if (method != 0 || csize != size || size == 0xFFFFFFFFu || header == 0xFFFFFFFFu)
+            goto none;
+        if ((Py_ssize_t)header + 30 > n || memcmp(d + header, "PK\x03\x04", 4) != 0) goto none;
+        Py_ssize_t start = (Py_ssize_t)header + 30 + le16(d + header + 26) + le16(d + header + 28);
+        if (start + (Py_ssize_t)size > n) goto none;
+        Member *m = &mem[r];
+        m->name = rec + 46;
+        m->nlen = nlen;
+        m->start = start;
+        m->size = size;
+        int slashes = 0;
+        for (uint32_t c = 0; c < nlen; c++) {
+            if (m->name[c] >= 0x80) goto none;
+            slashes += m->name[c] == '/';
+        }
+        for (uint32_t q = 0; q < r; q++)
+            if (mem[q].nlen == nlen && memcmp(mem[q].name, m->name, nlen) == 0) goto none;
+        if (ends_with(m, "/data.pkl") && slashes == 1) {
+            if (pkl >= 0) goto none;
+            pkl = (int)r;
+        }
+        at = next;
+    }
+    if (pkl < 0) goto none;
+    uint32_t rlen = mem[pkl].nlen - 8; /* "<root>/" */
+    const unsigned char *root = mem[pkl].name;
+    PyObject *order = Py_NewRef(Py_None), *keys = PyList_New(0);
+    if (keys == NULL) {
+        Py_DECREF(order);
+        goto done;
+    }
+    for (uint32_t r = 0; r < count; r++) {
+        const Member *m = &mem[r];
+        if (m->nlen < rlen || memcmp(m->name, root, rlen) != 0) continue;
+        const unsigned char *rest = m->name + rlen;
+        uint32_t rest_len = m->nlen - rlen;
+        PyObject *t = NULL;
+        if (rest_len == 9 && memcmp(rest, "byteorder", 9) == 0) {
+            Py_DECREF(order);
+            order = Py_BuildValue("(nn)", m->start, m->size);
+            if (order == NULL) {
+                Py_DECREF(keys);
+                goto done;
+            }
+            continue;
+        }
+        if (rest_len > 5 && memcmp(rest, "data/", 5) == 0) {
+            t = Py_BuildValue("(s#nn)", (const char *)rest + 5, (Py_ssize_t)rest_len - 5,
+                              m->start, m->size);
+            if (t == NULL || PyList_Append(keys, t) < 0) {
+                Py_XDECREF(t);
+                Py_DECREF(order);
+                Py_DECREF(keys);
+                goto done;
+            }
+            Py_DECREF(t);
+        }
+    }
+    out = Py_BuildValue("(s#(nn)NN)", (const char *)root, (Py_ssize_t)rlen, mem[pkl].start,
+                        mem[pkl].size, order, keys);
+    goto done;
+none:
+    out = Py_NewRef(Py_None);
+done:
+    PyBuffer_Release(&b);
+    return out;
+}
+
 static PyObject *fused_hash_words(PyObject *self, PyObject *args) {
     Py_buffer buf;
     Py_ssize_t base = 0;
@@ -805,6 +931,9 @@ static PyMethodDef methods[] = {
     {"segments", fused_segments, METH_VARARGS,
      "segments(npu, bench, offsets, kind, compat, eps, t1, t5) -> [(max_abs, max_rel, c1, c5, "
      "hash_npu, hash_bench)] per pair, or None when an inf/NaN was seen"},
+    {"pt_members", fused_pt_members, METH_O,
+     "pt_members(data) -> (root, pickle_span, byteorder_span, ((key, start, size), ...)) of a "
+     "plain torch.save zip in memory, or None"},
     {"hash_words", fused_hash_words, METH_VARARGS,
      "hash_words(words, base=0) -> int: content hash of uint32 words starting at word `base`"},
     {"isa", fused_isa, METH_NOARGS, "isa() -> 'avx512', 'avx2' or 'generic': the loop stats() runs"},

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import mmap
 import os
-from typing import NamedTuple
+from typing import Literal, NamedTuple
 
 import numpy as np
 
@@ -89,7 +89,7 @@ def stats(npu_raw: np.ndarray, bench_raw: np.ndarray, p: Plan, compat: bool,
 
 
 def segments(npu: np.ndarray, bench: np.ndarray, offsets: np.ndarray,
-             compat: bool) -> list[tuple] | None | bool:  # fmt: skip
+             compat: bool) -> list[tuple] | None | Literal[False]:  # fmt: skip
     """Element-wise aggregates of small pairs stored back to back: pair ``j`` is elements
     ``offsets[j]:offsets[j + 1]`` of both 1-D arrays (float32 with float32, or float16 with
     float16; bfloat16 already widened), each hashed as a whole tensor.
@@ -101,6 +101,7 @@ def segments(npu: np.ndarray, bench: np.ndarray, offsets: np.ndarray,
     """
     if _fused is None or npu.dtype != bench.dtype:
         return False
+    rdt: type[np.floating]
     if npu.dtype == np.float32:
         kind, rdt = F32, np.float32
     elif npu.dtype == np.float16:

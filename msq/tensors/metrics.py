@@ -30,7 +30,7 @@ import math
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Literal, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -565,7 +565,7 @@ def _group(
 
 
 def _group_fused(N: np.ndarray, B: np.ndarray, starts: np.ndarray, sizes: list[int],
-                 compat: bool) -> list[MetricResult] | None | bool:  # fmt: skip
+                 compat: bool) -> list[MetricResult] | None | Literal[False]:  # fmt: skip
     """:func:`_group` with the C kernel's element-wise aggregates (maxima, counts, hashes: the
     values numpy gives, see _fused.c) for float32/float32 and float16/float16 groups; the dot
     products stay the per-pair ``np.dot`` calls, so every cell is the numpy path's.

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import collections
 import io
+import os
 import pickle
 import struct
 import warnings
@@ -28,6 +29,13 @@ import numpy as np
 
 from msq.errors import TensorFileError
 from msq.tensors.meta import TensorFile, TensorMeta, check_shape, open_tensor, to_array
+
+try:  # the C extension's zip directory reader (msq/tensors/_fused.c); else the Python one alone
+    from msq.tensors._fused import pt_members as _pt_members  # type: ignore[import-not-found]
+except ImportError:
+    _pt_members = None
+if os.environ.get("MSQ_NO_FUSED"):  # troubleshooting: msq's C tensor code off (as fused.py)
+    _pt_members = None
 
 _STORAGE_DTYPES = {
     "FloatStorage": np.float32,
@@ -477,6 +485,10 @@ def inspect_pt(path: str, data: bytes | TensorFile | None = None) -> TensorMeta:
 
 
 def _inspect(path: str, file: TensorFile | None, data: bytes | None, size: int) -> TensorMeta:
+    if data is not None and _pt_members is not None:
+        listed = _inspect_listed(path, data)
+        if listed is not None:
+            return listed
     head = data[:4] if data is not None else file.pread(4, 0)  # type: ignore[union-attr]
     if size < 4 or head != b"PK\x03\x04":
         if head[:1] == b"\x80":  # legacy (pre-1.6) torch.save: a bare pickle stream
@@ -496,6 +508,25 @@ def _inspect(path: str, file: TensorFile | None, data: bytes | None, size: int) 
     order_at = z.find(root + "byteorder")
     little = order_at is None or z.read_member(order_at, "byteorder").strip() != b"big"
     return _meta_from_stub(path, z, root, stub, little, data, file)
+
+
+def _inspect_listed(path: str, data: bytes) -> TensorMeta | None:
+    """:func:`_inspect` of a whole file in memory from the C extension's reading of its zip
+    directory (one call instead of a dozen struct unpacks and searches: 6.8 -> ~4 us a file, 11k
+    files a side on tensor_small). None when the archive is not the plain kind that covers, or
+    its storage member is missing: :func:`_inspect`'s own reader then reads the file (and says
+    what is wrong). For the files it accepts, the members, the pickle run and the layout are the
+    ones that reader finds."""
+    listed = _pt_members(data)  # type: ignore[misc]
+    if listed is None:
+        return None
+    _root, (start, n), order, storages = listed
+    stub = _unpickle(path, data[start : start + n])
+    little = order is None or data[order[0] : order[0] + order[1]].strip() != b"big"
+    for key, at, size in storages:
+        if key == stub.storage.key:
+            return _layout(path, stub, little, at, size, data)
+    return None
 
 
 _STUB_CACHE: dict[bytes, _TensorStub] = {}

@@ -329,3 +329,44 @@ def test_zip64_archive(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
                 load_pt(str(dst))
         else:
             assert same(load_pt(str(dst)), expected(src))
+
+
+def _outcome(path: str, data: bytes) -> tuple:
+    """What inspect_pt makes of the bytes: the layout, or the error's type and text."""
+    try:
+        m = inspect_pt(path, data)
+    except Exception as exc:  # noqa: BLE001  (the outcome is compared, whatever it is)
+        return (type(exc).__name__, str(exc))
+    return (str(m.dtype), m.bf16, m.shape, m.strides, m.offset, m.data is data)
+
+
+def test_c_zip_directory_reader_agrees_with_the_python_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The C reading of a small archive's directory (_fused.pt_members) gives the Python reader's
+    layout for real torch.save files, and for damaged copies (random bytes overwritten, cut
+    short) the same layout or the same error: anything unusual goes back to the Python reader."""
+    if ptfile._pt_members is None:
+        pytest.skip("C extension not built")
+    files = [
+        save(tmp_path, torch.randn(3, 5), "a.pt"),
+        save(tmp_path, torch.randn(7).to(torch.bfloat16), "b.pt"),
+        save(tmp_path, torch.arange(6, dtype=torch.int64).reshape(2, 3).t(), "c.pt"),
+        save(tmp_path, torch.tensor(2.5, dtype=torch.float16), "d.pt"),
+        save(tmp_path, torch.nn.Parameter(torch.ones(4)), "e.pt"),
+        save(tmp_path, torch.zeros(0, 3), "f.pt"),
+    ]
+    rng = np.random.default_rng(5)
+    for path in files:
+        data = Path(path).read_bytes()
+        variants = [data] + [data[: int(rng.integers(1, len(data)))] for _ in range(15)]
+        for _ in range(120):
+            spoilt = bytearray(data)
+            for at in rng.integers(0, len(data), int(rng.integers(1, 4))):
+                spoilt[at] = int(rng.integers(0, 256))
+            variants.append(bytes(spoilt))
+        with_c = [_outcome(path, v) for v in variants]
+        assert ptfile._pt_members(data) is not None  # a plain archive: really the C reading
+        monkeypatch.setattr(ptfile, "_pt_members", None)
+        assert [_outcome(path, v) for v in variants] == with_c
+        monkeypatch.undo()
