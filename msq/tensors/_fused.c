@@ -707,45 +707,53 @@ static PyObject *fused_segments(PyObject *self, PyObject *args) {
                         "segments: float32 or float16 buffers of one length, offsets rising in range");
         goto done;
     }
-    Acc *accs = PyMem_RawMalloc((size_t)(m ? m : 1) * sizeof(Acc));
-    if (accs == NULL) {
+    /* only what a pair's row needs is kept (48 bytes a pair; a whole Acc is ~340) */
+    typedef struct {
+        double amax;
+        float rmax;
+        int64_t c1, c5;
+        uint64_t hn, hb;
+    } Seg;
+    Seg *segs = PyMem_RawMalloc((size_t)(m ? m : 1) * sizeof(Seg));
+    if (segs == NULL) {
         PyErr_NoMemory();
         goto done;
     }
     int isa = active_isa(), bad = 0;
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t j = 0; j < m && !bad; j++) {
-        Acc *a = &accs[j];
-        acc_init(a, 0);
+        Acc a;
+        acc_init(&a, 0);
         const char *np_ = (const char *)nbuf.buf + off[j] * size;
         const char *bp = (const char *)bbuf.buf + off[j] * size;
         Py_ssize_t n = (Py_ssize_t)(off[j + 1] - off[j]);
         switch (isa) {
 #if MSQ_X86
-        case ISA_AVX512: run_avx512(a, np_, bp, n, kind, kind, compat, eps, t1, t5); break;
-        case ISA_AVX2: run_avx2(a, np_, bp, n, kind, kind, compat, eps, t1, t5); break;
+        case ISA_AVX512: run_avx512(&a, np_, bp, n, kind, kind, compat, eps, t1, t5); break;
+        case ISA_AVX2: run_avx2(&a, np_, bp, n, kind, kind, compat, eps, t1, t5); break;
 #endif
-        default: run_generic(a, np_, bp, n, kind, kind, compat, eps, t1, t5);
+        default: run_generic(&a, np_, bp, n, kind, kind, compat, eps, t1, t5);
         }
-        if (a->j || a->blk_n || a->blk_b) hash_flush(a);
-        bad = a->bad;
+        if (a.j || a.blk_n || a.blk_b) hash_flush(&a);
+        bad = a.bad;
+        segs[j] = (Seg){a.amax, a.rmax, a.c1, a.c5, a.hn, a.hb};
     }
     Py_END_ALLOW_THREADS
     if (bad) {
-        PyMem_RawFree(accs);
+        PyMem_RawFree(segs);
         result = Py_NewRef(Py_None);
         goto done;
     }
     result = PyList_New(m);
     for (Py_ssize_t j = 0; result != NULL && j < m; j++) {
-        Acc *a = &accs[j];
-        PyObject *t = Py_BuildValue("(ddLLKK)", a->amax, (double)a->rmax, (long long)a->c1,
-                                    (long long)a->c5, (unsigned long long)a->hn,
-                                    (unsigned long long)a->hb);
+        const Seg *g = &segs[j];
+        PyObject *t = Py_BuildValue("(ddLLKK)", g->amax, (double)g->rmax, (long long)g->c1,
+                                    (long long)g->c5, (unsigned long long)g->hn,
+                                    (unsigned long long)g->hb);
         if (t == NULL) Py_CLEAR(result);
         else PyList_SET_ITEM(result, j, t);
     }
-    PyMem_RawFree(accs);
+    PyMem_RawFree(segs);
 done:
     PyBuffer_Release(&nbuf);
     PyBuffer_Release(&bbuf);

@@ -585,8 +585,14 @@ def _group_fused(N: np.ndarray, B: np.ndarray, starts: np.ndarray, sizes: list[i
             N, B = N.copy(), B.copy()
             with np.errstate(over="ignore"):
                 _shift(N, B, zero, np.finfo(B.dtype).eps)
-    N64, B64 = N.astype(np.float64), B.astype(np.float64)
-    diff = np.subtract(N64, B64)
+    # scratch buffers reused from group to group: fresh 2 MB arrays each time cost ~2 page
+    # faults a pair on tensor_small (glibc maps and unmaps blocks that large)
+    k_all = N.shape[0]
+    N64, B64 = _WORK.get("n64", np.float64, k_all), _WORK.get("b64", np.float64, k_all)
+    diff = _WORK.get("diff", np.float64, k_all)
+    np.copyto(N64, N)
+    np.copyto(B64, B)
+    np.subtract(N64, B64, out=diff)
     dot = np.dot
     rows = []
     for (s, k), (amax, rmax, c1, c5, hn, hb) in zip(zip(starts.tolist(), sizes), got):
