@@ -50,6 +50,9 @@ log = logging.getLogger("msq")
 
 ALIAS = "msq_history"
 ROW_GROUP_ROWS = 32_768
+#: Full row groups an insert holds in memory before DuckDB compresses and writes them (see
+#: Recorder._attach).
+WRITE_BUFFER_ROW_GROUPS = 1
 # Above this many output rows the history is written after the outputs, not alongside them:
 # the workbook of 500,000 rows takes ~13 s here, and another process waiting for the file
 # (a multi-rank compare) must get it well inside its 60 s.
@@ -244,6 +247,7 @@ class Recorder:
 
     # -- the thread -------------------------------------------------------------------------
     def _run(self) -> None:
+        self._t0, self._cpu = time.perf_counter(), time.thread_time()
         try:
             self.compare_id = self._record()
         except BaseException as err:  # noqa: BLE001 (re-raised in the main thread by finish())
@@ -257,7 +261,10 @@ class Recorder:
         if not self.path.parent.is_dir():
             raise HistoryError(f"{self.path}: its folder does not exist; create it or choose "
                                "another --db")
-        prepare_ops(self._cursor)  # in the compare's database: before the record's transaction
+        # in the compare's database, before the record's transaction; each row's op as a table
+        # of this connection: the names and the rows read it (each join of the view ~25 ms on
+        # 100,000 rows, made now while the result is computed instead of twice at the end)
+        prepare_ops(self._cursor, table=True)
         created = not os.path.lexists(self.path)
         try:
             self._attach()
@@ -276,6 +283,13 @@ class Recorder:
 
     def _attach(self) -> None:
         cur = self._cursor
+
+        # DuckDB compresses and writes an insert's full row groups while it runs only once it
+        # holds this many of them (5 by default, 163,840 rows here: a 100,000-row compare then
+        # waited for its COMMIT, after the outputs, to be compressed: ~0.2 s CPU of stat's 0.3).
+        # One: each is written as soon as it is full, while the outputs are written. A global
+        # setting: the compare's own database is in memory, where nothing is written.
+        cur.execute(f"SET write_buffer_row_group_count = {WRITE_BUFFER_ROW_GROUPS}")
 
         def attach() -> None:
             # Row groups of 32,768 rows (not 122,880): a 100,000-row compare then fills whole
@@ -320,19 +334,32 @@ class Recorder:
             self._check_space()
             compare_id = int(db.scalar(cur, "SELECT coalesce(max(compare_id), 0) + 1 "
                                           f"FROM {ALIAS}.compares"))
-            rows_sql = prepare_rows(cur, self._mode, ops=False)
+            self._lap("prepared")
             # the new names from the names alone: the whole row's query took longer to plan
             # than to run on a small compare (~25 ms of llama_port's 1,209 rows); both queries
             # inline, not views (a view is planned once more when it is created)
             names_sql = db.sql_file("history/record/hist_row_names.sql").body
+            if self._blame_pending():
+                # blame still runs: the names go in first, read through the side connection, so
+                # that this transaction reads the compare's database (and sees its tables) only
+                # after them; by then blame has mostly ended and its rows are read directly
+                # (streamed they cost ~0.09 s CPU more on stat, the names ~0.02 s)
+                self._insert_names_streamed(names_sql)
+                names_sql = ""
+            rows_sql = prepare_rows(cur, self._mode, ops=False)
             insert_result_rows(cur, f"(\n{rows_sql}\n)", compare_id,
-                               names=f"(\n{names_sql}\n)")
+                               names=f"(\n{names_sql}\n)" if names_sql else None,
+                               new_names=bool(names_sql))
+            self._lap("result rows")
             self._wait(self._tables)
+            self._lap("blame ready")
             self._insert_blame(compare_id)
             _insert_compare(cur, compare_id, self._wait_for_row())
+            self._lap("compares row")
             self._before_commit()
             self._pass_gate()
             cur.execute("COMMIT")
+            self._lap("commit")
             return compare_id
         except BaseException as err:
             _rollback(cur, home)
@@ -342,6 +369,35 @@ class Recorder:
                                    "the outputs were written, the history was left unchanged"
                                    ) from err
             raise
+
+    def _blame_pending(self) -> bool:
+        """Blame has started (its parameters are in) and its tables are not complete yet."""
+        if self._tables.is_set():
+            return False
+        return bool(db.scalar(self._side, "SELECT count(*) FROM blame_params"))
+
+    def _insert_names_streamed(self, names_sql: str) -> None:
+        """The new names of the compare's rows, from its result read by the side connection
+        (an Arrow C stream; this connection's own table ``hist_row_ops`` gives the ops): this
+        transaction does not read the compare's database for them."""
+        cur = self._cursor
+        result = self._side.sql(f'SELECT out_seq, kind, "NPU Name", "Bench Name" '
+                                f"FROM result_{self._mode}")
+        cur.register("hist_names_stream", _Stream(result))
+        try:
+            # the names query reads hist_result: here the result's names and each row's op
+            names = (f"WITH hist_result AS (SELECT s.*, o.op_name FROM hist_names_stream s "
+                     f"LEFT JOIN hist_row_ops o USING (out_seq))\n{names_sql}")
+            cur.execute(_NEW_NAMES.format(rows=f"(\n{names}\n)"))
+        finally:
+            cur.unregister("hist_names_stream")
+        self._lap("names")
+
+    def _lap(self, step: str) -> None:
+        # -vv: when each step of the recording ended, and its thread's CPU since the last
+        now, cpu = time.perf_counter(), time.thread_time()
+        log.debug("history: %-13s at %.2fs (%.2fs CPU)", step, now - self._t0, cpu - self._cpu)
+        self._cpu = cpu
 
     def _wait(self, event: threading.Event) -> None:
         event.wait()
@@ -370,6 +426,7 @@ class Recorder:
                 cur.execute(f"{insert}hist_blame_stream", [compare_id])
             finally:
                 cur.unregister("hist_blame_stream")
+        self._lap("blame rows" if source is cur else "blame streamed")
 
     def _check_space(self) -> None:
         """Refuse a record that cannot fit on the disk even at DuckDB's best compression, before
@@ -481,23 +538,35 @@ LEFT JOIN {ALIAS}.names b ON b.name = r.bench_name
 
 
 def insert_result_rows(con: duckdb.DuckDBPyConnection, rows: str, compare_id: int,
-                       names: str | None = None) -> None:
+                       names: str | None = None, new_names: bool = True) -> None:
     """Append one compare's output rows (the relation ``rows``, in ``result_rows``' shape
     without compare_id) to the attached history: new names into ``names``, the rows with
     their names' keys into ``result_data``. Inside the caller's transaction.
 
     ``names``: a cheaper relation of the rows' names alone (out_seq, op_name, npu_name,
-    bench_name) to find the new ones in; ``rows`` by default."""
-    con.execute(_NEW_NAMES.format(rows=names or rows))
+    bench_name) to find the new ones in; ``rows`` by default. ``new_names``: False when the
+    caller has inserted them already."""
+    if new_names:
+        con.execute(_NEW_NAMES.format(rows=names or rows))
     con.execute(_KEYED_ROWS.format(rows=rows), [compare_id])
 
 
-def prepare_ops(con: duckdb.DuckDBPyConnection) -> None:
+def prepare_ops(con: duckdb.DuckDBPyConnection, table: bool = False) -> None:
     """The history macros and the view ``hist_row_ops`` (each output row's op) in ``con``'s
     database: they need the matched rows only. Outside the record's transaction, which may write
-    to the history file alone."""
+    to the history file alone.
+
+    ``table``: ``hist_row_ops`` as a temporary table of ``con`` instead (its rows computed now,
+    once; the matched rows do not change after this)."""
     db.run_schema(con, "history/record/macros")
-    db.create_view(con, db.sql_file("history/record/hist_row_ops.sql"))
+    ops = db.sql_file("history/record/hist_row_ops.sql")
+    if not table:
+        db.create_view(con, ops)
+        return
+    try:
+        con.execute(f"CREATE OR REPLACE TEMP TABLE {ops.name} AS {ops.body}")
+    except duckdb.Error as err:
+        raise SqlFileError(f"{ops.origin}: {err}") from err
 
 
 def prepare_rows(con: duckdb.DuckDBPyConnection, mode: str, ops: bool = True) -> str:

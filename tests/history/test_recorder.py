@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import subprocess
 import sys
 import threading
@@ -12,7 +13,9 @@ import pytest
 from click.testing import CliRunner
 
 import msq
+from msq import db as msq_db
 from msq import history
+from msq.blame import compute as blame_compute
 from msq.blame import run as blame_run
 from msq.cli import main
 from msq.errors import HistoryError
@@ -207,3 +210,53 @@ def test_the_history_file_is_held_during_the_outputs_only_for_compares_that_are_
     run_api(cj, tmp_path / "out", db=db)
     assert held == [overlap]
     assert count(db) == 2 and rows_in.is_set()
+
+
+def test_names_go_in_before_the_compare_is_read_while_blame_ends(
+        made: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """When the result exists while blame still runs, the names go in first, read through the
+    side connection, so that the record's transaction reads the compare's database only after
+    them (and then sees blame's tables, if blame has ended): every row is recorded as in a
+    compare recorded the plain way."""
+    cj, db = made
+    streamed = threading.Event()
+    real_names, real_nesting = recorder.Recorder._insert_names_streamed, blame_compute.load_nesting
+
+    def names(self: recorder.Recorder, names_sql: str) -> None:
+        real_names(self, names_sql)
+        streamed.set()
+
+    def held_nesting(*args: Any, **kwargs: Any) -> Any:
+        # blame has begun (its parameters are in) and waits for the names
+        assert streamed.wait(20), "the names were not read while blame ran"
+        return real_nesting(*args, **kwargs)
+
+    monkeypatch.setattr(recorder.Recorder, "_insert_names_streamed", names)
+    monkeypatch.setattr(blame_compute, "load_nesting", held_nesting)
+    run_api(cj, tmp_path / "out", db=db)
+    assert streamed.is_set()
+    for table, exclude in (("result_rows", "compare_id"), ("blame_rows", "compare_id, run_id"),
+                           ("blame_edges", "compare_id")):
+        rows = f"SELECT * EXCLUDE ({exclude}) FROM {table} WHERE compare_id = {{}}"
+        assert count(db, f"SELECT count(*) FROM ({rows.format(2)} EXCEPT ALL "
+                         f"{rows.format(1)})") == 0
+        query = f"SELECT count(*) FROM {table} WHERE compare_id = {{}}"
+        assert count(db, query.format(2)) == count(db, query.format(1)) > 0
+
+
+@pytest.mark.parametrize("text", ["12.5%", "0.0%", "-0.0%", "inf%", "-inf%", "nan%", "1e-05%",
+                                  "12.5%%", "%", "%%", "", " ", "N/A", "1%2%", "é%", "ü1.5%",
+                                  "a\u0301%", "\U0001d7d8%", " 3%", "3 %", "5", None])
+def test_a_relative_error_reads_as_its_text_without_the_percent_signs(text: str | None) -> None:
+    """hist_pct is the number of rtrim(text, '%'), whatever the text (it strips a single '%'
+    by substr, which is faster)."""
+    con = msq_db.connect()
+    msq_db.run_schema(con, "history/record/macros")
+    got, want, text_cell = con.execute(
+        "SELECT hist_pct($1), TRY_CAST(rtrim($1, '%') AS DOUBLE), hist_pct_text($1)",
+        [text]).fetchone()
+    assert got == want or (math.isnan(got) and math.isnan(want)) if want is not None \
+        else got is None
+    assert text is None or (text_cell is None) == (got is not None)
+    assert con.execute("SELECT hist_pct($1) IS NOT DISTINCT FROM "
+                       "TRY_CAST(rtrim($1, '%') AS DOUBLE)", [text]).fetchone()[0]

@@ -14,8 +14,12 @@ CREATE OR REPLACE MACRO hist_num(c) AS (
 -- The text of a cell that is text (msprobe's trailing TAB after nan/inf dropped); NULL for numbers.
 CREATE OR REPLACE MACRO hist_text(c) AS (
   CASE WHEN union_tag(c) = 's' THEN replace(union_extract(c, 's'), chr(9), '') END);
--- A statistics relative error "12.5%" -> 12.5; "N/A" and " " -> NULL.
-CREATE OR REPLACE MACRO hist_pct(t) AS (TRY_CAST(rtrim(t, '%') AS DOUBLE));
+-- A statistics relative error "12.5%" -> 12.5; "N/A" and " " -> NULL. (The number of
+-- rtrim(t, '%'): a text with one '%' at its end loses that character by substr, which takes half
+-- rtrim's time; rtrim was most of the cost of these four columns.)
+CREATE OR REPLACE MACRO hist_pct(t) AS (TRY_CAST(
+  CASE WHEN ends_with(t, '%') AND NOT ends_with(t, '%%') THEN substr(t, 1, length(t) - 1)
+       ELSE rtrim(t, '%') END AS DOUBLE));
 CREATE OR REPLACE MACRO hist_pct_text(t) AS (CASE WHEN hist_pct(t) IS NULL THEN t END);
 -- Severity of a row, for trends and regressions: 0 pass, 1 yellow, 2 red or failing.
 CREATE OR REPLACE MACRO hist_severity(mark, failing, verdict) AS (
