@@ -87,9 +87,10 @@ def load_sides(con: duckdb.DuckDBPyConnection, npu: SideData, bench: SideData) -
     go to DuckDB as an Arrow C stream: pyarrow is not imported for them.
 
     On one DuckDB thread: the stream is read by one, and a second only added work (stat's 195k
-    rows: 0.16 -> 0.11 s CPU, the same wall time; four times as many rows: 0.36 -> 0.22 s).
+    rows: 0.16 -> 0.11 s CPU, the same wall time; four times as many rows: 0.36 -> 0.22 s). A
+    small input's database has one thread already (:func:`small_input`): no SET then.
     """
-    with db.threads(con, 1):
+    with db.threads(con, 0 if small_input(npu, bench) else 1):
         db.insert_arrow(con, "ops", concat_columns([npu.ops, bench.ops]))
         db.insert_arrow(con, "tensors", concat_columns([npu.rows, bench.rows]),
                         select="*, disp_name AS match_name", by_name=True)
