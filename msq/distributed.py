@@ -12,8 +12,8 @@ import os
 import re
 import time
 from collections import deque
-from collections.abc import Iterator
-from concurrent.futures import Future
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, wait
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
@@ -25,7 +25,13 @@ from msq.config import Options, SingleInput, options_from_kwargs
 from msq.db import remove_stale_temporaries
 from msq.errors import InputError, NothingComparedError, UsageError
 from msq.export.outputs import OUTPUT_NAMES, ensure_output_dir
-from msq.pair_tables import PairFailure, PairTables, compute_pair, remove_pair_folders
+from msq.pair_tables import (
+    IDLE_SECONDS,
+    PairFailure,
+    PairTables,
+    compute_pair,
+    remove_pair_folders,
+)
 from msq.procs import gc_frozen, process_pool, stop_pool
 from msq.result import CompareResult
 from msq.run_writer import RunWriter
@@ -177,7 +183,9 @@ def run_jobs(jobs: list[PairJob], output_dir: Path, opts: Options) -> list[Compa
         failures: list[str] = []
         waited = wrote = 0.0
         mark = time.perf_counter()
-        for job, out in _outcomes(jobs, output_dir, opts):
+        # the engine calls writer.commit when it starts waiting for the next pair: the pairs
+        # the writer holds are committed (a few share a transaction) while nothing else is done
+        for job, out in _outcomes(jobs, output_dir, opts, writer.commit):
             now = time.perf_counter()
             waited += now - mark
             result = _take(job, out, writer, opts)
@@ -187,6 +195,7 @@ def run_jobs(jobs: list[PairJob], output_dir: Path, opts: Options) -> list[Compa
                 results.append(result)
             mark = time.perf_counter()
             wrote += mark - now
+        writer.commit()
         # which side set the pace: the engine (waiting) or this process (writing)
         log.debug("driver: %d pairs, %.1f s waiting for results, %.1f s writing and recording",
                   len(jobs), waited, wrote)
@@ -221,20 +230,22 @@ def _unrecorded(jobs: list[PairJob], writer: Any) -> list[PairJob]:
     return todo
 
 
-def _outcomes(jobs: list[PairJob], output_dir: Path,
-              opts: Options) -> Iterator[tuple[PairJob, PairTables | PairFailure]]:
-    """Each job's tables (or failure), in job order, from the chosen engine."""
+def _outcomes(jobs: list[PairJob], output_dir: Path, opts: Options,
+              idle: Callable[[], None]) -> Iterator[tuple[PairJob, PairTables | PairFailure]]:
+    """Each job's tables (or failure), in job order, from the chosen engine; ``idle()`` is called
+    before a wait for the next pair that lasts (:data:`msq.pair_tables.IDLE_SECONDS`)."""
     if opts.engine == "ray":
         from msq.engine_ray import RayOptions, run_pairs
 
         yield from run_pairs(jobs, opts, output_dir,
-                             RayOptions.build(opts.ray_address, opts.ray_place))
+                             RayOptions.build(opts.ray_address, opts.ray_place), idle)
         return
     tensor_mode = any((j.npu[0].parent / "dump_tensor_data").is_dir() for j in jobs)
     workers = 1 if tensor_mode or opts.is_compat else \
         min(len(jobs), opts.workers or os.cpu_count() or 1)
     if workers <= 1:  # in this process (a real-data pair's tensors use the tensor pool)
         for job in jobs:
+            idle()
             yield job, compute_pair(job, opts, output_dir)
         return
     # workers ignore SIGINT and SIGTERM (forked with them blocked): a Ctrl-C reaches the whole
@@ -251,10 +262,10 @@ def _outcomes(jobs: list[PairJob], output_dir: Path,
                     pending.append((job, pool.submit(compute_pair, job, pair_opts, output_dir)))
                 if len(pending) >= 2 * workers:
                     job_done, fut = pending.popleft()
-                    yield job_done, interrupts.result_of(fut)
+                    yield job_done, _result(fut, idle)
             while pending:
                 job_done, fut = pending.popleft()
-                yield job_done, interrupts.result_of(fut)
+                yield job_done, _result(fut, idle)
         except BaseException:  # interrupted, or the run stops (GeneratorExit): stop the pairs
             with interrupts.deferred():  # whole: a second Ctrl-C must not leave workers behind
                 killed = stop_pool(pool)
@@ -263,6 +274,17 @@ def _outcomes(jobs: list[PairJob], output_dir: Path,
                 remove_pair_folders(killed)
             raise
         pool.shutdown(wait=True)
+
+
+def _result(future: Future[PairTables | PairFailure],
+            idle: Callable[[], None]) -> PairTables | PairFailure:
+    """A pair's outcome; ``idle()`` first once it has been awaited :data:`msq.pair_tables.IDLE_SECONDS`."""
+    deadline = time.monotonic() + IDLE_SECONDS
+    while not future.done() and time.monotonic() < deadline:
+        wait([future], timeout=0.1)  # short: Ctrl-C raises between the waits
+    if not future.done():
+        idle()
+    return interrupts.result_of(future)
 
 
 def run_dir_compare(npu_dir: Path, bench_dir: Path, output_dir: Path,

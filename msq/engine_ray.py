@@ -177,9 +177,12 @@ def window(ray: Any) -> int:
     return max(4, min(2 * cpus, MAX_IN_FLIGHT))
 
 
-def run_pairs(jobs: Sequence[PairJob], opts: Options, output_dir: Path,
-              ray_opts: RayOptions) -> Iterator[tuple[PairJob, PairTables | PairFailure]]:
+def run_pairs(jobs: Sequence[PairJob], opts: Options, output_dir: Path, ray_opts: RayOptions,
+              idle: Callable[[], None] = lambda: None,
+              ) -> Iterator[tuple[PairJob, PairTables | PairFailure]]:
     """Run every pair as one Ray task; yield (job, its tables or failure) in job order.
+    ``idle()`` is called before a wait for the next pair that lasts (the driver commits the
+    pairs it holds, msq.pair_tables.IDLE_SECONDS).
 
     A task whose process or node died is retried by Ray; one that still fails, or fails for its
     own reasons, yields a :class:`PairFailure`.
@@ -198,9 +201,9 @@ def run_pairs(jobs: Sequence[PairJob], opts: Options, output_dir: Path,
             pending.append((job, remote.options(**options).remote(job, opts_ref, output_dir,
                                                                     level, sub)))
             if len(pending) >= limit:
-                yield _take(ray, pending.popleft())
+                yield _take(ray, pending.popleft(), idle)
         while pending:
-            yield _take(ray, pending.popleft())
+            yield _take(ray, pending.popleft(), idle)
     finally:
         for _, ref in pending:  # stopped (Ctrl-C, an error writing outputs): drop the rest
             ray.cancel(ref, force=True)
@@ -265,10 +268,14 @@ class RayExecutor(Executor):
         self._refs.clear()
 
 
-def _take(ray: Any, entry: tuple[PairJob, Any]) -> tuple[PairJob, PairTables | PairFailure]:
-    from msq.pair_tables import PairFailure
+def _take(ray: Any, entry: tuple[PairJob, Any],
+          idle: Callable[[], None]) -> tuple[PairJob, PairTables | PairFailure]:
+    from msq.pair_tables import IDLE_SECONDS, PairFailure
 
     job, ref = entry
+    ready, _ = ray.wait([ref], timeout=IDLE_SECONDS)
+    if not ready:
+        idle()
     try:
         return job, ray.get(ref)
     except ray.exceptions.RayTaskError as err:  # a bug in msq, or a failure Ray reports

@@ -1,10 +1,12 @@
-"""Recording a directory compare: the history attached once for the run, one transaction a pair.
+"""Recording a directory compare: the history attached once for the run, pairs committed a few at a time.
 
 The driver of a directory compare (msq/run_writer.py) records every pair here, whichever engine
-computed it; no worker opens the file, so there is no per-pair locking. Each pair is one
-transaction (its rows and its ``compares`` row, committed together): a stopped run keeps exactly
-the pairs it finished, and :meth:`RunRecorder.recorded` finds them for ``--resume``. Another
-process that wants the file waits until the run ends (``MSQ_DB_TIMEOUT``).
+computed it; no worker opens the file, so there is no per-pair locking. A pair's rows and its
+``compares`` row are appended (:meth:`RunRecorder.append`) to the transaction of the pairs not
+yet committed; :meth:`RunRecorder.commit` commits them together (the driver does so every few
+pairs, when it waits for the next pair, and when the run ends or stops): a stopped run keeps
+exactly the pairs it committed, and :meth:`RunRecorder.recorded` finds them for ``--resume``.
+Another process that wants the file waits until the run ends (``MSQ_DB_TIMEOUT``).
 
 A pair's rows come from the same SQL as a single-card compare's (``sql/history/record/``), run
 where the pair was computed (msq/pair_tables.py); here they are appended as Arrow tables.
@@ -12,7 +14,7 @@ where the pair was computed (msq/pair_tables.py); here they are appended as Arro
 
 from __future__ import annotations
 
-import logging
+import contextlib
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -35,8 +37,6 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from msq.config import Options
-
-log = logging.getLogger("msq")
 
 #: The WAL size at which the run's history is checkpointed (a few 24,000-row pairs' rows)
 CHECKPOINT_EVERY = "128MB"
@@ -78,11 +78,16 @@ class RunRecorder:
                 raise open_error(path, err) from None
             raise
 
-    def record(self, rows: dict[str, pa.Table], row: dict[str, Any]) -> int:
+    def begin(self) -> None:
+        """Open the transaction the next pairs are appended to."""
+        self.con.execute("BEGIN TRANSACTION")
+
+    def append(self, rows: dict[str, pa.Table], row: dict[str, Any]) -> int:
         """One pair's rows (by history table: result_rows, and blame_rows and blame_edges when
-        the pair has blame) and its compares row, in one transaction; returns its compare_id."""
+        the pair has blame) and its compares row, appended to the open transaction (see
+        :meth:`begin`); returns its compare_id. After an error the transaction must be rolled
+        back (:meth:`rollback`): DuckDB refuses any other statement in it."""
         con = self.con
-        con.execute("BEGIN TRANSACTION")
         try:
             compare_id = int(db.scalar(con, "SELECT coalesce(max(compare_id), 0) + 1 "
                                             f"FROM {ALIAS}.compares"))
@@ -97,22 +102,30 @@ class RunRecorder:
                 finally:
                     con.unregister("_pair_rows")
             _insert_compare(con, compare_id, row)
-            # from here the pair is complete: a Ctrl-C during the commit is held (it cannot cut
-            # a commit that goes through, nor report it as interrupted); the writer raises it
-            # once the pair is written (RunWriter.write)
-            interrupts.settle()
-            con.execute("COMMIT")
-        except BaseException as err:
-            with interrupts.deferred():  # whole: the signal being handled is raised after
-                con.execute("ROLLBACK")
-            if isinstance(err, duckdb.Error):
-                raise HistoryError(f"{self.path}: could not record the compare "
-                                   f"({first_lines(err)}); the pair's outputs were removed and "
-                                   "the history left unchanged") from err
-            raise
-        log.info("recorded compare %d (%d rows) in %s", compare_id, row.get("n_rows", 0),
-                 self.path)
+        except duckdb.Error as err:
+            raise self._error(err) from err
         return compare_id
+
+    def commit(self) -> None:
+        """Commit the open transaction: its pairs are recorded. A Ctrl-C meanwhile is held (it
+        cannot cut a commit that goes through, nor report it as interrupted); the caller raises
+        it once the pairs are written (``interrupts.unsettle``)."""
+        interrupts.settle()
+        try:
+            self.con.execute("COMMIT")
+        except duckdb.Error as err:
+            raise self._error(err) from err
+
+    def rollback(self) -> None:
+        """Drop the open transaction (whole, also after a Ctrl-C)."""
+        # no transaction open: nothing to drop
+        with interrupts.deferred(), contextlib.suppress(duckdb.Error):
+            self.con.execute("ROLLBACK")
+
+    def _error(self, err: duckdb.Error) -> HistoryError:
+        return HistoryError(f"{self.path}: could not record the compare ({first_lines(err)}); "
+                            "the pair's outputs were removed and the history holds the pairs "
+                            "before it")
 
     def recorded(self, output_dir: Path, opts: Options) -> set[str]:
         """NPU dump.json paths recorded by an earlier run of this compare: same output
