@@ -197,8 +197,8 @@ def run_jobs(jobs: list[PairJob], output_dir: Path, opts: Options) -> list[Compa
             wrote += mark - now
         writer.commit()
         # which side set the pace: the engine (waiting) or this process (writing)
-        log.debug("driver: %d pairs, %.1f s waiting for results, %.1f s writing and recording",
-                  len(jobs), waited, wrote)
+        log.debug("driver: %d pairs, %.1f s waiting for results, %.1f s writing and recording "
+                  "(%d history transactions)", len(jobs), waited, wrote, writer.commits)
     finally:
         writer.close()
     if failures and not results:

@@ -79,6 +79,7 @@ class RunWriter:
         self.con.execute(f"SET memory_limit = '{DRIVER_MEMORY}'")
         self.history: RunRecorder | None = None
         self._held: list[_Held] = []  # the pairs of the open transaction
+        self.commits = 0  # transactions committed (-vv's driver line)
         if opts.record:
             self.history = RunRecorder(self.con, resolve_db_path(opts.db, output_dir))
 
@@ -159,6 +160,7 @@ class RunWriter:
         held, self._held = self._held, []
         try:
             self.history.commit()
+            self.commits += 1
         except BaseException:
             with interrupts.deferred():
                 self.history.rollback()
