@@ -72,7 +72,10 @@ class RunWriter:
 
     def __init__(self, output_dir: Path, opts: Options) -> None:
         self.output_dir, self.opts = output_dir, opts
-        self.con = db.connect(threads=opts.workers)
+        # one DuckDB thread with the local engine: the pool's workers fill the cores, and a
+        # second thread of the driver's appends only competed with them (0.185 -> 0.15 s CPU a
+        # 24,500-row pair, four pairs a transaction; bench/README, "Session 8: pairs")
+        self.con = db.connect(threads=opts.workers if opts.engine == "ray" else 1)
         # DuckDB keeps the history's written blocks cached up to 80 % of the RAM: the driver
         # grew to ~0.9 GB on 64 pairs of 24,000 rows, beside two busy workers. Its blocks are
         # in the file already, so a cap only drops them from the cache.
