@@ -2,7 +2,7 @@
 
 A directory compare computes its rank pairs in worker processes (each pair a whole compare, with
 its own dump-reader processes for large dumps) and the driver writes each pair's outputs and
-records it, one transaction a pair. A signal to the whole process group, as a terminal's Ctrl-C
+records it, a few pairs a transaction. A signal to the whole process group, as a terminal's Ctrl-C
 sends, must end the run within seconds: exit 130 and the one line, no process left (the pair
 workers ignore the signal and are killed by the driver, their readers with them: before, the
 pool's shutdown waited for the running pairs to finish), no temporary file, and every output in
