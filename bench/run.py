@@ -214,10 +214,12 @@ def parse_time_v(text: str) -> dict:
 
 
 def run_tool(tool: str, name: str, wdir: Path, base: list[str], extra: list[str],
-             timeout: float) -> dict:
+             timeout: float, runs: Path | None = None) -> dict:
+    """``runs``: where the run's folder (logs, ``out``) goes; default ``wdir/runs``. A shared
+    workload folder can stay read-only when several people time it at once."""
     # microseconds: a compare of under a second ran twice in the same second's folder
     ts = datetime.now().strftime("%Y%m%d-%H%M%S-%f")
-    rdir = wdir / "runs" / f"{tool}-{ts}"
+    rdir = (runs if runs is not None else wdir / "runs") / f"{tool}-{ts}"
     rdir.mkdir(parents=True)
     out = rdir / "out"
     out.mkdir()

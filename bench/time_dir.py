@@ -4,6 +4,7 @@
     python3 bench/time_dir.py bench/work/llama_port --repeat 5
     python3 bench/time_dir.py bench/work/stat --repeat 5 --msq-args "--compat msprobe-1.1"
     python3 bench/time_dir.py bench/work/root-8x8-5000 --repeat 1 --keep-history
+    python3 bench/time_dir.py /shared/work/stat --runs /tmp/me/runs --discard   # read-only workload
 
 Each run as bench/run.py runs msq (warm page cache, /usr/bin/time -v, the process tree's summed
 RSS polled every 100 ms), each into a fresh output folder, so each records into a new history
@@ -19,6 +20,7 @@ import argparse
 import compileall
 import os
 import shlex
+import shutil
 import statistics
 import sys
 from pathlib import Path
@@ -36,6 +38,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--keep-history", action="store_true",
                     help="record every run into one history (WORKDIR/history.duckdb)")
     ap.add_argument("--timeout", type=float, default=3600.0)
+    ap.add_argument("--runs", type=Path,
+                    help="folder for each run's logs and outputs (default: WORKDIR/runs); the "
+                         "workload folder is then only read")
+    ap.add_argument("--discard", action="store_true",
+                    help="delete each run's folder once it is timed (a ranks x steps run "
+                         "writes ~0.6 GB)")
     a = ap.parse_args(argv)
     wdir = a.workdir.resolve()
     compileall.compile_dir(str(run.REPO / "msq"), quiet=1)
@@ -45,7 +53,9 @@ def main(argv: list[str] | None = None) -> int:
         extra += ["--db", str(wdir / "history.duckdb")]
     results = []
     for i in range(a.repeat):
-        res = run.run_tool("msq", wdir.name, wdir, base, extra, a.timeout)
+        res = run.run_tool("msq", wdir.name, wdir, base, extra, a.timeout, runs=a.runs)
+        if a.discard and res.get("run_dir"):
+            shutil.rmtree(res["run_dir"], ignore_errors=True)
         results.append(res)
         run.append_result(res)
         print(f"run {i + 1}: {run.run_line(res)}", flush=True)
