@@ -245,7 +245,7 @@ def _outcomes(jobs: list[PairJob], output_dir: Path, opts: Options,
         min(len(jobs), opts.workers or os.cpu_count() or 1)
     if workers <= 1:  # in this process (a real-data pair's tensors use the tensor pool)
         for job in jobs:
-            idle()
+            idle()  # the next pair is computed here, seconds of it: commit the pairs held first
             yield job, compute_pair(job, opts, output_dir)
         return
     # workers ignore SIGINT and SIGTERM (forked with them blocked): a Ctrl-C reaches the whole

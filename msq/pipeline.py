@@ -177,11 +177,7 @@ def pair_rows(con: duckdb.DuckDBPyConnection, inp: SingleInput, opts: Options, f
               output_dir: Path, suffix: str) -> None:
     """Fill ``op_pairs`` and ``compare_rows``: by a MindSpore mapping (-lm, a user -am YAML), by
     a data mapping (-dm), else by name (1.1.0's streaming walk in compat mode)."""
-    # a MindSpore mapping pairs the rows only under -lm, or under -am on a MindSpore NPU dump
-    # (its user YAML is loaded then, msq.mindspore.name_mapping): else the hook's look-up of
-    # loaded mappings would only cost a query
-    if (opts.layer_mapping or (framework == "mindspore" and opts.api_mapping)) \
-            and mindspore_hooks.pair_rows(con, inp, opts, framework, output_dir, suffix):
+    if mindspore_hooks.pair_rows(con, inp, opts, framework, output_dir, suffix):
         return
     if opts.data_mapping is not None:
         pair_rows_mapped(con, opts.data_mapping, opts.is_compat)

@@ -45,7 +45,10 @@ def pair_rows(con: duckdb.DuckDBPyConnection, inp: SingleInput, opts: Options, f
     if opts.layer_mapping:
         log.warning("-lm maps MindSpore cells to PyTorch modules; the NPU dump is not MindSpore, "
                     "so -lm is ignored")
-    if opts.data_mapping is None and has_user_api(con):
+    # a user api YAML is loaded only under -am on a MindSpore NPU dump (rename_for_match):
+    # otherwise the look-up of the loaded mappings would only cost a query
+    if (opts.data_mapping is None and framework == "mindspore" and opts.api_mapping
+            and has_user_api(con)):
         pair_rows_user_api(con, opts.is_compat)
         return True
     return False

@@ -549,19 +549,12 @@ def _group(
     c1 = np.add.reduceat(rel < 0.001, starts, dtype=np.int64).tolist()
     c5 = np.add.reduceat(rel < 0.005, starts, dtype=np.int64).tolist()
     diff = np.subtract(N64, B64)
-    dot = np.dot
-    sq = [dot(diff[s : s + k], diff[s : s + k]) for s, k in zip(starts.tolist(), sizes)]
+    sq = _squares(diff, starts, sizes)
     np.abs(diff, out=diff)
     amax = np.maximum.reduceat(diff, starts).tolist()
-    rows = []
-    for j, (s, k) in enumerate(zip(starts.tolist(), sizes)):
-        n64, b64 = N64[s : s + k], B64[s : s + k]
-        nn, bb = float(dot(n64, n64)), float(dot(b64, b64))  # as _py: Python floats pickle fast
-        row = _row_of(k, dot(n64, b64), nn, bb, amax[j], rmax[j], c1[j], c5[j], compat)
-        rows.append(row._replace(
-            sq_diff=float(sq[j]), npu_sq=nn, bench_sq=bb, npu_hash=hashes[j][0],
-            bench_hash=hashes[j][1]))
-    return rows
+    return _pair_rows(N64, B64, starts, sizes, sq,
+                      [(a, r, x, y, hn, hb) for a, r, x, y, (hn, hb)
+                       in zip(amax, rmax, c1, c5, hashes)], compat)
 
 
 def _group_fused(N: np.ndarray, B: np.ndarray, starts: np.ndarray, sizes: list[int],
@@ -593,14 +586,28 @@ def _group_fused(N: np.ndarray, B: np.ndarray, starts: np.ndarray, sizes: list[i
     np.copyto(N64, N)
     np.copyto(B64, B)
     np.subtract(N64, B64, out=diff)
+    return _pair_rows(N64, B64, starts, sizes, _squares(diff, starts, sizes), got, compat)
+
+
+def _squares(diff: np.ndarray, starts: np.ndarray, sizes: list[int]) -> list[float]:
+    """Each pair's sum of squared differences (numpy's per-pair dot product of its slice)."""
+    return [np.dot(diff[s : s + k], diff[s : s + k]) for s, k in zip(starts.tolist(), sizes)]
+
+
+def _pair_rows(N64: np.ndarray, B64: np.ndarray, starts: np.ndarray, sizes: list[int],
+               sq: list[float], aggregates: list[tuple], compat: bool) -> list[MetricResult]:
+    """Each pair's row of a group (:func:`_group`, :func:`_group_fused`) from its slices of the
+    float64 copies (numpy's per-pair dot products, so the cells are the exact path's), its sum of
+    squared differences and its element-wise aggregates ``(max_abs, max_rel, c1, c5, npu_hash,
+    bench_hash)``."""
     dot = np.dot
     rows = []
-    for (s, k), (amax, rmax, c1, c5, hn, hb) in zip(zip(starts.tolist(), sizes), got):
-        n64, b64, d = N64[s : s + k], B64[s : s + k], diff[s : s + k]
-        nn, bb = dot(n64, n64), dot(b64, b64)
-        nn, bb = float(nn), float(bb)  # as _py: Python floats pickle fast
+    for (s, k), sq_j, (amax, rmax, c1, c5, hn, hb) in zip(zip(starts.tolist(), sizes), sq,
+                                                          aggregates):
+        n64, b64 = N64[s : s + k], B64[s : s + k]
+        nn, bb = float(dot(n64, n64)), float(dot(b64, b64))  # as _py: Python floats pickle fast
         row = _row_of(k, dot(n64, b64), nn, bb, amax, rmax, c1, c5, compat)
-        rows.append(row._replace(sq_diff=float(dot(d, d)), npu_sq=nn, bench_sq=bb, npu_hash=hn,
+        rows.append(row._replace(sq_diff=float(sq_j), npu_sq=nn, bench_sq=bb, npu_hash=hn,
                                  bench_hash=hb))
     return rows
 
