@@ -89,7 +89,8 @@ static void acc_init(Acc *a, Py_ssize_t base) {
 
 /* ------------------------------------------------------------------------------ content hash */
 
-static uint32_t hash_r[HASH_BLOCK];
+/* one word more than a block: the AVX-512 loop loads the odd multipliers one word on */
+static uint32_t hash_r[HASH_BLOCK + 1];
 
 static uint32_t fmix32(uint32_t h) {
     h ^= h >> 16;
@@ -444,7 +445,7 @@ AVX_TARGET static void run_avx2(Acc *a, const void *np_, const void *bp, Py_ssiz
  *     d / bs is finite or +-inf and never NaN: rnan stays 0 whenever the result is used (a call
  *     that saw an inf or NaN returns None).
  * Each (npu kind, bench kind, compat) is compiled as its own loop (always_inline + constants). */
-#define AVX512_TARGET __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,avx2,f16c,popcnt")))
+#define AVX512_TARGET __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,avx2,f16c,fma,popcnt")))
 
 AVX512_TARGET static inline __m512 load16(const void *p, Py_ssize_t i, int kind) {
     if (kind == KIND_F32) return _mm512_loadu_ps((const float *)p + i);
@@ -496,12 +497,14 @@ body_avx512(Acc *a, const void *np_, const void *bp, Py_ssize_t k, const int nk,
         __m512 n = load16(np_, i, nk), b = load16(bp, i, bk);
         __mmask16 z = _mm512_cmp_ps_mask(b, zero_ps, _CMP_EQ_OQ);
         zeros |= z;
-        __m512 e = _mm512_maskz_mov_ps(z, eps16); /* eps where bench is 0, else +0 */
-        __m512 bs = _mm512_add_ps(b, e);
-        __m512 ns = _mm512_add_ps(n, e);
+        /* eps added where bench is 0; elsewhere b and n as they are (the portable step adds +0
+         * there, which only turns a -0 npu into +0: no sum, difference or maximum below sees it) */
+        __m512 bs = _mm512_mask_add_ps(b, z, b, eps16);
+        __m512 ns = _mm512_mask_add_ps(n, z, n, eps16);
         __m512 d, q;
         if (half) {
-            ns = round_half16(ns);
+            /* a half value is its own rounding: only n + eps needs rounding back to half */
+            if (z) ns = round_half16(ns);
             d = round_half16(_mm512_sub_ps(ns, bs));
             q = round_half16(_mm512_div_ps(d, bs));
         } else {
@@ -517,21 +520,26 @@ body_avx512(Acc *a, const void *np_, const void *bp, Py_ssize_t k, const int nk,
         __m512d n_hi = _mm512_cvtps_pd(hi_ps(dn));
         __m512d b_lo = _mm512_cvtps_pd(_mm512_castps512_ps256(db));
         __m512d b_hi = _mm512_cvtps_pd(hi_ps(db));
-        nb = _mm512_add_pd(nb, _mm512_mul_pd(n_lo, b_lo));
-        nb = _mm512_add_pd(nb, _mm512_mul_pd(n_hi, b_hi));
-        nn = _mm512_add_pd(nn, _mm512_mul_pd(n_lo, n_lo));
-        nn = _mm512_add_pd(nn, _mm512_mul_pd(n_hi, n_hi));
-        bb = _mm512_add_pd(bb, _mm512_mul_pd(b_lo, b_lo));
-        bb = _mm512_add_pd(bb, _mm512_mul_pd(b_hi, b_hi));
+        /* the product of two floats is exact in double (24 + 24 bits): a fused multiply-add
+         * rounds once, where the product and the sum did, so these sums are the portable
+         * step's bit for bit (the difference below is not exact: its square stays mul + add) */
+        nb = _mm512_fmadd_pd(n_lo, b_lo, nb);
+        nb = _mm512_fmadd_pd(n_hi, b_hi, nb);
+        nn = _mm512_fmadd_pd(n_lo, n_lo, nn);
+        nn = _mm512_fmadd_pd(n_hi, n_hi, nn);
+        bb = _mm512_fmadd_pd(b_lo, b_lo, bb);
+        bb = _mm512_fmadd_pd(b_hi, b_hi, bb);
         __m512d sd_lo = _mm512_sub_pd(n_lo, b_lo), sd_hi = _mm512_sub_pd(n_hi, b_hi);
         ss = _mm512_add_pd(ss, _mm512_mul_pd(sd_lo, sd_lo));
         ss = _mm512_add_pd(ss, _mm512_mul_pd(sd_hi, sd_hi));
-        amax = _mm512_max_pd(_mm512_abs_pd(sd_lo), amax);
-        amax = _mm512_max_pd(_mm512_abs_pd(sd_hi), amax);
+        /* vrangepd 0x0B: the larger magnitude, sign cleared (amax is >= 0): max(|sd|, amax) */
+        amax = _mm512_range_pd(sd_lo, amax, 0x0B);
+        amax = _mm512_range_pd(sd_hi, amax, 0x0B);
         if (hash_here) {
-            /* 32x32 -> 64-bit products: even words, then odd words shifted down */
+            /* 32x32 -> 64-bit products: even words, then odd words shifted down; the odd
+             * multipliers are loaded one word on, where vpmuludq reads them (low halves) */
             __m512i rv = _mm512_loadu_si512((const void *)(hash_r + a->j));
-            __m512i ro = _mm512_srli_epi64(rv, 32);
+            __m512i ro = _mm512_loadu_si512((const void *)(hash_r + a->j + 1));
             __m512i wn = _mm512_castps_si512(n), wb = _mm512_castps_si512(b);
             hsn = _mm512_add_epi64(hsn, _mm512_mul_epu32(wn, rv));
             hsn = _mm512_add_epi64(hsn, _mm512_mul_epu32(_mm512_srli_epi64(wn, 32), ro));

@@ -199,6 +199,35 @@ def test_every_loop_gives_the_same_bits_at_every_length_and_offset(
             assert _every_loop(n_raw, bad_b, p, compat, 8) is None
 
 
+@pytest.mark.skipif(not fused.available(), reason="C kernel not built")
+@pytest.mark.parametrize("compat", [True, False])
+@pytest.mark.parametrize(("nk", "bk"), PAIRS)
+def test_signed_zeros_subnormals_and_extremes_give_the_same_bits(
+    nk: str, bk: str, compat: bool
+) -> None:
+    """The AVX-512 loop's fused multiply-adds (exact: a float product fits a double), its masked
+    epsilon shift (a -0 npu element stays -0 where the portable step makes it +0) and its
+    magnitude maximum (vrangepd) against the portable loop, bit for bit: -0 and +0 on both sides
+    against zero and non-zero partners, subnormals, the largest and smallest normals."""
+    f = np.float16 if "f16" in (nk, bk) else np.float32
+    info = np.finfo(f)
+    tiny_sub = float(np.nextafter(f(0), f(1)))
+    edge = np.array([-0.0, 0.0, tiny_sub, -tiny_sub, float(info.tiny), -float(info.tiny),
+                     float(info.max), -float(info.max), 1.0, -1.0, 3.0e-3, -0.5])
+    rng = np.random.default_rng(sum(map(ord, nk + bk)) + 2 * compat)
+    p = _plan(KINDS[nk], KINDS[bk])
+    for k in (16, 33, 1000, 4099):
+        n, b = rng.choice(edge, k), rng.choice(edge, k)
+        n[: min(k, 16)] = -0.0  # a whole 16-wide step of -0 against every partner
+        n_raw, b_raw = _raw(n, KINDS[nk]), _raw(b, KINDS[bk])
+        got = _every_loop(n_raw, b_raw, p, compat)
+        if got is None:  # the largest values overflow the sums of squares only in float16
+            continue
+        st = _numpy_stats(n_raw, b_raw, KINDS[nk], KINDS[bk], compat)
+        if not st.nanpos:
+            _assert_same(got, st)
+
+
 def _save(path: Path, values: np.ndarray, dtype: torch.dtype) -> TensorMeta:
     torch.save(torch.from_numpy(values).to(dtype), path)
     return inspect_tensor(str(path), None)
