@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 from pathlib import Path
@@ -16,15 +17,9 @@ if TYPE_CHECKING:
     import duckdb
     import pyarrow as pa
 
-    from msq.tensors.pool import Background, TensorJob
+    from msq.tensors.pool import Background
 
 log = logging.getLogger("msq")
-
-
-def _ext(data_name: str | None, fallback: str) -> str:
-    if data_name and data_name != "-1" and "." in data_name:
-        return "." + data_name.rsplit(".", 1)[1]
-    return fallback
 
 
 TENSOR_SUFFIXES = (".pt", ".npy")
@@ -66,30 +61,66 @@ class EarlyMetrics:
 
         jobs = [TensorJob(i, name, name, str(npu_dir), str(bench_dir)) for i, name in
                 enumerate(names)]  # fmt: skip
-        background = start_metrics(jobs, compat=opts.is_compat, workers=opts.workers)
+        # the early rows become one table in the pool's thread, while the dumps still load
+        background = start_metrics(jobs, compat=opts.is_compat, workers=opts.workers,
+                                   then=functools.partial(_early_table, names))
         if background is None:
             return None
         log.info("tensor metrics: started on %d same-named file pairs while the dumps load",
                  len(names))
         return cls(background, names, npu_dir, bench_dir)
 
-    def take(self) -> dict[str, tuple[Any, ...]] | None:
-        """The early rows by file name (see :func:`msq.tensors.pool.metrics_table`); None when
-        the early run failed."""
+    def table(self) -> pa.Table | None:
+        """The early rows as :func:`msq.tensors.pool.metrics_table` makes them, with the file
+        name of each in a last column ``name``; None when the early run failed."""
         try:
-            rows = self.background.rows()
+            return self.background.made()  # type: ignore[return-value]
         except Exception as exc:  # noqa: BLE001  (recomputed by the caller, errors included)
             log.debug("early tensor metrics dropped: %s", exc)
             return None
-        return {self.names[row[0]]: row for row in rows}
 
     def cancel(self) -> None:
         self.background.cancel()
 
 
+def _early_table(names: list[str], rows: list[tuple[Any, ...]]) -> pa.Table:
+    """:meth:`EarlyMetrics.table` of the early run's rows (in the pool's thread)."""
+    with interrupts.deferred():  # C extensions: imported whole
+        import pyarrow as pa  # lazy: this module loads before pyarrow (see the top)
+
+        from msq.tensors.pool import metrics_table
+
+    # every job has its row: sorted by position, row i is the file names[i]
+    return metrics_table(rows, list(range(len(names)))).append_column(
+        "name", pa.array(names, pa.string()))
+
+
 def _tensor_files(directory: Path) -> set[str]:
     with os.scandir(directory) as entries:
         return {e.name for e in entries if e.name.endswith(TENSOR_SUFFIXES) and e.is_file()}
+
+
+def _ext_sql(col: str, fallback: str) -> str:
+    """A file extension from a data_name (SQL): ``'.'`` and what follows its last dot, else
+    ``fallback`` (an SQL expression) when it is NULL, empty, ``-1`` or has no dot."""
+    return (f"CASE WHEN {col} IS NOT NULL AND {col} NOT IN ('', '-1') AND contains({col}, '.') "
+            f"THEN '.' || string_split({col}, '.')[-1] ELSE {fallback} END")
+
+
+#: Every matched row that names a tensor file: its position and both files (see
+#: fill_tensor_metrics), in output order.
+_JOBS_SQL = f"""
+    WITH r AS (
+      SELECT r.out_seq, n.disp_name AS npu_name, b.disp_name AS bench_name,
+             n.data_name AS npu_data, b.data_name AS bench_data,
+             {_ext_sql("n.data_name", "'.pt'")} AS npu_ext
+      FROM compare_rows r
+      JOIN tensors n ON n.side = 'npu' AND n.row_seq = r.npu_row
+      JOIN tensors b ON b.side = 'bench' AND b.row_seq = r.bench_row
+      WHERE r.kind = 'matched' AND n.data_name <> '-1')
+    SELECT out_seq, npu_name || npu_ext AS npu_file,
+           bench_name || {_ext_sql("bench_data", "npu_ext")} AS bench_file, npu_data
+    FROM r"""
 
 
 def fill_tensor_metrics(con: duckdb.DuckDBPyConnection, npu_dir: Path, bench_dir: Path,
@@ -98,60 +129,61 @@ def fill_tensor_metrics(con: duckdb.DuckDBPyConnection, npu_dir: Path, bench_dir
 
     Files are ``<displayed name><ext>`` inside each side's dump_tensor_data (spec §4.3.1), the
     extension taken from each side's own data_name (.pt for PyTorch, .npy for MindSpore).
-    Rows already computed by ``early`` are taken from it.
+    Rows already computed by ``early`` are taken from it (see :func:`fill_from_jobs`).
+    """
+    with interrupts.deferred():  # C extensions: imported whole
+        from msq.tensors import fused  # lazy: statistics compares never load the tensor engine
+
+    # "numpy" means the C kernel was not built (no compiler at install): ~10x slower on big tensors
+    log.info("tensor kernel: %s", fused.isa())
+    con.execute(f"CREATE OR REPLACE TEMP TABLE _msq_jobs AS {_JOBS_SQL}")
+    try:
+        fill_from_jobs(con, "_msq_jobs", npu_dir, bench_dir, opts,
+                       early if early is not None and early.dirs == (npu_dir, bench_dir) else None)
+    finally:
+        con.execute("DROP TABLE _msq_jobs")
+
+
+def fill_from_jobs(con: duckdb.DuckDBPyConnection, jobs: str, npu_dir: Path, bench_dir: Path,
+                   opts: Options, early: EarlyMetrics | None) -> None:
+    """Fill ``tensor_metrics`` with a row for each job of the table ``jobs`` (``out_seq``,
+    ``npu_file``, ``bench_file``: names in ``npu_dir`` and ``bench_dir``, ``npu_data``: the NPU
+    data_name), in ``out_seq`` order.
+
+    A job whose two files have one name that ``early`` computed gets that row, joined in DuckDB
+    (tensor_small: 15k rows, and no Python loop over them); the others are computed here.
     """
     from msq import db  # lazy: this module loads before duckdb (see EarlyMetrics)
 
     with interrupts.deferred():  # C extensions: imported whole
-        from msq.tensors import fused  # lazy: statistics compares never load the tensor engine
-        from msq.tensors.pool import TensorJob
+        from msq.tensors.pool import TensorJob, compute_metrics
 
-    # "numpy" means the C kernel was not built (no compiler at install): ~10x slower on big tensors
-    log.info("tensor kernel: %s", fused.isa())
-
-    rows = con.execute("""
-        SELECT r.out_seq, n.disp_name, b.disp_name, n.data_name, b.data_name
-        FROM compare_rows r
-        JOIN tensors n ON n.side = 'npu' AND n.row_seq = r.npu_row
-        JOIN tensors b ON b.side = 'bench' AND b.row_seq = r.bench_row
-        WHERE r.kind = 'matched' AND n.data_name <> '-1'
-        ORDER BY r.out_seq""").fetchall()
-    jobs = []
-    for out_seq, npu_name, bench_name, npu_data, bench_data in rows:
-        npu_ext = _ext(npu_data, ".pt")
-        jobs.append(TensorJob(job_id=out_seq, npu_file=npu_name + npu_ext,
-                              bench_file=bench_name + _ext(bench_data, npu_ext),
-                              npu_dir=str(npu_dir), bench_dir=str(bench_dir), data_name=npu_data))
-    table = _metrics_of(jobs, opts, early if early and early.dirs == (npu_dir, bench_dir) else None)
+    rest_sql = f"SELECT out_seq, npu_file, bench_file, npu_data FROM {jobs}"
+    early_rows = early.table() if early is not None else None
+    if early_rows is not None:
+        con.register("_msq_early", early_rows)
+        try:
+            con.execute(f"""
+                INSERT INTO tensor_metrics BY NAME
+                SELECT j.out_seq, e.* EXCLUDE (job_id, name)
+                FROM {jobs} j JOIN _msq_early e ON e.name = j.npu_file
+                WHERE j.npu_file = j.bench_file
+                ORDER BY j.out_seq""")
+            rest = con.execute(f"""
+                {rest_sql} j
+                WHERE j.npu_file IS DISTINCT FROM j.bench_file
+                   OR NOT EXISTS (SELECT 1 FROM _msq_early e WHERE e.name = j.npu_file)
+                ORDER BY out_seq""").fetchall()
+        finally:
+            con.unregister("_msq_early")
+        if not rest:
+            return
+    else:
+        rest = con.execute(f"{rest_sql} ORDER BY out_seq").fetchall()
+    table = compute_metrics(
+        [TensorJob(job_id=out_seq, npu_file=npu_file, bench_file=bench_file,
+                   npu_dir=str(npu_dir), bench_dir=str(bench_dir), data_name=npu_data)
+         for out_seq, npu_file, bench_file, npu_data in rest],
+        compat=opts.is_compat, workers=opts.workers)
     table = table.rename_columns(["out_seq" if c == "job_id" else c for c in table.column_names])
     db.insert_arrow(con, "tensor_metrics", table, by_name=True)
-
-
-def _metrics_of(jobs: list[TensorJob], opts: Options, early: EarlyMetrics | None) -> pa.Table:
-    """The metrics table of ``jobs`` (job ids are out_seq), reusing the early rows."""
-    import pyarrow as pa  # lazy: this module loads before pyarrow (see EarlyMetrics)
-
-    with interrupts.deferred():  # C extensions: imported whole
-        from msq.tensors.pool import compute_metrics, metrics_table  # lazy: the tensor engine
-
-    got = early.take() if early is not None else None
-    if got is None:
-        return compute_metrics(jobs, compat=opts.is_compat, workers=opts.workers)
-    # the early rows are picked as Python rows, then made one table: a pyarrow take() would
-    # import pyarrow.compute (~0.15 s of CPU: its kernels' library and ~300 wrappers)
-    reused_ids: list[int] = []
-    reused_rows: list[tuple[Any, ...]] = []
-    rest = []
-    for job in jobs:
-        same = job.npu_file is not None and job.npu_file == job.bench_file
-        row = got.get(job.npu_file) if same and job.npu_file is not None else None
-        if row is None:
-            rest.append(job)
-        else:
-            reused_rows.append((len(reused_ids), *row[1:]))
-            reused_ids.append(job.job_id)
-    reused = metrics_table(reused_rows, reused_ids)
-    if not rest:
-        return reused
-    computed = compute_metrics(rest, compat=opts.is_compat, workers=opts.workers)
-    return pa.concat_tables([reused, computed])

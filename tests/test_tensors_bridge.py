@@ -15,6 +15,7 @@ import sys
 import zipfile
 from pathlib import Path
 
+import duckdb
 import numpy as np
 import pytest
 import torch  # noqa: TID253  (tests write real .pt files)
@@ -22,9 +23,31 @@ import torch  # noqa: TID253  (tests write real .pt files)
 from msq.config import Options, SingleInput
 from msq.errors import TensorFileError
 from msq.tensors.pool import TensorJob, compute_metrics
-from msq.tensors_bridge import EarlyMetrics, _metrics_of
+from msq.tensors_bridge import EarlyMetrics, _ext_sql, fill_from_jobs
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "tensor"
+ROWS_SCHEMA = Path(__file__).resolve().parents[1] / "sql" / "compare" / "schema" / "30_rows.sql"
+
+
+def _fill(jobs: list[TensorJob], opts: Options, early: EarlyMetrics | None, nd: Path,
+          bd: Path) -> list[dict]:  # fmt: skip
+    """``tensor_metrics`` as the compare fills it for these jobs (a DuckDB table of them), by
+    out_seq, with the column names of compute_metrics's table."""
+    con = duckdb.connect()
+    con.execute(ROWS_SCHEMA.read_text())
+    con.execute("CREATE TABLE jobs (out_seq BIGINT, npu_file VARCHAR, bench_file VARCHAR, "
+                "npu_data VARCHAR)")
+    con.executemany("INSERT INTO jobs VALUES (?, ?, ?, ?)",
+                    [(j.job_id, j.npu_file, j.bench_file, j.data_name) for j in jobs])
+    fill_from_jobs(con, "jobs", nd, bd, opts, early)
+    got = con.sql("SELECT * RENAME (out_seq AS job_id) FROM tensor_metrics ORDER BY out_seq")
+    return got.to_arrow_table().to_pylist()
+
+
+def _want(jobs: list[TensorJob], opts: Options, nd: Path, bd: Path) -> list[dict]:
+    """The rows of the jobs computed from scratch, in one process, by job id."""
+    jobs = [j._replace(npu_dir=str(nd), bench_dir=str(bd)) for j in jobs]
+    return compute_metrics(jobs, compat=opts.is_compat, workers=1).sort_by("job_id").to_pylist()
 
 
 def _dump_dirs(tmp_path: Path, count: int = 80) -> tuple[SingleInput, Path, Path]:
@@ -67,10 +90,24 @@ def test_early_rows_are_the_rows_of_the_matched_pairs(tmp_path: Path, compat: st
     early = EarlyMetrics.start(inp, opts)
     assert early is not None and len(early.names) == 80
     jobs = _jobs(nd, bd)
-    got = _metrics_of(jobs, opts, early).sort_by("job_id")
-    want = compute_metrics(jobs, compat=opts.is_compat, workers=1).sort_by("job_id")
-    assert got.schema == want.schema
-    assert got.to_pylist() == want.to_pylist()
+    assert _fill(jobs, opts, early, nd, bd) == _want(jobs, opts, nd, bd)
+
+
+def test_file_extensions_come_from_each_sides_data_name() -> None:
+    """The extension of a tensor file (SQL, tensors_bridge._JOBS_SQL): what follows the last dot
+    of its data_name, else the fallback (NULL, empty, -1, no dot)."""
+
+    def ext(data_name: str | None, fallback: str) -> str:  # the rule, in Python
+        if data_name and data_name != "-1" and "." in data_name:
+            return "." + data_name.rsplit(".", 1)[1]
+        return fallback
+
+    names = [None, "", "-1", "x", "a.pt", "a.b.npy", "x.", ".hidden", "Tensor.add.0.forward.pt",
+             "a..b", "a.PT", "-1.pt"]
+    con = duckdb.connect()
+    expr = _ext_sql("d", "'.fb'")
+    got = con.execute(f"SELECT {expr} FROM unnest(?::VARCHAR[]) t(d)", [names]).fetchall()
+    assert [g[0] for g in got] == [ext(n, ".fb") for n in names]
 
 
 def test_no_tensor_directory_starts_nothing(tmp_path: Path) -> None:
@@ -98,13 +135,11 @@ def test_an_unsafe_file_the_match_does_not_use_fails_nothing(tmp_path: Path) -> 
     early = EarlyMetrics.start(inp, opts)
     assert early is not None and "evil.pt" in early.names
     jobs = _jobs(nd, bd)
-    got = _metrics_of(jobs, opts, early).sort_by("job_id")
-    want = compute_metrics(jobs, compat=False, workers=1).sort_by("job_id")
-    assert got.to_pylist() == want.to_pylist()
+    assert _fill(jobs, opts, early, nd, bd) == _want(jobs, opts, nd, bd)
     # ... but one the match does use is refused, as without the early run
     early = EarlyMetrics.start(inp, opts)
     with pytest.raises(TensorFileError, match="refused"):
-        _metrics_of([*jobs, TensorJob(99, "evil.pt", "evil.pt", str(nd), str(bd))], opts, early)
+        _fill([*jobs, TensorJob(99, "evil.pt", "evil.pt", str(nd), str(bd))], opts, early, nd, bd)
     assert not marker.exists()
 
 
@@ -123,23 +158,27 @@ def test_a_failing_compare_stops_the_early_run_and_exits(tmp_path: Path) -> None
 
 def test_taking_the_early_rows_does_not_import_pyarrow_compute(tmp_path: Path) -> None:
     """Issue 15 #1: a pyarrow take() of the early rows imported pyarrow.compute, ~0.15 s of CPU
-    of every real-data compare; the rows are picked in Python."""
+    of every real-data compare; the rows are joined in DuckDB."""
     _, nd, bd = _dump_dirs(tmp_path)  # enough pairs for the early pool to start
     code = (
         "import sys\n"
         "from pathlib import Path\n"
+        "import duckdb\n"
         "from msq.config import Options, SingleInput\n"
-        "from msq.tensors.pool import TensorJob\n"
-        "from msq.tensors_bridge import EarlyMetrics, _metrics_of\n"
+        "from msq.tensors_bridge import EarlyMetrics, fill_from_jobs\n"
         f"root = Path({str(tmp_path)!r})\n"
         "inp = SingleInput(root / 'npu' / 'dump.json', root / 'bench' / 'dump.json', None)\n"
         "early = EarlyMetrics.start(inp, Options(workers=2))\n"
         "assert early is not None\n"
-        f"jobs = [TensorJob(50 + i, f't{{i}}.pt', f't{{i}}.pt', {str(nd)!r}, {str(bd)!r}) "
-        "for i in (3, 1, 1, 7)]\n"
-        "table = _metrics_of(jobs, Options(), early)\n"
-        "print(table.column('job_id').to_pylist(), 'pyarrow.compute' in sys.modules)\n")
+        "con = duckdb.connect()\n"
+        f"con.execute(Path({str(ROWS_SCHEMA)!r}).read_text())\n"
+        "con.execute(\"CREATE TABLE jobs AS SELECT * FROM (VALUES (53, 't3.pt', 't3.pt', NULL), "
+        "(51, 't1.pt', 't1.pt', NULL), (52, 't1.pt', 't1.pt', NULL), (57, 't7.pt', 't7.pt', NULL))"
+        " j(out_seq, npu_file, bench_file, npu_data)\")\n"
+        f"fill_from_jobs(con, 'jobs', Path({str(nd)!r}), Path({str(bd)!r}), Options(), early)\n"
+        "ids = [r[0] for r in con.execute('SELECT out_seq FROM tensor_metrics').fetchall()]\n"
+        "print(ids, 'pyarrow.compute' in sys.modules)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                          check=False)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["[53,", "51,", "51,", "57]", "False"]
+    assert out.stdout.split() == ["[51,", "52,", "53,", "57]", "False"]

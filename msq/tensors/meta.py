@@ -24,6 +24,15 @@ import numpy as np
 
 from msq.errors import TensorFileError
 
+try:  # open + fstat + read + close of a small file in one call (msq/tensors/_fused.c)
+    from msq.tensors import _fused  # type: ignore[attr-defined]
+
+    _read_small = getattr(_fused, "read_small", None)  # POSIX only
+except ImportError:  # built without a C compiler: os.open and os.read
+    _read_small = None
+if os.environ.get("MSQ_NO_FUSED"):  # troubleshooting: msq's C tensor code off (as fused.py)
+    _read_small = None
+
 #: Files up to this size are read into memory in one call instead of being memory-mapped.
 SMALL_FILE_BYTES = 1 << 20
 #: The most dimensions a numpy array can have (numpy 2: 64; numpy 1: 32).
@@ -385,6 +394,11 @@ def open_tensor(path: str, *, nofollow: bool = False) -> bytes | TensorFile:
         OSError: as :func:`open_fd`.
         TensorFileError: the path is not a regular file.
     """
+    if _read_small is not None:
+        # the C extension opens as open_fd does and reads a small regular file in one call;
+        # anything else comes back as the open descriptor
+        got = _read_small(path, nofollow, SMALL_FILE_BYTES)
+        return got if isinstance(got, bytes) else take_fd(path, got)
     return take_fd(path, open_fd(path, nofollow=nofollow))
 
 

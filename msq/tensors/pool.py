@@ -410,9 +410,11 @@ class Background:
     daemon thread then only waits for results and hands out the range tasks of large pairs.
     """
 
-    def __init__(self, run: _PoolRun, ids: list[int]) -> None:
-        self._run, self._ids = run, ids
+    def __init__(self, run: _PoolRun, ids: list[int],
+                 then: Callable[[list[_Row]], object] | None = None) -> None:  # fmt: skip
+        self._run, self._ids, self._then = run, ids, then
         self._rows: list[_Row] | None = None
+        self._made: object = None
         self._error: BaseException | None = None
         self._done = threading.Event()  # the thread's last act (see interrupts.wait_for)
         self._thread = threading.Thread(target=self._drive, name="msq-metrics", daemon=True)
@@ -421,6 +423,9 @@ class Background:
     def _drive(self) -> None:
         try:
             self._rows = self._run.drive()
+            if self._then is not None:
+                # what the caller makes of the rows, made here while the caller still works
+                self._made = self._then(self._rows)
         except BaseException as exc:  # noqa: BLE001  (handed to result(); a thread must not raise)
             self._error = exc
         finally:
@@ -439,6 +444,12 @@ class Background:
             raise self._error
         assert self._rows is not None
         return self._rows
+
+    def made(self) -> object:
+        """Wait for every job; what ``then`` (of :func:`start_metrics`) returned for the rows.
+        Raises what a worker, or ``then``, raised."""
+        self.rows()
+        return self._made
 
     def cancel(self) -> None:
         """Stop handing out work and wait for the tasks already running (each is short); the
@@ -460,10 +471,13 @@ def start_metrics(
     progress: Progress = None,
     chunk: int = DEFAULT_CHUNK,
     range_elems: int | None = None,
+    then: Callable[[list[_Row]], object] | None = None,
 ) -> Background | None:
     """:func:`compute_metrics` in the background, or None when the jobs are so few and small
     that a pool would cost more than it saves, or when only one worker is allowed: the caller
-    then computes them when it needs them."""
+    then computes them when it needs them. ``then(rows)``, if given, runs in the background
+    thread once every row is in (rows as :meth:`Background.rows` gives them); its result is
+    :meth:`Background.made`."""
     jobs = list(jobs)
     numbered, workers = _numbered(jobs), _workers(workers)
     if not _pool_pays(numbered, workers):
@@ -474,7 +488,7 @@ def start_metrics(
         with interrupts.deferred():  # the pool starts whole; a Ctrl-C meanwhile stops it
             run = _PoolRun(numbered, Measure(compat), chunk, _range_elems(chunk, range_elems),
                            workers, bar)
-            background = Background(run, [job.job_id for job in jobs])
+            background = Background(run, [job.job_id for job in jobs], then)
     except BaseException:
         if background is not None:
             background.cancel()

@@ -8,6 +8,7 @@ AVX2 and its portable loop (on a CPU without AVX-512 the first two are the same 
 
 from __future__ import annotations
 
+import errno
 import math
 import os
 import subprocess
@@ -337,3 +338,34 @@ def test_small_group_with_an_inf_takes_the_exact_per_pair_path() -> None:
                         compat=False)
     assert rows[0] == compare_arrays(n[:20].copy(), b[:20].copy(), compat=False)
     assert rows[1].status == "ok"
+
+
+@pytest.mark.skipif(not hasattr(fused._fused, "read_small"), reason="C kernel not built, or not POSIX")
+def test_small_files_are_read_in_one_call_as_os_open_and_os_read_would(tmp_path: Path) -> None:
+    """``_fused.read_small`` (meta.open_tensor's common case): a small regular file whole, any
+    other file as its open descriptor, the errors of os.open with the path."""
+    read_small = fused._fused.read_small
+    small = tmp_path / "small.pt"
+    small.write_bytes(bytes(range(256)) * 40)
+    assert read_small(str(small), True, 1 << 20) == small.read_bytes()
+    fd = read_small(str(small), True, 100)  # larger than asked: the descriptor, open
+    assert isinstance(fd, int) and os.fstat(fd).st_size == 10240
+    os.close(fd)
+    empty = tmp_path / "empty.pt"
+    empty.write_bytes(b"")
+    assert read_small(str(empty), True, 1 << 20) == b""
+    fifo = tmp_path / "fifo.pt"
+    os.mkfifo(fifo)
+    fd = read_small(str(fifo), True, 1 << 20)  # not regular: the descriptor (O_NONBLOCK: no wait)
+    assert isinstance(fd, int)
+    os.close(fd)
+    link = tmp_path / "link.pt"
+    link.symlink_to(small)
+    with pytest.raises(OSError) as refused:
+        read_small(str(link), True, 1 << 20)
+    assert refused.value.errno == errno.ELOOP
+    assert refused.value.filename == str(link)
+    assert read_small(str(link), False, 1 << 20) == small.read_bytes()
+    with pytest.raises(FileNotFoundError) as missing:
+        read_small(str(tmp_path / "absent.pt"), True, 1 << 20)
+    assert missing.value.filename == str(tmp_path / "absent.pt")
