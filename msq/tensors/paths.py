@@ -80,6 +80,9 @@ def resolve_tensor_file(tensor_dir: str | os.PathLike[str], name: str) -> str | 
     return path
 
 
+_POSIX = os.sep == "/" and os.altsep is None
+
+
 @functools.lru_cache(maxsize=64)
 def _real_dir(directory: str) -> str:
     return os.path.realpath(directory)
@@ -112,7 +115,10 @@ def read_confined(
         and "\x00" not in name
         and name not in (".", "..")
     ):
-        path = os.path.join(os.fspath(tensor_dir), name)
+        root = os.fspath(tensor_dir)
+        # os.path.join, ~1 us less a file on POSIX (22k files on tensor_small's workers)
+        path = (root + "/" + name if _POSIX and root and not root.endswith("/")
+                else os.path.join(root, name))
         try:
             return path, open_tensor(path, nofollow=True)
         except FileNotFoundError:
