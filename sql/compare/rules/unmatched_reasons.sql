@@ -38,10 +38,15 @@ op_names AS (  -- each op's name as the matching sees it (MindSpore -am/-cm rewr
 ),
 u_ops AS (SELECT DISTINCT u.side, u.op_seq, o.op, o.n_rows
           FROM u JOIN op_names o USING (side, op_seq)),
-u_apis AS (SELECT DISTINCT side, op_api(op) AS api FROM u_ops),
+-- stem: the API without its last part (its direction, or its name): every op of that API starts
+-- with it (X.3.forward and X.forward.3 are API X.forward), so op_api's regular expressions run
+-- only for the other side's ops that do (on each op of that side they were a third of this view)
+u_apis AS (SELECT DISTINCT side, op_api(op) AS api,
+                  regexp_replace(op_api(op), '\.[^.]*$', '') AS stem FROM u_ops),
 other_calls AS (  -- the calls of those APIs on the other side
   SELECT u.side, u.api, op_call(o.op) AS call
-  FROM u_apis u JOIN op_names o ON o.side <> u.side AND op_api(o.op) = u.api
+  FROM u_apis u JOIN op_names o ON o.side <> u.side
+   AND CASE WHEN starts_with(o.op, u.stem) THEN op_api(o.op) = u.api ELSE false END
 ),
 other_op AS (  -- the other side's op of the same name
   SELECT uo.side, uo.op_seq, min(o.n_rows) AS o_rows, any_value(uo.n_rows) AS u_rows

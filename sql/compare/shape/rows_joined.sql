@@ -19,5 +19,7 @@ SELECT
 FROM compare_rows r
 LEFT JOIN tensors n ON n.side = 'npu' AND n.row_seq = r.npu_row
 LEFT JOIN tensors b ON b.side = 'bench' AND b.row_seq = r.bench_row
-LEFT JOIN ops o ON o.side = 'npu' AND o.op_seq = n.op_seq
-LEFT JOIN stacks st ON st.op_name = o.op_name
+-- each NPU op's stack (-s): ops and stacks joined first, so that without -s (stacks empty) the
+-- rows join nothing instead of every NPU op's name
+LEFT JOIN (SELECT o.op_seq, s.stack FROM ops o JOIN stacks s ON s.op_name = o.op_name
+           WHERE o.side = 'npu') st ON st.op_seq = n.op_seq
