@@ -94,12 +94,16 @@ def run_reference(compare_json: Path, output_dir: Path, opts: Any, dispatch: Dis
     """Compare the reference noise run ``compare_json`` with ``dispatch`` (outputs in
     ``output_dir/noise``, recorded in the compare's history with the label ``<label>-noise`` or
     ``noise``); return its bands."""
+    from msq.blame.ranks import new_run_id
+    from msq.blame.run import BlameRun
     from msq.config import parse_compare_json
     from msq.history.store import resolve_db_path
 
-    # recorded beside the compare it serves (its bands can be named by label later)
+    # a run of its own, whose compares keep their bands; recorded beside the compare it serves
+    # (its bands can be named by label later)
     noise_opts = dataclasses.replace(
-        opts, noise=None, noise_label=None, blame_run=None, resume=False,
+        opts, noise=None, noise_label=None, blame_run=BlameRun(new_run_id(), bands_wanted=True),
+        resume=False,
         label=f"{opts.label}-noise" if opts.label else "noise",
         db=str(resolve_db_path(opts.db, output_dir)) if opts.record else opts.db)
     out = output_dir / "noise"

@@ -59,8 +59,9 @@ def _dicts(con: duckdb.DuckDBPyConnection, sql: str) -> list[dict[str, Any]]:
     return [dict(zip(names, row)) for row in cur.fetchall()]
 
 
-def summarize(con: duckdb.DuckDBPyConnection) -> BlameSummary:
-    """The summary of the blame tables in ``con`` (see :func:`msq.blame.compute.run_blame`)."""
+def summarize(con: duckdb.DuckDBPyConnection, bands: bool = True) -> BlameSummary:
+    """The summary of the blame tables in ``con`` (see :func:`msq.blame.compute.run_blame`);
+    ``bands``: with the rows' noise bands (a reference noise run's compare needs them)."""
     cols = ", ".join(ROW_FIELDS)
     counts = dict(con.execute("SELECT verdict, count(*) FROM blame_rows WHERE verdict IS NOT NULL "
                               "GROUP BY verdict").fetchall())
@@ -79,7 +80,8 @@ def summarize(con: duckdb.DuckDBPyConnection) -> BlameSummary:
         links={k: int(v) for k, v in links.items()}, noise_source=noise,
         floor_factor=float(factor), amp_limit=float(limit),
         bands=[(str(n), float(b)) for n, b in con.execute(
-            "SELECT npu_name, band FROM blame_rows WHERE band > 0 ORDER BY out_seq").fetchall()])
+            "SELECT npu_name, band FROM blame_rows WHERE band > 0 ORDER BY out_seq").fetchall()]
+        if bands else [])
 
 
 def summarize_recorded(con: duckdb.DuckDBPyConnection, catalog: str,
