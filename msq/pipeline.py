@@ -38,6 +38,7 @@ from msq.mappings import pair_rows_mapped
 from msq.match_compat import write_compat_pairs
 from msq.mindspore import hooks as mindspore_hooks
 from msq.mindspore.detect import is_cross_framework, resolve_framework
+from msq.opening import EarlyDatabase
 from msq.result import CompareResult, RowRef, sheet_row
 from msq.tensors_bridge import EarlyMetrics, fill_tensor_metrics
 
@@ -140,9 +141,11 @@ def unused_views(opts: Options) -> set[str]:
     return unused
 
 
-def prepare(inp: SingleInput,
-            opts: Options) -> tuple[duckdb.DuckDBPyConnection, str, str, SideData, SideData]:
-    """Read both dumps, then open the compare's database and build its tables and views.
+def prepare(inp: SingleInput, opts: Options, opened: EarlyDatabase | None = None,
+            ) -> tuple[duckdb.DuckDBPyConnection, str, str, SideData, SideData]:
+    """Read both dumps, then open the compare's database and build its tables and views
+    (``opened``: the database msq.runner began to open meanwhile, with its schema; see
+    msq/opening.py).
 
     Returns:
         The connection, the mode, the NPU side's framework and both sides.
@@ -152,8 +155,13 @@ def prepare(inp: SingleInput,
     npu, bench = read_sides(inp.npu_json, inp.bench_json, opts.is_compat)
     mode = detect_mode(npu, bench, opts.is_compat)
     check_comparable(npu, bench, opts)
-    con = db.connect(threads=opts.workers or (1 if small_input(npu, bench) else None))
-    db.run_schema(con)
+    threads = opts.workers or (1 if small_input(npu, bench) else None)
+    con = opened.take(threads) if opened is not None else None
+    if con is None:  # not begun, or it failed: opened here (an error is reported from here)
+        con = db.connect(threads=threads)
+        db.run_schema(con)
+    else:
+        log.debug("database: opened while msq.pipeline was imported")
     framework = resolve_framework(opts, npu.looks_mindspore)
     api_map = framework == "mindspore" and bool(opts.api_mapping)
     cell_map = framework == "mindspore" and bool(opts.cell_mapping)
@@ -208,29 +216,31 @@ class _Clock:
 
 
 def run_single(inp: SingleInput, output_dir: Path, opts: Options, suffix: str = "",
-               early: EarlyMetrics | None = None) -> CompareResult:
+               early: EarlyMetrics | None = None,
+               opened: EarlyDatabase | None = None) -> CompareResult:
     """Compare one NPU dump with one bench dump and write the outputs into ``output_dir``.
 
     ``early``: tensor metrics the caller already started, and will cancel (msq.runner starts
-    them before the heavy imports); else they start, and are cancelled, here.
+    them before the heavy imports); else they start, and are cancelled, here. ``opened``: the
+    compare's database, begun by msq.runner (see :func:`prepare`).
     """
     # a Ctrl-C held since the previous compare of this run completed stops this one now
     interrupts.unsettle()
     if early is not None:  # the caller started it, and cancels it
-        return _run_single(inp, output_dir, opts, suffix, early)
+        return _run_single(inp, output_dir, opts, suffix, early, opened)
     # tensors are most of a real-data compare: start on the same-named files while the dumps
     # are read and matched (a statistics dump has no tensor directory: nothing starts)
     try:
         with interrupts.deferred():  # a Ctrl-C while the pool starts stops it once it is held
             early = EarlyMetrics.start(inp, opts)
-        return _run_single(inp, output_dir, opts, suffix, early)
+        return _run_single(inp, output_dir, opts, suffix, early, opened)
     finally:
         if early is not None:
             early.cancel()  # a no-op once its rows were taken; stops the pool after an error
 
 
 def _run_single(inp: SingleInput, output_dir: Path, opts: Options, suffix: str,
-                early: EarlyMetrics | None) -> CompareResult:
+                early: EarlyMetrics | None, opened: EarlyDatabase | None) -> CompareResult:
     started = time.time()
     stamp = time.strftime("%Y%m%d%H%M%S", time.localtime(started))
     clock = _Clock()
@@ -249,7 +259,7 @@ def _run_single(inp: SingleInput, output_dir: Path, opts: Options, suffix: str,
         con, mode, framework, result = compute(
             inp, opts, output_dir, suffix, early, clock,
             on_match=record if opts.record else None,
-            on_result=result_ready if opts.record else None)
+            on_result=result_ready if opts.record else None, opened=opened)
     except BaseException:
         for started_recorder in recorders:
             started_recorder.abort()
@@ -285,6 +295,7 @@ def compute(inp: SingleInput, opts: Options, output_dir: Path, suffix: str,
             early: EarlyMetrics | None, clock: _Clock | None = None,
             on_result: Callable[[duckdb.DuckDBPyConnection, str, int], None] | None = None,
             on_match: Callable[[duckdb.DuckDBPyConnection, str, int], None] | None = None,
+            opened: EarlyDatabase | None = None,
             ) -> tuple[duckdb.DuckDBPyConnection, str, str, CompareResult]:
     """Every stage up to the result: ``result_<mode>`` and ``marks`` are tables in ``con`` and
     the summary is counted. Nothing is written (but a ``-lm`` mapping file). A single-card
@@ -294,9 +305,10 @@ def compute(inp: SingleInput, opts: Options, output_dir: Path, suffix: str,
     ``blame_edges`` are tables in ``con`` too). ``on_result(con, mode, rows)`` is called once
     ``result_<mode>`` and ``marks`` are tables (before the summary), while blame may still be
     computed;
-    ``on_match(con, mode, rows)`` once the rows are matched (``compare_rows``)."""
+    ``on_match(con, mode, rows)`` once the rows are matched (``compare_rows``); ``opened``: see
+    :func:`prepare`."""
     clock = clock or _Clock()
-    con, mode, framework, npu, bench = prepare(inp, opts)
+    con, mode, framework, npu, bench = prepare(inp, opts, opened)
     clock.lap("load")
     log.info("compare mode: %s (%s)", mode, "msprobe-1.1 compat" if opts.is_compat else "default")
     # the C parts are optional (built where pip finds a compiler): say which side runs
@@ -560,15 +572,17 @@ def compare(input_param: Mapping[str, Any], output_path: str | os.PathLike[str],
 
 
 def run_compare(inp: SingleInput, output_dir: Path, opts: Options, suffix: str = "",
-                early: EarlyMetrics | None = None) -> CompareResult:
-    """Validate the output directory, then compare (``early``: see :func:`run_single`)."""
+                early: EarlyMetrics | None = None,
+                opened: EarlyDatabase | None = None) -> CompareResult:
+    """Validate the output directory, then compare (``early``, ``opened``: see
+    :func:`run_single`)."""
     ensure_output_dir(output_dir)
     if opts.record:
         check_target(opts.db, output_dir)
     if not inp.npu_json.is_file() or not inp.bench_json.is_file():
         raise InputError(f"{inp.npu_json} / {inp.bench_json}: both must be dump.json files")
     start_run(opts, output_dir, _single_card_noise)  # a no-op when msq.runner started it
-    result = run_single(inp, output_dir, opts, suffix, early)
+    result = run_single(inp, output_dir, opts, suffix, early, opened)
     finish_run([result], output_dir, opts)
     return result
 

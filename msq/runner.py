@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from msq import interrupts
 from msq.config import DirInput, Options, SingleInput, options_from_kwargs, parse_compare_json
 from msq.errors import UsageError
 from msq.result import CompareResult
 from msq.tensors_bridge import EarlyMetrics
+
+if TYPE_CHECKING:
+    from msq.opening import EarlyDatabase
 
 log = logging.getLogger("msq")
 
@@ -52,15 +55,27 @@ def dispatch(inp: SingleInput | DirInput, output_dir: Path, opts: Options) -> li
 def run_single_card(inp: SingleInput, output_dir: Path, opts: Options) -> CompareResult:
     """One card. A real-data dump's tensor metrics start first (see tensors_bridge.py), so that
     the worker pool already computes while msq.pipeline, duckdb and pyarrow are imported."""
-    early = None
+    early: EarlyMetrics | None = None
+    opened: EarlyDatabase | None = None
     try:
         with interrupts.deferred():  # a Ctrl-C while the pool starts stops it once it is held
             early = EarlyMetrics.start(inp, opts)
+        # the compare's database opens on the other core while msq.pipeline is imported
+        # (msq/opening.py), once no process forks any more: after the pool's start, and only
+        # with the C dump reader (the Python one forks its readers for large dumps)
+        with interrupts.deferred():  # the thread started and its handle held, or neither
+            from msq.flatten import C_PADDING  # lazy, as msq.pipeline (it imports both anyway)
+            from msq.opening import start_opening
+
+            if C_PADDING is not None:
+                opened = start_opening(opts.workers)
         with interrupts.deferred():  # a Ctrl-C inside duckdb's initialisation aborts Python
             from msq.pipeline import run_compare  # lazy: duckdb and pyarrow load once the pool runs
 
-        return run_compare(inp, output_dir, opts, early=early)
+        return run_compare(inp, output_dir, opts, early=early, opened=opened)
     finally:
+        if opened is not None:
+            opened.close()  # a no-op once the compare took it
         if early is not None:
             early.cancel()
 

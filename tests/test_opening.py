@@ -1,0 +1,142 @@
+"""The compare's database opened in a thread while msq.pipeline is imported (msq/opening.py).
+
+msq.runner begins to open a single-card compare's database (DuckDB's instance, its schema) on
+the other core; msq.pipeline.prepare takes it, or opens its own when that failed. The compare
+and its outputs are the same either way.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+
+from msq import db, procs
+from msq.config import input_from_api, options_from_kwargs
+from msq.opening import EarlyDatabase, schema_texts, start_opening
+from msq.pipeline import compute, run_compare
+from tests.dumps import fwd, t, write_pair
+from tests.xlsx_read import rows
+
+
+def _threads(con: duckdb.DuckDBPyConnection) -> int:
+    return int(db.scalar(con, "SELECT current_setting('threads')"))
+
+
+def _tables(con: duckdb.DuckDBPyConnection) -> list[str]:
+    return [name for (name,) in con.execute(
+        "SELECT table_name FROM duckdb_tables() ORDER BY 1").fetchall()]
+
+
+def test_the_early_database_has_the_schema_run_schema_makes() -> None:
+    early = start_opening(None)
+    con = early.take(1)
+    own = db.connect(threads=1)
+    db.run_schema(own)
+    try:
+        assert con is not None
+        assert _tables(con) == _tables(own)
+        macros = ("SELECT function_name FROM duckdb_functions() WHERE NOT internal "
+                  "ORDER BY 1")
+        assert con.execute(macros).fetchall() == own.execute(macros).fetchall()
+        assert _threads(con) == 1
+        assert db.scalar(con, "SELECT current_setting('enable_progress_bar')") is False
+        assert con in procs._OPEN  # tracked: pools fork from a forkserver while it lives
+    finally:
+        con.close()
+        own.close()
+    assert len(schema_texts()) == len(db.sql_files("compare/schema"))
+
+
+@pytest.mark.parametrize(("workers", "wanted"), [(None, 1), (None, None), (3, 3), (3, 2)])
+def test_take_sets_the_thread_count_the_compare_asks_for(workers: int | None,
+                                                          wanted: int | None) -> None:
+    default = _threads(db.connect())
+    con = start_opening(workers).take(wanted)
+    try:
+        assert _threads(con) == (default if wanted is None else wanted)
+    finally:
+        con.close()
+
+
+def test_a_failed_opening_gives_none_and_closes_nothing_twice() -> None:
+    early = EarlyDatabase(1, ["CREATE TABLE broken ("])
+    assert early.take(1) is None
+    assert early.take(1) is None  # taken once
+    early.close()  # nothing left to close
+
+
+def test_close_closes_a_database_nobody_took() -> None:
+    early = start_opening(None)
+    early.close()
+    assert early.take(1) is None
+    early.close()
+
+
+def _dumps() -> tuple[dict[str, Any], dict[str, Any]]:
+    data = {f"Functional.relu.{i}.forward": fwd(t(mx=1.0 + i), out=t(mx=2.0 + i))
+            for i in range(4)}
+    bench = {name: fwd(t(mx=1.0 + i), out=t(mx=2.5 + i * 2)) for i, name in enumerate(data)}
+    return data, bench
+
+
+def _pair(tmp_path: Path) -> dict[str, str]:
+    cfg = json.loads(write_pair(tmp_path, *_dumps()).read_text())
+    return {"npu_json_path": cfg["npu_path"], "bench_json_path": cfg["bench_path"],
+            "stack_json_path": cfg["stack_path"]}
+
+
+@pytest.mark.parametrize("schema", [None, ["CREATE TABLE broken ("]])
+def test_compute_takes_the_early_database_or_opens_its_own(tmp_path: Path,
+                                                          schema: list[str] | None) -> None:
+    """The early database (or, when its opening failed, one opened as before) gives the compare
+    it gave without one."""
+    inp = input_from_api(_pair(tmp_path))
+    opts = options_from_kwargs(False, True, False, {"record": False})
+    early = EarlyDatabase(1, schema_texts() if schema is None else schema)
+    rows = []
+    for opened in (None, early):
+        con, mode, _, result = compute(inp, opts, tmp_path / "out", "", None, opened=opened)
+        try:
+            assert _threads(con) == 1  # a small compare's database: one thread
+            rows.append((mode, result.rows, result.red, result.yellow, con.execute(
+                "SELECT * FROM result_statistics ORDER BY out_seq").fetchall()))
+        finally:
+            con.close()
+    assert rows[0] == rows[1]
+    assert rows[0][2] > 0  # some rows differ: the marks are compared too
+    early.close()
+
+
+def test_run_compare_with_the_early_database_writes_the_same_outputs(tmp_path: Path) -> None:
+    inp = input_from_api(_pair(tmp_path))
+    opts = options_from_kwargs(False, True, False, {"record": False})
+    plain = run_compare(inp, tmp_path / "plain", opts)
+    opts = options_from_kwargs(False, True, False, {"record": False})
+    early = start_opening(None)
+    taken = run_compare(inp, tmp_path / "early", opts, opened=early)
+    early.close()  # taken: a no-op
+    assert (taken.rows, taken.red, taken.yellow) == (plain.rows, plain.red, plain.yellow)
+    for pattern in ("compare_result_*.xlsx", "advisor_*.txt"):
+        (a,), (b,) = (sorted((tmp_path / d).glob(pattern)) for d in ("plain", "early"))
+        if pattern.endswith(".txt"):
+            assert a.read_bytes() == b.read_bytes()
+        else:
+            assert rows(a) == rows(b)
+
+
+def test_the_command_line_compare_opens_its_database_early(tmp_path: Path) -> None:
+    """``msq compare`` of one card takes the database its thread began to open (-vv says so);
+    the compare is the usual one."""
+    cfg = write_pair(tmp_path, *_dumps())
+    out = subprocess.run([sys.executable, "-m", "msq", "compare", str(cfg), "-o",
+                          str(tmp_path / "out"), "-vv", "--no-history"],
+                         capture_output=True, text=True, timeout=120, check=False)
+    assert out.returncode == 0, out.stderr
+    assert "database: opened while msq.pipeline was imported" in out.stderr
+    assert len(list((tmp_path / "out").glob("compare_result_*.xlsx"))) == 1
