@@ -31,8 +31,6 @@ import time
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from importlib import resources
-from importlib.abc import Traversable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -40,19 +38,21 @@ import duckdb
 
 from msq import interrupts, procs
 from msq.errors import SqlFileError
+from msq.sqlfiles import (  # noqa: F401 (read without duckdb there, for msq/opening.py; re-exported)
+    COMPARE_VIEWS,
+    SqlFile,
+    quote_ident,
+    sql_file,
+    sql_files,
+    sql_root,
+    view_files,
+    view_statement,
+)
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-#: The view folders of a compare, in load order (sql/compare/schema is DDL, run first).
-COMPARE_VIEWS: tuple[str, ...] = ("compare/match", "compare/shape", "compare/rules",
-                                  "compare/reports")
 _DESCRIPTION = re.compile(r"^--\s*description:\s*(.+)$", re.MULTILINE)
-
-
-def sql_root() -> Traversable:
-    """The shipped ``sql/`` folder (live in an editable install, site-packages in a wheel)."""
-    return resources.files("msq.sql")
 
 
 def connect(path: str | Path | None = None, *, threads: int | None = None) -> duckdb.DuckDBPyConnection:
@@ -65,47 +65,6 @@ def connect(path: str | Path | None = None, *, threads: int | None = None) -> du
     return con
 
 
-@dataclass(frozen=True)
-class SqlFile:
-    """One SQL file: its stem (a view's name), its text, and where it came from (for errors)."""
-
-    name: str
-    text: str
-    origin: str
-
-    @property
-    def body(self) -> str:
-        """The statement without its trailing semicolon."""
-        return self.text.rstrip().rstrip(";")
-
-
-def _folder(folder: str, root: Traversable | Path | None = None) -> Traversable | Path:
-    base = sql_root() if root is None else root
-    for part in folder.split("/"):
-        base = base / part
-    return base
-
-
-def sql_files(folder: str, root: Path | None = None) -> list[SqlFile]:
-    """The ``.sql`` files of ``sql/<folder>`` (or of ``root/<folder>``), in file-name order."""
-    where = _folder(folder, root)
-    if not where.is_dir():
-        return []
-    prefix = f"sql/{folder}" if root is None else str(Path(root) / folder)
-    files = sorted((f for f in where.iterdir() if f.name.endswith(".sql")), key=lambda f: f.name)
-    return [SqlFile(f.name[: -len(".sql")], f.read_text(encoding="utf-8"),
-                    f"{prefix}/{f.name}") for f in files]
-
-
-def sql_file(path: str) -> SqlFile:
-    """One shipped file, e.g. ``sql_file("history/record/hist_row_ops.sql")``."""
-    folder, _, name = path.rpartition("/")
-    found = [f for f in sql_files(folder) if f"{f.name}.sql" == name]
-    if not found:
-        raise SqlFileError(f"sql/{path}: missing from this msq installation; reinstall msq")
-    return found[0]
-
-
 def run_schema(con: duckdb.DuckDBPyConnection, folder: str = "compare/schema") -> None:
     """Execute the DDL files of ``sql/<folder>`` (tables, types, macros) in file-name order."""
     for file in sql_files(folder):
@@ -113,37 +72,6 @@ def run_schema(con: duckdb.DuckDBPyConnection, folder: str = "compare/schema") -
             con.execute(file.text)
         except duckdb.Error as err:
             raise SqlFileError(f"{file.origin}: {err}") from err
-
-
-def view_files(folders: Iterable[str] = COMPARE_VIEWS, user_dirs: Iterable[Path] = (),
-               variants: Iterable[str] = (),
-               skip: Collection[str] = ()) -> tuple[list[SqlFile], set[str]]:
-    """The view files to load, and the names that come from a user's folder.
-
-    ``sql/<folder>/*.sql`` always load; ``sql/<folder>/<variant>/*.sql`` only for the variants in
-    use. Two shipped files of one name are an error; a user file replaces the shipped view of
-    its name (or adds a view). ``skip``: shipped views left out (a user's file of that name
-    still loads).
-    """
-    variants = list(variants)
-    chosen: dict[str, SqlFile] = {}
-    for folder in folders:
-        for sub in (folder, *(f"{folder}/{v}" for v in variants)):
-            for file in sql_files(sub):
-                if file.name in chosen:
-                    raise SqlFileError(f"{file.origin}: a view named {file.name} is also "
-                                       f"defined in {chosen[file.name].origin}; rename one")
-                chosen[file.name] = file
-    for name in skip:
-        chosen.pop(name, None)
-    users: set[str] = set()
-    for user_dir in user_dirs:
-        for folder in folders:
-            for sub in (folder, *(f"{folder}/{v}" for v in variants)):
-                for file in sql_files(sub, Path(user_dir)):
-                    chosen[file.name] = file
-                    users.add(file.name)
-    return list(chosen.values()), users
 
 
 def can_defer_binding(con: duckdb.DuckDBPyConnection) -> bool:
@@ -173,15 +101,13 @@ def create_view(con: duckdb.DuckDBPyConnection, file: SqlFile, *, defer: bool = 
     views are deferred (``tests/sql/test_loader.py`` binds each of them), user views are not, so
     an error in one is reported at load, with its file.
     """
-    option = " WITH (DEFER_BINDING)" if defer and can_defer_binding(con) else ""
     match = _DESCRIPTION.search(file.text) if comment else None
     # the view and its comment in one round trip (a compare creates two dozen views); the
     # semicolon on a line of its own: the body may end with a -- comment
     described = (f"\n;\nCOMMENT ON VIEW {quote_ident(file.name)} IS "
                  f"{quote_str(match.group(1).strip())}" if match else "")
     try:
-        con.execute(f"CREATE OR REPLACE VIEW {quote_ident(file.name)}{option} AS\n{file.body}"
-                    f"{described}")
+        con.execute(view_statement(file, defer=defer and can_defer_binding(con)) + described)
     except duckdb.Error as err:
         raise SqlFileError(f"{file.origin}: {err}") from err
 
@@ -332,11 +258,6 @@ class Beside(Generic[T]):
 
 # --------------------------------------------------------------------------------------------
 # helpers shared by every writer
-
-
-def quote_ident(name: str) -> str:
-    """``name`` as a SQL identifier: double quotes, inner double quotes doubled."""
-    return '"' + name.replace('"', '""') + '"'
 
 
 def quote_str(text: str | Path) -> str:

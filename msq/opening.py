@@ -1,29 +1,53 @@
 """A single-card compare's database, opened in a thread while ``msq.pipeline`` is imported.
 
 ``msq compare`` spends its first ~0.15 s importing duckdb's Python layer, click and msq itself,
-on one core. Opening the compare's in-memory database (DuckDB's instance, ~25 ms CPU) and
-running its schema (``sql/compare/schema``, ~20 ms, mostly DuckDB's parser) need only the C
-module ``_duckdb``, and both release the GIL: in a thread they run on the second core meanwhile
-(:func:`start`, from :func:`msq.runner.run_single_card`). :func:`msq.pipeline.prepare` takes the
-connection (:meth:`EarlyDatabase.take`) instead of opening its own; when the thread failed, or
-was not started, it opens one as before, and any error is reported from there, with its file.
+on one core. Opening the compare's in-memory database (DuckDB's instance, ~25 ms CPU), running
+its schema (``sql/compare/schema``, ~20 ms, mostly DuckDB's parser) and creating the views every
+compare of its kind reads (~10 ms) need only the C module ``_duckdb``, and release the GIL: in a
+thread they run on the second core meanwhile (:func:`start_opening`, from
+:func:`msq.runner.run_single_card`). :func:`msq.pipeline.prepare` takes the connection
+(:meth:`EarlyDatabase.take`) instead of opening its own, and creates the views that depend on the
+dumps (the mode's, MindSpore's); when the thread failed, or was not started, it opens one as
+before, and any error is reported from there, with its file.
 
 This module imports nothing heavy, and the thread nothing but ``_duckdb`` (the main thread's
-``import duckdb`` waits for that import, then goes on with duckdb's Python layer); the schema's
-texts are read before it starts.
+``import duckdb`` waits for that import, then goes on with duckdb's Python layer); the SQL
+texts are read before it starts (msq.sqlfiles).
 """
 
 from __future__ import annotations
 
 import contextlib
 import threading
-from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from msq import interrupts, procs
+from msq.sqlfiles import COMPARE_VIEWS, sql_files, view_files, view_statement
 
-#: The schema's folder inside the shipped ``sql/`` (msq.db.run_schema's default).
-SCHEMA = ("compare", "schema")
+if TYPE_CHECKING:
+    from msq.config import Options
+
+
+def unused_views(opts: Options) -> set[str]:
+    """The shipped views this compare does not read: not created (parsing a view costs
+    ~0.3-3 ms, whatever the compare's size). ``row_pairs_mapped`` pairs -dm's and -lm's rows,
+    ``hl_values`` feeds --compat's colour rules, and ``unmatched_reasons`` the default mode's
+    verdicts, which create it once the rows are paired (msq.pipeline.create_unmatched_reasons).
+    A user's views (--sql-dir) may read any view: then every one is created."""
+    if opts.sql_dir:
+        return set()
+    unused = {"unmatched_reasons"}
+    if opts.data_mapping is None and not opts.layer_mapping:
+        unused.add("row_pairs_mapped")
+    if not opts.is_compat:
+        unused.add("hl_values")
+    return unused
+
+
+def rules_variant(opts: Options) -> str:
+    """The colour rules' folder: msprobe's under --compat (sql/compare/rules/compat/), msq's own
+    by default (sql/compare/rules/default/)."""
+    return "compat" if opts.is_compat else "default"
 
 
 class EarlyDatabase:
@@ -33,9 +57,13 @@ class EarlyDatabase:
     :func:`msq.db.connect` does); :meth:`take` changes it when the compare asks for another.
     """
 
-    def __init__(self, threads: int, schema: list[str]) -> None:
+    def __init__(self, threads: int, schema: list[str],
+                 views: dict[str, str] | None = None) -> None:
         self._threads = threads
         self._schema = schema
+        self._views = views or {}
+        #: the views the thread created (by name), once :meth:`take` gave the connection
+        self.views: set[str] = set()
         self._con: Any = None
         self._error: BaseException | None = None
         self._taken = False
@@ -54,6 +82,8 @@ class EarlyDatabase:
             con.execute(f"SET threads = {int(self._threads)}")
             for text in self._schema:
                 con.execute(text)
+            for statement in self._views.values():
+                con.execute(statement)
         except BaseException as err:  # noqa: BLE001 (the pipeline opens its own; errors there)
             self._error = err
         finally:
@@ -81,6 +111,7 @@ class EarlyDatabase:
             return None
 
         procs.track(con)  # as msq.db.connect: its threads make fork unsafe while it lives
+        self.views = set(self._views)
         return con
 
     def close(self) -> None:
@@ -102,15 +133,23 @@ class EarlyDatabase:
 def schema_texts() -> list[str]:
     """The texts of ``sql/compare/schema/*.sql`` in file-name order (what
     :func:`msq.db.run_schema` executes)."""
-    where: Any = resources.files("msq.sql")
-    for part in SCHEMA:
-        where = where / part
-    files = sorted((f for f in where.iterdir() if f.name.endswith(".sql")), key=lambda f: f.name)
-    return [f.read_text(encoding="utf-8") for f in files]
+    return [file.text for file in sql_files("compare/schema")]
 
 
-def start_opening(workers: int | None) -> EarlyDatabase:
+def early_views(opts: Options) -> dict[str, str]:
+    """The statements creating the views every compare of these options reads, by name: the
+    shipped folders' own and their colour rules' (not the mode's nor MindSpore's, which the
+    dumps decide; msq.pipeline.prepare creates those). Created ``WITH (DEFER_BINDING)``, as
+    :func:`msq.db.load_views` creates msq's views; none with a user's views (--sql-dir), which
+    load with the others, each bound at once."""
+    if opts.sql_dir:
+        return {}
+    files, _ = view_files(COMPARE_VIEWS, variants=[rules_variant(opts)], skip=unused_views(opts))
+    return {file.name: view_statement(file, defer=True) for file in files}
+
+
+def start_opening(opts: Options) -> EarlyDatabase:
     """Start opening a single-card compare's database (see :class:`EarlyDatabase`), with
-    ``workers`` DuckDB threads (``--workers``), else one (a small compare's; :meth:`take` resets
+    ``--workers`` DuckDB threads, else one (a small compare's; :meth:`EarlyDatabase.take` resets
     it for a large one)."""
-    return EarlyDatabase(workers or 1, schema_texts())
+    return EarlyDatabase(opts.workers or 1, schema_texts(), early_views(opts))

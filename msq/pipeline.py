@@ -38,7 +38,7 @@ from msq.mappings import pair_rows_mapped
 from msq.match_compat import write_compat_pairs
 from msq.mindspore import hooks as mindspore_hooks
 from msq.mindspore.detect import is_cross_framework, resolve_framework
-from msq.opening import EarlyDatabase
+from msq.opening import EarlyDatabase, rules_variant, unused_views
 from msq.result import CompareResult, RowRef, sheet_row
 from msq.tensors_bridge import EarlyMetrics, fill_tensor_metrics
 
@@ -125,22 +125,6 @@ def small_input(npu: SideData, bench: SideData) -> bool:
     return npu.rows.num_rows + bench.rows.num_rows <= db.DEFAULT_ROW_GROUP_ROWS
 
 
-def unused_views(opts: Options) -> set[str]:
-    """The shipped views this compare does not read: not created (parsing a view costs
-    ~0.3-3 ms, whatever the compare's size). ``row_pairs_mapped`` pairs -dm's and -lm's rows,
-    ``hl_values`` feeds --compat's colour rules, and ``unmatched_reasons`` the default mode's
-    verdicts, which create it once the rows are paired (:func:`create_unmatched_reasons`). A
-    user's views (--sql-dir) may read any view: then every one is created."""
-    if opts.sql_dir:
-        return set()
-    unused = {"unmatched_reasons"}
-    if opts.data_mapping is None and not opts.layer_mapping:
-        unused.add("row_pairs_mapped")
-    if not opts.is_compat:
-        unused.add("hl_values")
-    return unused
-
-
 def prepare(inp: SingleInput, opts: Options, opened: EarlyDatabase | None = None,
             ) -> tuple[duckdb.DuckDBPyConnection, str, str, SideData, SideData]:
     """Read both dumps, then open the compare's database and build its tables and views
@@ -157,11 +141,13 @@ def prepare(inp: SingleInput, opts: Options, opened: EarlyDatabase | None = None
     check_comparable(npu, bench, opts)
     threads = opts.workers or (1 if small_input(npu, bench) else None)
     con = opened.take(threads) if opened is not None else None
+    created: set[str] = set()  # the views created with the database
     if con is None:  # not begun, or it failed: opened here (an error is reported from here)
         con = db.connect(threads=threads)
         db.run_schema(con)
-    else:
-        log.debug("database: opened while msq.pipeline was imported")
+    elif opened is not None:
+        created = opened.views
+        log.debug("database: opened while msq.pipeline was imported (%d views)", len(created))
     framework = resolve_framework(opts, npu.looks_mindspore)
     api_map = framework == "mindspore" and bool(opts.api_mapping)
     cell_map = framework == "mindspore" and bool(opts.cell_mapping)
@@ -171,12 +157,11 @@ def prepare(inp: SingleInput, opts: Options, opened: EarlyDatabase | None = None
     load_sides(con, npu, bench)
     load_stacks(con, inp.stack_json, opts.stack_mode)
     # the MindSpore mapping views (sql/compare/match/mindspore/) load only where they can be
-    # used; the colour rules are msprobe's under --compat (sql/compare/rules/compat/), msq's own
-    # by default (sql/compare/rules/default/)
-    db.load_views(con, variants=[mode, "compat" if opts.is_compat else "default",
+    # used; the colour rules are msprobe's under --compat, msq's own by default (rules_variant)
+    db.load_views(con, variants=[mode, rules_variant(opts),
                                  *(["mindspore"] if framework == "mindspore" else [])],
                   user_dirs=[Path(opts.sql_dir)] if opts.sql_dir else [],
-                  skip=unused_views(opts))
+                  skip=unused_views(opts) | created)
     mindspore_hooks.rename_for_match(con, opts, framework)
     return con, mode, framework, npu, bench
 

@@ -68,7 +68,7 @@ def run_single_card(inp: SingleInput, output_dir: Path, opts: Options) -> Compar
             from msq.opening import start_opening
 
             if C_PADDING is not None:
-                opened = start_opening(opts.workers)
+                opened = start_opening(opts)
         with interrupts.deferred():  # a Ctrl-C inside duckdb's initialisation aborts Python
             from msq.pipeline import run_compare  # lazy: duckdb and pyarrow load once the pool runs
 

@@ -18,10 +18,14 @@ import pytest
 
 from msq import db, procs
 from msq.config import input_from_api, options_from_kwargs
-from msq.opening import EarlyDatabase, schema_texts, start_opening
-from msq.pipeline import compute, run_compare
+from msq.opening import EarlyDatabase, early_views, schema_texts, start_opening
+from msq.pipeline import compute, prepare, run_compare
 from tests.dumps import fwd, t, write_pair
 from tests.xlsx_read import rows
+
+
+def _opts(**kwargs: Any) -> Any:
+    return options_from_kwargs(False, True, False, {"record": False, **kwargs})
 
 
 def _threads(con: duckdb.DuckDBPyConnection) -> int:
@@ -34,7 +38,7 @@ def _tables(con: duckdb.DuckDBPyConnection) -> list[str]:
 
 
 def test_the_early_database_has_the_schema_run_schema_makes() -> None:
-    early = start_opening(None)
+    early = start_opening(_opts())
     con = early.take(1)
     own = db.connect(threads=1)
     db.run_schema(own)
@@ -57,11 +61,35 @@ def test_the_early_database_has_the_schema_run_schema_makes() -> None:
 def test_take_sets_the_thread_count_the_compare_asks_for(workers: int | None,
                                                           wanted: int | None) -> None:
     default = _threads(db.connect())
-    con = start_opening(workers).take(wanted)
+    con = start_opening(_opts(workers=workers)).take(wanted)
     try:
         assert _threads(con) == (default if wanted is None else wanted)
     finally:
         con.close()
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"compat": "msprobe-1.1"}, {"data_mapping": {}}])
+def test_the_early_views_and_the_pipelines_are_the_views_it_created_alone(
+        tmp_path: Path, kwargs: dict[str, Any]) -> None:
+    """The views created with the database (its colour rules' among them) and those the
+    pipeline adds once the dumps are read are the views a compare created before, each once."""
+    inp = input_from_api(_pair(tmp_path))
+    views = "SELECT view_name, sql FROM duckdb_views() WHERE NOT internal ORDER BY 1"
+    seen = []
+    for early in (None, EarlyDatabase(1, schema_texts(), early_views(_opts(**kwargs)))):
+        con, *_ = prepare(inp, _opts(**kwargs), early)
+        try:
+            seen.append(con.execute(views).fetchall())
+        finally:
+            con.close()
+        if early is not None:
+            assert early.views and early.views < {name for name, _ in seen[0]}
+            assert {"marks", "verdicts"} <= early.views  # the colour rules of its mode
+    assert seen[0] == seen[1]
+
+
+def test_no_early_views_with_a_users_views(tmp_path: Path) -> None:
+    assert early_views(_opts(sql_dir=str(tmp_path))) == {}
 
 
 def test_a_failed_opening_gives_none_and_closes_nothing_twice() -> None:
@@ -72,7 +100,7 @@ def test_a_failed_opening_gives_none_and_closes_nothing_twice() -> None:
 
 
 def test_close_closes_a_database_nobody_took() -> None:
-    early = start_opening(None)
+    early = start_opening(_opts())
     early.close()
     assert early.take(1) is None
     early.close()
@@ -97,8 +125,8 @@ def test_compute_takes_the_early_database_or_opens_its_own(tmp_path: Path,
     """The early database (or, when its opening failed, one opened as before) gives the compare
     it gave without one."""
     inp = input_from_api(_pair(tmp_path))
-    opts = options_from_kwargs(False, True, False, {"record": False})
-    early = EarlyDatabase(1, schema_texts() if schema is None else schema)
+    opts = _opts()
+    early = EarlyDatabase(1, schema_texts() if schema is None else schema, early_views(opts))
     rows = []
     for opened in (None, early):
         con, mode, _, result = compute(inp, opts, tmp_path / "out", "", None, opened=opened)
@@ -115,10 +143,9 @@ def test_compute_takes_the_early_database_or_opens_its_own(tmp_path: Path,
 
 def test_run_compare_with_the_early_database_writes_the_same_outputs(tmp_path: Path) -> None:
     inp = input_from_api(_pair(tmp_path))
-    opts = options_from_kwargs(False, True, False, {"record": False})
-    plain = run_compare(inp, tmp_path / "plain", opts)
-    opts = options_from_kwargs(False, True, False, {"record": False})
-    early = start_opening(None)
+    plain = run_compare(inp, tmp_path / "plain", _opts())
+    opts = _opts()
+    early = start_opening(opts)
     taken = run_compare(inp, tmp_path / "early", opts, opened=early)
     early.close()  # taken: a no-op
     assert (taken.rows, taken.red, taken.yellow) == (plain.rows, plain.red, plain.yellow)

@@ -12,7 +12,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from msq import db
+from msq import db, sqlfiles
 from msq.errors import SqlFileError
 
 VARIANTS = [
@@ -94,7 +94,7 @@ def test_two_shipped_views_of_one_name_are_refused(tmp_path: Path,
     for folder in ("compare/match", "compare/rules"):
         (tmp_path / folder).mkdir(parents=True)
         (tmp_path / folder / "same.sql").write_text("SELECT 1 AS x\n")
-    monkeypatch.setattr(db, "sql_root", lambda: tmp_path)
+    monkeypatch.setattr(sqlfiles, "sql_root", lambda: tmp_path)  # where view_files reads
     with pytest.raises(SqlFileError, match=r"sql/compare/rules/same\.sql: a view named same is "
                                            r"also defined in sql/compare/match/same\.sql"):
         db.view_files()
