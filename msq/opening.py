@@ -76,6 +76,8 @@ class EarlyDatabase:
             import _duckdb  # the C module only: duckdb's Python layer is the main thread's
 
             con = _duckdb.connect(":memory:")
+            # as msq.db.connect: from now on a pool forks its workers from a forkserver
+            procs.track(con)
             self._con = con
             # as msq.db.connect
             con.execute("SET enable_progress_bar = false")
@@ -109,8 +111,7 @@ class EarlyDatabase:
         except Exception:  # noqa: BLE001 (as above: the caller opens its own)
             self._close(con)
             return None
-
-        procs.track(con)  # as msq.db.connect: its threads make fork unsafe while it lives
+        self._con = None  # the caller's now
         self.views = set(self._views)
         return con
 
@@ -123,8 +124,8 @@ class EarlyDatabase:
             self._taken = True
             self._close(self._con)
 
-    @staticmethod
-    def _close(con: Any) -> None:
+    def _close(self, con: Any) -> None:
+        self._con = None  # no longer counted as open (msq.procs holds it weakly)
         if con is not None:
             with contextlib.suppress(Exception):  # a connection the compare never used
                 con.close()
