@@ -3,7 +3,7 @@
 ``msq compare`` spends its first ~0.15 s importing duckdb's Python layer, click and msq itself,
 on one core. Opening the compare's in-memory database (DuckDB's instance, ~25 ms CPU), running
 its schema (``sql/compare/schema``, ~20 ms, mostly DuckDB's parser) and creating the views every
-compare of its kind reads (~10 ms) need only the C module ``_duckdb``, and release the GIL: in a
+compare of its kind reads (~10 ms, blame's ~10 more) need only the C module ``_duckdb``, and release the GIL: in a
 thread they run on the second core meanwhile (:func:`start_opening`, from
 :func:`msq.runner.run_single_card`). :func:`msq.pipeline.prepare` takes the connection
 (:meth:`EarlyDatabase.take`) instead of opening its own, and creates the views that depend on the
@@ -26,6 +26,9 @@ from msq.sqlfiles import COMPARE_VIEWS, sql_files, view_files, view_statement
 
 if TYPE_CHECKING:
     from msq.config import Options
+
+#: Blame's view folder (msq.blame.compute.run_blame loads it, less the views made here).
+BLAME_VIEWS = ("compare/blame",)
 
 
 def unused_views(opts: Options) -> set[str]:
@@ -140,12 +143,15 @@ def schema_texts() -> list[str]:
 def early_views(opts: Options) -> dict[str, str]:
     """The statements creating the views every compare of these options reads, by name: the
     shipped folders' own and their colour rules' (not the mode's nor MindSpore's, which the
-    dumps decide; msq.pipeline.prepare creates those). Created ``WITH (DEFER_BINDING)``, as
+    dumps decide; msq.pipeline.prepare creates those), and blame's (its thread, from
+    msq.blame.run, would create them in the middle of the compare). Created ``WITH (DEFER_BINDING)``, as
     :func:`msq.db.load_views` creates msq's views; none with a user's views (--sql-dir), which
     load with the others, each bound at once."""
     if opts.sql_dir:
         return {}
     files, _ = view_files(COMPARE_VIEWS, variants=[rules_variant(opts)], skip=unused_views(opts))
+    if opts.blame and not opts.is_compat:  # blame runs (msq.blame.run.blame_on): its views too
+        files += view_files(BLAME_VIEWS)[0]
     return {file.name: view_statement(file, defer=True) for file in files}
 
 

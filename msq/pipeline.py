@@ -313,16 +313,18 @@ def compute(inp: SingleInput, opts: Options, output_dir: Path, suffix: str,
     if on_match is not None:
         on_match(con, mode, rows)
     small = rows <= db.DEFAULT_ROW_GROUP_ROWS
+    made = opened.views if opened is not None else set()  # views created with the database
     with db.threads(con, 1 if small else 0):
-        result = _compute_result(con, mode, inp, opts, clock, on_result)
+        result = _compute_result(con, mode, inp, opts, clock, on_result, made)
     return con, mode, framework, result
 
 
 def _compute_result(con: duckdb.DuckDBPyConnection, mode: str, inp: SingleInput, opts: Options,
                     clock: _Clock,
-                    on_result: Callable[[duckdb.DuckDBPyConnection, str, int], None] | None
-                    ) -> CompareResult:
-    """The result views, the summary and blame (see :func:`compute`)."""
+                    on_result: Callable[[duckdb.DuckDBPyConnection, str, int], None] | None,
+                    made: set[str]) -> CompareResult:
+    """The result views, the summary and blame (see :func:`compute`; ``made``: the views
+    created with the database, blame's among them)."""
     result = new_result(mode, inp)
     result.compat = opts.is_compat
     if opts.is_compat or opts.sql_dir:
@@ -340,7 +342,7 @@ def _compute_result(con: duckdb.DuckDBPyConnection, mode: str, inp: SingleInput,
         result.blame = blame_compare(con, mode, inp, opts)
         clock.lap("blame")
         return result
-    _compute_default(con, mode, inp, opts, result, clock, on_result)
+    _compute_default(con, mode, inp, opts, result, clock, on_result, made)
     return result
 
 
@@ -404,8 +406,8 @@ _DISPLAY_PART = {"statistics": "stat_rows", "md5": "display_rows", "tensor": "di
 
 def _compute_default(con: duckdb.DuckDBPyConnection, mode: str, inp: SingleInput,
                      opts: Options, result: CompareResult, clock: _Clock,
-                     on_result: Callable[[duckdb.DuckDBPyConnection, str, int], None] | None
-                     ) -> None:
+                     on_result: Callable[[duckdb.DuckDBPyConnection, str, int], None] | None,
+                     made: set[str]) -> None:
     """The default mode's tables, computed once (read by the summary, the workbook, the advisor
     and the history), on both cores: each query runs on one (a compare's tables are smaller than
     a DuckDB row group), so independent strands run at once:
@@ -431,7 +433,7 @@ def _compute_default(con: duckdb.DuckDBPyConnection, mode: str, inp: SingleInput
             # where the error enters: blame reads row_error, not the views after it, and runs
             # beside them (msq.blame.run.PendingBlame)
             with interrupts.deferred():  # started and held, or neither (see above)
-                pending = start_blame(con, mode, inp, opts)
+                pending = start_blame(con, mode, inp, opts, made)
             db.materialize(con, "verdicts")
             clock.lap("verdicts")
             beside.result()
@@ -444,7 +446,7 @@ def _compute_default(con: duckdb.DuckDBPyConnection, mode: str, inp: SingleInput
         _summarize_and_hand_on(con, mode, result, clock, on_result)
         # its tables feed the outputs and the history
         result.blame = pending.result() if pending is not None else \
-            blame_compare(con, mode, inp, opts)
+            blame_compare(con, mode, inp, opts, made)
     except BaseException:
         if pending is not None:
             pending.cancel()

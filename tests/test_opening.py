@@ -19,7 +19,7 @@ import pytest
 from msq import db, procs
 from msq.config import input_from_api, options_from_kwargs
 from msq.opening import EarlyDatabase, early_views, schema_texts, start_opening
-from msq.pipeline import compute, prepare, run_compare
+from msq.pipeline import compute, run_compare
 from tests.dumps import fwd, t, write_pair
 from tests.xlsx_read import rows
 
@@ -68,28 +68,40 @@ def test_take_sets_the_thread_count_the_compare_asks_for(workers: int | None,
         con.close()
 
 
-@pytest.mark.parametrize("kwargs", [{}, {"compat": "msprobe-1.1"}, {"data_mapping": {}}])
+@pytest.mark.parametrize("kwargs", [{}, {"compat": "msprobe-1.1"}, {"data_mapping": {}},
+                                    {"blame": False}])
 def test_the_early_views_and_the_pipelines_are_the_views_it_created_alone(
         tmp_path: Path, kwargs: dict[str, Any]) -> None:
-    """The views created with the database (its colour rules' among them) and those the
-    pipeline adds once the dumps are read are the views a compare created before, each once."""
+    """The views created with the database (its colour rules' and blame's among them) and those
+    the pipeline and blame add are the views a compare created before, each once: after the
+    compare, the same views (with their SQL) and tables."""
     inp = input_from_api(_pair(tmp_path))
     views = "SELECT view_name, sql FROM duckdb_views() WHERE NOT internal ORDER BY 1"
+    tables = "SELECT table_name FROM duckdb_tables() ORDER BY 1"
     seen = []
     for early in (None, EarlyDatabase(1, schema_texts(), early_views(_opts(**kwargs)))):
-        con, *_ = prepare(inp, _opts(**kwargs), early)
+        con, *_ = compute(inp, _opts(**kwargs), tmp_path / "out", "", None, opened=early)
         try:
-            seen.append(con.execute(views).fetchall())
+            seen.append((con.execute(views).fetchall(), con.execute(tables).fetchall()))
         finally:
             con.close()
         if early is not None:
-            assert early.views and early.views < {name for name, _ in seen[0]}
-            assert {"marks", "verdicts"} <= early.views  # the colour rules of its mode
+            assert {"marks", "verdicts", "op_keys"} <= early.views  # the colour rules' too
     assert seen[0] == seen[1]
 
 
 def test_no_early_views_with_a_users_views(tmp_path: Path) -> None:
     assert early_views(_opts(sql_dir=str(tmp_path))) == {}
+
+
+@pytest.mark.parametrize(("kwargs", "blame"), [({}, True), ({"blame": False}, False),
+                                               ({"compat": "msprobe-1.1"}, False)])
+def test_blames_views_are_made_early_when_blame_runs(kwargs: dict[str, Any],
+                                                    blame: bool) -> None:
+    """msq.blame.compute.run_blame then skips them (views_made)."""
+    names = set(early_views(_opts(**kwargs)))
+    assert ({"blame_keys", "blame_edges", "blame_rows"} <= names) is blame
+    assert ("op_keys" in names) is True
 
 
 def test_a_failed_opening_gives_none_and_closes_nothing_twice() -> None:
@@ -133,11 +145,14 @@ def test_compute_takes_the_early_database_or_opens_its_own(tmp_path: Path,
         try:
             assert _threads(con) == 1  # a small compare's database: one thread
             rows.append((mode, result.rows, result.red, result.yellow, con.execute(
-                "SELECT * FROM result_statistics ORDER BY out_seq").fetchall()))
+                "SELECT * FROM result_statistics ORDER BY out_seq").fetchall(),
+                result.blame, con.execute("SELECT * FROM blame_rows ORDER BY ALL").fetchall(),
+                con.execute("SELECT * FROM blame_edges ORDER BY ALL").fetchall()))
         finally:
             con.close()
     assert rows[0] == rows[1]
     assert rows[0][2] > 0  # some rows differ: the marks are compared too
+    assert rows[0][6]  # blame's rows are compared too
     early.close()
 
 

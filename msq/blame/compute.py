@@ -10,7 +10,7 @@ read it again.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -73,7 +73,7 @@ def load_nesting(con: duckdb.DuckDBPyConnection, side: str, dump_json: Path) -> 
 def run_blame(con: duckdb.DuckDBPyConnection, mode: str, npu_json: Path, bench_json: Path, *,
               run_id: str | None = None, bands: pa.Table | None = None,
               noise_source: str | None = None, user_dirs: Iterable[Path] = (),
-              row_error_table: bool = False) -> None:
+              row_error_table: bool = False, views_made: Collection[str] = ()) -> None:
     """Compute blame for the compare in ``con`` (its rows, errors and metrics are in place).
 
     Args:
@@ -87,6 +87,8 @@ def run_blame(con: duckdb.DuckDBPyConnection, mode: str, npu_json: Path, bench_j
         user_dirs: user SQL folders (a ``blame/`` folder there overrides a view by name).
         row_error_table: ``row_error`` is a table already (the pipeline's case): not looked up
             in the catalog again (a lookup waits while the pipeline's other cursor writes).
+        views_made: blame's shipped views created already (with the compare's database, see
+            msq/opening.py): not created again.
     """
     con.execute("INSERT INTO blame_params VALUES (?, ?, ?, ?)",
                 [run_id, FLOOR_FACTOR, AMP_LIMIT, noise_source if bands is not None else None])
@@ -94,7 +96,8 @@ def run_blame(con: duckdb.DuckDBPyConnection, mode: str, npu_json: Path, bench_j
     load_nesting(con, "bench", bench_json)
     if bands is not None and bands.num_rows:
         db.insert_arrow(con, "blame_bands", bands.select(["npu_name", "band"]))
-    db.load_views(con, folders=("compare/blame",), user_dirs=user_dirs, variants=[mode])
+    db.load_views(con, folders=("compare/blame",), user_dirs=user_dirs, variants=[mode],
+                  skip=views_made)
     for view in MATERIALIZED:
         if not (row_error_table and view == "row_error"):
             db.materialize(con, view)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -68,9 +69,10 @@ def start_run(opts: Options, output_dir: Path, dispatch: noise.Dispatch) -> None
 
 
 def blame_compare(con: duckdb.DuckDBPyConnection, mode: str, inp: SingleInput,
-                  opts: Options) -> BlameSummary | None:
+                  opts: Options, views_made: Collection[str] = ()) -> BlameSummary | None:
     """The pipeline's hook: blame of one compare (its tables stay in ``con`` for the outputs
-    and the history); None when blame is off. ``row_error`` is a table by now."""
+    and the history); None when blame is off. ``row_error`` is a table by now.
+    ``views_made``: blame's views created with the database (see :func:`run_blame`)."""
     if not blame_on(opts):
         return None
     from msq.history.recorder import parse_rank_step  # lazy: the history package is heavy
@@ -79,7 +81,8 @@ def blame_compare(con: duckdb.DuckDBPyConnection, mode: str, inp: SingleInput,
     rank, step = parse_rank_step(Path(inp.npu_json))
     run_blame(con, mode, Path(inp.npu_json), Path(inp.bench_json), run_id=run.run_id,
               bands=noise.bands_for(run.bands, rank, step), noise_source=run.noise_source,
-              user_dirs=[Path(opts.sql_dir)] if opts.sql_dir else [], row_error_table=True)
+              user_dirs=[Path(opts.sql_dir)] if opts.sql_dir else [], row_error_table=True,
+              views_made=views_made)
     summary = summarize(con, bands=run.bands_wanted)
     summary.rank = rank
     return summary
@@ -96,10 +99,10 @@ class PendingBlame:
     """
 
     def __init__(self, con: duckdb.DuckDBPyConnection, mode: str, inp: SingleInput,
-                 opts: Options) -> None:
+                 opts: Options, views_made: Collection[str] = ()) -> None:
         def blame(cursor: duckdb.DuckDBPyConnection) -> BlameSummary | None:
             started = time.perf_counter()
-            summary = blame_compare(cursor, mode, inp, opts)
+            summary = blame_compare(cursor, mode, inp, opts, views_made)
             log.debug("stage blame      %.2fs (in its own thread)", time.perf_counter() - started)
             return summary
 
@@ -117,12 +120,12 @@ class PendingBlame:
 
 
 def start_blame(con: duckdb.DuckDBPyConnection, mode: str, inp: SingleInput,
-                opts: Options) -> PendingBlame | None:
+                opts: Options, views_made: Collection[str] = ()) -> PendingBlame | None:
     """Start blame of one compare in a thread (see :class:`PendingBlame`); None when blame is
     off. ``row_error`` must be a table by now."""
     if not blame_on(opts):
         return None
-    return PendingBlame(con, mode, inp, opts)
+    return PendingBlame(con, mode, inp, opts, views_made)
 
 
 def resume_run(opts: Options, earlier: list[tuple[RankBlame, str]]) -> None:
