@@ -30,6 +30,7 @@ from msq.pair_tables import (
     PairFailure,
     PairTables,
     compute_pair,
+    compute_pair_shared,
     remove_pair_folders,
 )
 from msq.procs import gc_frozen, process_pool, stop_pool
@@ -259,13 +260,14 @@ def _outcomes(jobs: list[PairJob], output_dir: Path, opts: Options,
         try:
             for job in jobs:  # a bounded window: this process holds few pairs' files and rows
                 with interrupts.workers_forked():
-                    pending.append((job, pool.submit(compute_pair, job, pair_opts, output_dir)))
+                    pending.append((job, pool.submit(compute_pair_shared, job, pair_opts,
+                                                     output_dir)))
                 if len(pending) >= 2 * workers:
                     job_done, fut = pending.popleft()
-                    yield job_done, _result(fut, idle)
+                    yield job_done, _taken(job_done, _result(fut, idle))
             while pending:
                 job_done, fut = pending.popleft()
-                yield job_done, _result(fut, idle)
+                yield job_done, _taken(job_done, _result(fut, idle))
         except BaseException:  # interrupted, or the run stops (GeneratorExit): stop the pairs
             with interrupts.deferred():  # whole: a second Ctrl-C must not leave workers behind
                 killed = stop_pool(pool)
@@ -285,6 +287,22 @@ def _result(future: Future[PairTables | PairFailure],
     if not future.done():
         idle()
     return interrupts.result_of(future)
+
+
+def _taken(job: PairJob, out: PairTables | PairFailure) -> PairTables | PairFailure:
+    """A pool pair's outcome with the history rows its worker left in shared memory mapped in
+    (:func:`msq.pair_tables.compute_pair_shared`); a pair whose rows cannot be read fails."""
+    if isinstance(out, PairTables) and out.shared:
+        folder = out.shared
+        try:
+            out.take_shared()
+        except OSError as err:  # pyarrow's ArrowIOError and ArrowInvalid are OSError, ValueError
+            return PairFailure(f"{job.title}: could not read the pair's rows from {folder}: {err}",
+                               out.logs)
+        except ValueError as err:
+            return PairFailure(f"{job.title}: could not read the pair's rows from {folder}: {err}",
+                               out.logs)
+    return out
 
 
 def run_dir_compare(npu_dir: Path, bench_dir: Path, output_dir: Path,

@@ -9,7 +9,11 @@ exactly the pairs it committed, and :meth:`RunRecorder.recorded` finds them for 
 Another process that wants the file waits until the run ends (``MSQ_DB_TIMEOUT``).
 
 A pair's rows come from the same SQL as a single-card compare's (``sql/history/record/``), run
-where the pair was computed (msq/pair_tables.py); here they are appended as Arrow tables.
+where the pair was computed (msq/pair_tables.py); here they are appended as Arrow tables. The
+names of ``result_rows`` become the keys of the history's ``names`` dictionary here, in Arrow
+(:class:`_Names`, the dictionary held for the run), so the append is a plain insert: the same
+keys as the single-card recorder's SQL (``recorder._NEW_NAMES``, ``_KEYED_ROWS``) gives, without
+its joins on the whole dictionary each pair.
 """
 
 from __future__ import annotations
@@ -29,7 +33,6 @@ from msq.history.recorder import (
     ROW_GROUP_ROWS,
     _insert_compare,
     _mapping_text,
-    insert_result_rows,
 )
 from msq.history.store import first_lines, lock_timeout, open_error, with_lock_retry
 
@@ -47,6 +50,8 @@ class RunRecorder:
 
     def __init__(self, con: duckdb.DuckDBPyConnection, path: Path) -> None:
         self.con, self.path = con, path
+        self._names: _Names | None = None  # the history's names, loaded at the first append
+        self._saved: tuple[Any, ...] | None = None  # their state when the transaction began
         if not path.parent.is_dir():
             raise HistoryError(f"{path}: its folder does not exist; create it or choose "
                                "another --db")
@@ -81,6 +86,7 @@ class RunRecorder:
     def begin(self) -> None:
         """Open the transaction the next pairs are appended to."""
         self.con.execute("BEGIN TRANSACTION")
+        self._saved = self._names.state() if self._names is not None else None
 
     def append(self, rows: dict[str, pa.Table], row: dict[str, Any]) -> int:
         """One pair's rows (by history table: result_rows, and blame_rows and blame_edges when
@@ -95,7 +101,7 @@ class RunRecorder:
                 con.register("_pair_rows", arrow)
                 try:
                     if table == "result_rows":  # a view: its rows go into names and result_data
-                        insert_result_rows(con, "_pair_rows", compare_id)
+                        self._insert_result_rows(arrow, compare_id)
                         continue
                     con.execute(f"INSERT INTO {ALIAS}.{table} BY NAME "
                                 "SELECT ?::BIGINT AS compare_id, * FROM _pair_rows", [compare_id])
@@ -105,6 +111,27 @@ class RunRecorder:
         except duckdb.Error as err:
             raise self._error(err) from err
         return compare_id
+
+    def _insert_result_rows(self, rows: pa.Table, compare_id: int) -> None:
+        """One pair's ``result_rows``: its new names into ``names``, its rows with their names'
+        keys into ``result_data``."""
+        if self._names is None:
+            self._names = _Names(self.con)
+            self._saved = self._names.state()  # nothing of this transaction is in it yet
+        keyed, new = self._names.key(rows)
+        con = self.con
+        if new is not None:
+            con.register("_pair_names", new)
+            try:
+                con.execute(f"INSERT INTO {ALIAS}.names SELECT name_id, name FROM _pair_names")
+            finally:
+                con.unregister("_pair_names")
+        con.register("_pair_keyed", keyed)
+        try:
+            con.execute(f"INSERT INTO {ALIAS}.result_data BY NAME "
+                        "SELECT ?::BIGINT AS compare_id, * FROM _pair_keyed", [compare_id])
+        finally:
+            con.unregister("_pair_keyed")
 
     def commit(self) -> None:
         """Commit the open transaction: its pairs are recorded. A Ctrl-C meanwhile is held (it
@@ -119,8 +146,15 @@ class RunRecorder:
     def rollback(self) -> None:
         """Drop the open transaction (whole, also after a Ctrl-C)."""
         # no transaction open: nothing to drop
-        with interrupts.deferred(), contextlib.suppress(duckdb.Error):
-            self.con.execute("ROLLBACK")
+        with interrupts.deferred():
+            with contextlib.suppress(duckdb.Error):
+                self.con.execute("ROLLBACK")
+            # the names the dropped transaction added are gone from the file: from ours too
+            if self._names is not None:
+                if self._saved is None:
+                    self._names = None
+                else:
+                    self._names.restore(self._saved)
 
     def _error(self, err: duckdb.Error) -> HistoryError:
         return HistoryError(f"{self.path}: could not record the compare ({first_lines(err)}); "
@@ -154,3 +188,62 @@ class RunRecorder:
                 self.con.execute(f"CHECKPOINT {ALIAS}")
             finally:
                 self.con.execute(f"DETACH {ALIAS}")
+
+
+class _Names:
+    """The history's ``names`` dictionary (name -> name_id), held by the driver for the run: no
+    other process writes the file meanwhile (the driver holds its lock). A pair's names are
+    looked up, and its new ones keyed, in Arrow, with the single-card recorder's rule
+    (``recorder._NEW_NAMES``): the next keys after the largest, in the order of each name's first
+    row (op, NPU, bench name within a row)."""
+
+    COLUMNS = ("op_name", "npu_name", "bench_name")
+    KEYS = ("op_id", "npu_id", "bench_id")
+
+    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
+        import pyarrow as pa
+
+        known = con.sql(f"SELECT name, name_id FROM {ALIAS}.names WHERE name IS NOT NULL "
+                        "ORDER BY name_id").to_arrow_table()
+        self.names = known.column("name").combine_chunks().cast(pa.string())
+        self.ids = known.column("name_id").combine_chunks().cast(pa.int32())
+        self.top = int(db.scalar(con, f"SELECT coalesce(max(name_id), 0) FROM {ALIAS}.names"))
+
+    def state(self) -> tuple[Any, ...]:
+        return self.names, self.ids, self.top
+
+    def restore(self, state: tuple[Any, ...]) -> None:
+        self.names, self.ids, self.top = state
+
+    def key(self, rows: pa.Table) -> tuple[pa.Table, pa.Table | None]:
+        """``rows`` (``result_rows``' shape without compare_id) with the three name columns
+        replaced by their keys (0: NULL), and the table (name_id, name) of the names new to the
+        history (None: none), which this dictionary now holds."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        count = rows.num_rows
+        # every name of the pair in one array: the op names, then the NPU, then the bench names
+        names = pa.concat_arrays([rows.column(c).combine_chunks().cast(pa.string())
+                                  for c in self.COLUMNS])
+        found = pc.index_in(names, value_set=self.names)
+        fresh = pc.and_(pc.is_null(found), pc.is_valid(names))
+        new = None
+        if pc.any(fresh).as_py():
+            seq = rows.column("out_seq").combine_chunks().cast(pa.int64())
+            first = pa.concat_arrays([pc.add(pc.multiply(seq, 3), slot) for slot in range(3)])
+            candidates, firsts = names.filter(fresh), first.filter(fresh)
+            # in the order of their first row, each once (the first pair's are most of them)
+            ordered = candidates.take(pc.sort_indices(firsts)).to_pylist()
+            added = pa.array(list(dict.fromkeys(ordered)), pa.string())
+            keys = pa.array(range(self.top + 1, self.top + 1 + len(added)), pa.int32())
+            new = pa.table({"name_id": keys, "name": added})
+            self.names = pa.concat_arrays([self.names, added])
+            self.ids = pa.concat_arrays([self.ids, keys])
+            self.top += len(added)
+            found = pc.index_in(names, value_set=self.names)
+        ids = pc.fill_null(pc.take(self.ids, found), 0)
+        keyed = rows.drop_columns(list(self.COLUMNS))
+        for i, key in enumerate(self.KEYS):
+            keyed = keyed.append_column(key, ids.slice(i * count, count))
+        return keyed, new
