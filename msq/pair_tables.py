@@ -74,20 +74,24 @@ class PairTables:
     blame: Any = None                   # msq.blame.summary.BlameSummary (None: blame is off)
     logs: list[logging.LogRecord] = field(default_factory=list)
     node: str = ""                      # where it ran (set by the Ray engine)
-    #: a pool worker's history rows, handed over in files (:func:`compute_pair_shared`): their
-    #: folder, and the tables in ``history``'s order; :meth:`take_shared` reads them back
+    #: a pool worker's files and history rows, handed over in a folder (:func:`compute_pair_shared`):
+    #: the folder, the files' names (in ``files``' order) and the tables (in ``history``'s
+    #: order); :meth:`take_shared` reads them back
     shared: str = ""
+    shared_files: list[str] = field(default_factory=list)
     shared_tables: list[str] = field(default_factory=list)
 
     def take_shared(self) -> None:
-        """The history rows a pool worker left in a shared folder, memory-mapped (not copied)
-        into ``history``; the folder is removed (the mapping outlives it)."""
+        """The files and history rows a pool worker left in a shared folder: the files read
+        into ``files``, the rows memory-mapped (not copied) into ``history``; the folder is
+        removed (the mappings outlive it)."""
         if not self.shared:
             return
         import pyarrow as pa
 
         folder, self.shared = self.shared, ""
         try:
+            self.files = [(name, Path(folder, name).read_bytes()) for name in self.shared_files]
             for table in self.shared_tables:
                 with pa.memory_map(os.path.join(folder, f"{table}.arrow")) as source:
                     self.history[table] = pa.ipc.open_file(source).read_all()
@@ -104,11 +108,14 @@ class PairFailure:
     node: str = ""
 
 
-def compute_pair(job: PairJob, opts: Options, output_dir: Path) -> PairTables | PairFailure:
-    """Compare one pair into tables; a failure of the pair's own comes back as PairFailure."""
+def compute_pair(job: PairJob, opts: Options, output_dir: Path,
+                 folder: str | None = None) -> PairTables | PairFailure:
+    """Compare one pair into tables; a failure of the pair's own comes back as PairFailure.
+    ``folder``: render the files there and leave them (names in ``shared_files``), not read
+    them back."""
     with _kept_logs() as records:
         try:
-            tables = _compute(job, opts, output_dir)
+            tables = _compute(job, opts, output_dir, folder)
         except MsqError as err:
             return PairFailure(f"{job.title}: {err}", records)
     tables.logs = records
@@ -116,33 +123,40 @@ def compute_pair(job: PairJob, opts: Options, output_dir: Path) -> PairTables | 
 
 
 def compute_pair_shared(job: PairJob, opts: Options, output_dir: Path) -> PairTables | PairFailure:
-    """:func:`compute_pair` in a process-pool worker of the driver's machine: the pair's history
-    rows (~20 MB of Arrow a 24,500-row pair) are written as Arrow IPC files into a private
-    folder in shared memory (:func:`shared_root`) instead of going through the pool's pipe
-    pickled: ~9 ms to write and nothing to copy on the driver's side (it maps them,
-    :meth:`PairTables.take_shared`), against ~36 ms to pickle, the pipe's copies and ~14 ms to
-    unpickle (bench/README, "Session 9: pairs"). Where the folder cannot be written, they are
-    pickled as before."""
+    """:func:`compute_pair` in a process-pool worker of the driver's machine: the pair's files
+    and history rows (~3.5 MB of files and ~20 MB of Arrow a 24,500-row pair) are left in a
+    private folder in shared memory (:func:`shared_root`; the rows as Arrow IPC files) instead of
+    going through the pool's pipe pickled: the rows take ~9 ms to write and are mapped, not
+    copied, by the driver (:meth:`PairTables.take_shared`), against ~36 ms to pickle them, the
+    pipe's copies and ~14 ms to unpickle (bench/README, "Session 9: pairs"). Where the rows
+    cannot be written there (no room), everything is pickled as before."""
     import pyarrow as pa
 
-    out = compute_pair(job, opts, output_dir)
-    if not isinstance(out, PairTables) or not out.history:
-        return out
-    folder = ""
+    with interrupts.deferred():  # the folder is made and named here, or not at all
+        folder = tempfile.mkdtemp(prefix=f"{PAIR_FOLDER}{pid_space()}-{os.getpid()}-",
+                                  dir=shared_root())
     try:
-        with interrupts.deferred():  # the folder is made and named here, or not at all
-            folder = tempfile.mkdtemp(prefix=f"{PAIR_FOLDER}{pid_space()}-{os.getpid()}-",
-                                      dir=shared_root())
-        for table, rows in out.history.items():
-            with pa.OSFile(os.path.join(folder, f"{table}.arrow"), "wb") as sink, \
-                    pa.ipc.new_file(sink, rows.schema) as writer:
-                writer.write_table(rows)
-    except OSError:  # no room in /dev/shm: through the pipe
-        if folder:
+        out = compute_pair(job, opts, output_dir, folder)
+        if not isinstance(out, PairTables):
             shutil.rmtree(folder, ignore_errors=True)
+            return out
+        try:
+            for table, rows in out.history.items():
+                with pa.OSFile(os.path.join(folder, f"{table}.arrow"), "wb") as sink, \
+                        pa.ipc.new_file(sink, rows.schema) as writer:
+                    writer.write_table(rows)
+        except OSError:  # no room left: the files read back, all of it through the pipe
+            out.shared_tables = []
+            out.shared = folder
+            history, out.history = out.history, {}
+            out.take_shared()
+            out.history = history
+            return out
+        out.shared, out.shared_tables, out.history = folder, list(out.history), {}
         return out
-    out.shared, out.shared_tables, out.history = folder, list(out.history), {}
-    return out
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
 
 
 def shared_root() -> str:
@@ -154,7 +168,7 @@ def shared_root() -> str:
     return tempfile.gettempdir()
 
 
-def _compute(job: PairJob, opts: Options, output_dir: Path) -> PairTables:
+def _compute(job: PairJob, opts: Options, output_dir: Path, folder: str | None) -> PairTables:
     from msq import db
     from msq.config import SingleInput
     from msq.pipeline import compute
@@ -169,13 +183,22 @@ def _compute(job: PairJob, opts: Options, output_dir: Path) -> PairTables:
         with interrupts.deferred():  # a Ctrl-C while the pool starts stops it once it is held
             early = EarlyMetrics.start(inp, opts)
         con, mode, framework, result = compute(inp, opts, output_dir, job.suffix, early)
-        files = _render(con, mode, job, opts, result, started) if result.rows else []
-        return PairTables(
+        tables = PairTables(
             mode=mode, framework=framework, started=started,
             summary={name: getattr(result, name) for name in SUMMARY_FIELDS},
             cross_framework=bool(db.scalar(con, "SELECT cross_framework FROM settings")),
-            files=files, history=_history_rows(con, mode) if opts.record else {},
             blame=result.blame)
+        if result.rows and folder is not None:  # left there for the driver
+            tables.shared_files = [Path(path).name for path in
+                                   _render(con, mode, job, opts, result, started, folder)]
+        elif result.rows:  # rendered in a private temporary folder, read back
+            with tempfile.TemporaryDirectory(
+                    prefix=f"{PAIR_FOLDER}{pid_space()}-{os.getpid()}-") as tmp:
+                tables.files = [(Path(path).name, Path(path).read_bytes())
+                                for path in _render(con, mode, job, opts, result, started, tmp)]
+        if opts.record:
+            tables.history = _history_rows(con, mode)
+        return tables
     finally:
         if early is not None:
             early.cancel()
@@ -202,24 +225,21 @@ def pid_space() -> str:
 
 
 def _render(con: Any, mode: str, job: PairJob, opts: Options, result: CompareResult,
-            started: float) -> list[tuple[str, bytes]]:
-    """Every output file of the pair, written as a single-card compare writes them, but into a
-    private temporary folder, and returned as bytes (the driver publishes them)."""
+            started: float, folder: str) -> list[str]:
+    """Every output file of the pair, written as a single-card compare writes them, but into
+    ``folder`` (private to this pair; the driver publishes them); returns their paths."""
     from msq.blame.export import write_blame_outputs
     from msq.export.outputs import write_outputs
     from msq.pipeline import report_writer
 
     stamp = time.strftime("%Y%m%d%H%M%S", time.localtime(started))
-    with tempfile.TemporaryDirectory(prefix=f"{PAIR_FOLDER}{pid_space()}-{os.getpid()}-") as tmp:
-        folder = Path(tmp)
-        write_outputs(con, mode, folder, opts, job.suffix, stamp, result,
-                      report_writer(con, mode, opts, result))
-        if result.blame is not None:
-            with _quiet():  # "Blame is in <file>": the driver says it of the file it publishes
-                write_blame_outputs(con, folder, opts, job.suffix, stamp, result)
-        files = [(Path(path).name, Path(path).read_bytes()) for path in result.files]
-    result.files = []
-    return files
+    write_outputs(con, mode, Path(folder), opts, job.suffix, stamp, result,
+                  report_writer(con, mode, opts, result))
+    if result.blame is not None:
+        with _quiet():  # "Blame is in <file>": the driver says it of the file it publishes
+            write_blame_outputs(con, Path(folder), opts, job.suffix, stamp, result)
+    paths, result.files = [str(path) for path in result.files], []
+    return paths
 
 
 def _history_rows(con: Any, mode: str) -> dict[str, pa.Table]:
