@@ -160,10 +160,11 @@ def compute_pair_shared(job: PairJob, opts: Options, output_dir: Path) -> PairTa
 
 
 def shared_root() -> str:
-    """Where pool workers leave a pair's rows for the driver: /dev/shm (memory) where it is a
-    writable folder, else the temporary folder."""
+    """Where pool workers leave a pair's files and rows for the driver: the temporary folder
+    when ``TMPDIR`` says where it is (the user's choice), else /dev/shm (memory) where it is a
+    writable folder."""
     shm = "/dev/shm"
-    if os.path.isdir(shm) and os.access(shm, os.W_OK | os.X_OK):
+    if not os.environ.get("TMPDIR") and os.path.isdir(shm) and os.access(shm, os.W_OK | os.X_OK):
         return shm
     return tempfile.gettempdir()
 

@@ -193,3 +193,45 @@ def test_private_pair_folders_of_dead_workers_are_removed(tmp_path, monkeypatch)
     assert elsewhere.is_dir()
     remove_pair_folders(dead=[os.getpid()])  # a worker msq has just killed
     assert not live.exists()
+
+
+def test_shared_pair_folders_of_dead_workers_are_removed(tmp_path, monkeypatch):
+    """A pool worker leaves its pair's files and rows for the driver in
+    /dev/shm/msq-pair-<pid namespace>-<worker pid>-* (msq.pair_tables.compute_pair_shared);
+    those of dead workers go as the rendering folders do, a live worker's stay."""
+    import os
+    import subprocess
+    import sys
+
+    from msq import pair_tables
+
+    rendering, shared = tmp_path / "tmp", tmp_path / "shm"
+    rendering.mkdir()
+    shared.mkdir()
+    monkeypatch.setattr(pair_tables.tempfile, "tempdir", str(rendering))
+    monkeypatch.setattr(pair_tables, "shared_root", lambda: str(shared))
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+    ours = f"{pair_tables.PAIR_FOLDER}{pair_tables.pid_space()}-"
+    stale = shared / f"{ours}{int(gone.stdout)}-abc"
+    (stale / "x").mkdir(parents=True)
+    live = shared / f"{ours}{os.getpid()}-abc"
+    live.mkdir()
+    pair_tables.remove_pair_folders()
+    assert not stale.exists() and live.is_dir()
+
+
+def test_pool_pairs_leave_no_shared_folder(tmp_path, monkeypatch):
+    """A pool run hands every pair's files and rows over and removes their folders."""
+    import tempfile
+
+    private = tmp_path / "tmp"
+    private.mkdir()
+    monkeypatch.setenv("TMPDIR", str(private))  # the shared folders go there (pair_tables)
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    ranks(tmp_path, 3, bad_rank=1)
+    results = msq.compare_distributed(tmp_path / "npu" / "step0", tmp_path / "bench" / "step0",
+                                      tmp_path / "out", workers=2)
+    assert len(results) == 3 and all(Path(f).is_file() for r in results for f in r.files)
+    assert all(r.history_id for r in results)
+    assert [p.name for p in private.iterdir() if p.name.startswith("msq-pair-")] == []

@@ -114,3 +114,67 @@ def test_a_pair_that_cannot_be_recorded_keeps_the_pairs_before_it(pairs, tmp_pat
     recorded = history(tmp_path / "msq.duckdb")
     assert recorded == [(r.history_id, [str(p) for p in r.files]) for r in (first, second, third)]
     assert all(Path(p).is_file() for _, files in recorded for p in files)
+
+
+def _names(path: Path) -> tuple[list[tuple[int, str | None]], list[tuple]]:
+    with duckdb.connect(str(path), read_only=True) as con:
+        names = con.execute("SELECT name_id, name FROM names ORDER BY name_id").fetchall()
+        rows = con.execute("SELECT compare_id, out_seq, kind, op_name, npu_name, bench_name "
+                           "FROM result_rows ORDER BY ALL").fetchall()
+    return names, rows
+
+
+def test_names_keyed_as_a_single_card_compare_keys_them(tmp_path):
+    """The driver keys result_rows' names in Arrow (msq/history/run_recorder.py, _Names): the
+    same keys, in the same order, as single-card compares of the same pairs recorded one after
+    the other (the recorder's SQL), with names new in each pair, shared ones, and rows of one
+    side only (a NULL name)."""
+    import msq
+    from tests.dumps import fwd, t, write_dump
+
+    sides = {  # per rank: the NPU's and the bench's ops
+        0: (["linear.0", "relu.0", "npu_only.0"], ["linear.0", "relu.0"]),
+        1: (["relu.0", "conv.0", "linear.1"], ["bench_only.0", "relu.0", "conv.0", "linear.1"]),
+        2: (["gelu.0", "linear.0", "conv.1"], ["gelu.0", "linear.0", "conv.1"]),
+    }
+    for rank, ops in sides.items():
+        for side, names in zip(("npu", "bench"), ops):
+            write_dump(tmp_path / side / "step0" / f"rank{rank}",
+                       {f"Functional.{n}.forward": fwd(t(), out=t()) for n in names})
+    run_db, single_db = tmp_path / "run.duckdb", tmp_path / "single.duckdb"
+    msq.compare_distributed(tmp_path / "npu" / "step0", tmp_path / "bench" / "step0",
+                            tmp_path / "run", db=run_db, workers=2)
+    for rank in sides:
+        msq.compare({"npu_path": str(tmp_path / "npu" / "step0" / f"rank{rank}" / "dump.json"),
+                     "bench_path": str(tmp_path / "bench" / "step0" / f"rank{rank}" /
+                                       "dump.json")},
+                    tmp_path / f"single{rank}", db=single_db)
+    run, single = _names(run_db), _names(single_db)
+    assert run == single
+    assert len(run[0]) > 10 and any(r[4] is None for r in run[1]) and any(r[5] is None
+                                                                           for r in run[1])
+
+
+def test_names_of_a_dropped_pair_are_dropped_too(pairs, tmp_path):
+    """A pair that cannot be recorded drops its transaction, the names it brought included:
+    the next pair's names get the keys they would have had without it."""
+    job, good = pairs[0]
+    bad_rows = dict(good.history)
+    bad_rows["blame_rows"] = pa.table({"no_such_column": [1]})
+    bad = PairTables(good.mode, good.framework, good.started, good.summary,
+                     good.cross_framework, [], bad_rows, good.blame)
+    (tmp_path / "a").mkdir()
+    writer = RunWriter(tmp_path / "a", Options(record=True))
+    try:
+        with pytest.raises(HistoryError, match="could not record"):
+            writer.write(job, bad)
+        writer.write(*pairs[1])
+    finally:
+        writer.close()
+    (tmp_path / "b").mkdir()
+    alone = RunWriter(tmp_path / "b", Options(record=True))
+    try:
+        alone.write(*pairs[1])
+    finally:
+        alone.close()
+    assert _names(tmp_path / "a" / "msq.duckdb") == _names(tmp_path / "b" / "msq.duckdb")
