@@ -86,6 +86,7 @@ def main(argv: list[str] | None = None) -> int:
         if record:
             row["history_arrow_bytes"] = sum(t.nbytes for t in tables.history.values())
             row["history_bytes_per_pair"] = (sizes[-1] - sizes[0]) // a.repeat
+            row.update(handoff_costs(job, opts, base, tables))
     # the history runs above include a Parquet file; subtract it to get the rows alone
     row["history_rows_s"] = round(float(row["compute_history_s"])  # type: ignore[arg-type]
                                   - float(row["compute_parquet_s"]), 3)  # type: ignore[arg-type]
@@ -93,6 +94,28 @@ def main(argv: list[str] | None = None) -> int:
     with open(HERE / "work" / "results.jsonl", "a", encoding="utf-8") as handle:
         handle.write(json.dumps(row) + "\n")
     return 0
+
+
+def handoff_costs(job: object, opts: object, base: Path, tables: object) -> dict[str, float]:
+    """CPU seconds to hand one pair from a pool worker to the driver (both sides, in this
+    process; the pipe's own copies left out): pickled whole (before session 9), and left in a
+    shared folder (the rows as Arrow IPC, msq.pair_tables.compute_pair_shared) with only the
+    rest pickled."""
+    import pickle
+
+    from msq.pair_tables import compute_pair, leave_rows, shared_root
+
+    c0 = time.process_time()
+    pickle.loads(pickle.dumps(tables))
+    pickled = time.process_time() - c0
+    folder = tempfile.mkdtemp(prefix="pair-costs-", dir=shared_root())
+    shared = compute_pair(job, opts, base, folder)  # type: ignore[arg-type]
+    c0 = time.process_time()
+    leave_rows(shared, folder)  # type: ignore[arg-type]
+    back = pickle.loads(pickle.dumps(shared))
+    back.take_shared()
+    left = time.process_time() - c0
+    return {"handoff_pickle_cpu_s": round(pickled, 4), "handoff_shared_cpu_s": round(left, 4)}
 
 
 if __name__ == "__main__":

@@ -130,8 +130,6 @@ def compute_pair_shared(job: PairJob, opts: Options, output_dir: Path) -> PairTa
     copied, by the driver (:meth:`PairTables.take_shared`), against ~36 ms to pickle them, the
     pipe's copies and ~14 ms to unpickle (bench/README, "Session 9: pairs"). Where the rows
     cannot be written there (no room), everything is pickled as before."""
-    import pyarrow as pa
-
     with interrupts.deferred():  # the folder is made and named here, or not at all
         folder = tempfile.mkdtemp(prefix=f"{PAIR_FOLDER}{pid_space()}-{os.getpid()}-",
                                   dir=shared_root())
@@ -140,23 +138,31 @@ def compute_pair_shared(job: PairJob, opts: Options, output_dir: Path) -> PairTa
         if not isinstance(out, PairTables):
             shutil.rmtree(folder, ignore_errors=True)
             return out
-        try:
-            for table, rows in out.history.items():
-                with pa.OSFile(os.path.join(folder, f"{table}.arrow"), "wb") as sink, \
-                        pa.ipc.new_file(sink, rows.schema) as writer:
-                    writer.write_table(rows)
-        except OSError:  # no room left: the files read back, all of it through the pipe
-            out.shared_tables = []
-            out.shared = folder
-            history, out.history = out.history, {}
-            out.take_shared()
-            out.history = history
-            return out
-        out.shared, out.shared_tables, out.history = folder, list(out.history), {}
+        leave_rows(out, folder)
         return out
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)
         raise
+
+
+def leave_rows(out: PairTables, folder: str) -> None:
+    """Write the pair's history rows into ``folder`` (where its files are, named in
+    ``shared_files``) as Arrow IPC files and hand the folder over instead (``shared``); where
+    they cannot be written (no room), the files are read back and everything goes pickled."""
+    import pyarrow as pa
+
+    out.shared = folder
+    try:
+        for table, rows in out.history.items():
+            with pa.OSFile(os.path.join(folder, f"{table}.arrow"), "wb") as sink, \
+                    pa.ipc.new_file(sink, rows.schema) as writer:
+                writer.write_table(rows)
+    except OSError:
+        history, out.history = out.history, {}
+        out.take_shared()  # the files only; the folder goes
+        out.history = history
+        return
+    out.shared_tables, out.history = list(out.history), {}
 
 
 def shared_root() -> str:
