@@ -122,19 +122,44 @@ def compute_pair(job: PairJob, opts: Options, output_dir: Path,
     return tables
 
 
+#: Free bytes a shared folder's filesystem must have for a pool worker to leave its pair there
+#: (a 24,500-row pair leaves ~25 MB; a few pairs wait for the driver at once). Less (Docker's
+#: default /dev/shm is 64 MB): the pair goes through the pool's pipe, as before.
+SHARED_MIN_FREE = 512 << 20
+
+
 def compute_pair_shared(job: PairJob, opts: Options, output_dir: Path) -> PairTables | PairFailure:
     """:func:`compute_pair` in a process-pool worker of the driver's machine: the pair's files
     and history rows (~3.5 MB of files and ~20 MB of Arrow a 24,500-row pair) are left in a
     private folder in shared memory (:func:`shared_root`; the rows as Arrow IPC files) instead of
     going through the pool's pipe pickled: the rows take ~9 ms to write and are mapped, not
     copied, by the driver (:meth:`PairTables.take_shared`), against ~36 ms to pickle them, the
-    pipe's copies and ~14 ms to unpickle (bench/README, "Session 9: pairs"). Where the rows
-    cannot be written there (no room), everything is pickled as before."""
-    with interrupts.deferred():  # the folder is made and named here, or not at all
-        folder = tempfile.mkdtemp(prefix=f"{PAIR_FOLDER}{pid_space()}-{os.getpid()}-",
-                                  dir=shared_root())
+    pipe's copies and ~14 ms to unpickle (bench/README, "Session 9: pairs").
+
+    Where there is no such folder, too little room (:data:`SHARED_MIN_FREE`), or the folder
+    cannot be made or written (full, read-only), the pair goes through the pipe as before (a
+    pair whose files could not be written there is computed again). The folders of killed
+    workers are removed by the driver (:func:`remove_pair_folders`)."""
+    root = shared_root()
     try:
-        out = compute_pair(job, opts, output_dir, folder)
+        room = os.statvfs(root)
+        enough = room.f_bavail * room.f_frsize >= SHARED_MIN_FREE
+    except OSError:
+        enough = False
+    if not enough:
+        return compute_pair(job, opts, output_dir)
+    try:
+        with interrupts.deferred():  # the folder is made and named here, or not at all
+            folder = tempfile.mkdtemp(prefix=f"{PAIR_FOLDER}{pid_space()}-{os.getpid()}-",
+                                      dir=root)
+    except OSError:
+        return compute_pair(job, opts, output_dir)
+    try:
+        try:
+            out = compute_pair(job, opts, output_dir, folder)
+        except OSError:  # its files did not fit: rendered again, in a private temporary folder
+            shutil.rmtree(folder, ignore_errors=True)
+            return compute_pair(job, opts, output_dir)
         if not isinstance(out, PairTables):
             shutil.rmtree(folder, ignore_errors=True)
             return out

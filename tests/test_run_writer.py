@@ -178,3 +178,56 @@ def test_names_of_a_dropped_pair_are_dropped_too(pairs, tmp_path):
     finally:
         alone.close()
     assert _names(tmp_path / "a" / "msq.duckdb") == _names(tmp_path / "b" / "msq.duckdb")
+
+
+def _rows(table: pa.Table) -> pa.Table:
+    """A history table's rows, the run id (each compare's own) left out."""
+    return table.drop_columns([c for c in ("run_id",) if c in table.column_names])
+
+
+def _stamped(files: list[tuple[str, bytes]]) -> list[str]:
+    """The files' names, their time stamps left out."""
+    import re
+
+    return [re.sub(r"_\d{14}", "_<stamp>", name) for name, _ in files]
+
+
+def test_a_pair_left_in_a_shared_folder_is_the_pair_sent_whole(pairs, tmp_path, monkeypatch):
+    """A pool worker leaves its pair's files and rows in a shared folder (compute_pair_shared);
+    the driver takes the same rows and files back, and the folder is gone."""
+    from msq import pair_tables
+
+    monkeypatch.setattr(pair_tables, "shared_root", lambda: str(tmp_path))
+    job, whole = pairs[0]
+    opts = Options(workers=1, record=True)
+    left = pair_tables.compute_pair_shared(job, opts, tmp_path)
+    assert isinstance(left, PairTables) and left.shared and not left.history and not left.files
+    assert sorted(p.name for p in Path(left.shared).iterdir()) == sorted(
+        left.shared_files + [f"{t}.arrow" for t in left.shared_tables])
+    folder = left.shared
+    left.take_shared()
+    assert not Path(folder).exists()
+    assert _stamped(left.files) == _stamped(whole.files)
+    assert list(left.history) == list(whole.history)
+    assert all(_rows(left.history[t]).equals(_rows(whole.history[t])) for t in whole.history)
+
+
+@pytest.mark.parametrize("why", ["too little room", "no folder"])
+def test_a_pair_goes_through_the_pipe_without_a_shared_folder(pairs, tmp_path, monkeypatch, why):
+    """Too little room where the pairs would be left (Docker's 64 MB /dev/shm), or no folder
+    there: the pair comes back whole, as before, and nothing is left behind."""
+    from msq import pair_tables
+
+    root = tmp_path / "shm"
+    if why == "too little room":
+        root.mkdir()
+        monkeypatch.setattr(pair_tables, "SHARED_MIN_FREE", 1 << 62)
+    else:
+        root.write_text("")  # a file where the folder should be
+    monkeypatch.setattr(pair_tables, "shared_root", lambda: str(root))
+    job, whole = pairs[0]
+    out = pair_tables.compute_pair_shared(job, Options(workers=1, record=True), tmp_path)
+    assert isinstance(out, PairTables) and not out.shared
+    assert _stamped(out.files) == _stamped(whole.files)
+    assert all(_rows(out.history[t]).equals(_rows(whole.history[t])) for t in whole.history)
+    assert not root.is_dir() or list(root.iterdir()) == []
