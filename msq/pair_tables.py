@@ -21,8 +21,10 @@ logs them in pair order: both engines print the same lines, and a Ray worker's l
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import os
+import re
 import shutil
 import stat
 import tempfile
@@ -117,6 +119,8 @@ def compute_pair(job: PairJob, opts: Options, output_dir: Path,
         try:
             tables = _compute(job, opts, output_dir, folder)
         except MsqError as err:
+            if folder is not None and out_of_room(err):  # the shared folder is full
+                raise OSError(errno.ENOSPC, f"{folder}: {err}") from err
             return PairFailure(f"{job.title}: {err}", records)
     tables.logs = records
     return tables
@@ -188,6 +192,19 @@ def leave_rows(out: PairTables, folder: str) -> None:
         out.history = history
         return
     out.shared_tables, out.history = list(out.history), {}
+
+
+def out_of_room(err: BaseException) -> bool:
+    """Whether ``err`` (an output that could not be written) comes of a full filesystem: an
+    ENOSPC or EDQUOT OSError, or DuckDB's errno 28 or 122, in its chain."""
+    seen: BaseException | None = err
+    while seen is not None:
+        if isinstance(seen, OSError) and seen.errno in (errno.ENOSPC, errno.EDQUOT):
+            return True
+        if re.search(r'"errno":\s*"(28|122)"', str(seen)):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def shared_root() -> str:

@@ -235,3 +235,41 @@ def test_pool_pairs_leave_no_shared_folder(tmp_path, monkeypatch):
     assert len(results) == 3 and all(Path(f).is_file() for r in results for f in r.files)
     assert all(r.history_id for r in results)
     assert [p.name for p in private.iterdir() if p.name.startswith("msq-pair-")] == []
+
+
+def test_a_second_run_never_removes_a_running_runs_folders(tmp_path, monkeypatch):
+    """A run starts by removing the pair folders of dead workers (a killed msq's): another run
+    going on meanwhile, on the same machine and TMPDIR, keeps every folder (its workers are
+    alive) and ends with all its pairs. Here the second run's sweep runs again and again while
+    the first computes its pairs."""
+    import os
+    import subprocess
+    import sys
+    import tempfile
+    import time
+
+    from msq import pair_tables
+
+    private = tmp_path / "tmp"
+    private.mkdir()
+    data = {f"Functional.op{i}.0.forward": fwd(t(), out=t()) for i in range(1500)}
+    for side in ("npu", "bench"):
+        for rank in range(4):
+            write_dump(tmp_path / side / "step0" / f"rank{rank}", data)
+    conf = cfg(tmp_path, tmp_path / "npu" / "step0", tmp_path / "bench" / "step0")
+    env = dict(os.environ, TMPDIR=str(private))
+    first = subprocess.Popen([sys.executable, "-m", "msq", "compare", str(conf), "-o",
+                              str(tmp_path / "out"), "--workers", "2"],
+                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    monkeypatch.setenv("TMPDIR", str(private))
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    seen = 0
+    while first.poll() is None:
+        seen = max(seen, sum(1 for p in private.iterdir() if p.name.startswith("msq-pair-")))
+        pair_tables.remove_pair_folders()  # what a second msq does as it starts
+        time.sleep(0.005)
+    err = first.communicate()[1]
+    assert first.returncode == 0, err
+    assert seen, "no pair folder was ever there: the sweep was not put to the test"
+    assert len(list((tmp_path / "out").glob("compare_result_*.xlsx"))) == 4
+    assert [p.name for p in private.iterdir() if p.name.startswith("msq-pair-")] == []

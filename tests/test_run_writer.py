@@ -231,3 +231,24 @@ def test_a_pair_goes_through_the_pipe_without_a_shared_folder(pairs, tmp_path, m
     assert _stamped(out.files) == _stamped(whole.files)
     assert all(_rows(out.history[t]).equals(_rows(whole.history[t])) for t in whole.history)
     assert not root.is_dir() or list(root.iterdir()) == []
+
+
+def test_a_full_shared_folder_is_told_from_a_failing_pair(tmp_path):
+    """An output that cannot be written for want of room (the exporters' own error, made of
+    the system's ENOSPC) sends the pair through the pipe instead (compute_pair_shared); any
+    other failure stays the pair's."""
+    import errno
+
+    from msq.errors import ExportError
+    from msq.export.outputs import _writing
+    from msq.pair_tables import out_of_room
+
+    def failing(err: OSError) -> ExportError:
+        with pytest.raises(ExportError) as caught, _writing(tmp_path / "x.xlsx"):
+            raise err
+        return caught.value
+
+    assert out_of_room(failing(OSError(errno.ENOSPC, "No space left on device")))
+    assert out_of_room(failing(OSError(errno.EDQUOT, "Disk quota exceeded")))
+    assert not out_of_room(failing(OSError(errno.ENOENT, "No such file or directory")))
+    assert not out_of_room(failing(OSError(errno.EACCES, "Permission denied")))
