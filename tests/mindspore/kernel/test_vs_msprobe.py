@@ -112,6 +112,16 @@ def same(a: object, b: object) -> bool:
     return a == b
 
 
+def same_norm(a: object, b: object) -> bool:
+    """An L2 norm cell: equal, or one float32 step apart. Both tools take numpy.linalg.norm of
+    the raw array, a BLAS dot product for float32, whose summation order depends on the numpy
+    build and the CPU: on an AVX-512 (Sapphire Rapids) VM, numpy 2.4.6 (msq's venv) and 1.26.4
+    (msprobe's) give 6385.0263671875 and 6385.02685546875 for the same 40 floats."""
+    if isinstance(a, float) and isinstance(b, float) and math.isfinite(a) and math.isfinite(b):
+        return math.isclose(a, b, rel_tol=2.0 ** -23, abs_tol=0.0)
+    return same(a, b)
+
+
 @pytest.mark.parametrize("seed", [1, 2])
 def test_cells_match_msprobe_1_1_0(tmp_path: Path, seed: int) -> None:
     make_dumps(tmp_path, seed)
@@ -131,5 +141,7 @@ def test_cells_match_msprobe_1_1_0(tmp_path: Path, seed: int) -> None:
                 assert (got, want) in (("No", "Yes"), ("No", "No"))
             elif column == "Err_message" and one_sided and key[0] == 1:
                 assert got == "Dump file not found.\n"
+            elif "l2norm" in column.lower():
+                assert same_norm(got, want), (key, column, got, want)
             else:
                 assert same(got, want), (key, column, got, want)
