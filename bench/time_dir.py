@@ -11,8 +11,8 @@ RSS polled every 100 ms), each into a fresh output folder, so each records into 
 unless --keep-history (then every run records into bench/work/<name>/history.duckdb, and the
 runs show how the history grows). Prints each run and the median of wall and CPU time, with the
 1-min load average before each run; appends every run to bench/work/results.jsonl. msq's bytecode
-is compiled first (an installed msq has it; PYTHONDONTWRITEBYTECODE would otherwise make every
-run compile msq from source).
+is compiled first, in the build that --msq runs (an installed msq has it; PYTHONDONTWRITEBYTECODE
+would otherwise make every run compile msq from source).
 """
 from __future__ import annotations
 
@@ -22,11 +22,40 @@ import os
 import shlex
 import shutil
 import statistics
+import subprocess
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import run  # bench/run.py: run_tool, the same measurement
+
+
+def build_python(cmd: list[str]) -> str | None:
+    """The interpreter of the msq that ``cmd`` runs: ``python -m msq...`` itself, or the
+    ``#!`` line of an ``msq`` console script; None when neither tells."""
+    exe = shutil.which(cmd[0]) or cmd[0]
+    if "-m" in cmd[1:2] or Path(exe).name.startswith("python"):
+        return exe
+    try:
+        first = Path(exe).read_bytes()[:256].split(b"\n", 1)[0]
+    except OSError:
+        return None
+    if not first.startswith(b"#!"):
+        return None
+    return first[2:].decode().strip() or None
+
+
+def compile_build(cmd: list[str]) -> None:
+    """Byte-compile the msq package the measured build imports (not this checkout's, unless
+    that is the build): an uncompiled build pays compilation on every timed run."""
+    python = build_python(cmd)
+    if python is None:
+        compileall.compile_dir(str(run.REPO / "msq"), quiet=1)
+        return
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    code = ("import compileall, os, msq; "
+            "compileall.compile_dir(os.path.dirname(msq.__file__), quiet=1)")
+    subprocess.run([python, "-c", code], env=env, check=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -46,8 +75,8 @@ def main(argv: list[str] | None = None) -> int:
                          "writes ~0.6 GB)")
     a = ap.parse_args(argv)
     wdir = a.workdir.resolve()
-    compileall.compile_dir(str(run.REPO / "msq"), quiet=1)
     base = shlex.split(a.msq) if a.msq else run.default_msq_cmd()
+    compile_build(base)
     extra = shlex.split(a.msq_args)
     if a.keep_history:
         extra += ["--db", str(wdir / "history.duckdb")]
