@@ -79,3 +79,27 @@ def test_a_small_compare_has_one_thread_from_the_start(tmp_path: Path,
     monkeypatch.setattr(db, "DEFAULT_ROW_GROUP_ROWS", 5)
     default = _threads(duckdb.connect())
     assert _threads_during_compute(tmp_path / "large", workers=None) == ([default], 6, default)
+
+
+def test_materialize_halves_makes_one_table_in_the_views_order(tmp_path: Path) -> None:
+    """--compat's result in two halves at once (msq.db.materialize_halves): one table under the
+    view's name, its rows in the view's order (the lower half first), the view gone; an insert
+    of its rows into a file of small row groups then fills them whole (a view of two tables'
+    union was scanned by two threads, each writing its own partial row groups, which DuckDB
+    merged again at the next CHECKPOINT)."""
+    con = db.connect(threads=2)
+    con.execute("CREATE TABLE base AS SELECT range AS seq, 'row ' || range AS txt "
+                "FROM range(10000)")
+    con.execute("CREATE VIEW halved AS SELECT seq, txt, seq % 7 AS m FROM base")
+    want = con.execute("SELECT * FROM halved").fetchall()
+    db.materialize_halves(con, "halved", "seq", 4567)
+    assert db.scalar(con, "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'halved'") == 1
+    assert db.scalar(con, "SELECT count(*) FROM duckdb_views() WHERE view_name LIKE '%halved%'") == 0
+    assert con.execute("SELECT * FROM halved").fetchall() == want  # the table's own order
+    con.execute("SET write_buffer_row_group_count = 1")
+    con.execute(f"ATTACH '{tmp_path / 'h.duckdb'}' AS h (ROW_GROUP_SIZE 2048)")
+    con.execute("CREATE TABLE h.copy AS SELECT * FROM halved")
+    groups = con.execute("SELECT row_group_id, max(count) FROM pragma_storage_info('h.copy') "
+                         "GROUP BY ALL ORDER BY ALL").fetchall()
+    assert [n for _, n in groups] == [2048] * 4 + [10000 - 4 * 2048]
+    con.close()

@@ -276,6 +276,7 @@ class Recorder:
             self._before = FileState.of(self.path, created)
             compare_id = self._write()
             self._checkpoint()
+            self._lap("checkpoint")
             return compare_id
         finally:
             with contextlib.suppress(duckdb.Error):  # a database invalidated by a failed write
