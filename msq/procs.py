@@ -32,7 +32,7 @@ import time
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import InvalidStateError
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 # multiprocessing and the process pool are imported where a pool starts: a statistics compare
 # starts none (their import is ~13 ms of its start)
@@ -89,7 +89,43 @@ def stop_pool(pool: ProcessPoolExecutor) -> list[int]:
     first.
     """
     with quiet_cancelled_future_race():
-        return _stop_pool(pool)
+        parts = pool_parts(pool)
+        pool.shutdown(wait=False, cancel_futures=True)
+        return _kill(parts)
+
+
+class PoolParts(NamedTuple):
+    """What killing a pool's workers needs, read from the pool while it runs (private, and
+    stable since Python 3.8: the executor has no public way to stop its workers)."""
+
+    workers: list[Any]
+    manager: threading.Thread | None
+    results: Any
+    calls: Any
+
+
+def pool_parts(pool: ProcessPoolExecutor) -> PoolParts:
+    """The workers started so far, the manager thread and both queues' ends of ``pool``."""
+    return PoolParts(
+        workers=list((getattr(pool, "_processes", None) or {}).values()),
+        manager=getattr(pool, "_executor_manager_thread", None),
+        results=getattr(getattr(pool, "_result_queue", None), "_writer", None),
+        calls=getattr(pool, "_call_queue", None))
+
+
+def kill_workers(pool: ProcessPoolExecutor, known: PoolParts, *, within: float = 10.0) -> None:
+    """Kill a pool's workers and reap them without calling the pool: for a thread other than
+    the one that owns the pool, when that one does not end (its ``shutdown`` waits for a task
+    that does not finish). That thread's shutdown then sees its workers gone and returns.
+    ``known``: the parts read while the pool ran (the pool forgets them once shut down); the
+    workers started since are added. The manager thread is waited for at most ``within``
+    seconds (the owner's thread goes on waiting for it)."""
+    now = pool_parts(pool)
+    workers = {id(w): w for w in [*known.workers, *now.workers]}
+    parts = PoolParts(list(workers.values()), known.manager or now.manager,
+                      known.results or now.results, known.calls or now.calls)
+    with quiet_cancelled_future_race():
+        _kill(parts, within=within)
 
 
 @contextlib.contextmanager
@@ -113,13 +149,8 @@ def quiet_cancelled_future_race() -> Iterator[None]:
         threading.excepthook = previous
 
 
-def _stop_pool(pool: ProcessPoolExecutor) -> list[int]:
-    # private, and stable since Python 3.8: the executor has no public way to stop its workers
-    workers = list((getattr(pool, "_processes", None) or {}).values())
-    manager = getattr(pool, "_executor_manager_thread", None)
-    results = getattr(getattr(pool, "_result_queue", None), "_writer", None)
-    calls = getattr(pool, "_call_queue", None)
-    pool.shutdown(wait=False, cancel_futures=True)
+def _kill(parts: PoolParts, within: float | None = None) -> list[int]:
+    workers = parts.workers
     for worker in workers:
         with contextlib.suppress(OSError):  # gone already
             os.kill(worker.pid, signal.SIGSTOP)  # it starts nothing more; its children stay its
@@ -127,13 +158,14 @@ def _stop_pool(pool: ProcessPoolExecutor) -> list[int]:
                 with contextlib.suppress(OSError):
                     os.kill(pid, signal.SIGKILL)
     for worker in workers:
-        worker.join()
-    if manager is not threading.current_thread():
-        _end_threads(manager, results, calls)
+        worker.join(within)
+    if parts.manager is not threading.current_thread():
+        _end_threads(parts.manager, parts.results, parts.calls, within)
     return [w.pid for w in workers if w.pid is not None]
 
 
-def _end_threads(manager: threading.Thread | None, results: Any, calls: Any) -> None:
+def _end_threads(manager: threading.Thread | None, results: Any, calls: Any,
+                 within: float | None = None) -> None:
     """Wait for a pool's manager thread to see its workers gone and end, then for the feeder
     thread of its call queue (the interpreter's exit waits for that one).
 
@@ -157,7 +189,10 @@ def _end_threads(manager: threading.Thread | None, results: Any, calls: Any) -> 
         with contextlib.suppress(OSError, ValueError, AttributeError):
             os.read(reader.fileno(), 1 << 20)
 
+    give_up = None if within is None else time.monotonic() + within
     while manager is not None and manager.is_alive():
+        if give_up is not None and time.monotonic() > give_up:
+            return  # its owner's thread waits for it; the caller does not
         manager.join(0.1)
         unwedge()
     if feeder is None or not feeder.is_alive():

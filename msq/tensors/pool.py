@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 import os
 import sys
 import threading
@@ -67,6 +68,13 @@ HANDOFF_ELEMS = 1 << 20
 #: At most this many jobs whose files total at most INLINE_BYTES are computed without a pool.
 INLINE_JOBS = 64
 INLINE_BYTES = 64 << 20
+
+#: After a Ctrl-C, how long the main thread lets the pool's thread stop the pool before it kills
+#: the workers itself, and then how long it waits for that thread at most (seconds).
+KILL_GRACE = 2.0
+ABANDON_AFTER = 15.0
+
+log = logging.getLogger("msq")
 
 #: Makes the executor of a pool run from its worker count instead of a process pool: the Ray
 #: engine runs a real-data pair's batches and ranges as Ray tasks (:func:`executor_factory`).
@@ -411,6 +419,9 @@ class Background:
 
     The pool's processes are forked in :func:`start_metrics` itself, in the calling thread; a
     daemon thread then only waits for results and hands out the range tasks of large pairs.
+    That thread alone shuts the pool down or kills its workers (one owner: the main thread
+    asks, :meth:`cancel`); the main thread kills the workers itself only when that thread has
+    not ended a while after a Ctrl-C.
     """
 
     def __init__(self, run: _PoolRun, ids: list[int],
@@ -436,9 +447,15 @@ class Background:
         except BaseException as exc:  # noqa: BLE001  (handed to result(); a thread must not raise)
             self._error = exc
         finally:
-            self._run.close()
-            self._ready.set()  # after a failure only once the pool is closed, as before
-            self._done.set()
+            try:
+                self._run.close()
+            except BaseException as exc:  # noqa: BLE001  (the events below must be set)
+                if not self._ready.is_set():
+                    self._error = self._error or exc
+                log.debug("tensor pool: closing failed: %r", exc)
+            finally:
+                self._ready.set()  # after a failure only once the pool is closed, as before
+                self._done.set()
 
     def result(self) -> pa.Table:
         """Wait for every job; the table of :func:`compute_metrics`. Raises what a worker raised."""
@@ -462,13 +479,28 @@ class Background:
     def cancel(self) -> None:
         """Stop handing out work and wait for the tasks already running (each is short); the
         results are dropped. Waiting here, not at interpreter exit, keeps Ctrl-C handling in the
-        caller's hands; a second Ctrl-C does not cut the wait short. After a Ctrl-C the
-        running tasks are not waited for: the workers are killed."""
+        caller's hands; a second Ctrl-C does not cut the wait short. After a Ctrl-C (before
+        or during this wait) the running tasks are not waited for: the pool's thread kills the
+        workers, and if it has not ended ``KILL_GRACE`` seconds later (it waits in the pool's
+        shutdown for a task that does not end), this thread kills them; after
+        ``ABANDON_AFTER`` more seconds it stops waiting (the thread is a daemon)."""
         self._run.cancel()
         with interrupts.deferred():
-            if interrupts.received():
-                self._run.kill()
-            interrupts.wait_for(self._done)
+            asked = forced = 0.0
+            while not self._done.wait(0.1):
+                if interrupts.received() is None:
+                    continue
+                now = time.monotonic()
+                if not asked:
+                    asked = now
+                    self._run.request_kill()
+                elif not forced and now - asked > KILL_GRACE:
+                    forced = now
+                    log.debug("tensor pool: its thread has not stopped it; killing the workers")
+                    self._run.kill_workers()
+                elif forced and now - forced > ABANDON_AFTER:
+                    log.warning("tensor pool: its thread did not end; not waiting for it")
+                    return
 
 
 def start_metrics(
@@ -557,6 +589,11 @@ class _PoolRun:
         self.pending: dict[Future, tuple] = {}
         self.partial: dict[int, tuple[Opened, list[Stats | None]]] = {}
         self.cancelled = False
+        # asked by another thread (Background.cancel after a Ctrl-C): close() kills the workers
+        self.killing = False
+        # cancelled by cancel(): wakes drive() at once, even while every task still runs
+        self.wake: Future = Future()
+        self.parts: procs.PoolParts | None = None
         # workers ignore SIGINT and SIGTERM from their first instruction (started with the
         # signals blocked, see interrupts.workers_forked): Ctrl-C reaches the whole process
         # group, and the parent alone decides what stops (it cancels the queue; running tasks
@@ -573,6 +610,8 @@ class _PoolRun:
                     fut = self.pool.submit(_run_batch, jobs[s : s + size], measure, chunk,
                                            range_elems)
                     self.pending[fut] = ("batch",)
+            if isinstance(self.pool, ProcessPoolExecutor):  # what kill_workers() needs
+                self.parts = procs.pool_parts(self.pool)
         except BaseException:
             self.cancel()
             self.close()
@@ -583,8 +622,10 @@ class _PoolRun:
         batches = sum(1 for kind in self.pending.values() if kind[0] == "batch")
         try:
             while self.pending and not self.cancelled:
-                done, _ = wait(self.pending, return_when=FIRST_COMPLETED)
+                done, _ = wait([*self.pending, self.wake], return_when=FIRST_COMPLETED)
                 for fut in done:
+                    if fut is self.wake:
+                        continue
                     kind = self.pending.pop(fut)
                     self._collect(fut, kind, rows)
                     batches -= kind[0] == "batch"
@@ -626,10 +667,25 @@ class _PoolRun:
             self.pending[fut] = ("range", job_id, index)
 
     def cancel(self) -> None:
-        """Drop the queued tasks (:meth:`close` then waits only for the running ones)."""
+        """Drop the queued tasks (:meth:`close` then waits only for the running ones); any
+        thread may call it."""
         self.cancelled = True
         for fut in list(self.pending):
             fut.cancel()
+        self.wake.cancel()
+
+    def request_kill(self) -> None:
+        """From another thread than the pool's: stop, and let :meth:`close` kill the workers
+        instead of waiting for the running tasks."""
+        self.killing = True
+        self.cancel()
+
+    def kill_workers(self) -> None:
+        """From another thread than the pool's, when the pool's thread does not end after
+        :meth:`request_kill` (its shutdown waits for a task that does not end): kill and reap
+        the workers without calling the pool; the pool's thread then sees them gone."""
+        if isinstance(self.pool, ProcessPoolExecutor) and self.parts is not None:
+            procs.kill_workers(self.pool, self.parts)
 
     def kill(self) -> None:
         """Stop at once (an interruption): the running tasks are not waited for; the workers
@@ -639,7 +695,9 @@ class _PoolRun:
             procs.stop_pool(self.pool)
 
     def close(self) -> None:
-        if self.cancelled and interrupts.received():
+        """Shut the pool down (by the thread that drove it): kill its workers after a Ctrl-C
+        or when asked to, else wait for the running tasks."""
+        if self.killing or (self.cancelled and interrupts.received()):
             self.kill()
             return
         # one shutdown, waiting: a shutdown(wait=False) first would make this one return at
