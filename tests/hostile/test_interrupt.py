@@ -329,14 +329,16 @@ def test_a_signal_inside_an_import_waits_for_the_import(tmp_path: Path) -> None:
         "interrupts.install()\n"
         "try:\n"
         "    import slow_init\n"
-        "    print('imported', slow_init.FINISHED, interrupts.received(), flush=True)\n"
         "    time.sleep(10)\n"
         "    print('not interrupted')\n"
         "except KeyboardInterrupt:\n"
-        "    print('interrupted after the import', 'slow_init' in sys.modules)\n")
+        "    module = sys.modules.get('slow_init')\n"
+        "    print('interrupted after the import', getattr(module, 'FINISHED', False),\n"
+        "          interrupts.received())\n")
+    # (the signal delivered again may come at any moment once the import is over: nothing is
+    # printed before it, or it would cut that line at load)
     for signum in (signal.SIGINT, signal.SIGTERM):
         done = subprocess.run([sys.executable, "-c", script, str(int(signum))],
                               capture_output=True, text=True, timeout=60, check=False)
-        assert done.stdout.splitlines() == [f"imported True {int(signum)}",
-                                            "interrupted after the import True"], \
+        assert done.stdout.splitlines() == [f"interrupted after the import True {int(signum)}"], \
             done.stdout + done.stderr
