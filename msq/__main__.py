@@ -8,6 +8,7 @@ traceback (see msq/interrupts.py).
 from __future__ import annotations
 
 import atexit
+import ctypes
 import os
 import sys
 import threading
@@ -18,11 +19,14 @@ from msq import interrupts
 def run() -> None:
     """Entry point of the ``msq`` console script and of ``python -m msq``."""
     interrupts.install()
+    preload_duckdb()
     try:
+        from msq import runner
         from msq.cli import interrupted_line, main
     except KeyboardInterrupt:
         sys.stderr.write("msq: interrupted; no partial output was kept\n")
         raise SystemExit(130) from None
+    runner.KEEP_UNTIL_EXIT = True  # leave() ends the process with os._exit: see there
     try:
         main(prog_name="msq")
     except KeyboardInterrupt:  # between the command's end and the exit: click would say "Aborted!"
@@ -37,6 +41,39 @@ def run() -> None:
         interrupts.ignore_from_now()
 
 
+def preload_duckdb() -> None:
+    """Map DuckDB's shared library (``_duckdb``, ~50 MB) in a thread while click and msq are
+    imported: every msq command uses DuckDB, and the dynamic linker's ~10 ms (relocations, C++
+    static initialisers) run with the GIL released under ctypes, where ``import _duckdb`` holds
+    it (the main thread's imports stood still meanwhile). The import then finds the library
+    loaded and only creates the module (~6 ms). A process forking meanwhile waits for the thread
+    first (``os.register_at_fork``): a child forked while another thread holds the dynamic
+    linker's lock would hang at its first ``dlopen``. Nothing happens where ``_duckdb`` is not
+    a top-level extension module (duckdb < 1.4) or ctypes cannot load it (the import then
+    loads it as before)."""
+    try:
+        from importlib.machinery import EXTENSION_SUFFIXES
+        from importlib.util import find_spec
+
+        spec = find_spec("_duckdb")
+    except (ImportError, ValueError):
+        return
+    origin = spec.origin if spec is not None else None
+    if not origin or not origin.endswith(tuple(EXTENSION_SUFFIXES)):
+        return
+    thread = threading.Thread(target=_load_library, args=(origin,), name="msq-dlopen",
+                              daemon=True)
+    thread.start()
+    os.register_at_fork(before=thread.join)
+
+
+def _load_library(path: str) -> None:
+    try:
+        ctypes.CDLL(path)  # never unloaded (ctypes does not dlclose)
+    except OSError:  # the import loads it, and reports what is wrong
+        pass
+
+
 def leave(code: object) -> None:
     """End the process with the command's exit status, skipping the interpreter's teardown.
 
@@ -49,6 +86,9 @@ def leave(code: object) -> None:
     if os.environ.get("MSQ_SLOW_EXIT") or any(
             t is not threading.main_thread() and not t.daemon and t.is_alive()
             for t in threading.enumerate()):
+        opening = sys.modules.get("msq.opening")
+        if opening is not None:  # the databases kept for os._exit: freed while Python runs
+            opening.drop_kept()
         return
     if code is None:
         status = 0

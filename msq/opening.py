@@ -18,6 +18,7 @@ texts are read before it starts (msq.sqlfiles).
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +30,15 @@ if TYPE_CHECKING:
 
 #: Blame's view folder (msq.blame.compute.run_blame loads it, less the views made here).
 BLAME_VIEWS = ("compare/blame",)
+
+#: The databases kept until the process ends (:meth:`EarlyDatabase.keep`).
+_KEPT: list[Any] = []
+
+
+def drop_kept() -> None:
+    """Free the kept databases now (the process does not end with ``os._exit`` after all: the
+    interpreter's teardown must not meet an open DuckDB database)."""
+    _KEPT.clear()
 
 
 def unused_views(opts: Options) -> set[str]:
@@ -61,8 +71,10 @@ class EarlyDatabase:
     """
 
     def __init__(self, threads: int, schema: list[str],
-                 views: dict[str, str] | None = None) -> None:
+                 views: dict[str, str] | None = None, keep: bool = False) -> None:
         self._threads = threads
+        self._keep = keep
+        self._given: Any = None  # the connection take() gave, while keep may still hold it
         self._schema = schema
         self._views = views or {}
         #: the views the thread created (by name), once :meth:`take` gave the connection
@@ -116,11 +128,29 @@ class EarlyDatabase:
             return None
         self._con = None  # the caller's now
         self.views = set(self._views)
+        if self._keep:
+            self._given = con
         return con
+
+    def keep(self) -> None:
+        """The compare completed: keep its database until the process ends (when opened with
+        ``keep``: msq.runner.KEEP_UNTIL_EXIT), unless DuckDB may have spilled to its temporary
+        directory (freeing the database deletes what it wrote there; an ``os._exit`` would
+        leave it behind): kept only while that directory does not exist."""
+        con, self._given = self._given, None
+        if con is None:
+            return
+        try:
+            (temp,), = con.execute("SELECT current_setting('temp_directory')").fetchall()
+        except Exception:  # noqa: BLE001 (not kept: freed as without keep)
+            return
+        if temp and not os.path.lexists(temp):
+            _KEPT.append(con)
 
     def close(self) -> None:
         """Close the connection unless it was taken (the compare failed before it opened its
         database); waits for the thread, whole (the cleanup of an interrupted compare)."""
+        self._given = None  # not kept (the compare failed): freed once the compare let it go
         with interrupts.deferred():
             interrupts.wait_for(self._done)
         if not self._taken:
@@ -155,8 +185,8 @@ def early_views(opts: Options) -> dict[str, str]:
     return {file.name: view_statement(file, defer=True) for file in files}
 
 
-def start_opening(opts: Options) -> EarlyDatabase:
+def start_opening(opts: Options, keep: bool = False) -> EarlyDatabase:
     """Start opening a single-card compare's database (see :class:`EarlyDatabase`), with
     ``--workers`` DuckDB threads, else one (a small compare's; :meth:`EarlyDatabase.take` resets
-    it for a large one)."""
-    return EarlyDatabase(opts.workers or 1, schema_texts(), early_views(opts))
+    it for a large one); ``keep``: see :meth:`EarlyDatabase.keep`."""
+    return EarlyDatabase(opts.workers or 1, schema_texts(), early_views(opts), keep=keep)

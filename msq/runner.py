@@ -17,6 +17,13 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("msq")
 
+#: Set by the ``msq`` command (msq/__main__.py), whose process ends with ``os._exit`` once the
+#: command returned: a single card's database is then kept until the exit
+#: (msq.opening.EarlyDatabase.keep) instead of being torn down as the compare returns (~7 ms of
+#: a small compare's main thread: freeing every table, view and the catalog, which the OS does
+#: at once).
+KEEP_UNTIL_EXIT = False
+
 
 def run_from_compare_json(compare_json: Path, output_dir: Path, *, framework: str | None = None,
                           stack_mode: bool = False, auto_analyze: bool = True,
@@ -68,11 +75,14 @@ def run_single_card(inp: SingleInput, output_dir: Path, opts: Options) -> Compar
             from msq.opening import start_opening
 
             if C_PADDING is not None:
-                opened = start_opening(opts)
+                opened = start_opening(opts, keep=KEEP_UNTIL_EXIT)
         with interrupts.deferred():  # a Ctrl-C inside duckdb's initialisation aborts Python
             from msq.pipeline import run_compare  # lazy: duckdb and pyarrow load once the pool runs
 
-        return run_compare(inp, output_dir, opts, early=early, opened=opened)
+        result = run_compare(inp, output_dir, opts, early=early, opened=opened)
+        if opened is not None:
+            opened.keep()  # the msq command's process ends with os._exit: no teardown first
+        return result
     finally:
         if opened is not None:
             opened.close()  # a no-op once the compare took it

@@ -182,3 +182,60 @@ def test_the_command_line_compare_opens_its_database_early(tmp_path: Path) -> No
     assert out.returncode == 0, out.stderr
     assert "database: opened while msq.pipeline was imported" in out.stderr
     assert len(list((tmp_path / "out").glob("compare_result_*.xlsx"))) == 1
+
+
+def test_a_kept_database_lives_until_the_process_ends(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """``keep`` (the msq command, which ends with os._exit): the compare's database is not torn
+    down as the compare returns; a failed compare, or one whose database may have spilled to its
+    temporary directory, is not kept."""
+    from msq import opening
+
+    monkeypatch.chdir(tmp_path)  # an in-memory database's temporary directory: ./.tmp
+    monkeypatch.setattr(opening, "_KEPT", [])
+    inp = input_from_api(_pair(tmp_path))
+    early = start_opening(_opts(), keep=True)
+    run_compare(inp, tmp_path / "kept", _opts(), opened=early)
+    early.keep()
+    early.close()
+    assert len(opening._KEPT) == 1
+    (con,) = opening._KEPT
+    assert con.execute("SELECT count(*) FROM result_statistics").fetchall()[0][0] > 0
+    opening.drop_kept()
+    assert opening._KEPT == []
+
+    (tmp_path / ".tmp").mkdir()  # DuckDB's temporary directory exists: may hold its files
+    early = start_opening(_opts(), keep=True)
+    run_compare(inp, tmp_path / "spilled", _opts(), opened=early)
+    early.keep()
+    early.close()
+    assert opening._KEPT == []
+
+    early = start_opening(_opts(), keep=True)  # taken, then the compare fails: close() lets go
+    assert early.take(1) is not None
+    early.close()
+    early.keep()
+    assert opening._KEPT == []
+    plain = start_opening(_opts())  # without keep: nothing is kept
+    assert plain.take(1) is not None
+    plain.keep()
+    plain.close()
+    assert opening._KEPT == []
+
+
+def test_the_command_preloads_duckdb_and_forks_safely(tmp_path: Path) -> None:
+    """msq/__main__.py maps DuckDB's library in a thread (preload_duckdb); a fork meanwhile
+    waits for it, and the child can still load extension modules."""
+    code = ("import os, sys, threading; from msq import __main__ as m\n"
+            "m.preload_duckdb()\n"
+            "pid = os.fork()\n"
+            "if pid == 0:\n"
+            "    import _duckdb; _duckdb.connect().execute('SELECT 1').fetchall(); os._exit(0)\n"
+            "_, status = os.waitpid(pid, 0)\n"
+            "import duckdb\n"
+            "print(os.waitstatus_to_exitcode(status), duckdb.connect().execute('SELECT 42')"
+            ".fetchall()[0][0])\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120, check=False)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["0", "42"]
