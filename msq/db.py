@@ -475,6 +475,36 @@ def process_alive(pid: int) -> bool:
     return True
 
 
+class SelectStream:
+    """The rows of one SELECT (no parameters) as an Arrow C stream: ``__arrow_c_stream__`` runs
+    it on ``con`` and returns the stream's capsule, as a relation's (``con.sql(sql)``) does, for
+    msq.flatten.arrow_columns or a ``register()`` on another connection.
+
+    The relation first binds the SELECT to learn its columns (~5 ms of a workbook sheet's query)
+    and renders it again in DuckDB's Python layer at each run; DuckDB 2's connection runs the
+    text as it is (``_submit``, what the relation calls to run). Elsewhere, or should that call
+    not take these arguments, the relation runs it."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, sql: str) -> None:
+        self._con = con
+        self._sql = sql
+
+    def __arrow_c_stream__(self, requested_schema: object = None) -> Any:
+        submit = getattr(self._con, "_submit", None)
+        if submit is not None:
+            try:
+                submitted = submit(self._sql, None, "stream", ARROW_BATCH_ROWS)
+            except TypeError:  # another signature: the public way
+                pass
+            else:
+                return submitted.arrow_capsule()
+        return self._con.sql(self._sql).__arrow_c_stream__(requested_schema)
+
+
+#: Rows per Arrow batch of a :class:`SelectStream` (DuckDB 2's default for a relation's stream).
+ARROW_BATCH_ROWS = 131_072
+
+
 def scalar(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any] = ()) -> Any:
     """The first column of the first row of ``sql`` (None when it returns no row)."""
     # fetchall, not fetchone: DuckDB 2 refuses new work while a result is still unfinished

@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any
 from msq.errors import DumpError
 
 if TYPE_CHECKING:
-    import duckdb
     import pyarrow as pa
 
 # the C reader (msq/_flatten.c): optional, as the C tensor kernel is. Imported by name: the import
@@ -388,8 +387,9 @@ def check_stack_c(buf: bytearray) -> str | None:
 ArrowColumn = tuple[str, int, "bytes | None", "bytes | None", bytes]
 
 
-def arrow_columns(relation: duckdb.DuckDBPyRelation) -> tuple[int, dict[str, ArrowColumn]] | None:
-    """The rows of ``relation`` (it runs now) as (row count, one buffer per column), read from
+def arrow_columns(relation: Any) -> tuple[int, dict[str, ArrowColumn]] | None:
+    """The rows of ``relation`` (a DuckDB relation, or another object exporting an Arrow C
+    stream: msq.db.SelectStream; it runs now) as (row count, one buffer per column), read from
     DuckDB's Arrow C stream in C (msq/_flatten.c ``read_stream``): pyarrow and numpy are not
     imported (~0.25 s of a small compare). None, without running it, where the C helpers are
     not built; None too when a column has another type (the caller then reads it again with

@@ -26,7 +26,7 @@ from typing import IO, TYPE_CHECKING, Any
 import duckdb
 
 from msq import interrupts
-from msq.db import atomic_write
+from msq.db import SelectStream, atomic_write
 from msq.errors import ExportError
 from msq.flatten import ArrowColumn, arrow_columns, stable_order
 
@@ -566,7 +566,7 @@ def _c_rows(con: duckdb.DuckDBPyConnection, spec: SheetSpec,
     """
     try:
         # read from DuckDB's Arrow C stream in C where it can: no pyarrow nor numpy imported
-        fast = arrow_columns(con.cursor().sql(query))
+        fast = arrow_columns(SelectStream(con.cursor(), query))
         if fast is not None:
             return _c_rows_of(*fast, len(spec.columns), texts)
         table = con.cursor().sql(query).to_arrow_table().combine_chunks()

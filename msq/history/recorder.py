@@ -382,9 +382,9 @@ class Recorder:
         (an Arrow C stream; this connection's own table ``hist_row_ops`` gives the ops): this
         transaction does not read the compare's database for them."""
         cur = self._cursor
-        result = self._side.sql(f'SELECT out_seq, kind, "NPU Name", "Bench Name" '
-                                f"FROM result_{self._mode}")
-        cur.register("hist_names_stream", _Stream(result))
+        result = db.SelectStream(self._side, f'SELECT out_seq, kind, "NPU Name", "Bench Name" '
+                                 f"FROM result_{self._mode}")
+        cur.register("hist_names_stream", result)
         try:
             # the names query reads hist_result: here the result's names and each row's op
             names = (f"WITH hist_result AS (SELECT s.*, o.op_name FROM hist_names_stream s "
@@ -422,7 +422,7 @@ class Recorder:
             if source is cur:
                 cur.execute(f"{insert}(\n{sql}\n)", [compare_id])
                 continue
-            cur.register("hist_blame_stream", _Stream(self._side.sql(sql)))
+            cur.register("hist_blame_stream", db.SelectStream(self._side, sql))
             try:
                 cur.execute(f"{insert}hist_blame_stream", [compare_id])
             finally:
@@ -479,16 +479,6 @@ class Recorder:
                 raise Aborted
             self._committing = True
             interrupts.settle()
-
-
-class _Stream:
-    """A DuckDB relation of one connection as an Arrow C stream another connection can scan."""
-
-    def __init__(self, relation: duckdb.DuckDBPyRelation) -> None:
-        self._relation = relation
-
-    def __arrow_c_stream__(self, requested_schema: object = None) -> object:
-        return self._relation.__arrow_c_stream__(requested_schema)
 
 
 def start_recording(con: duckdb.DuckDBPyConnection, mode: str, db_opt: str | Path | None,
