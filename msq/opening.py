@@ -18,8 +18,12 @@ texts are read before it starts (msq.sqlfiles).
 from __future__ import annotations
 
 import contextlib
+import importlib
 import os
+import re
+import sys
 import threading
+import types
 from typing import TYPE_CHECKING, Any
 
 from msq import interrupts, procs
@@ -162,6 +166,93 @@ class EarlyDatabase:
         if con is not None:
             with contextlib.suppress(Exception):  # a connection the compare never used
                 con.close()
+
+
+def import_duckdb() -> None:
+    """Import duckdb's Python layer without importing ``importlib.metadata`` for its version.
+
+    ``duckdb/_version.py`` sets ``duckdb.__version__`` with ``importlib.metadata.version``,
+    whose import (email, zipfile, csv, socket, ...) is ~15 ms of a small compare's main thread,
+    for the one header ``Version:`` of duckdb's installed METADATA. While ``import duckdb``
+    runs, ``importlib.metadata`` is a stand-in whose ``version("duckdb")`` reads that header
+    where importlib.metadata would find it (:func:`installed_version`); anything else it is
+    asked goes to the real module. The stand-in is gone once the import is over. Where the
+    version cannot be read that way (an egg, a zip on the path, two candidates, ...), this is
+    the plain ``import duckdb``; once duckdb or importlib.metadata is imported, nothing."""
+    if "duckdb" in sys.modules or "importlib.metadata" in sys.modules:
+        return
+    found = installed_version("duckdb")
+    if found is None:
+        import duckdb  # the plain import
+
+        return
+    stand_in = types.ModuleType("importlib.metadata", "msq's stand-in while duckdb imports")
+
+    def real() -> Any:
+        sys.modules.pop("importlib.metadata", None)
+        try:
+            return importlib.import_module("importlib.metadata")
+        finally:
+            sys.modules["importlib.metadata"] = stand_in
+
+    def version(name: str) -> str:
+        return found if name == "duckdb" else str(real().version(name))
+
+    # a module's __getattr__ (PEP 562): every other name, from the real module
+    vars(stand_in).update(version=version, __getattr__=lambda name: getattr(real(), name))
+    sys.modules["importlib.metadata"] = stand_in
+    try:
+        import duckdb  # noqa: F401
+    finally:
+        if sys.modules.get("importlib.metadata") is stand_in:
+            del sys.modules["importlib.metadata"]
+
+
+_DIST_SUFFIXES = (".dist-info", ".egg-info", ".egg")
+
+
+def installed_version(name: str) -> str | None:
+    """``importlib.metadata.version(name)`` as Python 3.10-3.13 find it (the first entry of
+    ``sys.path`` holding a ``<name>-*.dist-info``, the ``Version`` header of its METADATA),
+    for a plain ``.dist-info`` in a folder; None for anything else (an egg, a zip or a file on
+    the path, several candidates in one folder, no METADATA, a folded header)."""
+    want = re.sub(r"[-_.]+", "_", name).lower()
+    for entry in sys.path:
+        folder = entry or "."
+        if not os.path.isdir(folder):
+            if os.path.exists(folder):  # a zip importlib.metadata would read: not here
+                return None
+            continue
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            continue
+        hits = [n for n in names if n.lower().endswith(_DIST_SUFFIXES)
+                and re.sub(r"[-_.]+", "_", n.lower().rpartition(".")[0].partition("-")[0])
+                == want]
+        if not hits:
+            continue
+        if len(hits) > 1 or not hits[0].lower().endswith(".dist-info"):
+            return None
+        return _metadata_version(os.path.join(folder, hits[0], "METADATA"))
+    return None
+
+
+def _metadata_version(path: str) -> str | None:
+    try:
+        with open(path, encoding="utf-8") as meta:
+            lines = meta.read().split("\n")
+    except (OSError, UnicodeDecodeError):
+        return None
+    for i, line in enumerate(lines):
+        if not line.strip():  # the end of the headers
+            return None
+        key, sep, value = line.partition(":")
+        if sep and key.strip().lower() == "version":
+            if i + 1 < len(lines) and lines[i + 1][:1] in (" ", "\t"):  # folded: not here
+                return None
+            return value.strip() or None
+    return None
 
 
 def schema_texts() -> list[str]:

@@ -77,6 +77,9 @@ def run_single_card(inp: SingleInput, output_dir: Path, opts: Options) -> Compar
             if C_PADDING is not None:
                 opened = start_opening(opts, keep=KEEP_UNTIL_EXIT)
         with interrupts.deferred():  # a Ctrl-C inside duckdb's initialisation aborts Python
+            from msq.opening import import_duckdb
+
+            import_duckdb()  # without importlib.metadata (see there)
             from msq.pipeline import run_compare  # lazy: duckdb and pyarrow load once the pool runs
 
         result = run_compare(inp, output_dir, opts, early=early, opened=opened)

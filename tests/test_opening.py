@@ -239,3 +239,82 @@ def test_the_command_preloads_duckdb_and_forks_safely(tmp_path: Path) -> None:
                          timeout=120, check=False)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["0", "42"]
+
+
+def test_duckdb_imports_without_importlib_metadata_and_the_same_version() -> None:
+    """msq.opening.import_duckdb: duckdb.__version__ as importlib.metadata gives it, without
+    importing importlib.metadata (~15 ms); the stand-in is gone afterwards."""
+    code = ("import sys; from msq.opening import import_duckdb\n"
+            "import_duckdb()\n"
+            "import duckdb\n"
+            "print('importlib.metadata' in sys.modules, duckdb.__version__)\n"
+            "import importlib.metadata as m\n"
+            "print(type(m).__name__, m.__name__, m.version('duckdb'), hasattr(m, 'entry_points'))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120, check=False)
+    assert out.returncode == 0, out.stderr
+    first, second = out.stdout.splitlines()
+    import importlib.metadata
+
+    assert first == f"False {importlib.metadata.version('duckdb')}"
+    assert second == f"module importlib.metadata {importlib.metadata.version('duckdb')} True"
+
+
+def test_the_stand_in_gives_other_names_from_the_real_module() -> None:
+    """What else duckdb's import (or anything it imports) asks importlib.metadata for comes
+    from the real module, the version of another distribution too."""
+    code = ("import sys, types\n"
+            "from msq import opening\n"
+            "opening.installed_version = lambda name: '9.9.9'  # as if read from METADATA\n"
+            "import builtins\n"
+            "real_import = builtins.__import__\n"
+            "seen = []\n"
+            "def spy(name, *args, **kwargs):\n"
+            "    if name == 'duckdb' and not seen:\n"
+            "        meta = sys.modules['importlib.metadata']\n"
+            "        seen.append((meta.version('duckdb'), meta.version('click'),\n"
+            "                     callable(meta.entry_points)))\n"
+            "    return real_import(name, *args, **kwargs)\n"
+            "builtins.__import__ = spy\n"
+            "opening.import_duckdb()\n"
+            "builtins.__import__ = real_import\n"
+            "import duckdb, importlib.metadata as m\n"
+            "print(seen[0], duckdb.__version__, m.version('click'))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120, check=False)
+    assert out.returncode == 0, out.stderr
+    import importlib.metadata
+
+    click = importlib.metadata.version("click")
+    assert out.stdout.strip() == f"('9.9.9', '{click}', True) 9.9.9 {click}"
+
+
+@pytest.mark.parametrize("layout", ["dist-info", "two", "egg-info", "folded", "none"])
+def test_installed_version_reads_only_a_plain_dist_info(tmp_path: Path, layout: str,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """installed_version finds what importlib.metadata finds (the first sys.path entry holding
+    the distribution), else says it cannot (None: the plain import then)."""
+    import importlib.metadata
+
+    from msq.opening import installed_version
+
+    meta = "Metadata-Version: 2.1\nName: Some_Pkg\nVersion: 1.2.3\n\nbody\n"
+    first, later = tmp_path / "first", tmp_path / "later"
+    for folder in (first, later):
+        folder.mkdir()
+    (later / "some_pkg-7.0.dist-info").mkdir()
+    (later / "some_pkg-7.0.dist-info" / "METADATA").write_text(meta.replace("1.2.3", "7.0"))
+    if layout in ("dist-info", "two", "folded"):
+        info = first / "Some.Pkg-1.2.3.dist-info"
+        info.mkdir()
+        text = meta.replace("Version: 1.2.3", "Version: 1.2.3\n x") if layout == "folded" else meta
+        (info / "METADATA").write_text(text)
+    if layout == "two":
+        (first / "some_pkg-1.0.dist-info").mkdir()
+    if layout == "egg-info":
+        (first / "some_pkg-1.2.3.egg-info").mkdir()
+    monkeypatch.setattr(sys, "path", [str(first), str(tmp_path / "missing"), str(later)])
+    want = {"dist-info": "1.2.3", "none": "7.0"}.get(layout)
+    assert installed_version("some-pkg") == want
+    if want is not None:
+        assert importlib.metadata.version("some-pkg") == want
