@@ -95,6 +95,10 @@ def run_single_card(inp: SingleInput, output_dir: Path, opts: Options) -> Compar
 
 def run_directories(inp: DirInput, output_dir: Path, opts: Any) -> list[CompareResult]:
     """Directory inputs: kernel dumps when rank_id is given, else ranks (and steps)."""
+    with interrupts.deferred():  # as in run_single_card
+        from msq.opening import import_duckdb
+
+        import_duckdb()
     if inp.extra.get("has_rank_id"):
         with interrupts.deferred():
             from msq.mindspore.kernel import compare_kernel  # lazy: as run_compare (duckdb)
