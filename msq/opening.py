@@ -198,8 +198,15 @@ def import_duckdb() -> None:
     def version(name: str) -> str:
         return found if name == "duckdb" else str(real().version(name))
 
-    # a module's __getattr__ (PEP 562): every other name, from the real module
-    vars(stand_in).update(version=version, __getattr__=lambda name: getattr(real(), name))
+    def other(name: str) -> Any:
+        # a module's __getattr__ (PEP 562): every other name from the real module, but the
+        # module attributes the import system probes (__path__: "from importlib.metadata import
+        # version" looks for submodules only in a package)
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)
+        return getattr(real(), name)
+
+    vars(stand_in).update(version=version, __getattr__=other)
     sys.modules["importlib.metadata"] = stand_in
     try:
         import duckdb  # noqa: F401
