@@ -76,6 +76,12 @@ def run_single_card(inp: SingleInput, output_dir: Path, opts: Options) -> Compar
 
             if C_PADDING is not None:
                 opened = start_opening(opts, keep=KEEP_UNTIL_EXIT)
+        # a large pair's dumps are read (by the C reader, in threads) while msq.pipeline is
+        # imported too: the imports hold one core (msq/loader.py, EarlySides)
+        with interrupts.deferred():  # the thread started and its handle held, or neither
+            from msq.loader import start_early_read
+
+            start_early_read(inp.npu_json, inp.bench_json, opts.is_compat)
         with interrupts.deferred():  # a Ctrl-C inside duckdb's initialisation aborts Python
             from msq.opening import import_duckdb
 
@@ -87,6 +93,9 @@ def run_single_card(inp: SingleInput, output_dir: Path, opts: Options) -> Compar
             opened.keep()  # the msq command's process ends with os._exit: no teardown first
         return result
     finally:
+        from msq.loader import drop_early_read
+
+        drop_early_read()  # a no-op once the compare took it
         if opened is not None:
             opened.close()  # a no-op once the compare took it
         if early is not None:
