@@ -111,10 +111,24 @@ class PairFailure:
 
 
 def compute_pair(job: PairJob, opts: Options, output_dir: Path,
-                 folder: str | None = None) -> PairTables | PairFailure:
+                 folder: str | None = None, kept: bool = False) -> PairTables | PairFailure:
     """Compare one pair into tables; a failure of the pair's own comes back as PairFailure.
     ``folder``: render the files there and leave them (names in ``shared_files``), not read
-    them back."""
+    them back. ``kept``: compare in this process's kept database (:class:`WorkerDatabase`, a
+    pool worker's); a pair that fails there, for whatever reason, is compared again in a new
+    database, which alone decides its outcome."""
+    database = WorkerDatabase.get(opts) if kept else None
+    if database is not None:
+        with _kept_logs() as records:
+            try:
+                tables = _compute(job, opts, output_dir, folder, database)
+            except Exception:  # noqa: BLE001 (compared again below, in a new database)
+                WorkerDatabase.discard()
+            else:
+                tables.logs = records
+                return tables
+        if folder is not None:  # what the failed attempt left there
+            _empty_folder(folder)
     with _kept_logs() as records:
         try:
             tables = _compute(job, opts, output_dir, folder)
@@ -124,6 +138,15 @@ def compute_pair(job: PairJob, opts: Options, output_dir: Path,
             return PairFailure(f"{job.title}: {err}", records)
     tables.logs = records
     return tables
+
+
+def _empty_folder(folder: str) -> None:
+    for entry in os.scandir(folder):
+        with contextlib.suppress(OSError):
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path)
+            else:
+                os.unlink(entry.path)
 
 
 #: Free bytes a shared folder's filesystem must have for a pool worker to leave its pair there
@@ -160,7 +183,7 @@ def compute_pair_shared(job: PairJob, opts: Options, output_dir: Path) -> PairTa
         return compute_pair(job, opts, output_dir)
     try:
         try:
-            out = compute_pair(job, opts, output_dir, folder)
+            out = compute_pair(job, opts, output_dir, folder, kept=True)
         except OSError:  # its files did not fit: rendered again, in a private temporary folder
             shutil.rmtree(folder, ignore_errors=True)
             return compute_pair(job, opts, output_dir)
@@ -217,7 +240,8 @@ def shared_root() -> str:
     return tempfile.gettempdir()
 
 
-def _compute(job: PairJob, opts: Options, output_dir: Path, folder: str | None) -> PairTables:
+def _compute(job: PairJob, opts: Options, output_dir: Path, folder: str | None,
+             database: WorkerDatabase | None = None) -> PairTables:
     from msq import db
     from msq.config import SingleInput
     from msq.pipeline import compute
@@ -231,7 +255,8 @@ def _compute(job: PairJob, opts: Options, output_dir: Path, folder: str | None) 
     try:
         with interrupts.deferred():  # a Ctrl-C while the pool starts stops it once it is held
             early = EarlyMetrics.start(inp, opts)
-        con, mode, framework, result = compute(inp, opts, output_dir, job.suffix, early)
+        con, mode, framework, result = compute(inp, opts, output_dir, job.suffix, early,
+                                               opened=database)
         tables = PairTables(
             mode=mode, framework=framework, started=started,
             summary={name: getattr(result, name) for name in SUMMARY_FIELDS},
@@ -253,6 +278,137 @@ def _compute(job: PairJob, opts: Options, output_dir: Path, folder: str | None) 
             early.cancel()
         if con is not None:
             con.close()
+        if database is not None:
+            database.reset()  # raises (the caller discards it) when it cannot be made as new
+
+
+class WorkerDatabase:
+    """A pool worker's compare database, kept from one pair to the next.
+
+    A new in-memory DuckDB database a pair cost ~12 ms to open, ~15 ms for its schema (types,
+    macros, tables), ~10 ms for the views every compare reads and ~2 ms to close, and each
+    pair's queries then faulted their memory in anew (~60,000 minor page faults a 24,500-row
+    pair, ~0.15 s of system time; about half with the database kept). Here the database is
+    opened once per worker (:meth:`get`) and each pair gets its own connection to it (a
+    cursor: its temporary objects go with it), through the hook single-card compares use for
+    a database opened early (``opened`` of :func:`msq.pipeline.compute`: :meth:`take` and
+    :attr:`views`). After the pair, :meth:`reset` makes the catalog what a new database's is:
+    every table dropped and the schema's table files run again (empty tables, as new), every
+    view the pair made or replaced dropped, the early views it turned into tables created again,
+    the macros a pair adds (the history's record macros) dropped.
+
+    Anything unexpected (a pair that fails, a reset that cannot complete or leaves another
+    catalog) discards the database (:meth:`discard`): the pair is compared again in a new one,
+    as before, and the next pair opens a new kept one. Not with a user's views (``--sql-dir``:
+    they may read or replace anything).
+    """
+
+    _kept: WorkerDatabase | None = None
+    #: the catalog queries of :meth:`reset` (the compare's own database, schema main)
+    _VIEWS = ("SELECT view_name, sql FROM duckdb_views() WHERE database_name = current_database() "
+              "AND schema_name = 'main' AND NOT internal AND NOT temporary ORDER BY view_name")
+    _TABLES = ("SELECT table_name, sql FROM duckdb_tables() WHERE database_name = "
+               "current_database() AND schema_name = 'main' AND NOT temporary ORDER BY table_name")
+    _TYPES = ("SELECT type_name FROM duckdb_types() WHERE database_name = current_database() "
+              "AND schema_name = 'main' AND NOT internal ORDER BY type_name")
+    _MACROS = ("SELECT DISTINCT function_name FROM duckdb_functions() WHERE database_name = "
+               "current_database() AND schema_name = 'main' AND NOT internal "
+               "AND function_type IN ('macro', 'table_macro') ORDER BY function_name")
+
+    @classmethod
+    def get(cls, opts: Options) -> WorkerDatabase | None:
+        """This process's kept database for compares of ``opts`` (opened at the first call; a
+        kept one of other options is closed); None where none is kept (``--sql-dir``), or it
+        could not be opened."""
+        if opts.sql_dir or opts.workers != 1:
+            return None
+        from msq.opening import early_views
+
+        statements = early_views(opts)
+        kept = cls._kept
+        if kept is not None and kept.statements == statements:
+            return kept
+        cls.discard()
+        try:
+            cls._kept = cls(statements)
+        except Exception:  # noqa: BLE001 (each pair opens its own database, as before)
+            cls._kept = None
+        return cls._kept
+
+    @classmethod
+    def discard(cls) -> None:
+        kept, cls._kept = cls._kept, None
+        if kept is not None:
+            with contextlib.suppress(Exception):
+                kept._con.close()
+
+    def __init__(self, statements: dict[str, str]) -> None:
+        from msq import db
+
+        self.statements = statements
+        #: the views the database holds for each pair (the ``opened`` hook's)
+        self.views: set[str] = set(statements)
+        self._macros: set[str] = set()  # the macros pairs add (learnt at the first reset)
+        self._learnt = False
+        self._con = con = db.connect(threads=1)
+        try:
+            db.can_defer_binding(con)  # its probe's view made and dropped now, not in a pair
+            self._table_files: list[str] = []
+            for file in db.sql_files("compare/schema"):  # as db.run_schema
+                before = con.execute(self._TABLES).fetchall()
+                con.execute(file.text)
+                if con.execute(self._TABLES).fetchall() != before:
+                    self._table_files.append(file.text)
+            for statement in statements.values():
+                con.execute(statement)
+            self._catalog = self._snapshot()
+            self._template_macros = {m for (m,) in con.execute(self._MACROS).fetchall()}
+            self.reset()  # the reset itself must give the same catalog back
+            self._learnt = False  # the macros a pair adds: learnt after the first pair
+        except BaseException:
+            con.close()
+            raise
+
+    def _snapshot(self) -> tuple[Any, ...]:
+        con = self._con
+        return (con.execute(self._VIEWS).fetchall(), con.execute(self._TABLES).fetchall(),
+                con.execute(self._TYPES).fetchall(),
+                con.execute("SELECT current_setting('threads')").fetchall())
+
+    def take(self, threads: int | None) -> Any:
+        """A new connection to the database, for one pair (see :class:`EarlyDatabase`); None
+        for another thread count than the database's one (the pipeline opens its own)."""
+        if threads != 1:
+            return None
+        from msq import procs
+
+        cur = self._con.cursor()
+        procs.track(cur)
+        cur.execute("SET enable_progress_bar = false")  # as msq.db.connect
+        return cur
+
+    def reset(self) -> None:
+        """The catalog made as a new database's again (see the class docstring); raises when it
+        cannot be (the caller then discards the database)."""
+        from msq import db
+
+        con = self._con
+        views = con.execute(self._VIEWS).fetchall()
+        tables = con.execute(self._TABLES).fetchall()
+        if not self._learnt:  # once: the macros a pair adds (the history's record macros)
+            self._macros = {m for (m,) in con.execute(self._MACROS).fetchall()} \
+                - self._template_macros
+            self._learnt = True
+        same = dict(self._catalog[0])
+        kept = {name for name, sql in views if same.get(name) == sql}
+        script = [f"DROP VIEW {db.quote_ident(name)}" for name, _ in views if name not in kept]
+        script += [f"DROP TABLE {db.quote_ident(name)}" for name, _ in tables]
+        script += [f"DROP MACRO IF EXISTS {db.quote_ident(name)}" for name in sorted(self._macros)]
+        script += self._table_files
+        script += [statement for name, statement in self.statements.items() if name not in kept]
+        con.execute("\n;\n".join(script))
+        if self._snapshot() != self._catalog:
+            raise RuntimeError("the kept compare database differs from a new one after its reset")
 
 
 #: The private folder a worker renders a pair's files in:
