@@ -307,6 +307,8 @@ class WorkerDatabase:
     #: the catalog queries of :meth:`reset` (the compare's own database, schema main)
     _VIEWS = ("SELECT view_name, sql FROM duckdb_views() WHERE database_name = current_database() "
               "AND schema_name = 'main' AND NOT internal AND NOT temporary ORDER BY view_name")
+    _VIEW_NAMES = ("SELECT view_name FROM duckdb_views() WHERE database_name = current_database() "
+                   "AND schema_name = 'main' AND NOT internal AND NOT temporary ORDER BY view_name")
     _TABLES = ("SELECT table_name, sql FROM duckdb_tables() WHERE database_name = "
                "current_database() AND schema_name = 'main' AND NOT temporary ORDER BY table_name")
     _TYPES = ("SELECT type_name FROM duckdb_types() WHERE database_name = current_database() "
@@ -361,6 +363,7 @@ class WorkerDatabase:
                     self._table_files.append(file.text)
             for statement in statements.values():
                 con.execute(statement)
+            self._views = dict(con.execute(self._VIEWS).fetchall())  # each view's text
             self._catalog = self._snapshot()
             self._template_macros = {m for (m,) in con.execute(self._MACROS).fetchall()}
             self.reset()  # the reset itself must give the same catalog back
@@ -370,8 +373,10 @@ class WorkerDatabase:
             raise
 
     def _snapshot(self) -> tuple[Any, ...]:
+        """The catalog as :meth:`reset` checks it: the views' names (their texts are those of
+        the same statements), the tables' names and definitions, the types, the thread count."""
         con = self._con
-        return (con.execute(self._VIEWS).fetchall(), con.execute(self._TABLES).fetchall(),
+        return (con.execute(self._VIEW_NAMES).fetchall(), con.execute(self._TABLES).fetchall(),
                 con.execute(self._TYPES).fetchall(),
                 con.execute("SELECT current_setting('threads')").fetchall())
 
@@ -399,8 +404,7 @@ class WorkerDatabase:
             self._macros = {m for (m,) in con.execute(self._MACROS).fetchall()} \
                 - self._template_macros
             self._learnt = True
-        same = dict(self._catalog[0])
-        kept = {name for name, sql in views if same.get(name) == sql}
+        kept = {name for name, sql in views if self._views.get(name) == sql}
         script = [f"DROP VIEW {db.quote_ident(name)}" for name, _ in views if name not in kept]
         script += [f"DROP TABLE {db.quote_ident(name)}" for name, _ in tables]
         script += [f"DROP MACRO IF EXISTS {db.quote_ident(name)}" for name in sorted(self._macros)]
