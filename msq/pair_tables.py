@@ -32,7 +32,7 @@ import time
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from msq import interrupts
 from msq.errors import InputError, MsqError
@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 
     from msq.config import Options
     from msq.distributed import PairJob
+    from msq.opening import EarlyDatabase
     from msq.result import CompareResult
 
 log = logging.getLogger("msq")
@@ -255,8 +256,10 @@ def _compute(job: PairJob, opts: Options, output_dir: Path, folder: str | None,
     try:
         with interrupts.deferred():  # a Ctrl-C while the pool starts stops it once it is held
             early = EarlyMetrics.start(inp, opts)
+        # the pipeline reads take() and views of a database opened before it: what an
+        # EarlyDatabase has, and a WorkerDatabase
         con, mode, framework, result = compute(inp, opts, output_dir, job.suffix, early,
-                                               opened=database)
+                                               opened=cast("EarlyDatabase | None", database))
         tables = PairTables(
             mode=mode, framework=framework, started=started,
             summary={name: getattr(result, name) for name in SUMMARY_FIELDS},

@@ -44,7 +44,7 @@ def _dumps(root: Path) -> list[PairJob]:
                                                                         else "22cc"))}
         write_dump(root / side / "step0" / "rank1", md5, task="statistics")
         extra = dict(base)
-        extra[f"Tensor.add.0.forward" if side == "npu" else "Torch.cat.0.forward"] = \
+        extra["Tensor.add.0.forward" if side == "npu" else "Torch.cat.0.forward"] = \
             fwd(t(), t(), out=t(mean=0.5))
         write_dump(root / side / "step0" / "rank2", extra)
         write_dump(root / side / "step0" / "rank3", base)
