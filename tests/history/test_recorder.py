@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import math
 import subprocess
 import sys
@@ -242,6 +243,47 @@ def test_names_go_in_before_the_compare_is_read_while_blame_ends(
                          f"{rows.format(1)})") == 0
         query = f"SELECT count(*) FROM {table} WHERE compare_id = {{}}"
         assert count(db, query.format(2)) == count(db, query.format(1)) > 0
+
+
+def test_blame_rows_read_directly_when_blame_ends_while_the_names_go_in(
+        made: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    """The record's transaction first reads the compare's database (and takes its snapshot
+    there) only after the names: blame's tables, complete by then, are read directly, not
+    streamed through the side connection (a USE of the compare's database before the names took
+    the snapshot early: streamed in 7 of 8 runs of stat)."""
+    cj, db = made
+    pending_seen = threading.Event()
+    real_pending = recorder.Recorder._blame_pending
+    real_names, real_nesting = recorder.Recorder._insert_names_streamed, blame_compute.load_nesting
+
+    def pending(self: recorder.Recorder) -> bool:
+        found = real_pending(self)
+        if found:
+            pending_seen.set()
+        return found
+
+    def held_nesting(*args: Any, **kwargs: Any) -> Any:
+        # blame has begun (its parameters are in): it goes on once the recorder has seen it run
+        assert pending_seen.wait(20), "the recorder did not see blame running"
+        return real_nesting(*args, **kwargs)
+
+    def names(self: recorder.Recorder, names_sql: str) -> None:
+        real_names(self, names_sql)
+        assert self._tables.wait(20), "blame's tables did not come"  # blame ends meanwhile
+
+    monkeypatch.setattr(recorder.Recorder, "_blame_pending", pending)
+    monkeypatch.setattr(recorder.Recorder, "_insert_names_streamed", names)
+    monkeypatch.setattr(blame_compute, "load_nesting", held_nesting)
+    with caplog.at_level(logging.DEBUG, logger="msq"):
+        run_api(cj, tmp_path / "out", db=db)
+    assert pending_seen.is_set()
+    assert "history: blame rows" in caplog.text
+    assert "blame streamed" not in caplog.text
+    rows = "SELECT * EXCLUDE (compare_id, run_id) FROM blame_rows WHERE compare_id = {}"
+    assert count(db, f"SELECT count(*) FROM ({rows.format(2)} EXCEPT ALL {rows.format(1)})") == 0
+    assert count(db, "SELECT count(*) FROM blame_rows WHERE compare_id = 2") == \
+        count(db, "SELECT count(*) FROM blame_rows WHERE compare_id = 1") > 0
 
 
 @pytest.mark.parametrize("text", ["12.5%", "0.0%", "-0.0%", "inf%", "-inf%", "nan%", "1e-05%",
