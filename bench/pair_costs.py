@@ -5,7 +5,7 @@
 
 One pair of bench/gen_stat.py statistics dumps (--ops ops a side) is computed, rendered and
 turned into history rows (msq/pair_tables.py: what a Ray task or pool worker does), once per
-output format, and published and recorded by the driver (msq/run_writer.py), each --repeat
+output format (and in a pool worker's kept database against a new one each pair), and published and recorded by the driver (msq/run_writer.py), each --repeat
 times; the median seconds (wall and this process's CPU), the bytes the worker sends back (files,
 and the history rows as Arrow) and the history database's growth per pair are printed. These
 figures feed docs/scale.md.
@@ -87,6 +87,7 @@ def main(argv: list[str] | None = None) -> int:
             row["history_arrow_bytes"] = sum(t.nbytes for t in tables.history.values())
             row["history_bytes_per_pair"] = (sizes[-1] - sizes[0]) // a.repeat
             row.update(handoff_costs(job, opts, base, tables))
+    row.update(kept_costs(job, base, a.repeat))
     # the history runs above include a Parquet file; subtract it to get the rows alone
     row["history_rows_s"] = round(float(row["compute_history_s"])  # type: ignore[arg-type]
                                   - float(row["compute_parquet_s"]), 3)  # type: ignore[arg-type]
@@ -94,6 +95,34 @@ def main(argv: list[str] | None = None) -> int:
     with open(HERE / "work" / "results.jsonl", "a", encoding="utf-8") as handle:
         handle.write(json.dumps(row) + "\n")
     return 0
+
+
+def kept_costs(job: object, base: Path, repeat: int) -> dict[str, float]:
+    """CPU seconds and minor page faults of one pair computed as a pool worker computes it:
+    in the worker's kept database (msq.pair_tables.WorkerDatabase, opened by the first pair,
+    whose cost is left out) against a new database each pair; workbook and history rows."""
+    import resource
+
+    from msq.config import Options
+    from msq.pair_tables import WorkerDatabase, compute_pair
+
+    opts = Options(workers=1, record=True, formats=("xlsx",))
+    out: dict[str, float] = {}
+    for label, kept in (("new", False), ("kept", True)):
+        folder = Path(tempfile.mkdtemp(prefix="pair-costs-"))
+        compute_pair(job, opts, folder, kept=kept)  # type: ignore[arg-type]  (opens it)
+        cpu, faults = [], []
+        for _ in range(repeat):
+            r0 = resource.getrusage(resource.RUSAGE_SELF)
+            compute_pair(job, opts, folder, kept=kept)  # type: ignore[arg-type]
+            r1 = resource.getrusage(resource.RUSAGE_SELF)
+            cpu.append(r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime)
+            faults.append(r1.ru_minflt - r0.ru_minflt)
+        shutil.rmtree(folder)
+        out[f"compute_{label}_db_cpu_s"] = round(statistics.median(cpu), 3)
+        out[f"compute_{label}_db_minflt"] = int(statistics.median(faults))
+    WorkerDatabase.discard()
+    return out
 
 
 def handoff_costs(job: object, opts: object, base: Path, tables: object) -> dict[str, float]:
