@@ -426,12 +426,11 @@ def finish(st: Stats, *, compat: bool) -> MetricResult:
     """Turn the aggregates of a whole (>= 1-d, same-shape, non-empty) pair into the row."""
     if st.nanpos:
         return _nanpos(compat)
-    row = _row_of(
+    return _row_of(
         st.numel, st.dot_nb, st.dot_nn, st.dot_bb, st.amax,  # type: ignore[arg-type]
         math.nan if st.rnan else st.rmax, st.c1, st.c5, compat,
+        (_py(st.sq_diff), _py(st.dot_nn), _py(st.dot_bb), st.npu_hash, st.bench_hash),
     )  # fmt: skip
-    return row._replace(sq_diff=_py(st.sq_diff), npu_sq=_py(st.dot_nn), bench_sq=_py(st.dot_bb),
-                        npu_hash=st.npu_hash, bench_hash=st.bench_hash)
 
 
 def _py(x: float | None) -> float | None:
@@ -442,9 +441,10 @@ def _py(x: float | None) -> float | None:
 
 def _row_of(
     numel: int, nb: float, nn: float, bb: float, amax: float, rmax: float, c1: int, c5: int,
-    compat: bool,
+    compat: bool, blame: tuple = (),
 ) -> MetricResult:  # fmt: skip
-    """The row of a pair from its aggregates (``rmax`` NaN: the relative error had a NaN)."""
+    """The row of a pair from its aggregates (``rmax`` NaN: the relative error had a NaN);
+    ``blame``: its last fields (``sq_diff, npu_sq, bench_sq, npu_hash, bench_hash``)."""
     cos, cos_msg = _cosine(numel, float(nb), float(nn), float(bb))
     mae = r12(amax)
     if math.isnan(rmax):
@@ -452,11 +452,21 @@ def _row_of(
         rel_msg = MSG_MAXREL_NAN
     else:
         mre, rel_msg = r12(rmax), ""
-    # Python int / int is the correctly rounded quotient, as msprobe's int64 / int is
+    # Python int / int is the correctly rounded quotient, as msprobe's int64 / int is; a ratio
+    # of 0 or 1 is its own rounding (most pairs: every element, or none, within the threshold)
     return MetricResult(
-        cos, mae, mre, r12(c1 / numel), r12(c5 / numel), accuracy(cos, mae, compat=compat),
-        cos_msg + rel_msg, "ok",
+        cos, mae, mre, _ratio(c1, numel), _ratio(c5, numel), accuracy(cos, mae, compat=compat),
+        cos_msg + rel_msg, "ok", *blame,
     )  # fmt: skip
+
+
+def _ratio(count: int, numel: int) -> float:
+    """``r12(count / numel)``."""
+    if count == numel:
+        return 1.0
+    if count == 0:
+        return 0.0
+    return r12(count / numel)
 
 
 def _cosine(numel: int, nb: float, nn: float, bb: float) -> tuple[Cell, str]:
@@ -509,8 +519,8 @@ def compare_many(pairs: list[tuple[np.ndarray, np.ndarray]], *, compat: bool) ->
 def _group(
     pairs: list[tuple[np.ndarray, np.ndarray]], idx: list[int], compat: bool
 ) -> list[MetricResult]:
-    ns = [pairs[i][0].reshape(-1) for i in idx]
-    bs = [pairs[i][1].reshape(-1) for i in idx]
+    ns = [x if (x := pairs[i][0]).ndim == 1 else x.reshape(-1) for i in idx]
+    bs = [x if (x := pairs[i][1]).ndim == 1 else x.reshape(-1) for i in idx]
     N, B = np.concatenate(ns), np.concatenate(bs)
     sizes = [x.shape[0] for x in ns]
     starts = np.zeros(len(sizes), dtype=np.intp)
@@ -606,9 +616,8 @@ def _pair_rows(N64: np.ndarray, B64: np.ndarray, starts: np.ndarray, sizes: list
                                                           aggregates):
         n64, b64 = N64[s : s + k], B64[s : s + k]
         nn, bb = float(dot(n64, n64)), float(dot(b64, b64))  # as _py: Python floats pickle fast
-        row = _row_of(k, dot(n64, b64), nn, bb, amax, rmax, c1, c5, compat)
-        rows.append(row._replace(sq_diff=float(sq_j), npu_sq=nn, bench_sq=bb, npu_hash=hn,
-                                 bench_hash=hb))
+        rows.append(_row_of(k, dot(n64, b64), nn, bb, amax, rmax, c1, c5, compat,
+                            (float(sq_j), nn, bb, hn, hb)))
     return rows
 
 

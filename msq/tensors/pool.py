@@ -37,7 +37,7 @@ from threadpoolctl import ThreadpoolController
 
 from msq import interrupts, procs, status_line
 from msq.errors import TensorFileError
-from msq.tensors.meta import TensorFile, TensorMeta, read_small, to_array
+from msq.tensors.meta import TensorFile, TensorMeta, flat_array, read_small
 from msq.tensors.metrics import (
     DEFAULT_CHUNK,
     MetricResult,
@@ -230,7 +230,7 @@ class Measure:
         """Rows of pairs of at most ``SMALL_ELEMS`` elements, vectorised across the pairs."""
         if not items:
             return []
-        arrays = [(to_array(o.npu), to_array(o.bench)) for _, o in items]
+        arrays = [(flat_array(o.npu), flat_array(o.bench)) for _, o in items]
         results = compare_many(arrays, compat=self.compat)
         return [_row(job_id, r) for (job_id, _), r in zip(items, results)]
 
