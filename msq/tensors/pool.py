@@ -55,9 +55,17 @@ from msq.tensors.reader import inspect_tensor
 if TYPE_CHECKING:
     import pyarrow as pa
 
-#: Pairs per task: at least BATCH_JOBS, at most MAX_BATCH_JOBS, about 8 tasks per worker.
+#: Pairs per task: at least BATCH_JOBS, at most MAX_BATCH_JOBS, about 8 tasks per worker; and
+#: at least two tasks per worker when the jobs are few (a few dozen large pairs: each worker
+#: opens its share at once, instead of one opening 64 while the other, done with the rest, waits
+#: for the ranges of the 64; tensor_big's 68 pairs were one task of 64 and one of 4).
 BATCH_JOBS = 64
 MAX_BATCH_JOBS = 1024
+
+
+def _batch_size(jobs: int, workers: int) -> int:
+    size = min(MAX_BATCH_JOBS, max(BATCH_JOBS, jobs // (workers * 8)))
+    return max(1, min(size, -(-jobs // (2 * workers))))
 #: Pairs up to this many elements are computed together, vectorised across the pairs...
 SMALL_ELEMS = 1 << 16
 #: ...in groups of about this many elements (bounds the group buffers).
@@ -605,7 +613,7 @@ class _PoolRun:
         try:
             with interrupts.workers_forked():
                 # enough tasks to keep every worker busy to the end, few enough to amortise IPC
-                size = min(MAX_BATCH_JOBS, max(BATCH_JOBS, len(jobs) // (workers * 8)))
+                size = _batch_size(len(jobs), workers)
                 for s in range(0, len(jobs), size):
                     fut = self.pool.submit(_run_batch, jobs[s : s + size], measure, chunk,
                                            range_elems)
