@@ -369,3 +369,34 @@ def test_small_files_are_read_in_one_call_as_os_open_and_os_read_would(tmp_path:
     with pytest.raises(FileNotFoundError) as missing:
         read_small(str(tmp_path / "absent.pt"), True, 1 << 20)
     assert missing.value.filename == str(tmp_path / "absent.pt")
+
+
+def test_r12_in_c_is_the_text_rounding_bit_for_bit() -> None:
+    """_fused.r12 (a fast path by IEEE division away from ties, else the very functions format()
+    and float() use) against float(format(x, '.12f')), bit for bit: ties of the 12th decimal
+    and their neighbours, zeros of both signs, subnormals, huge, inf, NaN, random bit patterns."""
+    import math
+    import random
+    import struct
+
+    from msq.tensors import _fused
+    from msq.tensors.metrics import _r12_text
+
+    rng = random.Random(12)
+    values = [0.0, -0.0, 1.0, -1.0, 0.5e-12, -0.5e-12, 1.5e-12, 2.5e-12, 5e-324, -5e-324, 1e300,
+              -1.7976931348623157e308, math.inf, -math.inf, math.nan, -math.nan, 1.0999511627776,
+              0.9999999999995, 1 / 3]
+    values += [rng.uniform(-1.2, 1.2) for _ in range(20000)]
+    values += [rng.uniform(-1, 1) * 10.0 ** rng.randint(-20, 20) for _ in range(20000)]
+    values += [struct.unpack("<d", struct.pack("<Q", rng.getrandbits(64)))[0]
+               for _ in range(20000)]
+    for _ in range(20000):  # (k + 0.5) * 1e-12 and two ulps either side
+        tie = (rng.randint(-1_100_000_000_000, 1_100_000_000_000) + 0.5) / 1e12
+        below = math.nextafter(math.nextafter(tie, -math.inf), -math.inf)
+        values += [below, math.nextafter(below, math.inf), tie, math.nextafter(tie, math.inf),
+                   math.nextafter(math.nextafter(tie, math.inf), math.inf)]
+    values += [k / 1e12 for k in range(-20000, 20000)]
+    bits = struct.Struct("<d").pack
+    wrong = [v for v in values if bits(_fused.r12(v)) != bits(_r12_text(v))]
+    assert wrong == []
+    assert _fused.r12(np.float32(0.1)) == _r12_text(np.float32(0.1))
