@@ -16,6 +16,8 @@ def inspect_tensor(path: str, data: bytes | TensorFile | None = None) -> TensorM
     ``data`` is what ``paths.read_confined`` opened: the whole file (small files) or the open
     file (large ones), which is then the only way the file is read; None opens ``path``.
     """
+    if type(path) is str and path.endswith(".pt"):  # most files: no lowered copy of the path
+        return inspect_pt(path, data)
     lower = str(path).lower()
     if lower.endswith((".pt", ".pth")):
         return inspect_pt(str(path), data)
