@@ -493,11 +493,9 @@ class SelectStream:
         submit = getattr(self._con, "_submit", None)
         if submit is not None:
             try:
-                submitted = submit(self._sql, None, "stream", ARROW_BATCH_ROWS)
-            except TypeError:  # another signature: the public way
+                return submit(self._sql, None, "stream", ARROW_BATCH_ROWS).arrow_capsule()
+            except (TypeError, AttributeError):  # another signature or result: the public way
                 pass
-            else:
-                return submitted.arrow_capsule()
         return self._con.sql(self._sql).__arrow_c_stream__(requested_schema)
 
 

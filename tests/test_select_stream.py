@@ -23,12 +23,19 @@ class _RelationOnly:
         return self._con.sql(text)
 
 
+class _OtherSubmit(_RelationOnly):
+    """A connection whose ``_submit`` gives something else (another DuckDB's private API)."""
+
+    def _submit(self, *args: Any) -> object:
+        return object()
+
+
 def test_the_stream_scans_as_the_relation_does() -> None:
     con = duckdb.connect()
     other = duckdb.connect()
     try:
         want = con.execute(f"SELECT * FROM ({QUERY}) ORDER BY out_seq").fetchall()
-        for source in (con, _RelationOnly(con)):
+        for source in (con, _RelationOnly(con), _OtherSubmit(con)):
             other.register("streamed", db.SelectStream(source, QUERY))  # type: ignore[arg-type]
             try:
                 got = other.execute("SELECT * FROM streamed ORDER BY out_seq").fetchall()
