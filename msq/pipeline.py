@@ -249,6 +249,7 @@ def _run_single(inp: SingleInput, output_dir: Path, opts: Options, suffix: str,
         for started_recorder in recorders:
             started_recorder.abort()
         raise
+    result.stamp = stamp
     recorder = recorders[0] if recorders else None
     try:
         if recorder is not None:
@@ -570,7 +571,7 @@ def run_compare(inp: SingleInput, output_dir: Path, opts: Options, suffix: str =
         raise InputError(f"{inp.npu_json} / {inp.bench_json}: both must be dump.json files")
     start_run(opts, output_dir, _single_card_noise)  # a no-op when msq.runner started it
     result = run_single(inp, output_dir, opts, suffix, early, opened)
-    finish_run([result], output_dir, opts)
+    finish_run([result], output_dir, opts, result.stamp or None)
     return result
 
 

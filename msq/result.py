@@ -75,6 +75,8 @@ class CompareResult:
     npu_path: str = ""
     bench_path: str = ""
     title: str = ""
+    #: the time stamp in the names of this compare's files (YYYYmmddHHMMSS, its start)
+    stamp: str = ""
     history_db: Path | None = None
     history_id: int | None = None
     rank: int | None = None          # from .../rank<R>/dump.json; None when the path has none

@@ -7,6 +7,8 @@ import inspect
 import json
 import os
 import pydoc
+import re
+import time
 from pathlib import Path
 
 import openpyxl
@@ -120,3 +122,21 @@ def test_msprobe_suffix_is_refused_and_unknown_keywords_are_python_errors(tmp_pa
         msq.compare_distributed(tmp_path, tmp_path, tmp_path / "o", suffix="_x")
     with pytest.raises(TypeError, match="stak_mode"):
         msq.compare({}, tmp_path, stak_mode=True)  # type: ignore[call-arg]
+
+
+@pytest.mark.parametrize("compat", [False, True], ids=["default", "compat"])
+def test_one_compares_files_share_its_time_stamp(tmp_path: Path, compat: bool) -> None:
+    # started just before a second turns, the compare ends in the next one: each file named by
+    # the time it was written would carry two different stamps (the workbook's, then later ones)
+    fixture = Path(__file__).parent.parent / "fixtures" / "stat"
+    cfg = json.loads((fixture / "compare.json").read_text())
+    for key in ("npu_path", "bench_path", "stack_path"):
+        if key in cfg:
+            cfg[key] = str(fixture / cfg[key])
+    while time.time() % 1 < 0.97:
+        time.sleep(0.005)
+    kwargs = {"compat": "msprobe-1.1"} if compat else {}
+    result = msq.compare(cfg, tmp_path, auto_analyze=True, formats=["xlsx", "csv"], **kwargs)
+    names = sorted(p.name for p in tmp_path.iterdir() if p.suffix != ".duckdb")
+    assert len(names) == (3 if compat else 5), names  # the default mode adds blame CSV, JSON
+    assert {re.search(r"_(\d{14})\.", n).group(1) for n in names} == {result.stamp}, names

@@ -139,9 +139,11 @@ def resume_run(opts: Options, earlier: list[tuple[RankBlame, str]]) -> None:
              len(earlier))
 
 
-def finish_run(results: list[CompareResult], output_dir: Path, opts: Options) -> None:
+def finish_run(results: list[CompareResult], output_dir: Path, opts: Options,
+               stamp: str | None = None) -> None:
     """Weigh the run's compares together, write ``blame_<stamp>.json`` and hand the run's blame
-    to every result (the console prints it)."""
+    to every result (the console prints it). ``stamp``: the time in the file's name (a single
+    compare gives its own, which its other files carry; else the time now)."""
     from msq.history.recorder import parse_rank_step
 
     earlier = opts.blame_run.earlier if opts.blame_run is not None else []
@@ -153,7 +155,7 @@ def finish_run(results: list[CompareResult], output_dir: Path, opts: Options) ->
         return
     run_id = opts.blame_run.run_id if opts.blame_run is not None else None
     run = combine(parts, run_id)
-    stamp = time.strftime("%Y%m%d%H%M%S")
+    stamp = stamp or time.strftime("%Y%m%d%H%M%S")
     # absolute, as the result names the compare's other files
     path = write_json(run, Path(os.path.abspath(output_dir)) / f"blame_{stamp}.json")
     log.debug("blame: the run's local sources are in %s", path)

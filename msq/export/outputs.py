@@ -124,7 +124,8 @@ def write_outputs(con: duckdb.DuckDBPyConnection, mode: str, out_dir: Path, opts
         result.files.append(staged.path)
     if opts.auto_analyze:
         with _writing(out_dir / f"advisor{suffix}_*.txt"):
-            result.files.append(write_advisor(out_dir, suffix, result, compat=opts.is_compat))
+            result.files.append(write_advisor(out_dir, suffix, result, compat=opts.is_compat,
+                                              stamp=stamp))
 
 
 def _write_workbook(con: duckdb.DuckDBPyConnection, mode: str, cols: list[str],
@@ -273,13 +274,15 @@ def _csv_expr(expr: str, name: str) -> str:
     return f'{csv_guard(f"CAST({expr} AS VARCHAR)")} AS {quote_ident(name)}'
 
 
-def write_advisor(out_dir: Path, suffix: str, result: CompareResult, *, compat: bool) -> Path:
+def write_advisor(out_dir: Path, suffix: str, result: CompareResult, *, compat: bool,
+                  stamp: str | None = None) -> Path:
     """The three-line advisor file (spec §6), written atomically under a name no other file has
     (see :func:`msq.db.new_file`).
 
     ``Line`` is msprobe's 0-based line under ``--compat``; in the default mode it is the sheet
-    row that holds the suspect, the row the console names (docs/compat.md)."""
-    stamp = time.strftime("%Y%m%d%H%M%S")
+    row that holds the suspect, the row the console names (docs/compat.md). ``stamp``: the
+    compare's, so that its files share one time in their names (else the time now)."""
+    stamp = stamp or time.strftime("%Y%m%d%H%M%S")
     path = out_dir / f"advisor{suffix}_{stamp}.txt"
     text = (f"Line: {advisor_line(result, compat)}\nSuspect Nodes: {result.suspect}\n"
             f"Expert Advice: {result.advice}\n")
