@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -88,6 +89,11 @@ def run_single_card(inp: SingleInput, output_dir: Path, opts: Options) -> Compar
             import_duckdb()  # without importlib.metadata (see there)
             from msq.pipeline import run_compare  # lazy: duckdb and pyarrow load once the pool runs
 
+        if KEEP_UNTIL_EXIT:
+            # what is loaded now lives until the process exits: the collections still to come
+            # walk only the compare's own objects (a full one over the imported modules took
+            # ~12 ms of the tensor pool's thread as the early rows came in, on tensor_small)
+            gc.freeze()
         result = run_compare(inp, output_dir, opts, early=early, opened=opened)
         if opened is not None:
             opened.keep()  # the msq command's process ends with os._exit: no teardown first

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import functools
+import itertools
 import logging
 import os
 from pathlib import Path
@@ -61,9 +61,11 @@ class EarlyMetrics:
 
         jobs = [TensorJob(i, name, name, str(npu_dir), str(bench_dir)) for i, name in
                 enumerate(names)]  # fmt: skip
-        # the early rows become one table in the pool's thread, while the dumps still load
+        # the early rows become one table in the pool's thread, batch by batch as they come
+        # in, while the dumps still load and the workers compute the other batches
+        early = _EarlyTable(names)
         background = start_metrics(jobs, compat=opts.is_compat, workers=opts.workers,
-                                   then=functools.partial(_early_table, names))
+                                   then=early.table, each=early.add)
         if background is None:
             return None
         log.info("tensor metrics: started on %d same-named file pairs while the dumps load",
@@ -93,6 +95,42 @@ def _early_table(names: list[str], rows: list[tuple[Any, ...]]) -> pa.Table:
     # every job has its row: sorted by position, row i is the file names[i]
     return metrics_table(rows, list(range(len(names)))).append_column(
         "name", pa.array(names, pa.string()))
+
+
+class _EarlyTable:
+    """:func:`_early_table`, made batch by batch in the pool's thread as the rows come in: at
+    the end only the last batch's part is left (tensor_small: ~15 ms of table for 11k rows, in
+    series with the wait of the main thread, now ~1 ms). The pieces are the same rows in the
+    same order: batches are runs of consecutive jobs; when they are not (a large pair's row is
+    merged from its ranges, after its batch), the table is made from all the rows as before."""
+
+    def __init__(self, names: list[str]) -> None:
+        self.names = names
+        self.parts: list[tuple[int, int, pa.Table]] = []  # (first job, last job, its rows)
+        self.count = 0
+
+    def add(self, rows: list[tuple[Any, ...]]) -> None:
+        if not rows:
+            return
+        with interrupts.deferred():  # C extensions: imported whole
+            import pyarrow as pa  # lazy: as in _early_table
+
+            from msq.tensors.pool import metrics_table
+
+        ids = sorted(row[0] for row in rows)
+        table = metrics_table(list(rows), list(range(len(self.names)))).append_column(
+            "name", pa.array([self.names[i] for i in ids], pa.string()))
+        self.parts.append((ids[0], ids[-1], table))
+        self.count += len(rows)
+
+    def table(self, rows: list[tuple[Any, ...]]) -> pa.Table:
+        import pyarrow as pa  # lazy: as in _early_table (loaded by add, or here)
+
+        parts = sorted(self.parts, key=lambda part: part[0])
+        if self.count != len(rows) or not parts or any(
+                a[1] >= b[0] for a, b in itertools.pairwise(parts)):
+            return _early_table(self.names, rows)
+        return pa.concat_tables([part[2] for part in parts])
 
 
 def _tensor_files(directory: Path) -> set[str]:

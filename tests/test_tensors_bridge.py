@@ -182,3 +182,38 @@ def test_taking_the_early_rows_does_not_import_pyarrow_compute(tmp_path: Path) -
                          check=False)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["[51,", "52,", "53,", "57]", "False"]
+
+
+@pytest.mark.parametrize("compat", [False, True])
+def test_the_early_table_made_batch_by_batch_is_the_table_of_all_rows(tmp_path: Path,
+                                                                      compat: bool) -> None:
+    """The pool's thread makes the early table as the batches come in, in any order; the same
+    table (every cell, bit for bit: IPC bytes) as from all the rows at once; a row that did not
+    come in a batch (a large pair's, merged from its ranges) makes it from all the rows."""
+    import pyarrow as pa
+
+    from msq.tensors.pool import DEFAULT_CHUNK, Measure, _run_batch, range_size
+    from msq.tensors_bridge import _early_table, _EarlyTable
+
+    _, nd, bd = _dump_dirs(tmp_path)
+    names = sorted(p.name for p in nd.iterdir() if (bd / p.name).exists())
+    jobs = [TensorJob(i, name, name, str(nd), str(bd)) for i, name in enumerate(names)]
+    batches = [_run_batch(jobs[s : s + 7], Measure(compat), DEFAULT_CHUNK,
+                          range_size(DEFAULT_CHUNK))[0] for s in range(0, len(jobs), 7)]
+
+    def ipc(table: pa.Table) -> bytes:
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, table.schema) as writer:
+            writer.write_table(table.combine_chunks())
+        return sink.getvalue().to_pybytes()
+
+    rows = [row for batch in batches for row in batch]
+    want = ipc(_early_table(names, list(rows)))
+    made = _EarlyTable(names)
+    for batch in [*batches[1::2], *batches[::2]]:
+        made.add(batch)
+    assert len(made.parts) == len(batches) and ipc(made.table(list(rows))) == want
+    late = _EarlyTable(names)
+    for batch in batches:
+        late.add(batch[1:] if batch is batches[3] else batch)
+    assert ipc(late.table(list(rows))) == want

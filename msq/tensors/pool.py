@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import gc
 import logging
 import os
 import sys
@@ -433,8 +434,9 @@ class Background:
     """
 
     def __init__(self, run: _PoolRun, ids: list[int],
-                 then: Callable[[list[_Row]], object] | None = None) -> None:  # fmt: skip
-        self._run, self._ids, self._then = run, ids, then
+                 then: Callable[[list[_Row]], object] | None = None,
+                 each: Callable[[list[_Row]], object] | None = None) -> None:  # fmt: skip
+        self._run, self._ids, self._then, self._each = run, ids, then, each
         self._rows: list[_Row] | None = None
         self._made: object = None
         self._error: BaseException | None = None
@@ -447,7 +449,7 @@ class Background:
 
     def _drive(self) -> None:
         try:
-            self._rows = self._run.drive()
+            self._rows = self._run.drive(self._each)
             if self._then is not None:
                 # what the caller makes of the rows, made here while the caller still works
                 self._made = self._then(self._rows)
@@ -520,12 +522,15 @@ def start_metrics(
     chunk: int = DEFAULT_CHUNK,
     range_elems: int | None = None,
     then: Callable[[list[_Row]], object] | None = None,
+    each: Callable[[list[_Row]], object] | None = None,
 ) -> Background | None:
     """:func:`compute_metrics` in the background, or None when the jobs are so few and small
     that a pool would cost more than it saves, or when only one worker is allowed: the caller
     then computes them when it needs them. ``then(rows)``, if given, runs in the background
     thread once every row is in (rows as :meth:`Background.rows` gives them); its result is
-    :meth:`Background.made`."""
+    :meth:`Background.made`. ``each(rows)``, if given, runs there too, on the rows of each
+    batch as it comes in (while the workers compute the others): ``then`` can then build on
+    what it made instead of taking every row at the end."""
     jobs = list(jobs)
     numbered, workers = _numbered(jobs), _workers(workers)
     if not _pool_pays(numbered, workers):
@@ -536,7 +541,7 @@ def start_metrics(
         with interrupts.deferred():  # the pool starts whole; a Ctrl-C meanwhile stops it
             run = _PoolRun(numbered, Measure(compat), chunk, _range_elems(chunk, range_elems),
                            workers, bar)
-            background = Background(run, [job.job_id for job in jobs], then)
+            background = Background(run, [job.job_id for job in jobs], then, each)
     except BaseException:
         if background is not None:
             background.cancel()
@@ -579,6 +584,10 @@ WORKER_NICE = int(os.environ.get("MSQ_WORKER_NICE", "0"))
 
 def _worker_start(owner: int) -> None:
     interrupts.ignore_in_worker(owner)
+    # what the worker inherited lives until it exits: its collections walk only its own objects
+    # (a collection of the forked heap also writes into every inherited object's header, so
+    # copies those pages)
+    gc.freeze()
     if WORKER_NICE:
         os.nice(WORKER_NICE)
 
@@ -625,7 +634,9 @@ class _PoolRun:
             self.close()
             raise
 
-    def drive(self) -> list[_Row]:
+    def drive(self, each: Callable[[list[_Row]], object] | None = None) -> list[_Row]:
+        """Every job's row (in no particular order); ``each(rows)`` is called on the rows of
+        each batch as it comes in."""
         rows: list[_Row] = []
         batches = sum(1 for kind in self.pending.values() if kind[0] == "batch")
         try:
@@ -635,7 +646,7 @@ class _PoolRun:
                     if fut is self.wake:
                         continue
                     kind = self.pending.pop(fut)
-                    self._collect(fut, kind, rows)
+                    self._collect(fut, kind, rows, each)
                     batches -= kind[0] == "batch"
                     if batches == 0 and kind[0] == "batch" and self.pending:
                         # every range is handed out: while the workers compute them, load
@@ -649,9 +660,12 @@ class _PoolRun:
             raise CancelledError("tensor metrics cancelled")
         return rows
 
-    def _collect(self, fut: Future, kind: tuple, rows: list[_Row]) -> None:
+    def _collect(self, fut: Future, kind: tuple, rows: list[_Row],
+                 each: Callable[[list[_Row]], object] | None = None) -> None:
         if kind[0] == "batch":
             got, big = fut.result()
+            if each is not None:
+                each(got)
             rows.extend(got)
             self.bar.advance(len(got))
             for job_id, opened in big:
