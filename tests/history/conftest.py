@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -20,11 +21,14 @@ def hist(tmp_path_factory: pytest.TempPathFactory) -> Path:
     base = tmp_path_factory.mktemp("history")
     jsons = build_roots(base)
     db = base / "hist.duckdb"
-    # both runs at once: two msq processes (each with a pool of workers) share one database
+    # both runs at once: two msq processes (each with a pool of workers) share one database;
+    # one waits for the other's lock, for longer than the default 60 s on a loaded machine (a
+    # suite run niced beside others timed out here: the waiting is what is tested, not its limit)
+    env = {**os.environ, "MSQ_DB_TIMEOUT": "600"}
     procs = [subprocess.Popen(
         [sys.executable, "-m", "msq.cli", "compare", str(compare_json), "-o",
          str(base / f"out_{label}"), "--db", str(db), "--label", label, "--format", "csv", "-c"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
         for label, compare_json in jsons.items()]
     for proc in procs:
         _, err = proc.communicate(timeout=600)
