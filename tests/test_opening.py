@@ -223,6 +223,14 @@ def test_a_kept_database_lives_until_the_process_ends(tmp_path: Path,
     assert opening._KEPT == []
 
 
+def _python(code: str) -> subprocess.CompletedProcess[str]:
+    """``code`` run by a new interpreter (imports as a command's are), which must succeed."""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120, check=False)
+    assert out.returncode == 0, out.stderr
+    return out
+
+
 def test_the_command_preloads_duckdb_and_forks_safely(tmp_path: Path) -> None:
     """msq/__main__.py maps DuckDB's library in a thread (preload_duckdb); a fork meanwhile
     waits for it, and the child can still load extension modules."""
@@ -235,9 +243,7 @@ def test_the_command_preloads_duckdb_and_forks_safely(tmp_path: Path) -> None:
             "import duckdb\n"
             "print(os.waitstatus_to_exitcode(status), duckdb.connect().execute('SELECT 42')"
             ".fetchall()[0][0])\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=120, check=False)
-    assert out.returncode == 0, out.stderr
+    out = _python(code)
     assert out.stdout.split() == ["0", "42"]
 
 
@@ -251,9 +257,7 @@ def test_duckdb_imports_without_importlib_metadata_and_the_same_version() -> Non
             "          for m in sys.modules), duckdb.__version__)\n"
             "import importlib.metadata as m\n"
             "print(type(m).__name__, m.__name__, m.version('duckdb'), hasattr(m, 'entry_points'))\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=120, check=False)
-    assert out.returncode == 0, out.stderr
+    out = _python(code)
     first, second = out.stdout.splitlines()
     import importlib.metadata
 
@@ -281,9 +285,7 @@ def test_the_stand_in_gives_other_names_from_the_real_module() -> None:
             "builtins.__import__ = real_import\n"
             "import duckdb, importlib.metadata as m\n"
             "print(seen[0], duckdb.__version__, m.version('click'))\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=120, check=False)
-    assert out.returncode == 0, out.stderr
+    out = _python(code)
     import importlib.metadata
 
     click = importlib.metadata.version("click")

@@ -83,6 +83,15 @@ def group(pgid: int) -> list[int]:
     return [p for p, _, grp in _processes() if grp == pgid]
 
 
+def assert_group_gone(pgid: int, within: float = 10.0) -> None:
+    """Every process of the group ``pgid`` ends within ``within`` seconds (workers are reaped
+    shortly after msq exits)."""
+    deadline = time.monotonic() + within
+    while group(pgid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert group(pgid) == [], f"processes left behind: {group(pgid)}"
+
+
 def interrupt(args: list[str], when: str, workers: bool = False, delay: float = 0.0,
               budget: float = 120) -> tuple[int, str, float]:
     """Run ``msq compare args -v`` under ``timeout -s INT``; once ``when`` is logged (and, with
@@ -116,10 +125,7 @@ def interrupt(args: list[str], when: str, workers: bool = False, delay: float = 
         os.killpg(proc.pid, signal.SIGKILL)
         pytest.fail("msq hung after SIGINT")
     took = time.monotonic() - sent
-    deadline = time.monotonic() + 30
-    while group(proc.pid) and time.monotonic() < deadline:  # workers reaped shortly after
-        time.sleep(0.1)
-    assert group(proc.pid) == [], f"processes left behind: {group(proc.pid)}"
+    assert_group_gone(proc.pid, 30)
     return status, "".join(seen) + rest, took
 
 
@@ -221,10 +227,7 @@ def _interrupt_loading(cfg: Path, out: Path) -> tuple[int, str, float]:
     assert proc.stderr is not None
     err = proc.stderr.read()
     status = proc.wait(timeout=60)
-    deadline = time.monotonic() + 30
-    while group(proc.pid) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert group(proc.pid) == [], group(proc.pid)
+    assert_group_gone(proc.pid, 30)
     assert "compare mode" not in err, err  # it was stopped while loading
     return status, err, time.monotonic() - sent
 

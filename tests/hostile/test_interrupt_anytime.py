@@ -34,6 +34,7 @@ import pytest
 
 from msq.loader import PARALLEL_BYTES
 from tests.hostile.helpers import outputs
+from tests.hostile.test_interrupt import assert_group_gone, group
 
 ROOT = Path(__file__).parents[2]
 MSQ = [sys.executable, "-m", "msq"]
@@ -77,20 +78,6 @@ def catches(pid: int, signum: int) -> bool:
     return bool(caught >> (signum - 1) & 1)
 
 
-def group(pgid: int) -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stat = Path(f"/proc/{entry}/stat").read_text()
-            except OSError:
-                continue
-            fields = stat[stat.rindex(")") + 2:].split()
-            if fields[0] != "Z" and int(fields[2]) == pgid:
-                found.append(int(entry))
-    return found
-
-
 def kill_and_expect_no_survivors(proc: subprocess.Popen[str], seen: str = "") -> None:
     """SIGKILL msq (started in its own group), then every process it started must end with it:
     within 30 s its stderr reaches EOF, within 10 s more its process group is empty."""
@@ -102,10 +89,7 @@ def kill_and_expect_no_survivors(proc: subprocess.Popen[str], seen: str = "") ->
         os.killpg(proc.pid, signal.SIGKILL)
         proc.communicate()
         pytest.fail(f"processes outlived msq by 30 s: {left}\n{seen}")
-    deadline = time.monotonic() + 10
-    while group(proc.pid) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert group(proc.pid) == [], f"processes left behind: {group(proc.pid)}"
+    assert_group_gone(proc.pid)
 
 
 def start(cfg: Path, out: Path, db: Path, *flags: str) -> subprocess.Popen[str]:
@@ -144,10 +128,7 @@ def stop(proc: subprocess.Popen[str], signum: int, seen: list[str]) -> tuple[int
         _, rest = proc.communicate()
         pytest.fail(f"msq hung after {signal.Signals(signum).name}:\n{''.join(seen)}{rest}")
     took = time.monotonic() - sent
-    deadline = time.monotonic() + 10
-    while group(proc.pid) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert group(proc.pid) == [], f"processes left behind: {group(proc.pid)}"
+    assert_group_gone(proc.pid)
     return proc.returncode, "".join(seen) + rest, took
 
 

@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.hostile.test_interrupt import group
+from tests.hostile.test_interrupt import assert_group_gone
 
 #: Far more than a stop needs (about a second at load 10); only a hang reaches it.
 HUNG = 60.0
@@ -74,10 +74,7 @@ def run(script: str, root: Path, n: int, *args: str) -> tuple[str, float]:
         out, _ = proc.communicate()
         pytest.fail(f"hung after Ctrl-C: {out}")
     took = time.monotonic() - started
-    deadline = time.monotonic() + 10
-    while group(proc.pid) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert group(proc.pid) == [], f"processes left behind: {group(proc.pid)}"
+    assert_group_gone(proc.pid)
     assert "Traceback" not in out and proc.returncode == 0, out
     return out, took
 
