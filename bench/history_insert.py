@@ -48,7 +48,7 @@ def append(rows: object, layout: str, path: Path) -> tuple[float, float]:
         msq_db.run_schema(con, "history/schema")
     con.execute("USE memory")
     if layout == "v4-known":
-        con.execute(recorder._NEW_NAMES.format(rows="hist_rows"))
+        recorder.insert_names(con, "hist_rows")
     con.execute("BEGIN")
     c0, t0 = cpu(), time.perf_counter()
     if layout == "v3":

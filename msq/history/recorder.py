@@ -392,7 +392,7 @@ class Recorder:
             # the names query reads hist_result: here the result's names and each row's op
             names = (f"WITH hist_result AS (SELECT s.*, o.op_name FROM hist_names_stream s "
                      f"LEFT JOIN hist_row_ops o USING (out_seq))\n{names_sql}")
-            cur.execute(_NEW_NAMES.format(rows=f"(\n{names}\n)"))
+            insert_names(cur, f"(\n{names}\n)")
         finally:
             cur.unregister("hist_names_stream")
         self._lap("names")
@@ -505,30 +505,52 @@ def _insert_compare(cur: duckdb.DuckDBPyConnection, compare_id: int,
                 f"VALUES ({', '.join('?' for _ in cols)})", [compare_id, *row.values()])
 
 
-# The compare's names not yet in the history's dictionary get the next keys, in the order of
-# their first row (op, NPU, bench name within a row; docs/schema.md, "names").
+# The compare's names with their keys, in the temporary table hist_keys of the recorder's
+# connection: each distinct name once, with the positions it takes (out_seq * 3 + slot: op, NPU,
+# bench name within a row), its key (the history's, or the next ones after the largest in the
+# order of their first position: docs/schema.md, "names") and whether it is new to the history.
+# The rows then get their keys from these positions, joined on out_seq (integers), not by three
+# joins on the names of the history's whole dictionary (~0.04 s CPU less on a 100k-row compare).
 _NEW_NAMES = f"""
-INSERT INTO {ALIAS}.names
-SELECT (SELECT coalesce(max(name_id), 0) FROM {ALIAS}.names)
-         + (row_number() OVER (ORDER BY first))::INTEGER, name
-FROM (SELECT name, min(out_seq * 3 + slot) AS first
-      FROM (SELECT out_seq, unnest([0, 1, 2]) AS slot,
-                   unnest([op_name, npu_name, bench_name]) AS name FROM {{rows}})
-      WHERE name IS NOT NULL GROUP BY name) s
-WHERE NOT EXISTS (SELECT 1 FROM {ALIAS}.names h WHERE h.name = s.name)
+CREATE OR REPLACE TEMP TABLE hist_keys AS
+WITH seen AS (
+  SELECT name, min(pos) AS first, list(pos) AS positions
+  FROM (SELECT out_seq * 3 + slot AS pos, name
+        FROM (SELECT out_seq, unnest([0, 1, 2]) AS slot,
+                     unnest([op_name, npu_name, bench_name]) AS name FROM {{rows}}))
+  WHERE name IS NOT NULL GROUP BY name
+), known AS (
+  SELECT s.*, h.name_id FROM seen s LEFT JOIN {ALIAS}.names h ON h.name = s.name
+)
+SELECT name, first, positions, name_id IS NULL AS new,
+       coalesce(name_id, (SELECT coalesce(max(name_id), 0) FROM {ALIAS}.names)
+                + (row_number() OVER (PARTITION BY name_id IS NULL ORDER BY first))::INTEGER)
+         AS name_id
+FROM known
 """
-# The rows with their names' keys (0: NULL, the absent side). Three joins on the names cost
-# ~0.1 s a 100k-row compare; one join of the rows' names unnested, pivoted back, cost the same.
+_INSERT_NEW_NAMES = (f"INSERT INTO {ALIAS}.names SELECT name_id, name FROM hist_keys WHERE new "
+                     "ORDER BY name_id")
+# The rows with their names' keys (0: NULL, the absent side), from hist_keys' positions.
 _KEYED_ROWS = f"""
 INSERT INTO {ALIAS}.result_data BY NAME
 SELECT ?::BIGINT AS compare_id, r.* EXCLUDE (op_name, npu_name, bench_name),
-       coalesce(o.name_id, 0) AS op_id, coalesce(n.name_id, 0) AS npu_id,
-       coalesce(b.name_id, 0) AS bench_id
+       coalesce(k.op_id, 0) AS op_id, coalesce(k.npu_id, 0) AS npu_id,
+       coalesce(k.bench_id, 0) AS bench_id
 FROM {{rows}} r
-LEFT JOIN {ALIAS}.names o ON o.name = r.op_name
-LEFT JOIN {ALIAS}.names n ON n.name = r.npu_name
-LEFT JOIN {ALIAS}.names b ON b.name = r.bench_name
+LEFT JOIN (SELECT pos // 3 AS out_seq, max(name_id) FILTER (pos % 3 = 0) AS op_id,
+                  max(name_id) FILTER (pos % 3 = 1) AS npu_id,
+                  max(name_id) FILTER (pos % 3 = 2) AS bench_id
+           FROM (SELECT unnest(positions) AS pos, name_id FROM hist_keys)
+           GROUP BY ALL) k USING (out_seq)
 """
+
+
+def insert_names(con: duckdb.DuckDBPyConnection, names: str) -> None:
+    """The names of one compare's rows (the relation ``names``: out_seq, op_name, npu_name,
+    bench_name) keyed into the temporary table ``hist_keys``, the new ones inserted into the
+    history's ``names``. Inside the caller's transaction."""
+    con.execute(_NEW_NAMES.format(rows=names))
+    con.execute(_INSERT_NEW_NAMES)
 
 
 def insert_result_rows(con: duckdb.DuckDBPyConnection, rows: str, compare_id: int,
@@ -539,10 +561,11 @@ def insert_result_rows(con: duckdb.DuckDBPyConnection, rows: str, compare_id: in
 
     ``names``: a cheaper relation of the rows' names alone (out_seq, op_name, npu_name,
     bench_name) to find the new ones in; ``rows`` by default. ``new_names``: False when the
-    caller has inserted them already."""
+    caller has keyed them already (:func:`insert_names`, on this connection)."""
     if new_names:
-        con.execute(_NEW_NAMES.format(rows=names or rows))
+        insert_names(con, names or rows)
     con.execute(_KEYED_ROWS.format(rows=rows), [compare_id])
+    con.execute("DROP TABLE IF EXISTS temp.hist_keys")
 
 
 def prepare_ops(con: duckdb.DuckDBPyConnection, table: bool = False) -> None:
