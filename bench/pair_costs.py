@@ -2,6 +2,7 @@
 """Where one rank x step pair's time and memory go: the worker's half and the driver's half.
 
     python bench/pair_costs.py --ops 5000 --repeat 3
+    python bench/pair_costs.py --stages --ops 200 --work /tmp/me    # where a pair's CPU goes
 
 One pair of bench/gen_stat.py statistics dumps (--ops ops a side) is computed, rendered and
 turned into history rows (msq/pair_tables.py: what a Ray task or pool worker does), once per
@@ -9,6 +10,12 @@ output format (and in a pool worker's kept database against a new one each pair)
 times; the median seconds (wall and this process's CPU), the bytes the worker sends back (files,
 and the history rows as Arrow) and the history database's growth per pair are printed. These
 figures feed docs/scale.md.
+
+``--stages``: only where one pair's CPU goes in a pool worker's kept database, by stage (each
+stage's thread CPU, from the thread that runs it: the strands' DuckDB queries run on their own
+threads with one DuckDB thread, so each is counted once), the median of --repeat pairs. Run it
+at two sizes (e.g. --ops 200 and --ops 5000) to tell a pair's fixed cost from its per-row cost.
+``--work``: where the generated dumps and results.jsonl go (default bench/work).
 """
 from __future__ import annotations
 
@@ -31,6 +38,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ops", type=int, default=5000)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--stages", action="store_true", help="only the stage breakdown")
+    ap.add_argument("--work", type=Path, default=HERE / "work")
     a = ap.parse_args(argv)
 
     from gen_root import generate_root
@@ -40,13 +49,17 @@ def main(argv: list[str] | None = None) -> int:
     from msq.pair_tables import compute_pair
     from msq.run_writer import RunWriter
 
-    base = HERE / "work" / f"pair-{a.ops}"
+    base = a.work / f"pair-{a.ops}"
     if not (base / "meta.json").is_file():
         generate_root(base, 1, 1, a.ops)
     job = discover_jobs(base / "npu", base / "bench", False)[0]
     dump_bytes = sum(os.path.getsize(p) for p in (job.npu[0], job.bench[0]))
     row: dict[str, object] = {"bench": "pair_costs", "ops": a.ops,
                               "dump_json_bytes": dump_bytes, "load": round(os.getloadavg()[0], 2)}
+    if a.stages:
+        row["bench"] = "pair_stages"
+        row.update(stage_costs(job, a.repeat))
+        return _report(row, a.work)
     for fmt in ("xlsx", "csv", "parquet", "history"):
         record = fmt == "history"
         out = Path(tempfile.mkdtemp(prefix="pair-costs-"))
@@ -91,10 +104,96 @@ def main(argv: list[str] | None = None) -> int:
     # the history runs above include a Parquet file; subtract it to get the rows alone
     row["history_rows_s"] = round(float(row["compute_history_s"])  # type: ignore[arg-type]
                                   - float(row["compute_parquet_s"]), 3)  # type: ignore[arg-type]
+    return _report(row, a.work)
+
+
+def _report(row: dict[str, object], work: Path) -> int:
     print(json.dumps(row))
-    with open(HERE / "work" / "results.jsonl", "a", encoding="utf-8") as handle:
+    with open(work / "results.jsonl", "a", encoding="utf-8") as handle:
         handle.write(json.dumps(row) + "\n")
     return 0
+
+
+#: The stages :func:`stage_costs` times: (label, module, function); a materialised view is timed
+#: under ``view:<name>`` (msq.db.materialize, on whichever strand runs it)
+STAGES = (("read", "msq.pipeline", "read_sides"), ("load", "msq.pipeline", "load_sides"),
+          ("match", "msq.pipeline", "pair_rows"), ("windows", "msq.pipeline", "write_windows"),
+          ("summary", "msq.pipeline", "summarize"), ("workbook", "msq.export.outputs", "write_outputs"),
+          ("history_rows", "msq.pair_tables", "_history_rows"))
+
+
+def stage_costs(job: object, repeat: int) -> dict[str, object]:
+    """Thread CPU milliseconds of one pair by stage, in a pool worker's kept database (the
+    first pair, which opens it, left out); ``pair_cpu_ms``: the whole process's CPU a pair;
+    ``other_ms``: what no stage holds (the catalog's views, the pair's set-up, Python); a stage
+    inside another (``view:op_keys`` in ``match``) is counted once there."""
+    import importlib
+    import resource
+    import threading
+
+    from msq.config import Options
+    from msq.pair_tables import WorkerDatabase, compute_pair
+
+    spent: dict[str, float] = {}
+    lock = threading.Lock()
+
+    depth = threading.local()
+
+    def timed(label: str, func: object) -> object:
+        def run(*args: object, **kwargs: object) -> object:
+            t0 = time.thread_time()
+            outer = getattr(depth, "n", 0) == 0  # not inside another stage (match holds op_keys)
+            depth.n = getattr(depth, "n", 0) + 1
+            try:
+                return func(*args, **kwargs)  # type: ignore[operator]
+            finally:
+                depth.n -= 1
+                name = f"view:{args[1]}" if label == "view" else label
+                took = time.thread_time() - t0
+                with lock:
+                    spent[name] = spent.get(name, 0.0) + took
+                    if outer:
+                        spent["staged"] = spent.get("staged", 0.0) + took
+        return run
+
+    saved = []
+    for label, module, name in (*STAGES, ("view", "msq.db", "materialize"),
+                                ("reset", "msq.pair_tables", "WorkerDatabase.reset")):
+        owner: object = importlib.import_module(module)
+        attr = name
+        if "." in name:
+            cls, attr = name.split(".")
+            owner = getattr(owner, cls)
+        saved.append((owner, attr, getattr(owner, attr)))
+        setattr(owner, attr, timed(label, getattr(owner, attr)))
+    # the pipeline calls these by the names it imported
+    from msq import pipeline
+    for label, module, name in STAGES:
+        if module != "msq.pipeline" and hasattr(pipeline, name):
+            saved.append((pipeline, name, getattr(pipeline, name)))
+            setattr(pipeline, name, getattr(importlib.import_module(module), name))
+    opts = Options(workers=1, record=True, formats=("xlsx",))
+    folder = Path(tempfile.mkdtemp(prefix="pair-stages-"))
+    runs: list[dict[str, float]] = []
+    try:
+        compute_pair(job, opts, folder, kept=True)  # type: ignore[arg-type]  (opens it)
+        for _ in range(repeat):
+            spent.clear()
+            r0 = resource.getrusage(resource.RUSAGE_SELF)
+            compute_pair(job, opts, folder, kept=True)  # type: ignore[arg-type]
+            r1 = resource.getrusage(resource.RUSAGE_SELF)
+            runs.append({**spent, "pair_cpu": r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime})
+    finally:
+        for owner, attr, func in reversed(saved):
+            setattr(owner, attr, func)
+        WorkerDatabase.discard()
+        shutil.rmtree(folder)
+    out: dict[str, object] = {}
+    for key in runs[-1]:
+        out[f"{key}_ms"] = round(1000 * statistics.median(r.get(key, 0.0) for r in runs), 1)
+    out["other_ms"] = round(float(out.pop("pair_cpu_ms")) - float(out.pop("staged_ms")), 1)  # type: ignore[arg-type]
+    out["pair_cpu_ms"] = round(1000 * statistics.median(r["pair_cpu"] for r in runs), 1)
+    return out
 
 
 def kept_costs(job: object, base: Path, repeat: int) -> dict[str, float]:

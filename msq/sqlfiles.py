@@ -46,8 +46,24 @@ def _folder(folder: str, root: Traversable | Path | None = None) -> Traversable 
     return base
 
 
+#: The shipped folders read so far, by (the ``sql_root`` in use, folder): shipped files do not
+#: change while msq runs, and a pool worker's pairs read the same ~25 a pair (~10 ms of reading
+#: and sorting each time). A stand-in ``sql_root`` (a test's) reads and keeps its own.
+_SHIPPED: dict[tuple[object, str], tuple[SqlFile, ...]] = {}
+
+
 def sql_files(folder: str, root: Path | None = None) -> list[SqlFile]:
     """The ``.sql`` files of ``sql/<folder>`` (or of ``root/<folder>``), in file-name order."""
+    if root is not None:
+        return _read_files(folder, root)
+    key = (sql_root, folder)
+    found = _SHIPPED.get(key)
+    if found is None:
+        found = _SHIPPED[key] = tuple(_read_files(folder, None))
+    return list(found)
+
+
+def _read_files(folder: str, root: Path | None) -> list[SqlFile]:
     where = _folder(folder, root)
     if not where.is_dir():
         return []

@@ -140,3 +140,23 @@ def test_a_view_ending_with_a_comment_line_keeps_its_description(tmp_path: Path)
     assert con.execute("SELECT comment FROM duckdb_views() WHERE view_name = 'my_rule'"
                        ).fetchall() == [("it's mine",)]
     assert con.execute("SELECT * FROM my_rule").fetchall() == [(1,)]
+
+
+def test_shipped_files_are_read_once_per_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    reads: list[str] = []
+    real = sqlfiles._read_files
+
+    def counted(folder: str, root: Path | None) -> list[sqlfiles.SqlFile]:
+        reads.append(folder)
+        return real(folder, root)
+
+    monkeypatch.setattr(sqlfiles, "_SHIPPED", {})
+    monkeypatch.setattr(sqlfiles, "_read_files", counted)
+    first = sqlfiles.sql_files("compare/schema")
+    first.clear()  # the caller's own list: the kept files are untouched
+    again = sqlfiles.sql_files("compare/schema")
+    assert again and again == real("compare/schema", None)
+    assert db.sql_file("compare/rules/row_error.sql").text == (
+        Path(str(db.sql_root())) / "compare" / "rules" / "row_error.sql").read_text(encoding="utf-8")
+    db.sql_file("compare/rules/row_error.sql")
+    assert reads == ["compare/schema", "compare/rules"]
