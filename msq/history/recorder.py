@@ -338,14 +338,18 @@ class Recorder:
             # the new names from the names alone: the whole row's query took longer to plan
             # than to run on a small compare (~25 ms of llama_port's 1,209 rows); both queries
             # inline, not views (a view is planned once more when it is created)
-            names_sql = db.sql_file("history/record/hist_row_names.sql").body
+            names_sql = ""
             if self._blame_pending():
                 # blame still runs: the names go in first, read through the side connection, so
                 # that this transaction reads the compare's database (and sees its tables) only
                 # after them; by then blame has mostly ended and its rows are read directly
                 # (streamed they cost ~0.09 s CPU more on stat, the names ~0.02 s)
-                self._insert_names_streamed(names_sql)
-                names_sql = ""
+                self._insert_names_streamed()
+            else:
+                # the result's names columns, without hist_result's join of the marks (~0.01 s
+                # CPU of a 100k-row compare)
+                names_sql = names_query(f'(SELECT out_seq, kind, "NPU Name", "Bench Name" '
+                                        f"FROM result_{self._mode})")
             # only now the compare's database: a USE begins this transaction there too (its
             # snapshot taken then, before blame's tables when blame still ran: they were streamed
             # in, ~0.06 s CPU more at the record's end, in 7 of 8 runs of stat)
@@ -380,7 +384,7 @@ class Recorder:
             return False
         return bool(db.scalar(self._side, "SELECT count(*) FROM blame_params"))
 
-    def _insert_names_streamed(self, names_sql: str) -> None:
+    def _insert_names_streamed(self) -> None:
         """The new names of the compare's rows, from its result read by the side connection
         (an Arrow C stream; this connection's own table ``hist_row_ops`` gives the ops): this
         transaction does not read the compare's database for them."""
@@ -389,10 +393,7 @@ class Recorder:
                                  f"FROM result_{self._mode}")
         cur.register("hist_names_stream", result)
         try:
-            # the names query reads hist_result: here the result's names and each row's op
-            names = (f"WITH hist_result AS (SELECT s.*, o.op_name FROM hist_names_stream s "
-                     f"LEFT JOIN hist_row_ops o USING (out_seq))\n{names_sql}")
-            insert_names(cur, f"(\n{names}\n)")
+            insert_names(cur, f"(\n{names_query('hist_names_stream')}\n)")
         finally:
             cur.unregister("hist_names_stream")
         self._lap("names")
@@ -543,6 +544,16 @@ LEFT JOIN (SELECT pos // 3 AS out_seq, max(name_id) FILTER (pos % 3 = 0) AS op_i
            FROM (SELECT unnest(positions) AS pos, name_id FROM hist_keys)
            GROUP BY ALL) k USING (out_seq)
 """
+
+
+def names_query(source: str) -> str:
+    """The names of each output row (``hist_row_names``) from ``source``, the result's rows
+    (out_seq, kind, "NPU Name", "Bench Name"), with each row's op (``hist_row_ops``, a table of
+    the recorder's connection: :func:`prepare_ops`)."""
+    names_sql = db.sql_file("history/record/hist_row_names.sql").body
+    # the names query reads hist_result: here the result's names and each row's op
+    return (f"WITH hist_result AS (SELECT s.*, o.op_name FROM {source} s "
+            f"LEFT JOIN hist_row_ops o USING (out_seq))\n{names_sql}")
 
 
 def insert_names(con: duckdb.DuckDBPyConnection, names: str) -> None:

@@ -223,8 +223,8 @@ def test_names_go_in_before_the_compare_is_read_while_blame_ends(
     streamed = threading.Event()
     real_names, real_nesting = recorder.Recorder._insert_names_streamed, blame_compute.load_nesting
 
-    def names(self: recorder.Recorder, names_sql: str) -> None:
-        real_names(self, names_sql)
+    def names(self: recorder.Recorder) -> None:
+        real_names(self)
         streamed.set()
 
     def held_nesting(*args: Any, **kwargs: Any) -> Any:
@@ -268,8 +268,8 @@ def test_blame_rows_read_directly_when_blame_ends_while_the_names_go_in(
         assert pending_seen.wait(20), "the recorder did not see blame running"
         return real_nesting(*args, **kwargs)
 
-    def names(self: recorder.Recorder, names_sql: str) -> None:
-        real_names(self, names_sql)
+    def names(self: recorder.Recorder) -> None:
+        real_names(self)
         assert self._tables.wait(20), "blame's tables did not come"  # blame ends meanwhile
 
     monkeypatch.setattr(recorder.Recorder, "_blame_pending", pending)
