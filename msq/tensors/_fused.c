@@ -914,13 +914,15 @@ done:
  * comes back as the open descriptor, for meta.take_fd to decide (a large file is kept open, a
  * non-regular one refused). Errors raise OSError as os.open / os.read would (FileNotFoundError,
  * ELOOP, ...), with the path. Per small file this saves the four Python-level calls of open,
- * fstat, read and close (tensor_small: 22k files). */
+ * fstat, read and close (tensor_small: 22k files). With dirfd (an open directory), path is a
+ * name in it (openat): the kernel then walks one component instead of the directory's whole
+ * path again for every file (~0.7 us a file). */
 static PyObject *fused_read_small(PyObject *self, PyObject *args) {
     PyObject *name, *path_obj = NULL; /* name as given (named in errors, as os.open does) */
-    int nofollow;
+    int nofollow, dirfd = AT_FDCWD;
     Py_ssize_t max_bytes;
     (void)self;
-    if (!PyArg_ParseTuple(args, "Opn", &name, &nofollow, &max_bytes)) return NULL;
+    if (!PyArg_ParseTuple(args, "Opn|i", &name, &nofollow, &max_bytes, &dirfd)) return NULL;
     if (!PyUnicode_FSConverter(name, &path_obj)) return NULL;
     const char *path = PyBytes_AS_STRING(path_obj);
     int flags = O_RDONLY | O_NONBLOCK | O_CLOEXEC | (nofollow ? O_NOFOLLOW : 0);
@@ -929,7 +931,7 @@ static PyObject *fused_read_small(PyObject *self, PyObject *args) {
     PyObject *out = NULL;
     for (;;) {
         Py_BEGIN_ALLOW_THREADS
-        fd = open(path, flags);
+        fd = openat(dirfd, path, flags);
         err = errno;
         Py_END_ALLOW_THREADS
         if (fd >= 0) break;
@@ -1064,8 +1066,8 @@ static PyMethodDef methods[] = {
      "plain torch.save zip in memory, or None"},
 #if MSQ_POSIX_IO
     {"read_small", fused_read_small, METH_VARARGS,
-     "read_small(path, nofollow, max_bytes) -> the whole file (a regular file of at most max_bytes)"
-     " or its open descriptor (anything else); OSError as os.open"},
+     "read_small(path, nofollow, max_bytes, dirfd=AT_FDCWD) -> the whole file (a regular file of"
+     " at most max_bytes) or its open descriptor (anything else); OSError as os.open"},
 #endif
     {"hash_words", fused_hash_words, METH_VARARGS,
      "hash_words(words, base=0) -> int: content hash of uint32 words starting at word `base`"},

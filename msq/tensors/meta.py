@@ -412,6 +412,20 @@ def open_tensor(path: str, *, nofollow: bool = False) -> bytes | TensorFile:
     return take_fd(path, open_fd(path, nofollow=nofollow))
 
 
+def open_tensor_at(dirfd: int, name: str, path: str) -> bytes | TensorFile:
+    """:func:`open_tensor` of the plain file name ``name`` in the open directory ``dirfd``
+    (``path``: the same file by its path, named in messages), without following a symlink.
+
+    Raises:
+        OSError: as :func:`open_fd` with ``nofollow``.
+        TensorFileError: the path is not a regular file.
+    """
+    if _read_small is not None:
+        got = _read_small(name, True, SMALL_FILE_BYTES, dirfd)
+        return got if isinstance(got, bytes) else take_fd(path, got)
+    return take_fd(path, os.open(name, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW, dir_fd=dirfd))
+
+
 def read_small(path: str, *, nofollow: bool = False) -> bytes | None:
     """The whole file if it is at most SMALL_FILE_BYTES long, else None (open, fstat, read)."""
     opened = open_tensor(path, nofollow=nofollow)

@@ -8,14 +8,17 @@ here: it is reported as missing so the metrics layer can write msprobe's NO_DATA
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import functools
 import os
 import stat
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 from msq.errors import TensorFileError
-from msq.tensors.meta import TensorFile, open_fd, open_tensor, take_fd
+from msq.tensors.meta import TensorFile, open_fd, open_tensor, open_tensor_at, take_fd
 
 TENSOR_DIR_NAME = "dump_tensor_data"
 
@@ -88,6 +91,50 @@ def _real_dir(directory: str) -> str:
     return os.path.realpath(directory)
 
 
+class _Dirs(threading.local):
+    opened: dict[str, int] | None = None
+
+
+_DIRS = _Dirs()
+
+
+@contextlib.contextmanager
+def directories_held() -> Iterator[None]:
+    """Within the block, :func:`read_confined` opens a plain name relative to its directory,
+    opened once (at its first name) and closed at the block's end: the kernel walks the file's
+    name alone, not the directory's whole path again for each file (~0.7 us a file, 22k files
+    on tensor_small). What a name opens is the same: the file of that name in the directory the
+    path named when the block first used it. Nested blocks share the outer one's; per thread."""
+    if _DIRS.opened is not None:
+        yield
+        return
+    opened: dict[str, int] = {}
+    _DIRS.opened = opened
+    try:
+        yield
+    finally:
+        _DIRS.opened = None
+        for fd in opened.values():
+            if fd >= 0:
+                os.close(fd)
+
+
+def _held_dir(root: str) -> int:
+    """The descriptor of the directory ``root`` held by :func:`directories_held`, or -1 (no
+    block, or the directory cannot be opened: the caller opens by path, and says why)."""
+    opened = _DIRS.opened
+    if opened is None:
+        return -1
+    fd = opened.get(root)
+    if fd is None:
+        try:
+            fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except (OSError, ValueError):
+            fd = -1
+        opened[root] = fd
+    return fd
+
+
 def read_confined(
     tensor_dir: str | os.PathLike[str], name: str
 ) -> tuple[str, bytes | TensorFile] | None:
@@ -119,8 +166,10 @@ def read_confined(
         # os.path.join, ~1 us less a file on POSIX (22k files on tensor_small's workers)
         path = (root + "/" + name if _POSIX and root and not root.endswith("/")
                 else os.path.join(root, name))
+        dirfd = _held_dir(root)
         try:
-            return path, open_tensor(path, nofollow=True)
+            return path, (open_tensor(path, nofollow=True) if dirfd < 0
+                          else open_tensor_at(dirfd, name, path))
         except FileNotFoundError:
             return None
         except OSError as exc:

@@ -50,7 +50,7 @@ from msq.tensors.metrics import (
     range_size,
     range_stats,
 )
-from msq.tensors.paths import read_confined
+from msq.tensors.paths import directories_held, read_confined
 from msq.tensors.reader import inspect_tensor
 
 if TYPE_CHECKING:
@@ -265,7 +265,7 @@ def _run_batch(
     big: list[tuple[int, Opened]] = []
     small: list[tuple[int, Opened]] = []
     small_elems = 0
-    with single_threaded_blas():
+    with single_threaded_blas(), directories_held():
         for job in jobs:
             opened = measure.open(job)
             if not isinstance(opened, Opened):

@@ -369,6 +369,20 @@ def test_small_files_are_read_in_one_call_as_os_open_and_os_read_would(tmp_path:
     with pytest.raises(FileNotFoundError) as missing:
         read_small(str(tmp_path / "absent.pt"), True, 1 << 20)
     assert missing.value.filename == str(tmp_path / "absent.pt")
+    # a name in an open directory (openat: paths.directories_held): the same outcomes
+    dirfd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        assert read_small("small.pt", True, 1 << 20, dirfd) == small.read_bytes()
+        fd = read_small("small.pt", True, 100, dirfd)
+        assert isinstance(fd, int) and os.fstat(fd).st_size == 10240
+        os.close(fd)
+        with pytest.raises(OSError) as refused:
+            read_small("link.pt", True, 1 << 20, dirfd)
+        assert refused.value.errno == errno.ELOOP and refused.value.filename == "link.pt"
+        with pytest.raises(FileNotFoundError):
+            read_small("absent.pt", True, 1 << 20, dirfd)
+    finally:
+        os.close(dirfd)
 
 
 def test_r12_in_c_is_the_text_rounding_bit_for_bit() -> None:
@@ -400,3 +414,4 @@ def test_r12_in_c_is_the_text_rounding_bit_for_bit() -> None:
     wrong = [v for v in values if bits(_fused.r12(v)) != bits(_r12_text(v))]
     assert wrong == []
     assert _fused.r12(np.float32(0.1)) == _r12_text(np.float32(0.1))
+

@@ -90,3 +90,41 @@ def test_a_directory_is_not_a_tensor_file(tensor_dir: Path) -> None:
     (tensor_dir / "d.pt").mkdir()
     with pytest.raises(TensorFileError, match="not a regular file"):
         read_confined(tensor_dir, "d.pt")
+
+
+def _outcome(tensor_dir: Path, name: str) -> object:
+    try:
+        got = read_confined(tensor_dir, name)
+    except TensorFileError as exc:
+        return ("error", str(exc))
+    if got is None:
+        return None
+    path, data = got
+    return (path, data if isinstance(data, bytes) else ("file", data.size))
+
+
+def test_names_opened_in_a_held_directory_give_what_their_paths_give(tensor_dir: Path,
+                                                                     tmp_path: Path) -> None:
+    """directories_held (the pool's batches): a plain name is opened in the directory opened
+    once, not by its path; every outcome is the same: the bytes, a large file kept open, a
+    missing file, a symlink inside (followed) or out (refused), a directory, a FIFO, escaping
+    names, a directory that does not exist."""
+    from msq.tensors.meta import SMALL_FILE_BYTES
+    from msq.tensors.paths import directories_held
+
+    (tensor_dir / "big.pt").write_bytes(b"b" * (SMALL_FILE_BYTES + 1))
+    os.symlink("a.pt", tensor_dir / "in.pt")
+    os.symlink(tmp_path / "secret.pt", tensor_dir / "out.pt")
+    os.symlink("gone.pt", tensor_dir / "dangling.pt")
+    (tensor_dir / "d.pt").mkdir()
+    os.mkfifo(tensor_dir / "fifo.pt")
+    names = ["a.pt", "big.pt", "in.pt", "out.pt", "dangling.pt", "d.pt", "fifo.pt", "none.pt",
+             "../secret.pt", "sub/a.pt", ".."]
+    dirs = [tensor_dir, tmp_path / "absent" / "dump_tensor_data"]
+    want = [_outcome(d, n) for d in dirs for n in names]
+    with directories_held():
+        got = [_outcome(d, n) for d in dirs for n in names]
+        with directories_held():  # nested: the outer block's descriptors
+            assert [_outcome(d, n) for d in dirs for n in names] == want
+    assert got == want
+    assert want[0] == (str(tensor_dir / "a.pt"), b"x") and want[len(names) + 0] is None
