@@ -983,6 +983,81 @@ fail_open:
 }
 #endif
 
+/* numpy's own BLAS ddot (ILP64: 64-bit n and increments), found by msq.tensors.fused in the
+ * library numpy's extension is linked to, and checked there against np.dot; NULL until then. */
+typedef double (*ddot_fn)(int64_t n, const double *x, int64_t incx, const double *y, int64_t incy);
+static ddot_fn blas_ddot = NULL;
+
+static PyObject *fused_set_ddot(PyObject *self, PyObject *arg) {
+    (void)self;
+    void *p = PyLong_AsVoidPtr(arg);
+    if (p == NULL && PyErr_Occurred()) return NULL;
+    blas_ddot = (ddot_fn)p;
+    Py_RETURN_NONE;
+}
+
+/* np.dot of two float64 vectors of n > 0 elements, as numpy computes it: one element is numpy's
+ * "scalar" case, the product itself (a -0.0 stays -0.0); longer vectors go to DOUBLE_dot, a sum
+ * from 0.0 of cblas_ddot over chunks of at most NPY_CBLAS_CHUNK = 2^30 elements, unit strides. */
+static double np_dot(const double *x, const double *y, int64_t n) {
+    if (n == 1) return x[0] * y[0];
+    double sum = 0.0;
+    while (n > 0) {
+        int64_t chunk = n < ((int64_t)1 << 30) ? n : ((int64_t)1 << 30);
+        sum += blas_ddot(chunk, x, 1, y, 1);
+        x += chunk;
+        y += chunk;
+        n -= chunk;
+    }
+    return sum;
+}
+
+/* segment_dots(n64, b64, diff, offsets) -> [(n.b, n.n, b.b, d.d), ...]: per segment j (elements
+ * offsets[j] .. offsets[j+1]-1 of the three float64 arrays) the four dot products the small pairs'
+ * rows take, each the np.dot numpy computes for those slices (the same BLAS function, called as
+ * numpy calls it), in one call instead of four np.dot calls and six slices a pair from Python. */
+static PyObject *fused_segment_dots(PyObject *self, PyObject *args) {
+    Py_buffer nbuf, bbuf, dbuf, obuf;
+    (void)self;
+    if (blas_ddot == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "segment_dots: numpy's ddot was not set");
+        return NULL;
+    }
+    if (!PyArg_ParseTuple(args, "y*y*y*y*", &nbuf, &bbuf, &dbuf, &obuf)) return NULL;
+    PyObject *result = NULL;
+    Py_ssize_t k = nbuf.len / (Py_ssize_t)sizeof(double);
+    Py_ssize_t m = obuf.len / (Py_ssize_t)sizeof(int64_t) - 1;
+    const int64_t *off = (const int64_t *)obuf.buf;
+    int ok = nbuf.len == bbuf.len && nbuf.len == dbuf.len && nbuf.len % (Py_ssize_t)sizeof(double) == 0 &&
+             obuf.len % (Py_ssize_t)sizeof(int64_t) == 0 && m >= 0;
+    for (Py_ssize_t j = 0; ok && j < m; j++)
+        ok = off[j] >= 0 && off[j] < off[j + 1] && off[j + 1] <= k;
+    if (!ok) {
+        PyErr_SetString(PyExc_ValueError, "segment_dots: bad arrays or offsets");
+        goto done;
+    }
+    const double *N = (const double *)nbuf.buf, *B = (const double *)bbuf.buf,
+                 *D = (const double *)dbuf.buf;
+    result = PyList_New(m);
+    if (result == NULL) goto done;
+    for (Py_ssize_t j = 0; j < m; j++) {
+        int64_t s = off[j], n = off[j + 1] - off[j];
+        PyObject *t = Py_BuildValue("(dddd)", np_dot(N + s, B + s, n), np_dot(N + s, N + s, n),
+                                    np_dot(B + s, B + s, n), np_dot(D + s, D + s, n));
+        if (t == NULL) {
+            Py_CLEAR(result);
+            goto done;
+        }
+        PyList_SET_ITEM(result, j, t);
+    }
+done:
+    PyBuffer_Release(&nbuf);
+    PyBuffer_Release(&bbuf);
+    PyBuffer_Release(&dbuf);
+    PyBuffer_Release(&obuf);
+    return result;
+}
+
 static PyObject *fused_hash_words(PyObject *self, PyObject *args) {
     Py_buffer buf;
     Py_ssize_t base = 0;
@@ -1072,6 +1147,9 @@ static PyMethodDef methods[] = {
     {"hash_words", fused_hash_words, METH_VARARGS,
      "hash_words(words, base=0) -> int: content hash of uint32 words starting at word `base`"},
     {"r12", fused_r12, METH_O, "r12(x) -> float(format(x, '.12f')) (msprobe's format_value)"},
+    {"set_ddot", fused_set_ddot, METH_O, "set_ddot(address): numpy's BLAS ddot (ILP64), or 0"},
+    {"segment_dots", fused_segment_dots, METH_VARARGS,
+     "segment_dots(n64, b64, diff, offsets) -> [(n.b, n.n, b.b, d.d)] per segment, as np.dot"},
     {"isa", fused_isa, METH_NOARGS, "isa() -> 'avx512', 'avx2' or 'generic': the loop stats() runs"},
     {"use_generic", fused_use_generic, METH_O, "use_generic(flag): force the portable loop"},
     {"use_isa", fused_use_isa, METH_O,

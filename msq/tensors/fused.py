@@ -115,6 +115,71 @@ def segments(npu: np.ndarray, bench: np.ndarray, offsets: np.ndarray,
                            compat, eps, t1, t5)  # fmt: skip
 
 
+#: numpy's ddot as the C extension calls it: None until looked for, then True or False.
+_DDOT: list[bool] = []
+#: The ILP64 CBLAS names numpy's wheels link (scipy-openblas: prefix scipy_, suffix 64_).
+DDOT_NAMES = ("scipy_cblas_ddot64_", "cblas_ddot64_")
+
+
+def _find_ddot() -> bool:
+    """Give the C extension the very ddot numpy's own extension calls for np.dot of float64
+    vectors: the symbol looked up through numpy's extension (so resolved in the library it is
+    linked to), then checked bit for bit against np.dot on vectors of many lengths (self
+    products included); anything else (another BLAS, no BLAS, no such symbol) keeps np.dot."""
+    if _fused is None or not hasattr(_fused, "segment_dots"):
+        return False
+    try:
+        import ctypes
+
+        from numpy._core import _multiarray_umath as umath  # type: ignore[attr-defined]
+
+        lib = ctypes.CDLL(umath.__file__)
+    except (ImportError, OSError, AttributeError):
+        return False
+    for name in DDOT_NAMES:
+        try:
+            fn = getattr(lib, name)
+        except AttributeError:
+            continue
+        _fused.set_ddot(ctypes.cast(fn, ctypes.c_void_p).value or 0)
+        if _ddot_agrees():
+            return True
+        _fused.set_ddot(0)
+    return False
+
+
+def _ddot_agrees() -> bool:
+    rng = np.random.default_rng(20261206)
+    sizes = [*range(1, 70), 127, 128, 129, 1000, 4099]
+    x = rng.standard_normal(sum(sizes)) * np.float64(1e3)
+    y = rng.standard_normal(x.shape[0])
+    x[:3] = -0.0  # a one-element -0.0 product is numpy's -0.0; a sum of them its +0.0
+    y[2] = 5e-324
+    d = x - y
+    offsets = np.zeros(len(sizes) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=offsets[1:])
+    got = _fused.segment_dots(x, y, d, offsets)
+    for (s, e), row in zip(zip(offsets[:-1].tolist(), offsets[1:].tolist()), got):
+        n, b, t = x[s:e], y[s:e], d[s:e]
+        want = (np.dot(n, b), np.dot(n, n), np.dot(b, b), np.dot(t, t))
+        if np.array(row).tobytes() != np.array(want, dtype=np.float64).tobytes():
+            return False
+    return True
+
+
+def segment_dots(n64: np.ndarray, b64: np.ndarray, diff: np.ndarray,
+                 offsets: np.ndarray) -> list[tuple[float, float, float, float]] | None:
+    """Per segment ``j`` (elements ``offsets[j]:offsets[j + 1]``, all non-empty) of three
+    contiguous float64 arrays: ``(n.b, n.n, b.b, diff.diff)``, each exactly the np.dot of those
+    slices (numpy's own BLAS function, see :func:`_find_ddot`); None where that function is not
+    available (the caller calls np.dot)."""
+    if not _DDOT:
+        _DDOT.append(_find_ddot())
+    if not _DDOT[0]:
+        return None
+    return _fused.segment_dots(n64, b64, diff, offsets)
+
+
 def values(raw: np.ndarray, kind: int) -> np.ndarray:
     """A writable copy of raw storage as the values the numpy kernel expects."""
     return bf16_to_f32(raw) if kind == BF16 else np.array(raw)

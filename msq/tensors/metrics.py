@@ -612,7 +612,12 @@ def _group_fused(N: np.ndarray, B: np.ndarray, starts: np.ndarray, sizes: list[i
     np.copyto(N64, N)
     np.copyto(B64, B)
     np.subtract(N64, B64, out=diff)
-    return _pair_rows(N64, B64, starts, sizes, _squares(diff, starts, sizes), got, compat)
+    dots = fused.segment_dots(N64, B64, diff, offsets)
+    if dots is None:
+        return _pair_rows(N64, B64, starts, sizes, _squares(diff, starts, sizes), got, compat)
+    # the same np.dot values, from one C call (fused.segment_dots): as _pair_rows makes them
+    return [_row_of(k, nb, nn, bb, amax, rmax, c1, c5, compat, (sq, nn, bb, hn, hb))
+            for k, (nb, nn, bb, sq), (amax, rmax, c1, c5, hn, hb) in zip(sizes, dots, got)]
 
 
 def _squares(diff: np.ndarray, starts: np.ndarray, sizes: list[int]) -> list[float]:

@@ -415,3 +415,46 @@ def test_r12_in_c_is_the_text_rounding_bit_for_bit() -> None:
     assert wrong == []
     assert _fused.r12(np.float32(0.1)) == _r12_text(np.float32(0.1))
 
+
+@pytest.mark.skipif(not fused.available(), reason="C kernel not built")
+def test_segment_dots_are_numpys_dot_products_bit_for_bit() -> None:
+    """fused.segment_dots (small pairs' four dot products in one C call through numpy's own BLAS
+    ddot): each value the np.dot of the same slices, bit for bit, at many lengths, with signed
+    zeros, subnormals, huge values and cancellations; found with this numpy (scipy-openblas)."""
+    rng = np.random.default_rng(7)
+    sizes = [*range(1, 40), 63, 64, 65, 255, 256, 257, 1000, 4096, 65536]
+    k = sum(sizes)
+    n = rng.standard_normal(k) * np.exp(rng.uniform(-30, 30, k))
+    b = n * (1 + rng.standard_normal(k) * 1e-6)
+    n[::17] = -0.0
+    b[::13] = 5e-324
+    n[5::101] = 1e300
+    b[7::103] = -1e300
+    d = n - b
+    offsets = np.zeros(len(sizes) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=offsets[1:])
+    got = fused.segment_dots(n, b, d, offsets)
+    assert got is not None, "numpy's ddot was not found: small pairs call np.dot from Python"
+    with np.errstate(over="ignore", invalid="ignore"):
+        for (s, e), row in zip(zip(offsets[:-1].tolist(), offsets[1:].tolist()), got):
+            x, y, z = n[s:e], b[s:e], d[s:e]
+            want = np.array([np.dot(x, y), np.dot(x, x), np.dot(y, y), np.dot(z, z)])
+            assert np.array(row).tobytes() == want.tobytes()
+    # one and two elements, every sign of zero against every kind of value
+    vals = [-0.0, 0.0, 5e-324, -5e-324, -1.0, 3.0, 1e300, -1e300]
+    pairs = [(a, c) for a in vals for c in vals]
+    x = np.array([v for a, c in pairs for v in (a, c, a)])
+    y = np.array([v for a, c in pairs for v in (c, a, -c)])
+    offsets = np.array([i for j in range(len(pairs)) for i in (3 * j, 3 * j + 1)]
+                       + [3 * len(pairs)], dtype=np.int64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        z = x - y
+        got = fused.segment_dots(x, y, z, offsets)
+        for (s, e), row in zip(zip(offsets[:-1].tolist(), offsets[1:].tolist()), got):
+            p, q, r = x[s:e], y[s:e], z[s:e]
+            want = np.array([np.dot(p, q), np.dot(p, p), np.dot(q, q), np.dot(r, r)])
+            assert np.array(row).tobytes() == want.tobytes(), (p, q)
+    with pytest.raises(ValueError):
+        fused._fused.segment_dots(n, b, d, np.array([0, k + 1], dtype=np.int64))
+    with pytest.raises(ValueError):
+        fused._fused.segment_dots(n, b, d, np.array([3, 3], dtype=np.int64))
