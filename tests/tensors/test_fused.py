@@ -458,3 +458,32 @@ def test_segment_dots_are_numpys_dot_products_bit_for_bit() -> None:
         fused._fused.segment_dots(n, b, d, np.array([0, k + 1], dtype=np.int64))
     with pytest.raises(ValueError):
         fused._fused.segment_dots(n, b, d, np.array([3, 3], dtype=np.int64))
+
+
+@pytest.mark.skipif(not fused.available(), reason="C kernel not built")
+@pytest.mark.parametrize("compat", [True, False])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_a_group_with_some_inf_or_nan_pairs_gives_every_pairs_exact_row(dtype: type,
+                                                                          compat: bool) -> None:
+    """The pairs of a small group holding an inf or NaN take msprobe's per-pair path, the others
+    stay a group (metrics._split_nonfinite): every row (pickled bytes) as compare_arrays gives
+    it pair by pair, whatever is where (same positions, other positions, one side, bench zeros)."""
+    import pickle
+
+    rng = np.random.default_rng(3 + compat)
+    pairs = []
+    for j in range(60):
+        n, b = _pair(rng, int(rng.integers(1, 400)), 3.0, 1e-2, 0.25)
+        n, b = n.astype(dtype), b.astype(dtype)
+        if j % 7 == 3:
+            n[0] = b[0] = np.inf  # same position: zeroed by msprobe's check
+        elif j % 7 == 5 and n.shape[0] > 2:
+            n[1] = np.nan  # other positions: the position check fails
+            b[2] = np.nan
+        elif j % 11 == 0:
+            b[-1] = -np.inf
+        pairs.append((n, b))
+    got = compare_many([(n.copy(), b.copy()) for n, b in pairs], compat=compat)
+    want = [compare_arrays(n.copy(), b.copy(), compat=compat) for n, b in pairs]
+    assert [pickle.dumps(r) for r in got] == [pickle.dumps(r) for r in want]
+    assert sum(r.status == "ok" for r in got) > 40
