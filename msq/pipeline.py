@@ -21,7 +21,7 @@ from msq.blame.run import PendingBlame, blame_compare, finish_run, start_blame, 
 from msq.config import Options, SingleInput, input_from_api, options_from_kwargs
 from msq.errors import DumpError, InputError, NothingComparedError, UsageError
 from msq.export.outputs import MARK_REASON, ensure_output_dir, write_outputs
-from msq.export.xlsx import renderer
+from msq.export.xlsx import deflate, renderer
 from msq.flatten import C_PADDING, check_stack_c, concat_columns, reader
 from msq.highlight import write_windows
 from msq.history import (
@@ -298,7 +298,7 @@ def compute(inp: SingleInput, opts: Options, output_dir: Path, suffix: str,
     clock.lap("load")
     log.info("compare mode: %s (%s)", mode, "msprobe-1.1 compat" if opts.is_compat else "default")
     # the C parts are optional (built where pip finds a compiler): say which side runs
-    log.info("dump reader: %s; workbook rows: %s", reader(), renderer())
+    log.info("dump reader: %s; workbook rows: %s; deflate: %s", reader(), renderer(), deflate())
     pair_rows(con, inp, opts, framework, output_dir, suffix)
     clock.lap("match")
     if mode == "tensor":

@@ -521,6 +521,14 @@ def renderer() -> str:
     return "SQL (msq.export._sheetxml was not built: no C compiler at install time; same bytes)"
 
 
+def deflate() -> str:
+    """Which deflate compresses the workbook's sheets here, as ``compare -v`` says it (the same
+    level either way; ISA-L's output bytes differ from zlib's, the unzipped sheets do not)."""
+    if _isal_zlib is not None:
+        return "ISA-L"
+    return "zlib (the isal package is not installed)"
+
+
 def _c_buffers(array: pa.Array, kind: pa.DataType) -> _CArray | None:
     import pyarrow as pa
 
