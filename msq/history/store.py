@@ -160,6 +160,10 @@ def _check_db_file(path: Path) -> None:
             raise HistoryError(f"{path}: cannot read the history database ({err.strerror}); "
                                "choose another --db, or --no-history") from None
         if magic != b"DUCK":  # DuckDB's file header: 8 bytes of checksum, then "DUCK"
+            if locked_by_another_process(path):
+                # another msq (or DuckDB) is creating it right now: it holds the file's lock
+                # from before the header is written; opening it later waits for that lock
+                return
             raise HistoryError(f"{path}: exists but is not a DuckDB database; choose another --db")
         return
     if not path.parent.is_dir():
@@ -237,6 +241,24 @@ class FileState:
             return False
         self.restore(path)
         return True
+
+
+def locked_by_another_process(path: Path) -> bool:
+    """Whether another process holds the lock DuckDB takes on its files (a history file being
+    created holds it before its header is written). Probed by taking that lock for a moment."""
+    if fcntl is None:
+        return False
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW)
+    except OSError:
+        return False
+    try:
+        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)  # closing releases the probe's lock
+    return False
 
 
 def remove_failed_creation(path: Path) -> bool:

@@ -254,6 +254,36 @@ def test_unusable_history_file_is_refused_before_comparing(tmp_path: Path) -> No
         assert outputs(out) == []
 
 
+#: Another process creating a history file: it holds DuckDB's lock on the file, still empty,
+#: then its header is there (a whole database put in its place) and the lock goes with it.
+_CREATOR = """import fcntl, os, sys, time
+import duckdb
+path = sys.argv[1]
+fd = os.open(path, os.O_RDWR | os.O_CREAT)
+fcntl.lockf(fd, fcntl.LOCK_EX)
+print("held", flush=True)
+time.sleep(1.5)
+duckdb.connect(path + ".new").close()
+os.replace(path + ".new", path)
+"""
+
+
+def test_a_history_file_another_process_is_creating_is_waited_for(tmp_path: Path) -> None:
+    """Two msq processes recording into one new file: the second found it empty and locked by
+    the first (its header not written yet) and refused it as not a DuckDB database (CI)."""
+    cfg = good_pair(tmp_path)
+    db = tmp_path / "h.duckdb"
+    creator = subprocess.Popen([sys.executable, "-c", _CREATOR, str(db)],
+                               stdout=subprocess.PIPE, text=True)
+    try:
+        assert creator.stdout is not None and creator.stdout.readline() == "held\n"
+        code, text = cli("compare", str(cfg), "-o", str(tmp_path / "out"), "--db", str(db))
+    finally:
+        creator.wait(timeout=60)
+    assert code == 0, text
+    assert "recorded as compare 1" in text
+
+
 def test_characters_xml_cannot_hold_keep_the_workbook_readable(tmp_path: Path) -> None:
     """Control characters and the non-characters U+FFFE/U+FFFF (valid JSON escapes) become Excel's
     _xHHHH_ escapes; U+FFFF used to make the sheet XML invalid."""
