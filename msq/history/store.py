@@ -243,38 +243,44 @@ class FileState:
         return True
 
 
-def locked_by_another_process(path: Path) -> bool:
-    """Whether another process holds the lock DuckDB takes on its files (a history file being
-    created holds it before its header is written). Probed by taking that lock for a moment."""
+#: What :func:`_open_locked` gives when another process holds the file's lock.
+_HELD = -1
+
+
+def _open_locked(path: Path) -> int | None:
+    """``path`` opened for writing with the lock DuckDB takes on its files, taken without
+    waiting: the descriptor (closing it releases the lock), ``_HELD`` when another process
+    holds the lock, None when the file cannot be opened (or there is no fcntl)."""
     if fcntl is None:
-        return False
+        return None
     try:
         fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW)
     except OSError:
-        return False
+        return None
     try:
-        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # DuckDB holds its files this way
     except OSError:
-        return True
-    finally:
-        os.close(fd)  # closing releases the probe's lock
-    return False
+        os.close(fd)
+        return _HELD
+    return fd
+
+
+def locked_by_another_process(path: Path) -> bool:
+    """Whether another process holds the lock DuckDB takes on its files (a history file being
+    created holds it before its header is written). Probed by taking that lock for a moment."""
+    fd = _open_locked(path)
+    if fd is not None and fd != _HELD:
+        os.close(fd)  # releases the probe's lock
+    return fd == _HELD
 
 
 def remove_failed_creation(path: Path) -> bool:
     """Remove a history file that a creation left without DuckDB's header (a full disk): DuckDB
     refuses such a file for good. Only a regular file that no process holds; True if removed."""
-    if fcntl is None:
+    fd = _open_locked(path)
+    if fd is None or fd == _HELD:  # held: being created right now by another process
         return False
     try:
-        fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW)
-    except OSError:
-        return False
-    try:
-        try:
-            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # DuckDB holds its files this way
-        except OSError:
-            return False  # being created right now by another process
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode) or os.pread(fd, 12, 0)[8:12] == b"DUCK":
             return False
