@@ -86,7 +86,9 @@ def checked_size(path: Path, what: str) -> int:
     try:
         size = path.stat().st_size
     except FileNotFoundError:
-        raise InputError(f"{path}: {what} not found; check the path in compare.json") from None
+        # compare.json is the command's own argument; the other files are named inside it
+        where = "the command line" if what == "compare.json" else "compare.json"
+        raise InputError(f"{path}: {what} not found; check the path in {where}") from None
     except OSError as err:
         raise InputError(f"{path}: cannot read {what}: {err.strerror}") from None
     if path.is_dir():

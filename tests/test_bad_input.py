@@ -37,6 +37,8 @@ def test_missing_compare_json(tmp_path):
     code, out = cli("compare", str(tmp_path / "nope.json"), "-o", str(tmp_path / "o"))
     assert code == 1
     assert "nope.json" in out and "not found" in out
+    # the file named on the command line, not one named inside it
+    assert out.strip().endswith("compare.json not found; check the path in the command line")
 
 
 def test_malformed_compare_json_names_line_and_column(tmp_path):
