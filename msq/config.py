@@ -111,6 +111,15 @@ def _resolve(base: Path, value: Any, key: str, source: Path) -> Path:
     return base / path
 
 
+def _elsewhere(value: str, tried: Path, source: Path) -> str:
+    """The other place a relative path of compare.json was looked for (its own folder), for the
+    error that names ``tried``; "" when there was none."""
+    other = source.parent / value
+    if Path(value).is_absolute() or not source.is_file() or other == tried:
+        return ""
+    return f", nor does {other}"
+
+
 def _exists(path: Path, source: Path) -> bool:
     """``path.exists()``, but a name too long for the system is an error naming it, not a crash."""
     try:
@@ -160,9 +169,10 @@ def input_from_mapping(doc: Mapping[str, Any], source: Path | str,
     if "is_print_compare_log" in doc and not isinstance(doc["is_print_compare_log"], bool):
         raise InputError(f"{source}: 'is_print_compare_log' must be true or false, "
                          f"got {doc['is_print_compare_log']!r}")
-    for p in (npu, bench):
+    for key, p in (("npu_path", npu), ("bench_path", bench)):
         if not _exists(p, source):
-            raise InputError(f"{source}: {p} does not exist; check the path")
+            raise InputError(f"{source}: {p} does not exist{_elsewhere(doc[key], p, source)}; "
+                             "check the path")
     if npu.is_file() != bench.is_file():
         raise InputError(f"{source}: npu_path and bench_path must both be dump.json files or both "
                          f"directories ({npu} vs {bench})")

@@ -181,3 +181,14 @@ def test_public_api_names_are_functions():
     import msq.pipeline
 
     assert callable(msq.compare) and callable(msq.compare_distributed)
+
+
+def test_a_relative_path_that_exists_nowhere_names_both_places_tried(tmp_path, monkeypatch):
+    cfg = tmp_path / "cfg" / "compare.json"
+    cfg.parent.mkdir()
+    cfg.write_text('{"npu_path": "x/dump.json", "bench_path": "y/dump.json"}')
+    monkeypatch.chdir(tmp_path)
+    code, out = cli("compare", str(cfg), "-o", str(tmp_path / "o"))
+    assert code == 1
+    assert (f"{cfg}: {tmp_path / 'x' / 'dump.json'} does not exist, nor does "
+            f"{tmp_path / 'cfg' / 'x' / 'dump.json'}; check the path") in out
