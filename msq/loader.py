@@ -155,12 +155,16 @@ def _length(value: Any) -> int:
         return 0
 
 
-def _parallel_c(npu: Path, bench: Path) -> bool:
-    """Both sides are read at once, by the C reader in two threads (see :func:`read_sides`)."""
+def _pair_bytes(npu: Path, bench: Path) -> int:
+    """Both dump.json files' size (0 when one cannot be read: the reading reports it)."""
     try:
-        size = npu.stat().st_size + bench.stat().st_size
+        return npu.stat().st_size + bench.stat().st_size
     except OSError:
-        return False
+        return 0
+
+
+def _parallel_c(size: int) -> bool:
+    """A pair of ``size`` bytes is read at once, by the C reader in two threads."""
     return C_PADDING is not None and PARALLEL_BYTES <= size < SEQUENTIAL_BYTES \
         and (os.cpu_count() or 1) >= 2
 
@@ -213,7 +217,7 @@ def start_early_read(npu: Path, bench: Path, compat: bool) -> None:
     """Begin reading both sides now (:class:`EarlySides`), when :func:`read_sides` would read
     them at once by the C reader; :func:`read_sides` takes them, :func:`drop_early_read` ends it."""
     global _early
-    if _early is None and _parallel_c(npu, bench):
+    if _early is None and _parallel_c(_pair_bytes(npu, bench)):
         _early = EarlySides(npu, bench, compat)
 
 
@@ -238,12 +242,8 @@ def read_sides(npu: Path, bench: Path, compat: bool) -> tuple[SideData, SideData
     if early is not None:
         log.debug("dump.json: both sides read while msq.pipeline was imported")
         return early
-    try:
-        size = npu.stat().st_size + bench.stat().st_size
-    except OSError:
-        size = 0
-    if C_PADDING is not None and PARALLEL_BYTES <= size < SEQUENTIAL_BYTES \
-            and (os.cpu_count() or 1) >= 2:
+    size = _pair_bytes(npu, bench)
+    if _parallel_c(size):
         # the C reader releases the GIL: a thread reads the bench side meanwhile
         # (the waits for that thread run whole: a Thread.join cut by Ctrl-C marks the thread
         # ended on Python 3.11, and the interpreter may exit while it is inside the C reader)

@@ -318,8 +318,7 @@ class WorkerDatabase:
     #: the catalog queries of :meth:`reset` (the compare's own database, schema main)
     _VIEWS = ("SELECT view_name, sql FROM duckdb_views() WHERE database_name = current_database() "
               "AND schema_name = 'main' AND NOT internal AND NOT temporary ORDER BY view_name")
-    _VIEW_NAMES = ("SELECT view_name FROM duckdb_views() WHERE database_name = current_database() "
-                   "AND schema_name = 'main' AND NOT internal AND NOT temporary ORDER BY view_name")
+    _VIEW_NAMES = _VIEWS.replace("SELECT view_name, sql ", "SELECT view_name ", 1)
     _TABLES = ("SELECT table_name, sql FROM duckdb_tables() WHERE database_name = "
                "current_database() AND schema_name = 'main' AND NOT temporary ORDER BY table_name")
     _TYPES = ("SELECT type_name FROM duckdb_types() WHERE database_name = current_database() "

@@ -125,11 +125,7 @@ def accuracy(cosine: Cell, max_abs_err: Cell, *, compat: bool) -> str:
         c, m = float(cosine), float(max_abs_err)
     except ValueError:
         return NONE_TEXT
-    if c < 0.99 and m > 0.001:
-        return "No"
-    if c < 0.9 or m > 1:
-        return "No"
-    return "Yes"
+    return _numeric_accuracy(c, m)
 
 
 def _fixed(cells: tuple[Cell, Cell, Cell, Cell, Cell], message: str, status: str, *,
@@ -535,8 +531,8 @@ def compare_many(pairs: list[tuple[np.ndarray, np.ndarray]], *, compat: bool) ->
 def _group(
     pairs: list[tuple[np.ndarray, np.ndarray]], idx: list[int], compat: bool
 ) -> list[MetricResult]:
-    ns = [x if (x := pairs[i][0]).ndim == 1 else x.reshape(-1) for i in idx]
-    bs = [x if (x := pairs[i][1]).ndim == 1 else x.reshape(-1) for i in idx]
+    ns = [_flat(pairs[i][0]) for i in idx]
+    bs = [_flat(pairs[i][1]) for i in idx]
     N, B = np.concatenate(ns), np.concatenate(bs)
     sizes = [x.shape[0] for x in ns]
     starts = np.zeros(len(sizes), dtype=np.intp)
