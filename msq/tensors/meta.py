@@ -332,15 +332,16 @@ def _storage_index(
     return index
 
 
-def check_shape(path: str, shape: tuple[int, ...], what: str) -> None:
+def check_shape(path: str, shape: tuple[int, ...], what: str, itemsize: int = 1) -> None:
     """Refuse a shape numpy cannot hold: more than MAX_DIMS dimensions, or (empty or not) more
-    elements than it can address once the zero dimensions are left out."""
+    bytes than it can address once the zero dimensions are left out (numpy refuses an empty
+    float32 array of shape (0, 2**61) too: it sizes the other dimensions in bytes)."""
     if len(shape) > MAX_DIMS:
         raise TensorFileError(
             f"{path}: the {what} has {len(shape)} dimensions; numpy (and msq) handle at most "
             f"{MAX_DIMS}"
         )
-    if math.prod(d for d in shape if d > 0) >= 1 << 62:
+    if math.prod(d for d in shape if d > 0) * max(itemsize, 1) >= 1 << 62:
         raise TensorFileError(
             f"{path}: the {what} shape {shape} has more elements than numpy can address; "
             "the file is corrupt"

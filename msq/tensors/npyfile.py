@@ -88,7 +88,7 @@ def _header(path: str, stream: io.BytesIO) -> tuple[np.dtype, tuple[int, ...], b
             f"{path}: holds an array of dtype {dtype}; msq compares numeric arrays only "
             "(bool, integers, floats, complex)"
         )
-    check_shape(path, tuple(shape), "array")
+    check_shape(path, tuple(shape), "array", dtype.itemsize)
     return dtype, tuple(shape), bool(fortran), stream.tell()
 
 

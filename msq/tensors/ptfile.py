@@ -623,7 +623,7 @@ def _derive(path: str, stub: _TensorStub, little: bool) -> tuple:
         raise TensorFileError(
             f"{path}: tensor size and stride have different lengths; corrupt file"
         )
-    check_shape(path, shape, "tensor")
+    check_shape(path, shape, "tensor", dtype.itemsize)
     if stub.offset < 0 or any(d < 0 for d in shape) or any(s < 0 for s in stride):
         raise TensorFileError(f"{path}: negative offset, size or stride; the file is corrupt")
     # a dimension of size 0 or 1 never steps: its stride (any value torch or a file gives) is 0
@@ -635,6 +635,8 @@ def _derive(path: str, stub: _TensorStub, little: bool) -> tuple:
 
 
 def _is_c_contiguous(shape: tuple[int, ...], stride: tuple[int, ...]) -> bool:
+    if 0 in shape:  # no element to step to: any strides read as torch reads them (nothing); a
+        return True  # huge one would only overflow numpy's byte strides
     expect = 1
     for d, s in zip(reversed(shape), reversed(stride)):
         if d != 1 and s != expect:

@@ -165,6 +165,33 @@ def test_sizes_beyond_64_bits_are_refused_in_one_line(tmp_path: Path) -> None:
         inspect_tensor(str(path))
 
 
+def test_empty_tensor_with_a_huge_stride_reads_as_empty(tmp_path: Path) -> None:
+    """No element to step to, so no stride is ever used (torch reads it as an empty tensor); a
+    stride of 2**61 elements once overflowed numpy's byte strides (OverflowError, a traceback;
+    found by the fuzz test below at 20,000 examples)."""
+    path = tmp_path / "x.pt"
+    pc.archive(path, pc.tensor_pickle(numel=0, size=(0, 2, 0), stride=(0, 1 << 61, 0)), b"")
+    arr = load_tensor(str(path))
+    assert arr.shape == (0, 2, 0) and arr.size == 0
+
+
+@pytest.mark.parametrize("suffix", [".pt", ".npy"])
+def test_empty_tensor_too_large_for_numpy_in_bytes_is_refused_in_one_line(
+        tmp_path: Path, suffix: str) -> None:
+    """Shape (0, 0, 2**61) of float32: no element, but numpy sizes the other dimensions in bytes
+    (2**63) and refuses it (ValueError, a traceback, before this check counted bytes)."""
+    path = tmp_path / f"x{suffix}"
+    if suffix == ".pt":
+        pc.archive(path, pc.tensor_pickle(numel=0, size=(0, 0, 1 << 61), stride=(0, 0, 1)), b"")
+    else:
+        header = f"{{'descr': '<f4', 'fortran_order': False, 'shape': (0, 0, {1 << 61}), }}"
+        header += " " * (63 - (10 + len(header)) % 64) + "\n"
+        path.write_bytes(b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little")
+                         + header.encode())
+    with pytest.raises(TensorFileError, match="has more elements than numpy can address"):
+        inspect_tensor(str(path))
+
+
 @settings(max_examples=EXAMPLES, deadline=None, database=None,
           suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.integers(0, 6) | st.integers(-2, 2**64), min_size=0, max_size=4),
