@@ -460,6 +460,29 @@ def test_segment_dots_are_numpys_dot_products_bit_for_bit() -> None:
         fused._fused.segment_dots(n, b, d, np.array([3, 3], dtype=np.int64))
 
 
+def test_ddots_check_sees_another_summation_order_and_needs_no_numpy_random() -> None:
+    """The values fused._ddot_agrees checks numpy's ddot with (fused._mixed_values): a sum of
+    their products in another order differs in its bits at most lengths it checks, so a ddot
+    that is not numpy's is refused; they are computed without numpy.random, which each pool
+    worker imported for this check alone (~10 ms of CPU)."""
+    sizes = [*range(5, 70), 127, 128, 129, 1000, 4099]
+    x = fused._mixed_values(sum(sizes), 1) * np.float64(1e3)
+    y = fused._mixed_values(x.shape[0], 1 << 40)
+    assert len(set(x.tolist())) == x.shape[0] and (x < 0).any() and (x > 0).any()
+    start, differ = 0, 0
+    for size in sizes:
+        a, c = x[start:start + size], y[start:start + size]
+        differ += np.dot(a, c).tobytes() != np.dot(a[::-1].copy(), c[::-1].copy()).tobytes()
+        start += size
+    assert differ > len(sizes) // 2
+    code = ("import sys, numpy as np; from msq.tensors import fused; "
+            "r = fused.segment_dots(*[np.ones(4) for _ in range(3)], np.array([0, 4])); "
+            "print(r is not None or not fused.available(), 'numpy.random' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert out == ["True", "False"]
+
+
 @pytest.mark.skipif(not fused.available(), reason="C kernel not built")
 @pytest.mark.parametrize("compat", [True, False])
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
