@@ -155,6 +155,49 @@ def test_names_keyed_as_a_single_card_compare_keys_them(tmp_path):
                                                                            for r in run[1])
 
 
+def test_names_keys_follow_each_names_first_row(tmp_path):
+    """_Names keys a pair's new names in the order of each name's first row (op, NPU, bench name
+    within a row), each once, after the largest key; known names keep theirs, NULL is 0. Checked
+    against the rule written out in Python, over pairs whose new names come first in any column,
+    repeat within and across rows, and mix with known ones."""
+    from msq.history.run_recorder import _Names
+
+    def reference(known: dict[str, int], rows: list[tuple]) -> tuple[list[tuple], list]:
+        added: dict[str, int] = {}
+        top = max(known.values(), default=0)
+        for _, *names in sorted(rows):
+            for name in names:
+                if name is not None and name not in known and name not in added:
+                    added[name] = top + 1 + len(added)
+        keys = {**known, **added}
+        keyed = [(seq, *(keys[n] if n is not None else 0 for n in names))
+                 for seq, *names in rows]
+        return keyed, list(added.items())
+
+    names = _Names.__new__(_Names)
+    names.names, names.ids, names.top = pa.array([], pa.string()), pa.array([], pa.int32()), 0
+    known: dict[str, int] = {}
+    pairs = [
+        [(2, "b", "c", None), (0, "a", None, "c"), (1, "d", "a", "e")],  # rows out of order
+        [(0, "e", "f", "f"), (1, None, "g", "a"), (2, "g", "h", None)],  # known, new, repeats
+        [(0, "a", "b", "c"), (1, "c", None, "b")],                       # nothing new
+    ]
+    for rows in pairs:
+        table = pa.table({"out_seq": pa.array([r[0] for r in rows], pa.int64()),
+                          "kind": pa.array(["matched"] * len(rows)),
+                          **{col: pa.array([r[i + 1] for r in rows], pa.string())
+                             for i, col in enumerate(_Names.COLUMNS)}})
+        keyed, new = names.key(table)
+        want_rows, want_new = reference(known, rows)
+        got = list(zip(*(keyed.column(c).to_pylist() for c in ("out_seq", *_Names.KEYS))))
+        assert got == want_rows
+        assert keyed.column_names == ["out_seq", "kind", *_Names.KEYS]
+        assert (list(zip(new.column("name").to_pylist(), new.column("name_id").to_pylist()))
+                if new is not None else []) == want_new
+        known.update(want_new)
+    assert names.top == len(known) == 8
+
+
 def test_names_of_a_dropped_pair_are_dropped_too(pairs, tmp_path):
     """A pair that cannot be recorded drops its transaction, the names it brought included:
     the next pair's names get the keys they would have had without it."""
