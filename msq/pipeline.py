@@ -6,6 +6,7 @@ them. ``compare()`` is the public entry point with msprobe's signature.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import time
@@ -393,12 +394,41 @@ def skip_unmatched_reasons(con: duckdb.DuckDBPyConnection) -> bool:
     return False
 
 
+#: What sql/compare/rules/unmatched_reasons.sql reads of the compare's settings and -dm mapping
+#: (each text as written there), and the query of its value: fixed once the rows are paired.
+REASON_SETTINGS = {
+    "(SELECT compat FROM s)": "SELECT compat FROM settings",
+    "coalesce((SELECT api_mapping OR cell_mapping FROM s), false)":
+        "SELECT coalesce(api_mapping OR cell_mapping, false) FROM settings",
+    "(SELECT count(*) > 0 FROM mappings WHERE kind = 'data')":
+        "SELECT count(*) > 0 FROM mappings WHERE kind = 'data'",
+}
+
+
+def bound_reasons(con: duckdb.DuckDBPyConnection) -> db.SqlFile:
+    """sql/compare/rules/unmatched_reasons.sql with the compare's settings in its text as
+    constants (:data:`REASON_SETTINGS`), for the same rows: each read (eight in the text, more
+    as the CTEs holding them are inlined) was a scalar subquery that DuckDB binds and plans as a
+    join of its own, ~12 ms of the ~50 ms a 24,500-row pair with five unmatched rows spent on
+    the view, most of which is planning (bench/README, "Session 13: stat")."""
+    file = db.sql_file("compare/rules/unmatched_reasons.sql")
+    values = con.execute("SELECT " + ", ".join(f"({q})" for q in REASON_SETTINGS.values())
+                         ).fetchall()[0]
+    text = file.text
+    for read, value in zip(REASON_SETTINGS, values, strict=True):
+        if read not in text:
+            raise AssertionError(f"{file.origin}: {read!r} is no longer read there")
+        text = text.replace(read, "CAST(NULL AS BOOLEAN)" if value is None else
+                            ("true" if value else "false"))
+    return dataclasses.replace(file, text=text)
+
+
 def create_unmatched_reasons(con: duckdb.DuckDBPyConnection) -> None:
     """``unmatched_reasons`` for the default mode's verdicts (not created with the other views,
-    :func:`unused_views`): the empty stand-in when every row is matched, else the shipped view."""
+    :func:`unused_views`): the empty stand-in when every row is matched, else the shipped view
+    with the compare's settings bound (:func:`bound_reasons`)."""
     if not skip_unmatched_reasons(con):
-        db.create_view(con, db.sql_file("compare/rules/unmatched_reasons.sql"), defer=True,
-                       comment=False)
+        db.create_view(con, bound_reasons(con), defer=True, comment=False)
 
 
 #: The part of each mode's result that reads neither the per-row error nor the verdicts.

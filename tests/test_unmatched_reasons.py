@@ -179,6 +179,36 @@ def test_verdicts_are_the_same_without_the_reasons_query(
     monkeypatch.setattr(pipeline, "skip_unmatched_reasons", lambda con: None)
     full, view = _verdicts(cfg, tmp_path / "full")
     assert fast == full
-    assert ("WHERE false" in stand_in) is matched and "WHERE false" not in view
+    assert ("FROM judged" not in stand_in) is matched and "FROM judged" in view
     assert {row[1] for row in fast} >= {"red", "yellow"}
     assert any("dtypes differ in precision" in (row[3] or "") for row in fast)
+
+
+
+def test_bound_settings_give_the_shipped_views_rows(tmp_path: Path) -> None:
+    """pipeline.bound_reasons writes the settings and the -dm flag into the view's text: its
+    rows are those of the shipped file as it is, on every case (unmatched rows of each reason,
+    -dm on and off), with and without the MindSpore name mappings' branch."""
+    shipped = db.sql_file("compare/rules/unmatched_reasons.sql").body
+    seen: set[str] = set()
+    for i, case in enumerate(CASES):
+        cfg = write_pair(tmp_path / str(i), case.npu, case.bench)
+        kwargs: dict[str, Any] = {"record": False}
+        if case.mapping is not None:
+            (tmp_path / str(i) / "dm.yaml").write_text(case.mapping)
+            kwargs["data_mapping"] = str(tmp_path / str(i) / "dm.yaml")
+        opts = options_from_kwargs(False, True, False, kwargs)
+        con, _, _, _ = pipeline.compute(parse_compare_json(cfg), opts, tmp_path / str(i), "",
+                                        None)
+        try:
+            for mapping in (False, True):
+                con.execute("UPDATE settings SET api_mapping = ?", [mapping])
+                bound = pipeline.bound_reasons(con).body
+                assert all(read not in bound for read in pipeline.REASON_SETTINGS)
+                want = con.execute(f"SELECT * FROM ({shipped}) ORDER BY ALL").fetchall()
+                got = con.execute(f"SELECT * FROM ({bound}) ORDER BY ALL").fetchall()
+                assert got == want, (case.name, mapping)
+                seen.update(row[1] for row in got)
+        finally:
+            con.close()
+    assert {"api", "call", "dtype", "shape", "args", "dm_missing", "dm_unnamed"} <= seen
