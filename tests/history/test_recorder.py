@@ -302,3 +302,37 @@ def test_a_relative_error_reads_as_its_text_without_the_percent_signs(text: str 
     assert text is None or (text_cell is None) == (got is not None)
     assert con.execute("SELECT hist_pct($1) IS NOT DISTINCT FROM "
                        "TRY_CAST(rtrim($1, '%') AS DOUBLE)", [text]).fetchone()[0]
+
+
+def test_a_small_compare_is_recorded_in_smaller_row_groups_that_read_alike(tmp_path: Path
+                                                                          ) -> None:
+    """recorder.row_group_rows: a compare of up to ROW_GROUP_ROWS rows is written in row groups
+    of SMALL_ROW_GROUP_ROWS (its full ones are compressed during the inserts, not at the COMMIT
+    after the outputs), a larger one as before. Records of both sizes appended in turn to one
+    history table read exactly as if one size had been used."""
+    assert recorder.row_group_rows(1) == recorder.SMALL_ROW_GROUP_ROWS
+    assert recorder.row_group_rows(recorder.ROW_GROUP_ROWS) == recorder.SMALL_ROW_GROUP_ROWS
+    assert recorder.row_group_rows(recorder.ROW_GROUP_ROWS + 1) == recorder.ROW_GROUP_ROWS
+    sizes = [(recorder.ROW_GROUP_ROWS, 100_000), (recorder.SMALL_ROW_GROUP_ROWS, 15_000),
+             (recorder.ROW_GROUP_ROWS, 15_000), (recorder.SMALL_ROW_GROUP_ROWS, 20_001)]
+    got = []
+    for mixed in (True, False):
+        path = tmp_path / f"h{mixed}.duckdb"
+        con = msq_db.connect(threads=1)
+        con.execute("SET write_buffer_row_group_count = 1")
+        start = 0
+        for group, n in sizes:
+            con.execute(f"ATTACH '{path}' AS h (ROW_GROUP_SIZE "
+                        f"{group if mixed else recorder.ROW_GROUP_ROWS})")
+            con.execute("CREATE TABLE IF NOT EXISTS h.t (i BIGINT, s VARCHAR, x DOUBLE)")
+            con.execute("BEGIN")
+            con.execute(f"INSERT INTO h.t SELECT i, 'op.' || (i % 977), i / 7 "
+                        f"FROM range({start}, {start + n}) r(i)")
+            con.execute("COMMIT")
+            con.execute("CHECKPOINT h")
+            con.execute("DETACH h")
+            start += n
+        con.execute(f"ATTACH '{path}' AS h (READ_ONLY)")
+        got.append(con.execute("SELECT * FROM h.t").fetchall())
+        con.close()
+    assert got[0] == got[1] and len(got[0]) == sum(n for _, n in sizes)
