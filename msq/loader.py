@@ -186,6 +186,7 @@ class EarlySides:
         self._done = threading.Event()  # the thread's last act (see interrupts.wait_for)
         self._thread = threading.Thread(target=self._read, name="msq-early-read", daemon=True)
         self._thread.start()
+        procs.wait_before_fork(self._done)  # begun before the tensor pool forks: see there
 
     def _read(self) -> None:
         npu, bench, compat = self.key
@@ -213,11 +214,19 @@ class EarlySides:
 _early: EarlySides | None = None
 
 
-def start_early_read(npu: Path, bench: Path, compat: bool) -> None:
+#: A pair of dump.json files up to this size is read before the tensor pool forks (msq.runner),
+#: while the main thread imports the pool's modules (~75 ms) on the other core; the fork waits
+#: for the read (tensor_small: 2 x 4.3 MB, ~45 ms of CPU). A larger pair is read after the fork.
+BEFORE_FORK_BYTES = 16 << 20
+
+
+def start_early_read(npu: Path, bench: Path, compat: bool, before_fork: bool = False) -> None:
     """Begin reading both sides now (:class:`EarlySides`), when :func:`read_sides` would read
-    them at once by the C reader; :func:`read_sides` takes them, :func:`drop_early_read` ends it."""
+    them at once by the C reader; :func:`read_sides` takes them, :func:`drop_early_read` ends it.
+    ``before_fork``: only when the pair is at most BEFORE_FORK_BYTES."""
     global _early
-    if _early is None and _parallel_c(_pair_bytes(npu, bench)):
+    size = _pair_bytes(npu, bench)
+    if _early is None and _parallel_c(size) and (not before_fork or size <= BEFORE_FORK_BYTES):
         _early = EarlySides(npu, bench, compat)
 
 

@@ -58,6 +58,31 @@ def start_method() -> str:
     return "forkserver" if len(_OPEN) else "fork"
 
 
+#: Events every fork of this process waits for first (:func:`wait_before_fork`); [True] once
+#: the hook that waits is registered.
+_FORK_WAITS: list[threading.Event] = []
+_HOOKED: list[bool] = []
+
+
+def wait_before_fork(done: threading.Event) -> None:
+    """Make every fork of this process wait until ``done`` is set.
+
+    For a thread that works with the GIL released (the C dump reader, msq.loader.EarlySides)
+    started before the tensor pool forks, on the core the main thread leaves idle while it
+    imports what the pool needs: a child forked while that thread holds a lock (an
+    allocator's) would find it held for ever. The pool forks inside ``interrupts.deferred()``:
+    a Ctrl-C does not cut the wait short."""
+    if not _HOOKED and hasattr(os, "register_at_fork"):
+        os.register_at_fork(before=_wait_before_fork)
+        _HOOKED.append(True)
+    _FORK_WAITS[:] = [event for event in _FORK_WAITS if not event.is_set()] + [done]
+
+
+def _wait_before_fork() -> None:
+    for event in _FORK_WAITS:
+        event.wait()
+
+
 def context(preload: Sequence[str] = ()) -> BaseContext:
     """The multiprocessing context for a new pool; ``preload``: modules a forkserver imports
     before it forks workers (so that each worker does not import them again)."""

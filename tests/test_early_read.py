@@ -96,3 +96,43 @@ def test_a_large_pair_is_read_early_by_the_cli_path(tmp_path: Path,
         (want.rows, want.matched, want.red, want.yellow, want.suspect)
     shutil.rmtree(tmp_path / "a")
     shutil.rmtree(tmp_path / "b")
+
+
+def test_a_fork_waits_for_an_early_read_begun_before_it(tmp_path: Path) -> None:
+    """A pair of at most BEFORE_FORK_BYTES is read before the tensor pool forks (msq.runner):
+    every fork of the process waits until the read has ended (msq.procs.wait_before_fork),
+    never forking while the C reader's threads run; a larger pair is not begun then."""
+    import os
+    import threading
+    import time
+
+    from msq import procs
+
+    npu, bench = _pair(tmp_path, 6000)
+    size = npu.stat().st_size + bench.stat().st_size
+    assert loader.PARALLEL_BYTES <= size <= loader.BEFORE_FORK_BYTES
+    gate = threading.Event()
+    procs.wait_before_fork(gate)  # a read that has not ended: the fork below must wait
+    threading.Timer(0.3, gate.set).start()
+    started = time.monotonic()
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    os.waitpid(pid, 0)
+    assert gate.is_set() and time.monotonic() - started >= 0.25
+    loader.start_early_read(npu, bench, False, before_fork=True)
+    early = loader._early
+    assert early is not None and early._done in procs._FORK_WAITS
+    pid = os.fork()  # waits for the read
+    if pid == 0:
+        os._exit(0)
+    os.waitpid(pid, 0)
+    assert early._done.is_set()
+    loader.drop_early_read()
+    big = loader.BEFORE_FORK_BYTES
+    try:
+        loader.BEFORE_FORK_BYTES = size - 1
+        loader.start_early_read(npu, bench, False, before_fork=True)
+        assert loader._early is None
+    finally:
+        loader.BEFORE_FORK_BYTES = big
