@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import logging
 import os
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -49,15 +50,25 @@ class EarlyMetrics:
         (a statistics dump), or too few for a pool to pay off."""
         npu_dir = inp.npu_json.parent / "dump_tensor_data"
         bench_dir = inp.bench_json.parent / "dump_tensor_data"
+        # both folders scanned in a thread while the pool's modules are imported (_Scan)
+        scan = _Scan.begin(npu_dir, bench_dir)
         try:
-            names = sorted(_tensor_files(npu_dir) & _tensor_files(bench_dir))
+            names = [] if scan is not None else sorted(_tensor_files(npu_dir) &
+                                                       _tensor_files(bench_dir))
         except OSError:  # not a tensor dump, or unreadable: the compare itself will say so
             return None
-        if not names:
+        if scan is None and not names:
             return None
         # lazy: statistics compares never load the tensor engine (numpy: a C extension, whole)
         with interrupts.deferred():
             from msq.tensors.pool import TensorJob, start_metrics
+        if scan is not None:
+            try:
+                names = scan.names()
+            except OSError:  # as above
+                return None
+            if not names:
+                return None
 
         jobs = [TensorJob(i, name, name, str(npu_dir), str(bench_dir)) for i, name in
                 enumerate(names)]  # fmt: skip
@@ -131,6 +142,54 @@ class _EarlyTable:
                 a[1] >= b[0] for a, b in itertools.pairwise(parts)):
             return _early_table(self.names, rows)
         return pa.concat_tables([part[2] for part in parts])
+
+
+class _Scan:
+    """The names both tensor folders share, read in a thread by the C extension
+    (``_fused.tensor_names``: the same names as :func:`_tensor_files`, the GIL released while
+    it reads) while the main thread imports the tensor pool's modules; the one core the main
+    thread uses until the pool forks read them before (tensor_small: ~16 ms of its ~150). A
+    fork waits for the thread (msq.procs.wait_before_fork)."""
+
+    def __init__(self, names: Any, dirs: tuple[Path, Path]) -> None:
+        self._scan, self._dirs = names, dirs
+        self._found: list[str] = []
+        self._error: BaseException | None = None
+        self._done = threading.Event()  # the thread's last act (see interrupts.wait_for)
+        thread = threading.Thread(target=self._run, name="msq-scan", daemon=True)
+        thread.start()
+        from msq.procs import wait_before_fork
+
+        wait_before_fork(self._done)
+
+    @classmethod
+    def begin(cls, npu_dir: Path, bench_dir: Path) -> _Scan | None:
+        """The scan begun; None without the C extension, or when either folder is missing (a
+        statistics dump: nothing of the tensor engine is imported then)."""
+        if not (npu_dir.is_dir() and bench_dir.is_dir()):
+            return None
+        try:
+            from msq.tensors import _fused  # type: ignore[attr-defined]  # C: no numpy
+        except ImportError:
+            return None
+        names = getattr(_fused, "tensor_names", None)  # POSIX only
+        return cls(names, (npu_dir, bench_dir)) if names is not None else None
+
+    def _run(self) -> None:
+        try:
+            npu, bench = (self._scan(os.fspath(d)) for d in self._dirs)
+            self._found = sorted(npu & bench)
+        except BaseException as err:  # noqa: BLE001 (raised in the main thread by names())
+            self._error = err
+        finally:
+            self._done.set()
+
+    def names(self) -> list[str]:
+        """The shared names, sorted (OSError as :func:`_tensor_files` raises it)."""
+        interrupts.wait_for(self._done)
+        if self._error is not None:
+            raise self._error
+        return self._found
 
 
 def _tensor_files(directory: Path) -> set[str]:

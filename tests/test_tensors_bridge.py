@@ -115,6 +115,46 @@ def test_no_tensor_directory_starts_nothing(tmp_path: Path) -> None:
     assert EarlyMetrics.start(inp, Options()) is None
 
 
+def test_the_c_folder_scan_finds_what_scandir_finds(tmp_path: Path) -> None:
+    """_fused.tensor_names (both folders scanned in a thread while the pool's modules import,
+    tensors_bridge._Scan) gives the names of tensors_bridge._tensor_files: regular files and
+    links to them ending in .pt or .npy; not directories, FIFOs, dangling links, links to
+    directories or other suffixes; names that are not UTF-8 decoded as os.fsdecode does. A
+    missing folder raises FileNotFoundError, as os.scandir; so do EarlyMetrics on it."""
+    from msq.tensors import _fused
+    from msq.tensors_bridge import _tensor_files
+
+    if not hasattr(_fused, "tensor_names"):
+        pytest.skip("C scan not built (not POSIX)")
+    d = tmp_path / "dump_tensor_data"
+    d.mkdir()
+    for name in ("a.pt", "b.npy", "c.PT", "d.pth", "e.pt.bak", ".pt", "f g.pt", "ü.pt"):
+        (d / name).write_bytes(b"x")
+    (d / "dir.pt").mkdir()
+    os.mkfifo(d / "fifo.pt")
+    (d / "link.pt").symlink_to(d / "a.pt")
+    (d / "abs_link.npy").symlink_to(tmp_path / "outside.bin")
+    (tmp_path / "outside.bin").write_bytes(b"y")
+    (d / "dangling.pt").symlink_to(d / "missing")
+    (d / "dirlink.pt").symlink_to(d / "dir.pt")
+    odd = os.fsencode(str(d)) + b"/\xff\xfe.pt"
+    with open(odd, "wb") as fh:
+        fh.write(b"z")
+    got = _fused.tensor_names(str(d))
+    assert got == _tensor_files(d)
+    assert got == {"a.pt", "b.npy", ".pt", "f g.pt", "\u00fc.pt", "link.pt", "abs_link.npy",
+                   os.fsdecode(b"\xff\xfe.pt")}
+    with pytest.raises(FileNotFoundError):
+        _fused.tensor_names(str(tmp_path / "nowhere"))
+    with pytest.raises(NotADirectoryError):
+        _fused.tensor_names(str(d / "a.pt"))
+    big = tmp_path / "big"
+    big.mkdir()
+    for i in range(5000):  # more names than the first buffer holds
+        (big / f"Tensor.op.{i}.forward.output.0.pt").write_bytes(b"")
+    assert _fused.tensor_names(str(big)) == _tensor_files(big)
+
+
 def _evil(path: Path, marker: Path) -> None:
     class Evil:
         def __reduce__(self) -> tuple:
