@@ -149,20 +149,29 @@ def load_views(con: duckdb.DuckDBPyConnection, folders: Iterable[str] = COMPARE_
     return names
 
 
+#: Set while a pool worker's kept database (msq.pair_tables.WorkerDatabase) runs a pair: a
+#: materialised view is left under its ``_src_`` name, not dropped, and the database's reset
+#: renames it back (~0.2 ms a view) instead of creating it again from its text (~0.9 ms: DuckDB
+#: parses it). Elsewhere the compare's database ends with the compare: the view is dropped.
+KEEP_SOURCES = False
+
+
 def materialize(con: duckdb.DuckDBPyConnection, view: str) -> None:
     """Replace a view by a table of its current rows, under the same name (nothing when
     ``view`` is not a view: a table already, or none).
 
     DuckDB binds a view's SQL each time it is queried, so the views built on this one keep
-    working and stop recomputing it: the exporters read the same result several times.
+    working and stop recomputing it: the exporters read the same result several times. The view
+    itself is dropped, or, with :data:`KEEP_SOURCES`, left as ``_src_<view>``.
     """
     name, src = quote_ident(view), quote_ident(f"_src_{view}")
+    drop = "" if KEEP_SOURCES else f"DROP VIEW {src}; "
     try:
         # one transaction: a query on another cursor (msq.pipeline materialises on two at once)
         # sees the view or the table, never the moment between; one round trip: a small
         # compare materialises a dozen views, and each statement costs DuckDB ~0.3 ms
         con.execute(f"BEGIN TRANSACTION; ALTER VIEW {name} RENAME TO {src}; "
-                    f"CREATE TABLE {name} AS SELECT * FROM {src}; DROP VIEW {src}; COMMIT")
+                    f"CREATE TABLE {name} AS SELECT * FROM {src}; {drop}COMMIT")
     except BaseException as err:
         with contextlib.suppress(duckdb.Error):
             con.execute("ROLLBACK")
@@ -234,7 +243,8 @@ def materialize_halves(con: duckdb.DuckDBPyConnection, view: str, column: str,
             raise
     finally:
         beside.stop()
-    con.execute(f"DROP VIEW {src}")
+    if not KEEP_SOURCES:
+        con.execute(f"DROP VIEW {src}")
 
 
 class Beside(Generic[T]):

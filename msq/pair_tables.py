@@ -293,6 +293,10 @@ def _list(select: str) -> str:
     return f"SELECT list({value} ORDER BY {order}) FROM {rest}"
 
 
+#: A view name DuckDB writes unquoted in a view's text (``CREATE VIEW name AS ...``)
+_SIMPLE_NAME = re.compile(r"[a-z_][a-z0-9_]*")
+
+
 class WorkerDatabase:
     """A pool worker's compare database, kept from one pair to the next.
 
@@ -349,6 +353,9 @@ class WorkerDatabase:
 
     @classmethod
     def discard(cls) -> None:
+        from msq import db
+
+        db.KEEP_SOURCES = False
         kept, cls._kept = cls._kept, None
         if kept is not None:
             with contextlib.suppress(Exception):
@@ -396,11 +403,12 @@ class WorkerDatabase:
         for another thread count than the database's one (the pipeline opens its own)."""
         if threads != 1:
             return None
-        from msq import procs
+        from msq import db, procs
 
         cur = self._con.cursor()
         procs.track(cur)
         cur.execute("SET enable_progress_bar = false")  # as msq.db.connect
+        db.KEEP_SOURCES = True  # the views the pair materialises are kept for reset (renamed back)
         return cur
 
     def reset(self) -> None:
@@ -408,6 +416,7 @@ class WorkerDatabase:
         cannot be (the caller then discards the database)."""
         from msq import db
 
+        db.KEEP_SOURCES = False
         con = self._con
         views = con.execute(self._VIEWS).fetchall()
         tables = con.execute(self._TABLES).fetchall()
@@ -416,14 +425,35 @@ class WorkerDatabase:
                 - self._template_macros
             self._learnt = True
         kept = {name for name, sql in views if self._views.get(name) == sql}
-        script = [f"DROP VIEW {db.quote_ident(name)}" for name, _ in views if name not in kept]
+        back = self._renamed_back(views, kept)
+        script = [f"DROP VIEW {db.quote_ident(name)}" for name, _ in views
+                  if name not in kept and name not in back]
         script += [f"DROP TABLE {db.quote_ident(name)}" for name, _ in tables]
         script += [f"DROP MACRO IF EXISTS {db.quote_ident(name)}" for name in sorted(self._macros)]
         script += self._table_files
-        script += [statement for name, statement in self.statements.items() if name not in kept]
+        script += [f"ALTER VIEW {db.quote_ident(src)} RENAME TO {db.quote_ident(name)}"
+                   for src, name in back.items()]
+        made = kept | set(back.values())
+        script += [statement for name, statement in self.statements.items() if name not in made]
         con.execute("\n;\n".join(script))
         if self._snapshot() != self._catalog:
             raise RuntimeError("the kept compare database differs from a new one after its reset")
+
+    def _renamed_back(self, views: list[tuple[str, str]], kept: set[str]) -> dict[str, str]:
+        """The views the pair materialised and left as ``_src_<name>`` (msq.db.KEEP_SOURCES)
+        that are exactly the database's own (same text, but for the name): {source: name}, to be
+        renamed back. Any other (a view the pair replaced before materialising it) is dropped and
+        the database's own created again from its statement."""
+        back: dict[str, str] = {}
+        for src, sql in views:
+            name = src[len("_src_"):] if src.startswith("_src_") else ""
+            own = self._views.get(name)
+            if own is None or name in kept or not _SIMPLE_NAME.fullmatch(name):
+                continue
+            head = f"CREATE VIEW {name} AS "
+            if own.startswith(head) and sql == f"CREATE VIEW {src} AS " + own[len(head):]:
+                back[src] = name
+        return back
 
 
 #: The private folder a worker renders a pair's files in:

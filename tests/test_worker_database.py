@@ -119,3 +119,40 @@ def test_no_kept_database_with_a_users_views_or_threads(tmp_path):
     assert WorkerDatabase.get(Options(workers=1, sql_dir=str(tmp_path / "views"))) is None
     assert WorkerDatabase.get(Options(workers=2)) is None
     assert WorkerDatabase.get(Options(workers=1)) is not None
+
+
+def test_materialised_views_are_renamed_back_only_when_they_are_the_databases_own(tmp_path):
+    """A kept database's pair leaves each view it materialises as ``_src_<view>`` (msq.db
+    KEEP_SOURCES); the reset renames it back when its text is the database's own, and creates
+    the view again from its statement when the pair had replaced it: the next pair never reads
+    a view (or rows) the previous pair left."""
+    from msq import db
+
+    opts = Options(workers=1, record=True)
+    database = WorkerDatabase.get(opts)
+    assert database is not None
+    views = dict(database._con.execute(WorkerDatabase._VIEWS).fetchall())
+    cur = database.take(1)
+    assert db.KEEP_SOURCES
+    cur.execute("INSERT INTO settings VALUES ('statistics', false, false, false, false, false, "
+                "false)")
+    db.materialize(cur, "op_keys")  # the database's own view
+    cur.execute("CREATE OR REPLACE VIEW op_candidates AS SELECT 1 AS replaced")  # a pair's own
+    db.materialize(cur, "op_candidates")
+    left = database._con.execute(WorkerDatabase._VIEWS).fetchall()
+    assert {"_src_op_keys", "_src_op_candidates"} <= {name for name, _ in left}
+    assert database._renamed_back(left, set()) == {"_src_op_keys": "op_keys"}
+    cur.close()
+    database.reset()
+    assert not db.KEEP_SOURCES
+    assert dict(database._con.execute(WorkerDatabase._VIEWS).fetchall()) == views
+    assert database._con.execute("SELECT * FROM settings").fetchall() == []
+    # a compare outside the kept database drops what it materialises
+    database.take(1).close()
+    WorkerDatabase.discard()
+    assert not db.KEEP_SOURCES
+    con = db.connect(threads=1)
+    con.execute("CREATE TABLE t AS SELECT 1 AS a; CREATE VIEW v AS SELECT a FROM t")
+    db.materialize(con, "v")
+    assert con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall() == []
+    con.close()
