@@ -237,12 +237,13 @@ def test_pool_pairs_leave_no_shared_folder(tmp_path, monkeypatch):
     assert [p.name for p in private.iterdir() if p.name.startswith("msq-pair-")] == []
 
 
-def test_a_second_run_never_removes_a_running_runs_folders(tmp_path, monkeypatch):
+def test_a_second_run_never_removes_a_running_runs_folders(tmp_path, monkeypatch, request):
     """A run starts by removing the pair folders of dead workers (a killed msq's): another run
     going on meanwhile, on the same machine and TMPDIR, keeps every folder (its workers are
     alive) and ends with all its pairs. Here the second run's sweep runs again and again while
     the first computes its pairs."""
     import os
+    import shutil
     import subprocess
     import sys
     import tempfile
@@ -250,8 +251,10 @@ def test_a_second_run_never_removes_a_running_runs_folders(tmp_path, monkeypatch
 
     from msq import pair_tables
 
-    private = tmp_path / "tmp"
-    private.mkdir()
+    # a short private TMPDIR: the process pool's AF_UNIX socket lives there, and a path past
+    # 107 bytes is refused ("AF_UNIX path too long": pytest's tmp_path grows with its run count)
+    private = Path(tempfile.mkdtemp(prefix="msq-t-"))
+    request.addfinalizer(lambda: shutil.rmtree(private, ignore_errors=True))
     data = {f"Functional.op{i}.0.forward": fwd(t(), out=t()) for i in range(1500)}
     for side in ("npu", "bench"):
         for rank in range(4):
