@@ -73,22 +73,33 @@ def view_file() -> db.SqlFile:
     return db.sql_file(f"history/views/{VIEW}.sql")
 
 
+#: The columns of :func:`_rows_table`: each row's fields, then its compare's.
+_TABLE_COLUMNS = (*ROW_FIELDS, "compare_id", "run_id", "floor_factor", "amp_limit")
+
+
 def _rows_table(parts: list[RankBlame], run_id: str) -> pa.Table:
+    """Each compare's local and collective rows (each row once), as one table. Built column by
+    column, as ``pa.Table.from_pylist`` builds it from a dict a row (the same lists, the same
+    types inferred), without the ~52k merged dicts of root-8x8-5000 (0.29 -> 0.1 s)."""
     import pyarrow as pa  # lazy: a directory run's pass only
 
-    rows: list[dict[str, Any]] = []
+    columns: dict[str, list[Any]] = {k: [] for k in _TABLE_COLUMNS}
     for compare_id, part in enumerate(parts, start=1):
         seen: set[int] = set()
+        rows = []
         for row in part.summary.sources + part.summary.collectives:
-            if row["out_seq"] in seen:
-                continue
-            seen.add(row["out_seq"])
-            rows.append({**{k: row.get(k) for k in ROW_FIELDS}, "compare_id": compare_id,
-                         "run_id": run_id, "floor_factor": part.summary.floor_factor,
-                         "amp_limit": part.summary.amp_limit})
-    if not rows:
+            if row["out_seq"] not in seen:
+                seen.add(row["out_seq"])
+                rows.append(row)
+        for k in ROW_FIELDS:
+            columns[k] += [row.get(k) for row in rows]
+        for k, value in (("compare_id", compare_id), ("run_id", run_id),
+                         ("floor_factor", part.summary.floor_factor),
+                         ("amp_limit", part.summary.amp_limit)):
+            columns[k] += [value] * len(rows)
+    if not columns["out_seq"]:
         return pa.table({})
-    return pa.Table.from_pylist(rows)
+    return pa.Table.from_arrays([columns[k] for k in _TABLE_COLUMNS], names=list(_TABLE_COLUMNS))
 
 
 #: The columns of the history's view ``blame``, in its order (what :func:`combine` gives).

@@ -99,3 +99,26 @@ def test_a_single_compare_is_ranked_as_the_history_view_ranks_it(tmp_path: Path)
     weighed = combine([*parts, RankBlame(None, None, BlameSummary())], "r")
     assert one.sources == weighed.sources
     assert [list(x) for x in one.sources] == [list(x) for x in weighed.sources]
+
+
+def test_the_rows_table_is_the_one_a_dict_a_row_gives(tmp_path: Path) -> None:
+    """ranks._rows_table builds its columns directly: the same table (names, types, NULLs,
+    each row once) as pa.Table.from_pylist of one dict a row."""
+    import pyarrow as pa
+
+    from msq.blame.ranks import _rows_table
+    from msq.blame.summary import ROW_FIELDS
+
+    bench = [rank_dump(2, 5), rank_dump(3, 5)]
+    parts = run(tmp_path, [rank_dump(2, 5.5, 9.9), rank_dump(3, 5.5, 9.9)], bench)
+    rows = []
+    for compare_id, part in enumerate(parts, start=1):
+        seen: set[int] = set()
+        for row in part.summary.sources + part.summary.collectives:
+            if row["out_seq"] not in seen:
+                seen.add(row["out_seq"])
+                rows.append({**{k: row.get(k) for k in ROW_FIELDS}, "compare_id": compare_id,
+                             "run_id": "r", "floor_factor": part.summary.floor_factor,
+                             "amp_limit": part.summary.amp_limit})
+    assert _rows_table(parts, "r").equals(pa.Table.from_pylist(rows), check_metadata=True)
+    assert _rows_table([], "r").num_rows == 0
