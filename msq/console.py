@@ -149,8 +149,8 @@ def _print_run_blame(results: Sequence[Any]) -> None:
         rank = f"rank {first['rank']}" if first["rank"] is not None else "rank -"
         step = f", step {first['step']}" if first["step"] is not None else ""
         click.echo(f"blame over {run.compares} compares: the error enters first at {rank}{step}: "
-                   f"{printable(source_line(first))}; {len(run.sources)} local "
-                   f"source{'' if len(run.sources) == 1 else 's'} in all")
+                   f"{printable(source_line(first))}; {run.n_sources} local "
+                   f"source{'' if run.n_sources == 1 else 's'} in all")
     click.echo(f"  wrote {results[0].blame_json}")
 
 

@@ -47,25 +47,51 @@ class RankBlame:
 
 @dataclass
 class RunBlame:
-    """The run's local sources after weighing every rank, worst first (``blame_rank``)."""
+    """The run's local sources after weighing every rank, worst first (``blame_rank``).
 
-    sources: list[dict[str, Any]] = field(default_factory=list)
+    A run of many ranks and steps can hold tens of thousands of local sources (root-8x8-5000:
+    48k): the console and the JSON file need the first, the worst, the top twenty and the count,
+    so the rows stay an Arrow table until :attr:`sources` is read (~0.25 s of Python objects
+    at the run's end, with the workers idle).
+    """
+
     counts: dict[str, int] = field(default_factory=dict)
     compares: int = 0
     inputs: int = 0
     linked: int = 0
     noise_source: str | None = None
+    #: The local source met first: the earliest step, then execution order, then rank.
+    first: dict[str, Any] | None = None
+    n_sources: int = 0
+    _rows: Any = field(default=None, repr=False)  # pa.Table in blame_rank order, or the list
 
     @property
-    def first(self) -> dict[str, Any] | None:
-        """The local source met first: the earliest step, then execution order, then rank."""
-        return min(self.sources, default=None, key=lambda s: (
-            -1 if s["step"] is None else s["step"], s["op_seq"],
-            -1 if s["rank"] is None else s["rank"], s["out_seq"]))
+    def sources(self) -> list[dict[str, Any]]:
+        """Every local source, worst first, as dicts of :data:`VIEW_COLUMNS`."""
+        if not isinstance(self._rows, list):
+            self._rows = [] if self._rows is None else self._rows.to_pylist()
+        return self._rows
+
+    def top(self, n: int) -> list[dict[str, Any]]:
+        """The ``n`` worst local sources."""
+        if isinstance(self._rows, list) or self._rows is None:
+            return self.sources[:n]
+        return self._rows.slice(0, n).to_pylist()
 
     @property
     def worst(self) -> dict[str, Any] | None:
-        return self.sources[0] if self.sources else None
+        return next(iter(self.top(1)), None)
+
+
+def _first(sources: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """:attr:`RunBlame.first` of a list in blame_rank order (ties: the better ranked)."""
+    return min(sources, default=None, key=lambda s: (
+        -1 if s["step"] is None else s["step"], s["op_seq"],
+        -1 if s["rank"] is None else s["rank"], s["out_seq"]))
+
+
+#: :func:`_first`'s order in SQL (blame_rank last: ``min`` keeps the first of equal keys).
+_FIRST_ORDER = "coalesce(step, -1), op_seq, coalesce(rank, -1), out_seq, blame_rank"
 
 
 def view_file() -> db.SqlFile:
@@ -135,7 +161,8 @@ def combine(parts: list[RankBlame], run_id: str | None = None) -> RunBlame:
         result.linked += part.summary.linked
         result.noise_source = result.noise_source or part.summary.noise_source
     if len(parts) == 1:  # a single card: nothing to weigh (~0.1 s of DuckDB saved at the end)
-        result.sources = _one_compare(parts[0], run_id)
+        sources = _one_compare(parts[0], run_id)
+        result._rows, result.n_sources, result.first = sources, len(sources), _first(sources)
         return result
     table = _rows_table(parts, run_id)
     if table.num_rows == 0:
@@ -148,14 +175,19 @@ def combine(parts: list[RankBlame], run_id: str | None = None) -> RunBlame:
                         [[i, p.rank, p.step] for i, p in enumerate(parts, start=1)])
         db.insert_arrow(con, "blame_rows", table, create=True)
         db.create_view(con, view_file())
-        cur = con.execute(f"SELECT * FROM {VIEW} WHERE verdict = 'local' ORDER BY blame_rank")
-        names = [d[0] for d in cur.description]
-        result.sources = [dict(zip(names, r)) for r in cur.fetchall()]
+        con.execute(f"CREATE TABLE local AS SELECT * FROM {VIEW} WHERE verdict = 'local'")
+        rel = con.sql("SELECT * FROM local ORDER BY blame_rank")
+        fetch = getattr(rel, "to_arrow_table", None) or rel.fetch_arrow_table  # DuckDB 1.x
+        result._rows = fetch()
+        result.n_sources = result._rows.num_rows
+        first = con.sql(f"SELECT * FROM local ORDER BY {_FIRST_ORDER} LIMIT 1")
+        names = [d[0] for d in first.description]
+        result.first = next((dict(zip(names, r)) for r in first.fetchall()), None)
+        # a collective judged local here was counted inherited by its rank
+        moved = db.scalar(con, "SELECT count(*) FROM local WHERE role = 'output' AND "
+                               "starts_with(reason, 'error enters in the collective')")
     finally:
         con.close()
-    # a collective judged local here was counted inherited by its rank
-    moved = sum(1 for s in result.sources if s["role"] == "output" and s["reason"].startswith(
-        "error enters in the collective"))
     if moved:
         result.counts["local"] = result.counts.get("local", 0) + moved
         result.counts["inherited"] = result.counts.get("inherited", 0) - moved
@@ -184,8 +216,8 @@ def write_json(run: RunBlame, path: Path) -> Path:
     doc = {
         "first_local_source": source_json(run.first) if run.first else None,
         "worst_local_source": source_json(run.worst) if run.worst else None,
-        "local_sources": [source_json(s) for s in run.sources[:JSON_SOURCES]],
-        "n_local_sources": len(run.sources),
+        "local_sources": [source_json(s) for s in run.top(JSON_SOURCES)],
+        "n_local_sources": run.n_sources,
         "verdicts": run.counts,
         "compares": run.compares,
         "tensor_inputs": run.inputs,

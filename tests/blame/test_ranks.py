@@ -122,3 +122,27 @@ def test_the_rows_table_is_the_one_a_dict_a_row_gives(tmp_path: Path) -> None:
                              "amp_limit": part.summary.amp_limit})
     assert _rows_table(parts, "r").equals(pa.Table.from_pylist(rows), check_metadata=True)
     assert _rows_table([], "r").num_rows == 0
+
+
+def test_a_runs_first_worst_and_count_are_those_of_its_whole_list(tmp_path: Path) -> None:
+    """combine answers first, worst, the top rows and the count from DuckDB and leaves the rows an
+    Arrow table until ``sources`` is read: the same answers as the whole list gives (first: the
+    earliest step, then op order, then rank; equal keys: the better ranked)."""
+    from msq.blame.ranks import _first
+
+    bench = [rank_dump(2, 5), rank_dump(3, 5)]
+    parts: list[RankBlame] = []
+    for step, npu in enumerate([[rank_dump(2, 5.5, 9.9), rank_dump(3, 5.5, 9.9)],
+                                [rank_dump(2.2, 5.5, 9.9), rank_dump(3.3, 5.5, 9.9)]]):
+        for part in run(tmp_path / str(step), npu, bench):
+            parts.append(RankBlame(part.rank, step, part.summary))
+    parts.reverse()  # not in step order: the first is found, not taken from the list's order
+    result = combine(parts)
+    assert result._rows is not None and not isinstance(result._rows, list)  # not built yet
+    n, top, worst, first = result.n_sources, result.top(3), result.worst, result.first
+    whole = result.sources
+    assert n == len(whole) >= 4
+    assert top == whole[:3] and worst == whole[0]
+    assert first is not None and first == _first(whole)
+    assert (first["step"], first["rank"]) == (0, 0)
+    assert [x["blame_rank"] for x in whole] == list(range(1, n + 1))
