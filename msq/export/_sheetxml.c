@@ -243,10 +243,21 @@ static int blank(char c) { return c == ' ' || c == '\t' || c == '\n'; }
 
 /* &, <, > as entities; C0 controls (but TAB and LF) as _xHHHH_, CR as &#13;, U+FFFE/U+FFFF as
  * _xFFFE_/_xFFFF_ (xlsx._fix_controls) */
+/* the bytes escaped() may rewrite: one table look-up a byte instead of six tests (most bytes of
+ * a sheet's texts are plain) */
+static unsigned char SPECIAL[256];
+
+static void init_special(void) {
+    for (int c = 0; c < 0x20; c++) SPECIAL[c] = c != '\t' && c != '\n';  /* CR among them */
+    SPECIAL['&'] = SPECIAL['<'] = SPECIAL['>'] = 1;
+    SPECIAL[0xEF] = 1;  /* the lead byte of U+FFFE / U+FFFF */
+}
+
 static int escaped(Out *o, const char *s, size_t n) {
     size_t run = 0;
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
+        if (!SPECIAL[c]) continue;
         const char *rep = NULL;
         char hex[8];
         size_t skip = 0;
@@ -474,5 +485,6 @@ static struct PyModuleDef MODULE = {PyModuleDef_HEAD_INIT, "_sheetxml",
 
 PyMODINIT_FUNC PyInit__sheetxml(void) {
     init_pow10();
+    init_special();
     return PyModule_Create(&MODULE);
 }
