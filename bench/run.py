@@ -5,7 +5,7 @@
     python3 bench/run.py tensor-big               # real data: >= 2 GiB of .pt per side
     python3 bench/run.py tensor-small             # real data: 5,000 ops / ~10k tensor rows per side
     python3 bench/run.py all                      # the three, in that order
-    options: --only msq|msprobe, --regen, --ops N, --gb X, --repeat N, --timeout S,
+    options: --only msq|msprobe, --regen, --ops N, --gb X, --repeat N, --warmup N, --timeout S,
              --msq "CMD", --msprobe "CMD", --extra-args "ARGS" (appended to both commands),
              --msq-args "ARGS" / --msprobe-args "ARGS" (one tool only), --wait-idle S
 
@@ -39,6 +39,7 @@ import threading
 import time
 from datetime import datetime
 from pathlib import Path
+from statistics import median as _median
 
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
@@ -299,6 +300,10 @@ def speed(res: dict, meta: dict, unit: str) -> str:
     return f"{meta['rows']['npu'] / res['wall_s']:.0f} rows/s"
 
 
+def median(values: list[float]) -> float | None:
+    return _median(values) if values else None
+
+
 def print_table(name: str, meta: dict, results: list[dict], unit: str) -> None:
     size = meta["total_bytes"]
     rows = meta.get("rows", {}).get("npu")
@@ -317,12 +322,16 @@ def print_table(name: str, meta: dict, results: list[dict], unit: str) -> None:
               f"{speed(r, meta, unit):>14s} {load:>9s}")
         if r.get("error"):
             print(f"         {r['error'][:300]}")
-    ok = {r["tool"]: r for r in results if r.get("rc") == 0}
     print("(peak RSS = polled sum over the process tree; maxRSS = largest single process, "
           "time -v; load = 1-min load average before/after)")
-    if "msq" in ok and "msprobe" in ok:
-        print(f"ratio msprobe/msq: wall x{ok['msprobe']['wall_s'] / ok['msq']['wall_s']:.1f}, "
-              f"peak RSS x{ok['msprobe']['peak_tree_rss_mb'] / max(ok['msq']['peak_tree_rss_mb'], 1e-9):.2f}")
+    wall = {t: median([r["wall_s"] for r in results if r["tool"] == t and r.get("rc") == 0])
+            for t in ("msq", "msprobe")}
+    rss = {t: median([r["peak_tree_rss_mb"] for r in results
+                      if r["tool"] == t and r.get("rc") == 0]) for t in ("msq", "msprobe")}
+    if wall["msq"] and wall["msprobe"]:
+        # medians of each tool's runs (it was the last run of each, which one slow run skews)
+        print(f"ratio msprobe/msq (medians): wall x{wall['msprobe'] / wall['msq']:.1f}, "
+              f"peak RSS x{rss['msprobe'] / max(rss['msq'], 1e-9):.2f}")
 
 
 def main(argv=None) -> int:
@@ -335,6 +344,9 @@ def main(argv=None) -> int:
     ap.add_argument("--ops", type=int, help="ops per side (stat, tensor-small)")
     ap.add_argument("--gb", type=float, help="GiB of .pt per side (tensor-big)")
     ap.add_argument("--repeat", type=int, default=1, help="runs per tool (default 1)")
+    ap.add_argument("--warmup", type=int, default=0, metavar="N",
+                    help="runs per tool before its timed ones, not recorded (default 0): the "
+                         "first runs after another tool's are slower on this VM")
     ap.add_argument("--timeout", type=float, default=7200.0, help="per run, seconds")
     ap.add_argument("--msq", help="msq command prefix (default: <repo>/.venv/bin/msq)")
     ap.add_argument("--msprobe", help="msprobe command prefix (default: bench/.venv-msprobe/bin/msprobe)")
@@ -364,6 +376,12 @@ def main(argv=None) -> int:
         wdir = WORK / name.replace("-", "_")
         results = []
         for tool in tools:
+            if tool == "msq" or Path(bases["msprobe"][0]).exists():
+                for _ in range(a.warmup):
+                    warm = run_tool(tool, name, wdir, bases[tool], extra + shlex.split(
+                        a.msq_args if tool == "msq" else a.msprobe_args), a.timeout)
+                    print(f"[run] {name} / {tool}: warm-up, not recorded: rc={warm.get('rc')} "
+                          f"wall={warm.get('wall_s')} s", flush=True)
             for _ in range(a.repeat):
                 if tool == "msprobe" and not Path(bases["msprobe"][0]).exists():
                     res = {"workload": name, "tool": tool, "rc": None,
