@@ -859,13 +859,14 @@
   }
 
   function firstDivergence(opOf, col) {
-    // the blame's worst local source when blame exists, else the earliest divergent row over the
-    // run (step first, then execution order, then rank)
+    // the blame's worst local source when blame exists (the console names the run's first one:
+    // both are where an error enters), else the earliest divergent row over the run (step
+    // first, then execution order, then rank)
     const found = [];
     if (S.meta.blame && S.meta.local_sources.length) {
       const s = S.meta.local_sources[0];
       const c = compareById(s.compare_id), i = seqIndex(c, s.out_seq);
-      if (i >= 0) return { c, i, op: col[opOf[i]], why: 'error enters here (blame)', all: [] };
+      if (i >= 0) return { c, i, op: col[opOf[i]], why: 'worst local source (blame)', all: [] };
     }
     for (const d of S.meta.divergence) {
       const c = compareById(d.compare_id), i = seqIndex(c, d.out_seq);
