@@ -266,3 +266,27 @@ def test_arrow_stream_refuses_malformed_columns(bad: list[Any]) -> None:
     """The C stream checks every buffer against its length: DuckDB never reads past one."""
     with pytest.raises(ValueError, match="arrow_stream"):
         flatten_mod._c.arrow_stream(bad)
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 7, 8192, 100_003])
+@pytest.mark.parametrize("step", [0, 1, 3, 17])
+def test_arithmetic_columns_are_arrays_bytes(n: int, step: int) -> None:
+    """The loader's row numbers and constant columns' offsets, made in C, are the bytes array's
+    conversion of the same range gave (native int32 and int64); a value that does not fit
+    raises as array does."""
+    from array import array
+
+    for width, code in ((4, "i"), (8, "q")):
+        want = array(code, range(0, n * step, step)).tobytes() if step else bytes(width * n)
+        assert flatten_mod._arithmetic(n, width, step) == want
+    text, count = "bench", n
+    column = flatten_mod.constant_column("side", text, count)
+    assert column[5] == text.encode() * count
+    assert column[6] == array("i", range(0, (count + 1) * len(text), len(text))).tobytes()
+    assert flatten_mod.sequence_column("row_seq", n)[5] == array("q", range(n)).tobytes()
+    assert flatten_mod.sequence_column("op_seq", n, "i32")[5] == array("i", range(n)).tobytes()
+
+
+def test_arithmetic_overflow_raises() -> None:
+    with pytest.raises(OverflowError):
+        flatten_mod._arithmetic(2**31 // 5 + 2, 4, 5)

@@ -620,6 +620,30 @@ def _faster_deflate(entry: IO[bytes]) -> None:
         _LEVEL, _isal_zlib.DEFLATED, -15)
 
 
+#: What zipfile's entry writer (``_ZipWriteFile.write``) keeps of an entry: :func:`_write_entry`
+#: does its work with ISA-L's CRC-32 where every one of them is there.
+_ENTRY_STATE = ("_file_size", "_crc", "_compressor", "_compress_size", "_fileobj")
+
+
+def _fast_entry(entry: IO[bytes]) -> bool:
+    """The entry can be written by :func:`_write_entry` (ISA-L deflates it: _faster_deflate)."""
+    return _isal_zlib is not None and type(entry).__name__ == "_ZipWriteFile" and \
+        all(hasattr(entry, name) for name in _ENTRY_STATE) and \
+        type(entry._compressor).__module__.startswith("isal")  # type: ignore[attr-defined]
+
+
+def _write_entry(entry: Any, data: bytes) -> None:
+    """``entry.write(data)`` as zipfile's writer does it (size, CRC, deflate, write), with
+    ISA-L's CRC-32 instead of zlib's (the same checksum; zipfile calls its module's ``crc32``,
+    which cannot be chosen per entry): zlib's took ~90 M instructions of a 24,500-row pair's
+    ~24 MB of sheet XML, ISA-L's (carry-less multiplication) a tenth of that."""
+    entry._file_size += len(data)
+    entry._crc = _isal_zlib.crc32(data, entry._crc)
+    data = entry._compressor.compress(data)
+    entry._compress_size += len(data)
+    entry._fileobj.write(data)
+
+
 def _c_rows_of(n: int, got: dict[str, ArrowColumn], n_columns: int,
                texts: list[int]) -> _CRows | None:
     """:func:`_c_rows` from the buffers of :func:`msq.flatten.arrow_columns`."""
@@ -666,6 +690,7 @@ class _Sheets:
         self._rows = 0  # its data rows
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="msq-xlsx")
         self._pending: Future[None] | None = None
+        self._fast = False  # the open entry is written by _write_entry
 
     def __enter__(self) -> _Sheets:  # noqa: PYI034 (typing_extensions is not a dependency)
         return self
@@ -721,12 +746,16 @@ class _Sheets:
         part = self.first - 1 + number
         self._sheet = self.zf.open(f"xl/worksheets/sheet{part}.xml", "w", force_zip64=True)
         _faster_deflate(self._sheet)
+        self._fast = _fast_entry(self._sheet)
         self._sheet.write(self.layout.head(rows))
         self._rows = rows
 
     def _write(self, data: bytes) -> None:
         assert self._sheet is not None
-        self._sheet.write(data)
+        if self._fast:
+            _write_entry(self._sheet, data)
+        else:
+            self._sheet.write(data)
 
     def _close_entry(self) -> None:
         assert self._sheet is not None
