@@ -165,15 +165,19 @@ def _steps(root: Path) -> list[str]:
     return sorted(names, key=lambda n: int(n[4:]))
 
 
-def run_jobs(jobs: list[PairJob], output_dir: Path, opts: Options) -> list[CompareResult]:
+def run_jobs(jobs: list[PairJob], output_dir: Path, opts: Options,
+             then: Callable[[list[CompareResult]], None] | None = None) -> list[CompareResult]:
     """Compare rank pairs on the chosen engine; this process publishes every output and writes
     every history record.
 
     A failing pair is reported and the others go on; in compat mode (1.1.0's rule) the first
     failure stops the run. ``opts.resume`` skips the pairs this run already recorded.
+    ``then(results)``: run once every pair is recorded, while the history file is checkpointed
+    and detached in a thread (the run's end: the pool's workers are done, a core is free).
     """
     writer = RunWriter(output_dir, opts)
     remove_pair_folders()  # left by the workers of a killed msq
+    closing = None
     try:
         if opts.resume:
             todo = _unrecorded(jobs, writer)
@@ -200,10 +204,17 @@ def run_jobs(jobs: list[PairJob], output_dir: Path, opts: Options) -> list[Compa
         # which side set the pace: the engine (waiting) or this process (writing)
         log.debug("driver: %d pairs, %.1f s waiting for results, %.1f s writing and recording "
                   "(%d history transactions)", len(jobs), waited, wrote, writer.commits)
+        closing = writer.close(beside=True)
     finally:
-        writer.close()
-    if failures and not results:
-        raise InputError(f"every rank pair failed; first: {failures[0]}")
+        writer.close()  # nothing when closed above
+    try:
+        if failures and not results:
+            raise InputError(f"every rank pair failed; first: {failures[0]}")
+        if then is not None:
+            then(results)
+    finally:
+        if closing is not None:
+            closing.wait()
     return results
 
 
@@ -334,9 +345,9 @@ def run_pair_jobs(jobs: list[PairJob], output_dir: Path, opts: Options) -> list[
                          "with --no-history")
     # the run's id (and noise bands) for every rank and step; a no-op when msq.runner started it
     start_run(opts, output_dir, _noise_dispatch)
-    results = run_jobs(jobs, output_dir, opts)
-    finish_run(results, output_dir, opts)  # every rank and step weighed together
-    return results
+    # every rank and step weighed together, while the history file is checkpointed
+    return run_jobs(jobs, output_dir, opts,
+                    lambda results: finish_run(results, output_dir, opts))
 
 
 def _noise_dispatch(inp: Any, output_dir: Path, opts: Options) -> list[CompareResult]:

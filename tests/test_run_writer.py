@@ -89,6 +89,26 @@ def test_pairs_held_at_close_are_recorded(pairs, tmp_path):
     assert counts == [(1, pairs[0][1].summary["rows"]), (2, pairs[1][1].summary["rows"])]
 
 
+def test_close_beside_commits_first_then_checkpoints_in_a_thread(pairs, tmp_path):
+    """close(beside=True) commits the held pairs before it returns; the history's checkpoint
+    and detach run in a thread until Closing.wait; a second close does nothing."""
+    writer = RunWriter(tmp_path, Options(record=True))
+    try:
+        results = [writer.write(job, tables) for job, tables in pairs]
+        closing = writer.close(beside=True)
+        assert closing is not None
+        assert writer.close() is None  # closed already: nothing more
+        closing.wait()
+        assert writer.con is not None
+        with pytest.raises(duckdb.ConnectionException):  # closed by the thread
+            writer.con.execute("SELECT 1")
+    finally:
+        writer.close()
+    assert not (tmp_path / "msq.duckdb.wal").exists()  # checkpointed
+    assert history(tmp_path / "msq.duckdb") == [(r.history_id, [str(p) for p in r.files])
+                                                for r in results]
+
+
 def test_a_pair_that_cannot_be_recorded_keeps_the_pairs_before_it(pairs, tmp_path):
     """Its rows do not fit the history (here: blame rows of the wrong shape): DuckDB drops the
     whole transaction, so the pairs before it in the batch are appended again and committed;
