@@ -60,7 +60,7 @@ static void buf_free(Buf *b) {
     b->len = b->cap = 0;
 }
 
-enum { K_STR, K_I32, K_I64, K_F64, K_BOOL };
+enum { K_STR, K_I32, K_I64, K_F64, K_BOOL, K_U64 };  /* K_U64: arrow_stream's input only */
 
 typedef struct {
     int kind;
@@ -1007,7 +1007,7 @@ struct ArrowArrayStream {
 };
 #endif
 
-static const char *ARROW_FORMATS[] = {"u", "i", "l", "g", "b"};  /* by K_STR .. K_BOOL */
+static const char *ARROW_FORMATS[] = {"u", "i", "l", "g", "b", "L"};  /* by K_STR .. K_U64 */
 
 typedef struct {
     int64_t n, nulls;
@@ -1147,8 +1147,8 @@ static void capsule_free(PyObject *capsule) {
 }
 
 static int kind_of(const char *name) {
-    static const char *KINDS[] = {"str", "i32", "i64", "f64", "bool"};
-    for (int k = 0; k < 5; k++)
+    static const char *KINDS[] = {"str", "i32", "i64", "f64", "bool", "u64"};
+    for (int k = 0; k < 6; k++)
         if (!strcmp(name, KINDS[k])) return k;
     return -1;
 }
@@ -1198,7 +1198,8 @@ static int scol_from(PyObject *t, SCol *c, int *kind, const char **name) {
 /* arrow_stream(batches) -> PyCapsule "arrow_array_stream"
  *
  * batches: a sequence of record batches of one schema, each a sequence of column tuples as
- * flatten_dump returns them. The capsule's stream yields them in order, without a copy. */
+ * flatten_dump returns them (or of kind "u64": uint64 values, the tensor pool's hashes). The
+ * capsule's stream yields them in order, without a copy. */
 static PyObject *arrow_stream(PyObject *self, PyObject *arg) {
     (void)self;
     PyObject *given = PySequence_Tuple(arg);

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     import duckdb
     import pyarrow as pa
 
+    from msq.flatten import Columns
     from msq.tensors.pool import Background
 
 log = logging.getLogger("msq")
@@ -73,19 +74,23 @@ class EarlyMetrics:
         jobs = [TensorJob(i, name, name, str(npu_dir), str(bench_dir)) for i, name in
                 enumerate(names)]  # fmt: skip
         # the early rows become one table in the pool's thread, batch by batch as they come
-        # in, while the dumps still load and the workers compute the other batches
-        early = _EarlyTable(names)
+        # in, while the dumps still load and the workers compute the other batches; packed by
+        # the workers when DuckDB can read them without pyarrow (_PackedTable)
+        packed = _columns() is not None
+        early = _PackedTable(names) if packed else _EarlyTable(names)
         background = start_metrics(jobs, compat=opts.is_compat, workers=opts.workers,
-                                   then=early.table, each=early.add)
+                                   then=early.table, each=early.add, pack=packed)
         if background is None:
             return None
         log.info("tensor metrics: started on %d same-named file pairs while the dumps load",
                  len(names))
         return cls(background, names, npu_dir, bench_dir)
 
-    def table(self) -> pa.Table | None:
+    def table(self) -> pa.Table | Columns | None:
         """The early rows as :func:`msq.tensors.pool.metrics_table` makes them, with the file
-        name of each in a last column ``name``; None when the early run failed."""
+        name of each in a last column ``name`` (a pyarrow table, or the same columns as
+        :class:`msq.flatten.Columns`, which DuckDB reads as it reads the table); None when the
+        early run failed."""
         try:
             return self.background.made()  # type: ignore[return-value]
         except Exception as exc:  # noqa: BLE001  (recomputed by the caller, errors included)
@@ -142,6 +147,54 @@ class _EarlyTable:
                 a[1] >= b[0] for a, b in itertools.pairwise(parts)):
             return _early_table(self.names, rows)
         return pa.concat_tables([part[2] for part in parts])
+
+
+class _PackedTable:
+    """The early table from the batches the workers packed (msq.tensors.pool.Packed: the same
+    columns, cell for cell, as :func:`_early_table` makes from the rows), as
+    :class:`msq.flatten.Columns`, one record batch per batch: DuckDB reads them through the
+    Arrow C stream, and neither pyarrow is imported (~20 ms of the pool's thread, holding the
+    GIL while the main thread imports and loads) nor a Python object made per cell in this
+    process (~14 ms for tensor_small's 11k rows). The rows of large pairs, merged from their
+    ranges here, are packed here into one more batch. The order of the rows does not matter:
+    the compare joins them by name (:func:`fill_from_jobs`)."""
+
+    def __init__(self, names: list[str]) -> None:
+        self.names = names
+
+    def add(self, packed: object) -> None:
+        pass  # packed already: nothing to do per batch
+
+    def table(self, items: list[Any]) -> Columns:
+        from msq.tensors.pool import Packed, pack_rows
+
+        batches = [item.columns for item in items if isinstance(item, Packed)]
+        rows = [item for item in items if not isinstance(item, Packed)]
+        if rows or not batches:
+            batches.append(pack_rows(rows, self.names.__getitem__).columns)
+        columns = _columns()
+        assert columns is not None  # checked before the run was packed
+        return columns(batches)
+
+
+_COLUMNS: list[Any] = []
+
+
+def _columns() -> Any:
+    """msq.flatten.Columns when the C reader's Arrow stream takes the early table's columns
+    (its uint64 hashes: a build of msq/_flatten.c from before them refuses them), else None."""
+    if not _COLUMNS:
+        found = None
+        try:
+            from msq.flatten import Columns, _c
+
+            if _c is not None:
+                _c.arrow_stream([[("h", "u64", 0, 0, None, b"", None)]])
+                found = Columns
+        except (ImportError, ValueError):
+            pass
+        _COLUMNS.append(found)
+    return _COLUMNS[0]
 
 
 class _Scan:

@@ -198,7 +198,7 @@ def test_a_failing_compare_stops_the_early_run_and_exits(tmp_path: Path) -> None
 
 def test_taking_the_early_rows_does_not_import_pyarrow_compute(tmp_path: Path) -> None:
     """Issue 15 #1: a pyarrow take() of the early rows imported pyarrow.compute, ~0.15 s of CPU
-    of every real-data compare; the rows are joined in DuckDB."""
+    of every real-data compare; the rows are joined in DuckDB. Nor is pyarrow imported (~20 ms)."""
     _, nd, bd = _dump_dirs(tmp_path)  # enough pairs for the early pool to start
     code = (
         "import sys\n"
@@ -217,11 +217,12 @@ def test_taking_the_early_rows_does_not_import_pyarrow_compute(tmp_path: Path) -
         " j(out_seq, npu_file, bench_file, npu_data)\")\n"
         f"fill_from_jobs(con, 'jobs', Path({str(nd)!r}), Path({str(bd)!r}), Options(), early)\n"
         "ids = [r[0] for r in con.execute('SELECT out_seq FROM tensor_metrics').fetchall()]\n"
-        "print(ids, 'pyarrow.compute' in sys.modules)\n")
+        "print(ids, 'pyarrow.compute' in sys.modules, 'pyarrow' in sys.modules)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                          check=False)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["[51,", "52,", "53,", "57]", "False"]
+    # nor pyarrow at all: the workers pack the rows, DuckDB reads them through msq.flatten.Columns
+    assert out.stdout.split() == ["[51,", "52,", "53,", "57]", "False", "False"]
 
 
 @pytest.mark.parametrize("compat", [False, True])
@@ -257,3 +258,54 @@ def test_the_early_table_made_batch_by_batch_is_the_table_of_all_rows(tmp_path: 
     for batch in batches:
         late.add(batch[1:] if batch is batches[3] else batch)
     assert ipc(late.table(list(rows))) == want
+
+
+@pytest.mark.parametrize("compat", [False, True])
+def test_packed_batches_are_the_early_table(tmp_path: Path, compat: bool) -> None:
+    """The workers' packed batches (pool.pack_rows, read by DuckDB through msq.flatten.Columns
+    without pyarrow) hold the early table of the rows, cell for cell and bit for bit: computed
+    rows, and made-up ones with every kind of cell (a NaN with a payload, -0.0, texts, None in
+    every nullable column, the largest hash, non-ASCII and empty texts); a large pair's rows
+    (tuples among the batches) go in one more batch; the rows' order does not matter."""
+    import pyarrow as pa
+
+    from msq.tensors.pool import DEFAULT_CHUNK, Measure, _run_batch, _run_batch_packed, range_size
+    from msq.tensors_bridge import _columns, _early_table, _PackedTable
+
+    assert _columns() is not None  # the C reader is built here
+    _, nd, bd = _dump_dirs(tmp_path)
+    names = sorted(p.name for p in nd.iterdir() if (bd / p.name).exists())
+    jobs = [TensorJob(i, name, name, str(nd), str(bd)) for i, name in enumerate(names)][:-3]
+    packed = [_run_batch_packed(jobs[s : s + 7], Measure(compat), DEFAULT_CHUNK,
+                                range_size(DEFAULT_CHUNK))[0] for s in range(0, len(jobs), 7)]
+    nan = np.frombuffer(np.uint64(0x7FF8_0000_0000_0ABC).tobytes(), np.float64)[0].item()
+    made_up = [
+        (len(names) - 3, nan, -0.0, "Nan", 1, 0.0, "No", "", "ok", nan, -0.0, None, 2**64 - 1, 0),
+        (len(names) - 2, "None", "None", "None", "None", "None", "None", "Dump file: é.pt", "no_data",
+         None, None, None, None, None),
+        (len(names) - 1, 1.0, 1e-308, float("inf"), 0.5, 1.0, "Yes", "ü" * 40, "ok", 0.0, 5e-324,
+         -float("inf"), 12345, 2**63),
+    ]
+    rows = [r for s in range(0, len(jobs), 7) for r in _run_batch(
+        jobs[s : s + 7], Measure(compat), DEFAULT_CHUNK, range_size(DEFAULT_CHUNK))[0]]
+
+    def ipc(table: pa.Table) -> bytes:
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, table.schema) as writer:
+            writer.write_table(table.combine_chunks())
+        return sink.getvalue().to_pybytes()
+
+    want = _early_table(names, rows + made_up)
+    early = _PackedTable(names)
+    got = early.table([packed[2], *made_up, *packed[:2], *packed[3:]])
+    assert ipc(pa.table(got).sort_by("job_id").cast(want.schema)) == ipc(want)
+
+    def cells(table: object) -> list[tuple]:  # as fill_from_jobs reads them; floats by their bits
+        con = duckdb.connect()
+        con.register("early", table)
+        return [tuple(np.float64(c).tobytes() if isinstance(c, float) else c for c in row)
+                for row in con.execute("SELECT * FROM early ORDER BY job_id").fetchall()]
+
+    assert cells(got) == cells(want)
+    assert np.float64(nan).tobytes() in cells(got)[-3]
+    assert early.table([]).num_rows == 0

@@ -18,11 +18,13 @@ from __future__ import annotations
 import contextlib
 import functools
 import gc
+import itertools
 import logging
 import os
 import sys
 import threading
 import time
+from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import (
     FIRST_COMPLETED,
@@ -32,7 +34,7 @@ from concurrent.futures import (
     ProcessPoolExecutor,
     wait,
 )
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from threadpoolctl import ThreadpoolController
 
@@ -468,8 +470,12 @@ class Background:
                 self._done.set()
 
     def result(self) -> pa.Table:
-        """Wait for every job; the table of :func:`compute_metrics`. Raises what a worker raised."""
-        return metrics_table(self.rows(), self._ids)
+        """Wait for every job; the table of :func:`compute_metrics`. Raises what a worker raised.
+        Not for a packed run (``start_metrics(pack=True)``: see there)."""
+        rows = self.rows()
+        if any(isinstance(row, Packed) for row in rows):
+            raise TypeError("a packed run's rows make no table here (start_metrics: pack)")
+        return metrics_table(rows, self._ids)
 
     def rows(self) -> list[_Row]:
         """Wait for every job; their rows as :func:`metrics_table` takes them (``row[0]``: the
@@ -523,6 +529,7 @@ def start_metrics(
     range_elems: int | None = None,
     then: Callable[[list[_Row]], object] | None = None,
     each: Callable[[list[_Row]], object] | None = None,
+    pack: bool = False,
 ) -> Background | None:
     """:func:`compute_metrics` in the background, or None when the jobs are so few and small
     that a pool would cost more than it saves, or when only one worker is allowed: the caller
@@ -530,9 +537,16 @@ def start_metrics(
     thread once every row is in (rows as :meth:`Background.rows` gives them); its result is
     :meth:`Background.made`. ``each(rows)``, if given, runs there too, on the rows of each
     batch as it comes in (while the workers compute the others): ``then`` can then build on
-    what it made instead of taking every row at the end."""
+    what it made instead of taking every row at the end.
+
+    ``pack``: each batch's rows come back packed by its worker (:class:`Packed`, with the
+    columns of :func:`metrics_table` and ``name``, the NPU file): ``each`` then gets a
+    :class:`Packed`, and ``then`` (and :meth:`Background.rows`) a list of them and of the rows
+    of the large pairs (merged from their ranges here), as tuples. Only for jobs whose ids are
+    their positions (else the rows come as rows)."""
     jobs = list(jobs)
     numbered, workers = _numbered(jobs), _workers(workers)
+    pack = pack and numbered is jobs
     if not _pool_pays(numbered, workers):
         return None
     bar = _Progress(len(jobs), progress)
@@ -540,7 +554,7 @@ def start_metrics(
     try:
         with interrupts.deferred():  # the pool starts whole; a Ctrl-C meanwhile stops it
             run = _PoolRun(numbered, Measure(compat), chunk, _range_elems(chunk, range_elems),
-                           workers, bar)
+                           workers, bar, pack=pack)
             background = Background(run, [job.job_id for job in jobs], then, each)
     except BaseException:
         if background is not None:
@@ -601,8 +615,9 @@ class _PoolRun:
     """
 
     def __init__(self, jobs: list[TensorJob], measure: Measure, chunk: int, range_elems: int,
-                 workers: int, bar: _Progress) -> None:  # fmt: skip
+                 workers: int, bar: _Progress, pack: bool = False) -> None:  # fmt: skip
         self.measure, self.chunk, self.range_elems, self.bar = measure, chunk, range_elems, bar
+        self.pack = pack  # batches come back as Packed (see start_metrics)
         self.pending: dict[Future, tuple] = {}
         self.partial: dict[int, tuple[Opened, list[Stats | None]]] = {}
         self.cancelled = False
@@ -624,8 +639,8 @@ class _PoolRun:
                 # enough tasks to keep every worker busy to the end, few enough to amortise IPC
                 size = _batch_size(len(jobs), workers)
                 for s in range(0, len(jobs), size):
-                    fut = self.pool.submit(_run_batch, jobs[s : s + size], measure, chunk,
-                                           range_elems)
+                    fut = self.pool.submit(_run_batch_packed if pack else _run_batch,
+                                           jobs[s : s + size], measure, chunk, range_elems)
                     self.pending[fut] = ("batch",)
             if isinstance(self.pool, ProcessPoolExecutor):  # what kill_workers() needs
                 self.parts = procs.pool_parts(self.pool)
@@ -648,7 +663,7 @@ class _PoolRun:
                     kind = self.pending.pop(fut)
                     self._collect(fut, kind, rows, each)
                     batches -= kind[0] == "batch"
-                    if batches == 0 and kind[0] == "batch" and self.pending:
+                    if batches == 0 and kind[0] == "batch" and self.pending and not self.pack:
                         # every range is handed out: while the workers compute them, load
                         # pyarrow, which the parent needs for the rows' table (else it loads
                         # after the last range, ~30 ms with a core idle)
@@ -666,8 +681,12 @@ class _PoolRun:
             got, big = fut.result()
             if each is not None:
                 each(got)
-            rows.extend(got)
-            self.bar.advance(len(got))
+            if isinstance(got, Packed):
+                rows.append(got)  # type: ignore[arg-type]  # see start_metrics: pack
+                self.bar.advance(got.n_rows)
+            else:
+                rows.extend(got)
+                self.bar.advance(len(got))
             for job_id, opened in big:
                 self._submit_ranges(job_id, opened)
             return
@@ -762,3 +781,83 @@ def metrics_table(rows: list[_Row], ids: list[int]) -> pa.Table:
     for name, cells in zip(BLAME_FLOATS + BLAME_HASHES, columns[9:14]):
         cols[name] = list(cells)
     return pa.table(cols, schema=schema)
+
+
+# ------------------------------------------------------------------------------ packed rows
+#: A column as msq.flatten.Columns holds it (the Arrow C stream's input, msq/_flatten.c
+#: ``arrow_stream``): (name, kind, length, null count, validity bitmap | None, data, offsets | None).
+CColumn = tuple[str, str, int, int, "bytes | None", bytes, "bytes | None"]
+
+
+class Packed(NamedTuple):
+    """A batch's rows as the columns of :func:`metrics_table` (and ``name``), packed by the
+    worker that computed them (:func:`pack_rows`): the parent then unpickles a few buffers
+    instead of a tuple per row, and hands them to DuckDB without pyarrow (tensor_small: pyarrow's
+    import, ~20 ms, and the table of 11k rows from Python lists, ~14 ms, both holding the GIL
+    while the main thread imports and loads the dumps)."""
+
+    columns: tuple[CColumn, ...]
+    n_rows: int
+
+
+def _bitmap(valid: list[bool]) -> bytes:
+    """Arrow's validity bitmap: bit i (least significant first) of byte i // 8 is valid[i]."""
+    bits = "".join(["1" if v else "0" for v in reversed(valid)]) or "0"
+    return int(bits, 2).to_bytes((len(valid) + 7) // 8, "little")
+
+
+def _f64_column(name: str, cells: list[Any]) -> CColumn:
+    nulls = cells.count(None)
+    if not nulls:
+        return (name, "f64", len(cells), 0, None, array("d", cells).tobytes(), None)
+    return (name, "f64", len(cells), nulls, _bitmap([c is not None for c in cells]),
+            array("d", [0.0 if c is None else c for c in cells]).tobytes(), None)
+
+
+def _u64_column(name: str, cells: list[Any]) -> CColumn:
+    nulls = cells.count(None)
+    data = array("Q", [0 if c is None else c for c in cells] if nulls else cells).tobytes()
+    return (name, "u64", len(cells), nulls,
+            _bitmap([c is not None for c in cells]) if nulls else None, data, None)
+
+
+def _str_column(name: str, cells: list[Any]) -> CColumn:
+    encoded = [b"" if c is None else c.encode() for c in cells]
+    data = b"".join(encoded)
+    if len(data) >= 1 << 31:  # int32 offsets (what pyarrow's string type holds too)
+        raise OverflowError(f"{name}: {len(data)} bytes of text in one batch")
+    offsets = array("i", [0, *itertools.accumulate(map(len, encoded))]).tobytes()
+    nulls = cells.count(None)
+    return (name, "str", len(cells), nulls,
+            _bitmap([c is not None for c in cells]) if nulls else None, data, offsets)
+
+
+def pack_rows(rows: list[_Row], names: Callable[[int], str | None]) -> Packed:
+    """Job rows whose ``row[0]`` is the job's id, as the columns of :func:`metrics_table`, cell
+    for cell (a float metric cell in ``<metric>``, a text one in ``<metric>_text``; None a
+    null), sorted by job id, then ``name``: ``names(job_id)``. The rows are sorted in place."""
+    rows.sort(key=lambda r: r[0])
+    columns = list(zip(*rows)) if rows else [()] * 14
+    out: list[CColumn] = [("job_id", "i64", len(rows), 0, None,
+                           array("q", columns[0]).tobytes(), None)]
+    for metric, cells in zip(METRIC_COLUMNS, columns[1:6]):
+        out.append(_f64_column(metric, [None if isinstance(c, str) else float(c) for c in cells]))
+        out.append(_str_column(f"{metric}_text",
+                               [c if isinstance(c, str) else None for c in cells]))
+    for metric, cells in zip(("accuracy", "err_message", "status"), columns[6:9]):
+        out.append(_str_column(metric, list(cells)))
+    for metric, cells in zip(BLAME_FLOATS, columns[9:12]):
+        out.append(_f64_column(metric, list(cells)))
+    for metric, cells in zip(BLAME_HASHES, columns[12:14]):
+        out.append(_u64_column(metric, list(cells)))
+    out.append(_str_column("name", [names(i) for i in columns[0]]))
+    return Packed(tuple(out), len(rows))
+
+
+def _run_batch_packed(
+    jobs: Sequence[TensorJob], measure: Measure, chunk: int, range_elems: int
+) -> tuple[Packed, list[tuple[int, Opened]]]:
+    """:func:`_run_batch` with its rows packed (:func:`pack_rows`, ``name`` the NPU file)."""
+    rows, big = _run_batch(jobs, measure, chunk, range_elems)
+    files = {job.job_id: job.npu_file for job in jobs}
+    return pack_rows(rows, files.__getitem__), big
