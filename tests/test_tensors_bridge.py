@@ -309,3 +309,30 @@ def test_packed_batches_are_the_early_table(tmp_path: Path, compat: bool) -> Non
     assert cells(got) == cells(want)
     assert np.float64(nan).tobytes() in cells(got)[-3]
     assert early.table([]).num_rows == 0
+
+
+def test_forked_workers_take_their_jobs_from_the_parent(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A forked pool's batch tasks name a slice of the jobs the workers inherited (no jobs are
+    pickled), with the same rows; the parent drops the list once the pool is done."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    from msq.tensors import pool
+
+    _, nd, bd = _dump_dirs(tmp_path)
+    jobs = [TensorJob(100 + i, f"t{i}.pt", f"t{i}.pt", str(nd), str(bd)) for i in range(80)]
+    sent: list[tuple[str, tuple]] = []
+    submit = ProcessPoolExecutor.submit
+
+    def spy(self: ProcessPoolExecutor, fn: object, /, *args: object, **kwargs: object) -> object:
+        sent.append((getattr(fn, "__name__", ""), args))
+        return submit(self, fn, *args, **kwargs)
+
+    monkeypatch.setattr(ProcessPoolExecutor, "submit", spy)
+    got = compute_metrics(jobs, compat=False, workers=2, progress=False)
+    assert sent and all(name == "_run_inherited" for name, _ in sent)
+    assert not any(isinstance(a, (list, TensorJob)) for _, args in sent for a in args)
+    assert pool._INHERITED == {}
+    monkeypatch.undo()
+    want = compute_metrics(jobs, compat=False, workers=1, progress=False)
+    assert got.to_pylist() == want.to_pylist()

@@ -289,6 +289,25 @@ def _run_batch(
     return rows, big
 
 
+#: The job lists of the pools running in this process, by a key of each, while they run: a
+#: worker forked from this process has them (:func:`_run_inherited`).
+_INHERITED: dict[int, list[TensorJob]] = {}
+
+
+def _run_inherited(key: int, start: int, stop: int, measure: Measure, chunk: int,
+                   range_elems: int, pack: bool) -> tuple[object, list[tuple[int, Opened]]]:
+    """:func:`_run_batch` (:func:`_run_batch_packed` with ``pack``) of the jobs ``[start,
+    stop)`` of the list ``key`` of :data:`_INHERITED`, in a worker forked while it was there:
+    the task carries two numbers instead of its jobs (tensor_small: ~10 ms of pickling in the
+    parent's feeder thread, holding the GIL while the main thread imports and loads, and ~5 ms
+    of unpickling in the workers)."""
+    jobs = _INHERITED.get(key)
+    if jobs is None:  # not forked from the pool's process after all: never seen
+        raise RuntimeError("tensor pool: a worker without its parent's jobs")
+    run = _run_batch_packed if pack else _run_batch
+    return run(jobs[start:stop], measure, chunk, range_elems)
+
+
 def _run_range(measure: Measure, opened: Opened, start: int, stop: int, chunk: int) -> Stats:
     with single_threaded_blas():
         return measure.stats(opened, start, stop, chunk)
@@ -634,13 +653,19 @@ class _PoolRun:
             _executor(workers) if _executor is not None else procs.process_pool(
                 workers, initializer=functools.partial(_worker_start, os.getpid()),
                 preload=sorted({__name__, type(measure).__module__})))
+        # forked workers (all at the first submit) have the jobs: each task names its slice
+        self.key = _inherit(self.pool, jobs)
         try:
             with interrupts.workers_forked():
                 # enough tasks to keep every worker busy to the end, few enough to amortise IPC
                 size = _batch_size(len(jobs), workers)
                 for s in range(0, len(jobs), size):
-                    fut = self.pool.submit(_run_batch_packed if pack else _run_batch,
-                                           jobs[s : s + size], measure, chunk, range_elems)
+                    if self.key is not None:
+                        fut = self.pool.submit(_run_inherited, self.key, s, s + size, measure,
+                                               chunk, range_elems, pack)
+                    else:
+                        fut = self.pool.submit(_run_batch_packed if pack else _run_batch,
+                                               jobs[s : s + size], measure, chunk, range_elems)
                     self.pending[fut] = ("batch",)
             if isinstance(self.pool, ProcessPoolExecutor):  # what kill_workers() needs
                 self.parts = procs.pool_parts(self.pool)
@@ -732,8 +757,11 @@ class _PoolRun:
         """Stop at once (an interruption): the running tasks are not waited for; the workers
         are killed (they ignore the signal, and a batch can run for seconds)."""
         self.cancel()
-        if isinstance(self.pool, ProcessPoolExecutor):
-            procs.stop_pool(self.pool)
+        try:
+            if isinstance(self.pool, ProcessPoolExecutor):
+                procs.stop_pool(self.pool)
+        finally:
+            self._release()
 
     def close(self) -> None:
         """Shut the pool down (by the thread that drove it): kill its workers after a Ctrl-C
@@ -743,7 +771,28 @@ class _PoolRun:
             return
         # one shutdown, waiting: a shutdown(wait=False) first would make this one return at
         # once and leave the workers unjoined
-        self.pool.shutdown(wait=True, cancel_futures=self.cancelled)
+        try:
+            self.pool.shutdown(wait=True, cancel_futures=self.cancelled)
+        finally:
+            self._release()
+
+    def _release(self) -> None:
+        if self.key is not None:
+            _INHERITED.pop(self.key, None)
+
+
+def _inherit(pool: Executor, jobs: list[TensorJob]) -> int | None:
+    """Put ``jobs`` where the workers ``pool`` is about to fork will find them (its first
+    submit forks them all, from this process); their key. None for any other pool (a
+    forkserver's or spawned workers, Ray tasks): its tasks carry their jobs."""
+    if not isinstance(pool, ProcessPoolExecutor) or getattr(pool, "_processes", None):
+        return None
+    context = getattr(pool, "_mp_context", None)
+    if context is None or context.get_start_method(allow_none=False) != "fork":
+        return None
+    key = id(jobs)
+    _INHERITED[key] = jobs
+    return key
 
 
 @contextlib.contextmanager
