@@ -62,7 +62,7 @@ class EarlyMetrics:
             return None
         # lazy: statistics compares never load the tensor engine (numpy: a C extension, whole)
         with interrupts.deferred():
-            from msq.tensors.pool import TensorJob, start_metrics
+            from msq.tensors.pool import SameNamedJobs, start_metrics
         if scan is not None:
             try:
                 names = scan.names()
@@ -71,8 +71,8 @@ class EarlyMetrics:
             if not names:
                 return None
 
-        jobs = [TensorJob(i, name, name, str(npu_dir), str(bench_dir)) for i, name in
-                enumerate(names)]  # fmt: skip
+        # TensorJob(i, name, name, npu_dir, bench_dir), each made by the worker that runs it
+        jobs = SameNamedJobs(names, str(npu_dir), str(bench_dir))
         # the early rows become one table in the pool's thread, batch by batch as they come
         # in, while the dumps still load and the workers compute the other batches; packed by
         # the workers when DuckDB can read them without pyarrow (_PackedTable)

@@ -336,3 +336,18 @@ def test_forked_workers_take_their_jobs_from_the_parent(tmp_path: Path,
     monkeypatch.undo()
     want = compute_metrics(jobs, compat=False, workers=1, progress=False)
     assert got.to_pylist() == want.to_pylist()
+
+
+def test_same_named_jobs_are_the_list_they_stand_for() -> None:
+    from msq.tensors.pool import SameNamedJobs
+
+    names = [f"t{i}.pt" for i in range(11)]
+    jobs = SameNamedJobs(names, "/n", "/b")
+    want = [TensorJob(i, n, n, "/n", "/b") for i, n in enumerate(names)]
+    assert len(jobs) == 11 and list(jobs) == want
+    assert [jobs[i] for i in range(-11, 11)] == [want[i] for i in range(-11, 11)]
+    for cut in (slice(None), slice(3, 8), slice(8, 3), slice(-4, None), slice(0, 99), slice(1, 9, 3)):
+        assert jobs[cut] == want[cut]
+    for bad in (11, -12):
+        with pytest.raises(IndexError):
+            jobs[bad]

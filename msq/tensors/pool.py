@@ -34,7 +34,7 @@ from concurrent.futures import (
     ProcessPoolExecutor,
     wait,
 )
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, overload
 
 from threadpoolctl import ThreadpoolController
 
@@ -151,6 +151,32 @@ class TensorJob(NamedTuple):
     npu_dir: str | None = None
     bench_dir: str | None = None
     data_name: str | None = None
+
+
+class SameNamedJobs(Sequence[TensorJob]):
+    """The jobs of files named alike on both sides, ``TensorJob(i, names[i], names[i], npu_dir,
+    bench_dir)`` for each position i, made as they are read: a forked worker makes those of its
+    own slice (:func:`_run_inherited`), and the early run's 11k are not made before the pool
+    forks (~5 ms of the main thread, on one core, before the pool computes anything)."""
+
+    def __init__(self, names: list[str], npu_dir: str, bench_dir: str) -> None:
+        self.names, self.dirs = names, (npu_dir, bench_dir)
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    @overload
+    def __getitem__(self, index: int) -> TensorJob: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[TensorJob]: ...
+    def __getitem__(self, index: int | slice) -> TensorJob | list[TensorJob]:
+        npu_dir, bench_dir = self.dirs
+        if isinstance(index, slice):
+            start, stop, step = index.indices(len(self.names))
+            return [TensorJob(i, self.names[i], self.names[i], npu_dir, bench_dir)
+                    for i in range(start, stop, step)]
+        i = range(len(self.names))[index]
+        return TensorJob(i, self.names[i], self.names[i], npu_dir, bench_dir)
 
 
 # ------------------------------------------------------------------------------ worker side
@@ -291,7 +317,7 @@ def _run_batch(
 
 #: The job lists of the pools running in this process, by a key of each, while they run: a
 #: worker forked from this process has them (:func:`_run_inherited`).
-_INHERITED: dict[int, list[TensorJob]] = {}
+_INHERITED: dict[int, Sequence[TensorJob]] = {}
 
 
 def _run_inherited(key: int, start: int, stop: int, measure: Measure, chunk: int,
@@ -427,9 +453,11 @@ def _range_elems(chunk: int, range_elems: int | None) -> int:
     return range_size(chunk) if range_elems is None else max(chunk, range_elems // chunk * chunk)
 
 
-def _numbered(jobs: list[TensorJob]) -> list[TensorJob]:
+def _numbered(jobs: Sequence[TensorJob]) -> Sequence[TensorJob]:
     # internally a job is known by its position, so duplicate or sparse ids need no care; jobs
     # numbered so already are kept (the early run's 11k: ~20 ms before its pool starts)
+    if isinstance(jobs, SameNamedJobs):
+        return jobs
     if all(job.job_id == i for i, job in enumerate(jobs)):
         return jobs
     return [job._replace(job_id=i) for i, job in enumerate(jobs)]
@@ -439,7 +467,7 @@ def _workers(workers: int | None) -> int:
     return default_workers() if workers is None else max(1, workers)
 
 
-def _pool_pays(jobs: list[TensorJob], workers: int) -> bool:
+def _pool_pays(jobs: Sequence[TensorJob], workers: int) -> bool:
     """False when one worker is asked for, or the jobs are too few and small for a pool."""
     return workers > 1 and not _fits_inline(jobs)
 
@@ -454,7 +482,7 @@ class Background:
     not ended a while after a Ctrl-C.
     """
 
-    def __init__(self, run: _PoolRun, ids: list[int],
+    def __init__(self, run: _PoolRun, ids: Sequence[int],
                  then: Callable[[list[_Row]], object] | None = None,
                  each: Callable[[list[_Row]], object] | None = None) -> None:  # fmt: skip
         self._run, self._ids, self._then, self._each = run, ids, then, each
@@ -556,14 +584,15 @@ def start_metrics(
     thread once every row is in (rows as :meth:`Background.rows` gives them); its result is
     :meth:`Background.made`. ``each(rows)``, if given, runs there too, on the rows of each
     batch as it comes in (while the workers compute the others): ``then`` can then build on
-    what it made instead of taking every row at the end.
+    what it made instead of taking every row at the end. ``jobs``: a list is not copied again
+    as :class:`SameNamedJobs` (see there).
 
     ``pack``: each batch's rows come back packed by its worker (:class:`Packed`, with the
     columns of :func:`metrics_table` and ``name``, the NPU file): ``each`` then gets a
     :class:`Packed`, and ``then`` (and :meth:`Background.rows`) a list of them and of the rows
     of the large pairs (merged from their ranges here), as tuples. Only for jobs whose ids are
     their positions (else the rows come as rows)."""
-    jobs = list(jobs)
+    jobs = jobs if isinstance(jobs, SameNamedJobs) else list(jobs)
     numbered, workers = _numbered(jobs), _workers(workers)
     pack = pack and numbered is jobs
     if not _pool_pays(numbered, workers):
@@ -574,7 +603,9 @@ def start_metrics(
         with interrupts.deferred():  # the pool starts whole; a Ctrl-C meanwhile stops it
             run = _PoolRun(numbered, Measure(compat), chunk, _range_elems(chunk, range_elems),
                            workers, bar, pack=pack)
-            background = Background(run, [job.job_id for job in jobs], then, each)
+            ids = range(len(jobs)) if isinstance(jobs, SameNamedJobs) else \
+                [job.job_id for job in jobs]
+            background = Background(run, ids, then, each)
     except BaseException:
         if background is not None:
             background.cancel()
@@ -582,7 +613,7 @@ def start_metrics(
     return background
 
 
-def _fits_inline(jobs: list[TensorJob]) -> bool:
+def _fits_inline(jobs: Sequence[TensorJob]) -> bool:
     if len(jobs) > INLINE_JOBS:
         return False
     total = 0
@@ -598,7 +629,7 @@ def _fits_inline(jobs: list[TensorJob]) -> bool:
 
 
 def _compute_inline(
-    jobs: list[TensorJob], measure: Measure, chunk: int, range_elems: int, bar: _Progress
+    jobs: Sequence[TensorJob], measure: Measure, chunk: int, range_elems: int, bar: _Progress
 ) -> list[_Row]:
     rows, big = _run_batch(jobs, measure, chunk, range_elems)
     bar.advance(len(rows))
@@ -633,7 +664,7 @@ class _PoolRun:
     submitting ranges as large pairs come back, until every job has its row.
     """
 
-    def __init__(self, jobs: list[TensorJob], measure: Measure, chunk: int, range_elems: int,
+    def __init__(self, jobs: Sequence[TensorJob], measure: Measure, chunk: int, range_elems: int,
                  workers: int, bar: _Progress, pack: bool = False) -> None:  # fmt: skip
         self.measure, self.chunk, self.range_elems, self.bar = measure, chunk, range_elems, bar
         self.pack = pack  # batches come back as Packed (see start_metrics)
@@ -781,7 +812,7 @@ class _PoolRun:
             _INHERITED.pop(self.key, None)
 
 
-def _inherit(pool: Executor, jobs: list[TensorJob]) -> int | None:
+def _inherit(pool: Executor, jobs: Sequence[TensorJob]) -> int | None:
     """Put ``jobs`` where the workers ``pool`` is about to fork will find them (its first
     submit forks them all, from this process); their key. None for any other pool (a
     forkserver's or spawned workers, Ray tasks): its tasks carry their jobs."""
@@ -813,7 +844,7 @@ def _merge(measure: Measure, job_id: int, parts: list[Stats], opened: Opened) ->
     return measure.finish(job_id, total, opened)
 
 
-def metrics_table(rows: list[_Row], ids: list[int]) -> pa.Table:
+def metrics_table(rows: list[_Row], ids: Sequence[int]) -> pa.Table:
     """The table of :func:`compute_metrics` from job rows whose ``row[0]`` is a position in
     ``ids`` (the job ids); sorted by it (the list is sorted in place)."""
     import pyarrow as pa  # lazy: as in _schema
