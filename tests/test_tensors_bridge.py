@@ -103,7 +103,8 @@ def test_file_extensions_come_from_each_sides_data_name() -> None:
         return fallback
 
     names = [None, "", "-1", "x", "a.pt", "a.b.npy", "x.", ".hidden", "Tensor.add.0.forward.pt",
-             "a..b", "a.PT", "-1.pt"]
+             "a..b", "a.PT", "-1.pt", ".pt", ".npy", "pt", "npy", "a.pt.npy", "a.npy.pt", "a.ptx",
+             "a.xpt", "a.npy.", "a.pt.", "-1.npy", "é.pt", "x.Pt"]
     con = duckdb.connect()
     expr = _ext_sql("d", "'.fb'")
     got = con.execute(f"SELECT {expr} FROM unnest(?::VARCHAR[]) t(d)", [names]).fetchall()
