@@ -156,3 +156,138 @@ def test_materialised_views_are_renamed_back_only_when_they_are_the_databases_ow
     db.materialize(con, "v")
     assert con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall() == []
     con.close()
+
+
+def test_a_pairs_own_views_are_kept_for_the_next_pair_only_with_the_same_text(tmp_path):
+    """The views a pair creates through msq.db.create_view are kept at the reset under names of
+    their own (``_msq_kept_<n>``, outside the catalog the reset checks) when they are still what
+    their statement made (under their name, or ``_src_<name>`` once materialised); the next pair
+    that creates a view of exactly that statement gets it renamed back, reading that pair's
+    rows. A view the pair replaced by another text is dropped; a statement with another text
+    is run."""
+    from msq import db
+    from msq.pair_tables import KEPT_PREFIX
+    from msq.sqlfiles import SqlFile
+
+    opts = Options(workers=1, record=True)
+    database = WorkerDatabase.get(opts)
+    assert database is not None
+    template = database._snapshot()
+
+    def kept() -> list[str]:
+        return [n for (n,) in database._con.execute(
+            "SELECT view_name FROM duckdb_views() WHERE starts_with(view_name, ?) "
+            "ORDER BY view_name", [KEPT_PREFIX]).fetchall()]
+
+    modes = SqlFile("pair_modes", "SELECT mode FROM settings", "test")
+    fuzzy = SqlFile("pair_fuzzy", "SELECT fuzzy FROM settings", "test")
+    gone = SqlFile("pair_gone", "SELECT 1 AS one", "test")
+    settings = "INSERT INTO settings VALUES (?, false, ?, false, false, false, false)"
+
+    cur = database.take(1)
+    cur.execute(settings, ["statistics", False])
+    db.create_view(cur, modes, defer=True, comment=False)
+    db.create_view(cur, fuzzy, defer=True, comment=False)
+    db.materialize(cur, "pair_fuzzy")  # left as _src_pair_fuzzy
+    db.create_view(cur, gone, defer=True, comment=False)
+    cur.execute("CREATE OR REPLACE VIEW pair_gone AS SELECT 2 AS two")  # replaced: not kept
+    assert cur.execute("SELECT * FROM pair_modes").fetchall() == [("statistics",)]
+    cur.close()
+    database.reset()
+    assert database._snapshot() == template  # the copies are not the catalog's
+    assert len(kept()) == 2
+    assert db.KEPT_VIEWS is None
+
+    cur = database.take(1)
+    assert db.KEPT_VIEWS is not None
+    cur.execute(settings, ["md5", True])
+    db.create_view(cur, modes, defer=True, comment=False)  # renamed back: this pair's rows
+    assert cur.execute("SELECT * FROM pair_modes").fetchall() == [("md5",)]
+    other = SqlFile("pair_fuzzy", "SELECT NOT fuzzy AS fuzzy FROM settings", "test")
+    db.create_view(cur, other, defer=True, comment=False)  # another text: made from it
+    assert cur.execute("SELECT * FROM pair_fuzzy").fetchall() == [(False,)]
+    assert len(kept()) == 1  # pair_fuzzy's first text is still kept, unused
+    assert cur.execute("SELECT count(*) FROM duckdb_views() WHERE view_name = 'pair_gone'"
+                       ).fetchall() == [(0,)]
+    cur.close()
+    database.reset()
+    assert database._snapshot() == template
+    assert len(kept()) == 3  # pair_modes again, both texts of pair_fuzzy
+    cur = database.take(1)
+    cur.execute(settings, ["tensor", True])
+    db.create_view(cur, fuzzy, defer=True, comment=False)
+    assert cur.execute("SELECT * FROM pair_fuzzy").fetchall() == [(True,)]
+    cur.close()
+    database.reset()
+
+
+def test_a_select_run_twice_is_a_kept_view_of_its_text(tmp_path):
+    """msq.db.SelectStream in a kept database: a SELECT's text runs as it is the first time;
+    from the second time on it runs as ``SELECT * FROM`` a view of that text, made then and
+    kept across resets (outside the catalog the reset checks), giving the same rows, in the
+    same order, from each pair's own tables."""
+    import pyarrow as pa
+
+    from msq import db
+    from msq.pair_tables import KEPT_PREFIX
+
+    opts = Options(workers=1, record=True)
+    database = WorkerDatabase.get(opts)
+    assert database is not None
+    template = database._snapshot()
+    sql = "SELECT mode, fuzzy FROM settings UNION ALL SELECT 'last', NULL ORDER BY 2 NULLS LAST"
+    seen = []
+    for mode in ("statistics", "md5", "tensor"):
+        cur = database.take(1)
+        cur.execute("INSERT INTO settings VALUES (?, false, true, false, false, false, false)",
+                    [mode])
+        stream = db.SelectStream(cur, sql)
+        seen.append((stream._sql, pa.table(stream).to_pylist()))
+        cur.close()
+        database.reset()
+        assert database._snapshot() == template
+    assert seen[0][0] == sql
+    assert seen[1][0] == seen[2][0] == f'SELECT * FROM "{KEPT_PREFIX}select_0"'
+    assert [rows for _, rows in seen] == [[{"mode": m, "fuzzy": True}, {"mode": "last",
+                                                                        "fuzzy": None}]
+                                          for m in ("statistics", "md5", "tensor")]
+    assert db.SelectStream(database._con, sql)._sql == sql  # outside a pair: as it is
+
+
+def test_another_databases_connection_during_a_kept_pair(tmp_path):
+    """msq.db's hooks act on the kept database only: a SELECT or a view of another database's
+    connection during a kept pair runs there as it is, and leaves nothing behind in either."""
+    import pyarrow as pa
+
+    from msq import db
+    from msq.pair_tables import KEPT_PREFIX
+    from msq.sqlfiles import SqlFile
+
+    opts = Options(workers=1, record=True)
+    database = WorkerDatabase.get(opts)
+    assert database is not None
+    template = database._snapshot()
+    ones = SqlFile("pair_ones", "SELECT 1 AS one", "test")
+    cur = database.take(1)
+    db.create_view(cur, ones, defer=True, comment=False)
+    cur.close()
+    database.reset()  # pair_ones kept as a copy
+    other = db.connect(threads=1)
+    try:
+        cur = database.take(1)
+        db.create_view(other, ones, defer=True, comment=False)  # the copy is not other's
+        assert other.execute("SELECT * FROM pair_ones").fetchall() == [(1,)]
+        sql = "SELECT 2 AS two"
+        assert pa.table(db.SelectStream(other, sql)).to_pylist() == [{"two": 2}]
+        stream = db.SelectStream(other, sql)  # the second time: not a view of the kept database
+        assert stream._sql == sql and pa.table(stream).to_pylist() == [{"two": 2}]
+        assert other.execute("SELECT count(*) FROM duckdb_views() WHERE starts_with(view_name, ?)",
+                             [KEPT_PREFIX]).fetchall() == [(0,)]
+        cur.close()
+        database.reset()
+        assert database._snapshot() == template
+        assert database._con.execute(
+            "SELECT count(*) FROM duckdb_views() WHERE starts_with(view_name, ?)",
+            [KEPT_PREFIX]).fetchall() == [(0,)]  # the unused copy went
+    finally:
+        other.close()
