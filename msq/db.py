@@ -106,12 +106,8 @@ def create_view(con: duckdb.DuckDBPyConnection, file: SqlFile, *, defer: bool = 
     # semicolon on a line of its own: the body may end with a -- comment
     described = (f"\n;\nCOMMENT ON VIEW {quote_ident(file.name)} IS "
                  f"{quote_str(match.group(1).strip())}" if match else "")
-    statement = view_statement(file, defer=defer and can_defer_binding(con))
     try:
-        if KEPT_VIEWS is not None and not described:
-            KEPT_VIEWS(con, file.name, statement)
-        else:
-            con.execute(statement + described)
+        con.execute(view_statement(file, defer=defer and can_defer_binding(con)) + described)
     except duckdb.Error as err:
         raise SqlFileError(f"{file.origin}: {err}") from err
 
@@ -158,17 +154,6 @@ def load_views(con: duckdb.DuckDBPyConnection, folders: Iterable[str] = COMPARE_
 #: renames it back (~0.2 ms a view) instead of creating it again from its text (~0.9 ms: DuckDB
 #: parses it). Elsewhere the compare's database ends with the compare: the view is dropped.
 KEEP_SOURCES = False
-
-#: Set with :data:`KEEP_SOURCES`: how that kept database makes a view a pair creates through
-#: :func:`create_view` (``(con, name, statement)``): from a copy it kept of an earlier pair's
-#: view of exactly that statement, renamed, instead of parsing the statement again (see
-#: msq.pair_tables.WorkerDatabase.create_view).
-KEPT_VIEWS: Callable[[duckdb.DuckDBPyConnection, str, str], None] | None = None
-
-#: Set with :data:`KEEP_SOURCES`: the text that database runs a :class:`SelectStream`'s SELECT
-#: as (``(con, sql)``): a view of it kept for the worker's later pairs (see
-#: msq.pair_tables.WorkerDatabase.select)
-KEPT_SELECT: Callable[[duckdb.DuckDBPyConnection, str], str] | None = None
 
 
 def materialize(con: duckdb.DuckDBPyConnection, view: str) -> None:
@@ -512,7 +497,7 @@ class SelectStream:
 
     def __init__(self, con: duckdb.DuckDBPyConnection, sql: str) -> None:
         self._con = con
-        self._sql = sql if KEPT_SELECT is None else KEPT_SELECT(con, sql)
+        self._sql = sql
 
     def __arrow_c_stream__(self, requested_schema: object = None) -> Any:
         submit = getattr(self._con, "_submit", None)

@@ -28,7 +28,6 @@ import re
 import shutil
 import stat
 import tempfile
-import threading
 import time
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
@@ -297,13 +296,6 @@ def _list(select: str) -> str:
 #: A view name DuckDB writes unquoted in a view's text (``CREATE VIEW name AS ...``)
 _SIMPLE_NAME = re.compile(r"[a-z_][a-z0-9_]*")
 
-#: The names of a kept database's copies of earlier pairs' views (WorkerDatabase.create_view)
-#: and of its views of their SELECTs (WorkerDatabase.select)
-KEPT_PREFIX = "_msq_kept_"
-
-#: At most this many views of pairs' SELECTs in a kept database (a statistics pair runs ~5)
-KEPT_SELECTS = 64
-
 
 class WorkerDatabase:
     """A pool worker's compare database, kept from one pair to the next.
@@ -331,8 +323,7 @@ class WorkerDatabase:
     _kept: WorkerDatabase | None = None
     #: the catalog queries of :meth:`reset` (the compare's own database, schema main)
     _VIEWS = ("SELECT view_name, sql FROM duckdb_views() WHERE database_name = current_database() "
-              "AND schema_name = 'main' AND NOT internal AND NOT temporary "
-              f"AND NOT starts_with(view_name, '{KEPT_PREFIX}') ORDER BY view_name")
+              "AND schema_name = 'main' AND NOT internal AND NOT temporary ORDER BY view_name")
     _VIEW_NAMES = _VIEWS.replace("SELECT view_name, sql ", "SELECT view_name ", 1)
     _TABLES = ("SELECT table_name, sql FROM duckdb_tables() WHERE database_name = "
                "current_database() AND schema_name = 'main' AND NOT temporary ORDER BY table_name")
@@ -367,7 +358,6 @@ class WorkerDatabase:
         from msq import db
 
         db.KEEP_SOURCES = False
-        db.KEPT_VIEWS = db.KEPT_SELECT = None
         kept, cls._kept = cls._kept, None
         if kept is not None:
             with contextlib.suppress(Exception):
@@ -381,31 +371,15 @@ class WorkerDatabase:
         self.views: set[str] = set(statements)
         self._macros: set[str] = set()  # the macros pairs add (learnt at the first reset)
         self._learnt = False
-        #: the views pairs create (db.create_view), kept between pairs (see create_view):
-        #: statement -> the copy's name; statement -> its view's text after "CREATE VIEW <name> AS ";
-        #: the pair's: view name -> statement
-        self._copies: dict[str, str] = {}
-        self._bodies: dict[str, str] = {}
-        self._made: dict[str, str] = {}
-        self._selects: dict[str, str] = {}  # SELECT text -> its kept view (:meth:`select`)
-        self._seen: set[str] = set()  # the SELECT texts pairs ran (:meth:`select`)
-        self._lock = threading.Lock()  # the pair's strands create views on their own threads
         self._con = con = db.connect(threads=1)
         try:
             db.can_defer_binding(con)  # its probe's view made and dropped now, not in a pair
-            #: what the reset runs to make the schema's tables again: DuckDB's own text of each
-            #: table (~1.8 KB) where its file makes tables and nothing else (one statement a
-            #: table), not the file (~4.1 KB with its comments: ~3,000 instructions a byte to
-            #: parse); the reset's catalog check compares the tables' texts with the template's
             self._table_files: list[str] = []
             for file in db.sql_files("compare/schema"):  # as db.run_schema
                 before = con.execute(self._TABLES).fetchall()
                 con.execute(file.text)
-                after = con.execute(self._TABLES).fetchall()
-                if after != before:
-                    made = [sql for table in after if table not in before for _, sql in [table]]
-                    only_tables = len(con.extract_statements(file.text)) == len(made)
-                    self._table_files += made if only_tables else [file.text]
+                if con.execute(self._TABLES).fetchall() != before:
+                    self._table_files.append(file.text)
             for statement in statements.values():
                 con.execute(statement)
             self._views = dict(con.execute(self._VIEWS).fetchall())  # each view's text
@@ -437,77 +411,7 @@ class WorkerDatabase:
         procs.track(cur)
         cur.execute("SET enable_progress_bar = false")  # as msq.db.connect
         db.KEEP_SOURCES = True  # the views the pair materialises are kept for reset (renamed back)
-        db.KEPT_VIEWS = self.create_view  # and those it creates, kept for the next pairs
-        db.KEPT_SELECT = self.select  # and its SELECTs' texts, views of them
         return cur
-
-    def select(self, con: Any, sql: str) -> str:
-        """The text a pair's SELECT (msq.db.SelectStream: the history's rows, the workbook's
-        sheets) runs as: the second time a text comes, a view of it is made
-        (``_msq_kept_select_<n>``, outside the catalog the reset checks) and kept for the
-        worker's later pairs, which run ``SELECT * FROM`` it: a short text instead of the ~9 KB
-        of those SELECTs parsed again each pair. The same query: DuckDB binds a view when a
-        query reads it, against that pair's tables. A text seen once (e.g. with a pair's own
-        values in it) runs as it is; at most :data:`KEPT_SELECTS` views."""
-        from msq import db
-
-        with self._lock:
-            view = self._selects.get(sql)
-            if view is None:
-                if sql not in self._seen or len(self._selects) >= KEPT_SELECTS:
-                    if len(self._seen) < 4 * KEPT_SELECTS:
-                        self._seen.add(sql)
-                    return sql
-                view = f"{KEPT_PREFIX}select_{len(self._selects)}"
-                # made under the lock: another strand's SELECT of the same text waits for it
-                con.execute(f"CREATE VIEW {view} WITH (DEFER_BINDING) AS\n{sql}")
-                if not self._holds(view):  # con is another database's: left as it was
-                    con.execute(f"DROP VIEW {view}")
-                    return sql
-                self._selects[sql] = view
-        return f"SELECT * FROM {db.quote_ident(view)}"
-
-    def _holds(self, view: str) -> bool:
-        """Whether this database has the view (a pair's connection is a cursor of it; another
-        database's connection may come through msq.db's hooks too)."""
-        from msq import db
-
-        return bool(db.scalar(self._con, "SELECT count(*) FROM duckdb_views() WHERE "
-                                         "database_name = current_database() AND view_name = ?",
-                              [view]))
-
-    def create_view(self, con: Any, name: str, statement: str) -> None:
-        """A view a pair creates (msq.db.create_view: ``statement`` is ``CREATE OR REPLACE VIEW
-        <name> ...``): an earlier pair's view of exactly that statement, which :meth:`reset` kept
-        under a name of its own (``_msq_kept_<n>``), renamed back; else the statement run.
-
-        A pair's views were dropped at the reset and created again by the next pair from their
-        text, ~13 KB a statistics pair (``unmatched_reasons`` alone ~9 KB), which DuckDB 2.0's
-        parser takes ~3,000 instructions a byte to read; a rename is one short statement, and the
-        view it gives back is the same parsed query (a view is stored parsed; DuckDB binds it
-        when a query reads it, against the tables of that moment)."""
-        from msq import db
-
-        with self._lock:
-            copy = self._copies.pop(statement, None)
-            self._made[name] = statement
-        if copy is not None:
-            try:
-                con.execute(f"ALTER VIEW {db.quote_ident(copy)} RENAME TO {db.quote_ident(name)}")
-                return
-            except Exception:  # noqa: BLE001 (the name is taken, or con is another database's:
-                # the statement decides, as before; the copy goes)
-                with self._lock, contextlib.suppress(Exception):
-                    self._con.execute(f"DROP VIEW IF EXISTS {db.quote_ident(copy)}")
-        con.execute(statement)
-        if statement not in self._bodies and _SIMPLE_NAME.fullmatch(name):
-            sql = db.scalar(con, "SELECT sql FROM duckdb_views() WHERE database_name = "
-                                 "current_database() AND schema_name = 'main' AND view_name = ? "
-                                 "AND NOT temporary", [name])
-            head = f"CREATE VIEW {name} AS "
-            if isinstance(sql, str) and sql.startswith(head):
-                with self._lock:
-                    self._bodies[statement] = sql[len(head):]
 
     def reset(self) -> None:
         """The catalog made as a new database's again (see the class docstring); raises when it
@@ -515,7 +419,6 @@ class WorkerDatabase:
         from msq import db
 
         db.KEEP_SOURCES = False
-        db.KEPT_VIEWS = db.KEPT_SELECT = None
         con = self._con
         views = con.execute(self._VIEWS).fetchall()
         tables = con.execute(self._TABLES).fetchall()
@@ -525,11 +428,8 @@ class WorkerDatabase:
             self._learnt = True
         kept = {name for name, sql in views if self._views.get(name) == sql}
         back = self._renamed_back(views, kept)
-        copies = self._copied(views, kept | set(back))
         script = [f"DROP VIEW {db.quote_ident(name)}" for name, _ in views
-                  if name not in kept and name not in back and name not in copies]
-        script += [f"ALTER VIEW {db.quote_ident(name)} RENAME TO {db.quote_ident(copy)}"
-                   for name, (copy, _) in copies.items()]
+                  if name not in kept and name not in back]
         script += [f"DROP TABLE {db.quote_ident(name)}" for name, _ in tables]
         script += [f"DROP MACRO IF EXISTS {db.quote_ident(name)}" for name in sorted(self._macros)]
         script += self._table_files
@@ -538,38 +438,8 @@ class WorkerDatabase:
         made = kept | set(back.values())
         script += [statement for name, statement in self.statements.items() if name not in made]
         con.execute("\n;\n".join(script))
-        self._copies.update({statement: copy for copy, statement in copies.values()})
         if self._snapshot() != self._catalog:
             raise RuntimeError("the kept compare database differs from a new one after its reset")
-
-    def _copied(self, views: list[tuple[str, str]], taken: set[str]) -> dict[str, tuple[str, str]]:
-        """The views the pair created through :meth:`create_view` and left as they were made
-        (under their name, or as ``_src_<name>`` once materialised: msq.db.KEEP_SOURCES), each
-        statement's once: {view: (the name its copy is kept under, statement)}. A view the pair
-        replaced by another text is dropped."""
-        made, self._made = self._made, {}
-        if not made:
-            return {}
-        used = set(self._copies.values())
-        kept: dict[str, tuple[str, str]] = {}
-        chosen: set[str] = set()
-        number = 0
-        for view, sql in views:
-            name = view[len("_src_"):] if view.startswith("_src_") and view[5:] in made else view
-            statement = made.get(name)
-            if view in taken or statement is None or statement in chosen \
-                    or statement in self._copies or not _SIMPLE_NAME.fullmatch(view):
-                continue
-            body = self._bodies.get(statement)
-            if body is None or sql != f"CREATE VIEW {view} AS {body}":
-                continue
-            while f"{KEPT_PREFIX}{number}" in used:
-                number += 1
-            copy = f"{KEPT_PREFIX}{number}"
-            used.add(copy)
-            chosen.add(statement)
-            kept[view] = (copy, statement)
-        return kept
 
     def _renamed_back(self, views: list[tuple[str, str]], kept: set[str]) -> dict[str, str]:
         """The views the pair materialised and left as ``_src_<name>`` (msq.db.KEEP_SOURCES)
