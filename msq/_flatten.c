@@ -1443,28 +1443,75 @@ static int cmp_keyed(const void *a, const void *b) {
     return x[1] < y[1] ? -1 : x[1] > y[1];
 }
 
-/* stable_order(int64 values as bytes) -> int64 indices as bytes, that sort them stably */
+/* The int64 value at i of a buffer that may not be 8-byte aligned. */
+static int64_t load_i64(const char *p, Py_ssize_t i) {
+    int64_t x;
+    memcpy(&x, p + 8 * i, sizeof x);
+    return x;
+}
+
+/* stable_order(int64 values as bytes) -> int64 indices as bytes, that sort them stably
+ *
+ * A workbook's rows come as their out_seq, in the order the result table holds them: a
+ * permutation of 0 .. n-1, or nearly. Values already in order give 0 .. n-1 (one pass); values
+ * within a range of at most 4n + 1024 are placed by counting (two passes, stable); any other
+ * input is sorted by qsort on (value, index) pairs (equal values keep their order). qsort took
+ * ~70 M instructions of a 24,500-row workbook (~3,000 a row: a comparison by function call). */
 static PyObject *stable_order(PyObject *self, PyObject *arg) {
     (void)self;
     Py_buffer view;
     if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE)) return NULL;
     Py_ssize_t n = view.len / 8;
-    int64_t *pairs = malloc((size_t)(n ? n : 1) * 2 * sizeof(int64_t));
-    PyObject *out = pairs ? PyBytes_FromStringAndSize(NULL, n * 8) : PyErr_NoMemory();
-    if (out) {
-        int64_t *idx = (int64_t *)PyBytes_AS_STRING(out);
-        const int64_t *v = view.buf;
-        Py_BEGIN_ALLOW_THREADS
-        for (Py_ssize_t i = 0; i < n; i++) {
-            memcpy(&pairs[2 * i], &v[i], sizeof(int64_t));
-            pairs[2 * i + 1] = i;
-        }
-        qsort(pairs, (size_t)n, 2 * sizeof(int64_t), cmp_keyed);
-        for (Py_ssize_t i = 0; i < n; i++) idx[i] = pairs[2 * i + 1];
-        Py_END_ALLOW_THREADS
+    const char *v = view.buf;
+    PyObject *out = PyBytes_FromStringAndSize(NULL, n * 8);
+    if (!out) {
+        PyBuffer_Release(&view);
+        return NULL;
     }
-    free(pairs);
+    int64_t *idx = (int64_t *)PyBytes_AS_STRING(out);
+    int sorted = 1;
+    int64_t lo = n ? load_i64(v, 0) : 0, hi = lo;
+    for (Py_ssize_t i = 1; i < n; i++) {
+        int64_t x = load_i64(v, i);
+        if (x < load_i64(v, i - 1)) sorted = 0;
+        if (x < lo) lo = x;
+        if (x > hi) hi = x;
+    }
+    int failed = 0;
+    uint64_t range = (uint64_t)hi - (uint64_t)lo;  /* no overflow in unsigned arithmetic */
+    Py_BEGIN_ALLOW_THREADS
+    if (sorted) {
+        for (Py_ssize_t i = 0; i < n; i++) idx[i] = i;
+    } else if (range <= 4 * (uint64_t)n + 1024) {
+        Py_ssize_t *start = calloc((size_t)range + 2, sizeof *start);
+        if (!start) {
+            failed = 1;
+        } else {
+            for (Py_ssize_t i = 0; i < n; i++) start[(uint64_t)load_i64(v, i) - (uint64_t)lo + 1]++;
+            for (uint64_t k = 1; k <= range + 1; k++) start[k] += start[k - 1];
+            for (Py_ssize_t i = 0; i < n; i++) idx[start[(uint64_t)load_i64(v, i) - (uint64_t)lo]++] = i;
+            free(start);
+        }
+    } else {
+        int64_t *pairs = malloc((size_t)n * 2 * sizeof(int64_t));
+        if (!pairs) {
+            failed = 1;
+        } else {
+            for (Py_ssize_t i = 0; i < n; i++) {
+                pairs[2 * i] = load_i64(v, i);
+                pairs[2 * i + 1] = i;
+            }
+            qsort(pairs, (size_t)n, 2 * sizeof(int64_t), cmp_keyed);
+            for (Py_ssize_t i = 0; i < n; i++) idx[i] = pairs[2 * i + 1];
+            free(pairs);
+        }
+    }
+    Py_END_ALLOW_THREADS
     PyBuffer_Release(&view);
+    if (failed) {
+        Py_DECREF(out);
+        return PyErr_NoMemory();
+    }
     return out;
 }
 

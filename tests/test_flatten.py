@@ -290,3 +290,30 @@ def test_arithmetic_columns_are_arrays_bytes(n: int, step: int) -> None:
 def test_arithmetic_overflow_raises() -> None:
     with pytest.raises(OverflowError):
         flatten_mod._arithmetic(2**31 // 5 + 2, 4, 5)
+
+
+def test_stable_order_every_path() -> None:
+    """flatten.stable_order gives the indices that sort int64 values stably (Python's sorted,
+    which is stable, is the reference) on each of its C paths: values in order, a permutation
+    or a narrow range (placed by counting, ties among them), and a wide range with the extremes
+    of int64 (qsort); also an empty, a one-value and a misaligned buffer."""
+    import random
+    from array import array
+
+    rng = random.Random(15)
+
+    def check(values: list[int]) -> None:
+        want = array("q", sorted(range(len(values)), key=values.__getitem__)).tobytes()
+        assert flatten_mod.stable_order(array("q", values).tobytes()) == want
+
+    shuffled = list(range(24_524))
+    rng.shuffle(shuffled)
+    cases = [[], [5], list(range(1000)), list(range(1000))[::-1], shuffled,
+             [x * 3 + 10**12 for x in shuffled[:5000]], [x * 5 for x in shuffled[:5000]],
+             [rng.randint(-5, 5) for _ in range(5000)], [7] * 100 + [3] * 50 + [7] * 10,
+             [2**63 - 1, -(2**63), 0, 5, -(2**63), 2**63 - 1],
+             [rng.randint(-(2**62), 2**62) for _ in range(5000)]]
+    for values in cases:
+        check(values)
+    misaligned = memoryview(b"x" + array("q", [3, 1, 2]).tobytes())[1:]
+    assert flatten_mod.stable_order(misaligned) == array("q", [1, 2, 0]).tobytes()  # type: ignore[arg-type]
