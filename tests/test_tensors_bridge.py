@@ -352,3 +352,35 @@ def test_same_named_jobs_are_the_list_they_stand_for() -> None:
     for bad in (11, -12):
         with pytest.raises(IndexError):
             jobs[bad]
+
+
+@pytest.mark.parametrize("rows", [
+    # no text cell in any metric column, one text throughout the others, ints as metric cells
+    [(i, 1, 0.5 * i, np.float64(2.0), 0, 1.0, "Yes", "", "ok", 0.0, 1.0, 2.0, i, 2**64 - 1)
+     for i in range(9)],
+    # every metric cell a text, every blame cell None, one err_message throughout
+    [(i, "None", "None", "None", "None", "None", "None", "No bench data matched.", "no_data",
+      None, None, None, None, None) for i in range(17)],
+    # texts and numbers in one column, a null in every text column but the metric texts
+    [(2, 0.25, "N/A", 3.0, 1.0, 0.0, None, None, None, 1.5, None, -0.0, None, 5),
+     (0, "Nan", 1e300, float("-inf"), 0.5, 1.0, "No", "ü", "nanpos", None, 2.5, 0.0, 7, None),
+     (1, 0.5, 0.0, "unsupported", 1.0, 1.0, "Yes", "", "ok", 0.0, 0.0, 0.0, 0, 0)],
+    [],
+], ids=["numbers", "texts", "mixed", "empty"])
+def test_packed_rows_are_the_table_of_the_rows(rows: list[tuple]) -> None:
+    """pack_rows' shortcuts (a column of numbers, of one text, of nulls) give the cells of
+    metrics_table's pyarrow table, bit for bit."""
+    import pyarrow as pa
+
+    from msq.tensors.pool import pack_rows
+    from msq.tensors_bridge import _columns, _early_table
+
+    names = [f"n{i}" for i in range(len(rows))]
+    want = _early_table(names, list(rows))
+    columns = _columns()
+    got = pa.table(columns([pack_rows(list(rows), names.__getitem__).columns]))
+    assert got.cast(want.schema).equals(want)
+    for name in want.column_names:  # every float by its bits, nulls where they are
+        a, b = want.column(name).to_pylist(), got.column(name).to_pylist()
+        assert [np.float64(x).tobytes() if isinstance(x, float) else x for x in a] == \
+               [np.float64(x).tobytes() if isinstance(x, float) else x for x in b], name

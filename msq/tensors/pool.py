@@ -886,29 +886,53 @@ def _bitmap(valid: list[bool]) -> bytes:
     return int(bits, 2).to_bytes((len(valid) + 7) // 8, "little")
 
 
+def _null_column(name: str, kind: str, n: int) -> CColumn:
+    """A column of ``n`` nulls."""
+    return (name, kind, n, n, bytes((n + 7) // 8), bytes(4 * (n + 1)) if kind == "str" else
+            bytes(8 * n), bytes(4 * (n + 1)) if kind == "str" else None)
+
+
 def _f64_column(name: str, cells: list[Any]) -> CColumn:
-    nulls = cells.count(None)
-    if not nulls:
+    try:  # every cell a number (as float() takes it): one C call
         return (name, "f64", len(cells), 0, None, array("d", cells).tobytes(), None)
+    except TypeError:
+        pass
+    nulls = cells.count(None)
+    if nulls == len(cells):
+        return _null_column(name, "f64", nulls)
     return (name, "f64", len(cells), nulls, _bitmap([c is not None for c in cells]),
             array("d", [0.0 if c is None else c for c in cells]).tobytes(), None)
 
 
 def _u64_column(name: str, cells: list[Any]) -> CColumn:
+    try:  # no null
+        return (name, "u64", len(cells), 0, None, array("Q", cells).tobytes(), None)
+    except TypeError:
+        pass
     nulls = cells.count(None)
-    data = array("Q", [0 if c is None else c for c in cells] if nulls else cells).tobytes()
-    return (name, "u64", len(cells), nulls,
-            _bitmap([c is not None for c in cells]) if nulls else None, data, None)
+    return (name, "u64", len(cells), nulls, _bitmap([c is not None for c in cells]),
+            array("Q", [0 if c is None else c for c in cells]).tobytes(), None)
 
 
 def _str_column(name: str, cells: list[Any]) -> CColumn:
-    encoded = [b"" if c is None else c.encode() for c in cells]
+    n = len(cells)
+    if n and isinstance(cells[0], str) and cells.count(cells[0]) == n:  # one text throughout
+        one = cells[0].encode()
+        return (name, "str", n, 0, None, one * n,
+                array("i", range(0, (n + 1) * len(one), len(one)) if one else [0] * (n + 1)
+                      ).tobytes())
+    nulls = cells.count(None)
+    if nulls == n:
+        return _null_column(name, "str", n)
+    if nulls:
+        encoded = [b"" if c is None else c.encode() for c in cells]
+    else:
+        encoded = list(map(str.encode, cells))
     data = b"".join(encoded)
     if len(data) >= 1 << 31:  # int32 offsets (what pyarrow's string type holds too)
         raise OverflowError(f"{name}: {len(data)} bytes of text in one batch")
     offsets = array("i", [0, *itertools.accumulate(map(len, encoded))]).tobytes()
-    nulls = cells.count(None)
-    return (name, "str", len(cells), nulls,
+    return (name, "str", n, nulls,
             _bitmap([c is not None for c in cells]) if nulls else None, data, offsets)
 
 
@@ -921,6 +945,12 @@ def pack_rows(rows: list[_Row], names: Callable[[int], str | None]) -> Packed:
     out: list[CColumn] = [("job_id", "i64", len(rows), 0, None,
                            array("q", columns[0]).tobytes(), None)]
     for metric, cells in zip(METRIC_COLUMNS, columns[1:6]):
+        try:  # no text cell (most columns): every cell as float() takes it, no text
+            out.append((metric, "f64", len(cells), 0, None, array("d", cells).tobytes(), None))
+            out.append(_null_column(f"{metric}_text", "str", len(cells)))
+            continue
+        except TypeError:
+            pass
         out.append(_f64_column(metric, [None if isinstance(c, str) else float(c) for c in cells]))
         out.append(_str_column(f"{metric}_text",
                                [c if isinstance(c, str) else None for c in cells]))
@@ -930,7 +960,7 @@ def pack_rows(rows: list[_Row], names: Callable[[int], str | None]) -> Packed:
         out.append(_f64_column(metric, list(cells)))
     for metric, cells in zip(BLAME_HASHES, columns[12:14]):
         out.append(_u64_column(metric, list(cells)))
-    out.append(_str_column("name", [names(i) for i in columns[0]]))
+    out.append(_str_column("name", list(map(names, columns[0]))))
     return Packed(tuple(out), len(rows))
 
 
