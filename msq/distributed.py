@@ -193,7 +193,11 @@ def run_jobs(jobs: list[PairJob], output_dir: Path, opts: Options,
         for job, out in _outcomes(jobs, output_dir, opts, writer.commit):
             now = time.perf_counter()
             waited += now - mark
-            result = _take(job, out, writer, opts)
+            try:
+                result = _take(job, out, writer, opts)
+            finally:
+                if isinstance(out, PairTables):
+                    out.release()  # the pool worker's folder its files were copied from
             if isinstance(result, str):
                 failures.append(result)
             else:
@@ -306,7 +310,7 @@ def _taken(job: PairJob, out: PairTables | PairFailure) -> PairTables | PairFail
     if isinstance(out, PairTables) and out.shared:
         folder = out.shared
         try:
-            out.take_shared()
+            out.take_shared(keep=True)
         except OSError as err:  # pyarrow's ArrowIOError and ArrowInvalid are OSError, ValueError
             return PairFailure(f"{job.title}: could not read the pair's rows from {folder}: {err}",
                                out.logs)

@@ -69,8 +69,9 @@ class PairTables:
     started: float                      # time.time() when the pair's compare started
     summary: dict[str, Any]             # SUMMARY_FIELDS
     cross_framework: bool               # the settings row's (the history's compares row)
-    #: (file name, content) of each output, in the order a single-card compare writes them
-    files: list[tuple[str, bytes]] = field(default_factory=list)
+    #: (file name, content) of each output, in the order a single-card compare writes them;
+    #: the content is the path of the file a pool worker left (:meth:`take_shared` ``keep``)
+    files: list[tuple[str, bytes | Path]] = field(default_factory=list)
     #: the pair's history rows by history table (result_rows; blame_rows and blame_edges with
     #: blame), without compare_id; empty without a history
     history: dict[str, pa.Table] = field(default_factory=dict)
@@ -83,22 +84,46 @@ class PairTables:
     shared: str = ""
     shared_files: list[str] = field(default_factory=list)
     shared_tables: list[str] = field(default_factory=list)
+    kept_folder: str = ""               # the driver's: the folder take_shared(keep=True) kept
 
-    def take_shared(self) -> None:
+    def take_shared(self, keep: bool = False) -> None:
         """The files and history rows a pool worker left in a shared folder: the files read
         into ``files``, the rows memory-mapped (not copied) into ``history``; the folder is
-        removed (the mappings outlive it)."""
+        removed (the mappings outlive it).
+
+        ``keep``: the folder stays until :meth:`release` (the driver's, once the pair is
+        published) and ``files`` names the files there (checked to be there) instead: the
+        driver copies each into the output folder in the kernel (msq.export.outputs.place_file),
+        not read into memory and written from there (~10 ms of the driver's CPU a 3.4 MB
+        workbook, most of it faulting in fresh memory for its bytes)."""
         if not self.shared:
             return
         import pyarrow as pa
 
         folder, self.shared = self.shared, ""
         try:
-            self.files = [(name, Path(folder, name).read_bytes()) for name in self.shared_files]
+            if keep:
+                self.files = [(name, Path(folder, name)) for name in self.shared_files]
+                for _, path in self.files:
+                    os.stat(path)  # a missing file fails the pair here, as reading it did
+            else:
+                self.files = [(name, Path(folder, name).read_bytes())
+                              for name in self.shared_files]
             for table in self.shared_tables:
                 with pa.memory_map(os.path.join(folder, f"{table}.arrow")) as source:
                     self.history[table] = pa.ipc.open_file(source).read_all()
-        finally:
+        except BaseException:
+            shutil.rmtree(folder, ignore_errors=True)
+            raise
+        if keep:
+            self.kept_folder = folder
+        else:
+            shutil.rmtree(folder, ignore_errors=True)
+
+    def release(self) -> None:
+        """Remove the folder :meth:`take_shared` kept (nothing when none)."""
+        folder, self.kept_folder = self.kept_folder, ""
+        if folder:
             shutil.rmtree(folder, ignore_errors=True)
 
 

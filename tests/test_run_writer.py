@@ -9,6 +9,7 @@ its files, and the pairs before it in its transaction are recorded without it.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import duckdb
@@ -273,6 +274,49 @@ def test_a_pair_left_in_a_shared_folder_is_the_pair_sent_whole(pairs, tmp_path, 
     assert _stamped(left.files) == _stamped(whole.files)
     assert list(left.history) == list(whole.history)
     assert all(_rows(left.history[t]).equals(_rows(whole.history[t])) for t in whole.history)
+
+
+def test_the_driver_copies_a_shared_pairs_files_then_removes_its_folder(pairs, tmp_path,
+                                                                      monkeypatch):
+    """take_shared(keep=True), the driver's: the files stay in the worker's folder (named, not
+    read) until the pair is published, each copied into the output folder with the same bytes
+    (place_file of a path); release() then removes the folder."""
+    from msq import pair_tables
+
+    shm = tmp_path / "shm"
+    shm.mkdir()
+    monkeypatch.setattr(pair_tables, "shared_root", lambda: str(shm))
+    job, whole = pairs[0]
+    left = pair_tables.compute_pair_shared(job, Options(workers=1, record=True), tmp_path)
+    assert isinstance(left, PairTables)
+    folder = Path(left.shared)
+    left.take_shared(keep=True)
+    assert left.kept_folder == str(folder) and folder.is_dir()
+    assert all(isinstance(data, Path) and data.parent == folder for _, data in left.files)
+    out = tmp_path / "out"
+    out.mkdir()
+    writer = RunWriter(out, Options(record=True))
+    try:
+        result = writer.write(job, left)
+    finally:
+        writer.close()
+        left.release()
+    assert not folder.exists() and left.kept_folder == ""
+    left.release()  # nothing more
+    published = {re.sub(r"_\d{14}", "", Path(p).name): Path(p).read_bytes() for p in result.files}
+    expected = {re.sub(r"_\d{14}", "", name): data for name, data in whole.files}
+    assert sorted(published) == sorted(expected)
+    for name, data in expected.items():  # a workbook's parts (its zip entries' times differ)
+        assert (_parts(published[name]) == _parts(data) if name.endswith(".xlsx")
+                else published[name] == data), name
+
+
+def _parts(data: bytes) -> dict[str, bytes]:
+    import io
+    import zipfile
+
+    with zipfile.ZipFile(io.BytesIO(data)) as z:
+        return {n: z.read(n) for n in z.namelist() if not n.startswith("docProps")}
 
 
 @pytest.mark.parametrize("why", ["too little room", "no folder"])

@@ -6,6 +6,7 @@ import contextlib
 import logging
 import os
 import re
+import shutil
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -201,12 +202,16 @@ def _writing(path: Path) -> Iterator[None]:
                           "permissions of the output directory, or choose another -o") from None
 
 
-def place_file(path: Path, data: bytes) -> Path:
+def place_file(path: Path, data: bytes | Path) -> Path:
     """Publish an output rendered elsewhere (a directory compare's pair, msq/pair_tables.py)
     as the writers above publish theirs: atomically, never over another file (a taken name
-    gets ``_2``, ...); returns the name it got."""
+    gets ``_2``, ...); returns the name it got. ``data``: the content, or a file holding it
+    (copied by the kernel, not through this process's memory)."""
     with _writing(path), new_file(path) as staged:
-        staged.tmp.write_bytes(data)
+        if isinstance(data, Path):
+            shutil.copyfile(data, staged.tmp)
+        else:
+            staged.tmp.write_bytes(data)
     return staged.path
 
 
