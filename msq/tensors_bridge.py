@@ -229,6 +229,7 @@ class _Scan:
         return cls(names, (npu_dir, bench_dir)) if names is not None else None
 
     def _run(self) -> None:
+        _map_numpy()
         try:
             npu, bench = (self._scan(os.fspath(d)) for d in self._dirs)
             self._found = sorted(npu & bench)
@@ -243,6 +244,28 @@ class _Scan:
         if self._error is not None:
             raise self._error
         return self._found
+
+
+def _map_numpy() -> None:
+    """Map numpy's C core (``numpy/_core/_multiarray_umath``, with the OpenBLAS it links) in this
+    thread, the GIL released under ctypes, while the main thread imports the pool's other modules
+    (concurrent.futures.process first): its ``import numpy`` then finds the library loaded
+    (~3 ms less of the main thread, which the fork waits for; as msq.__main__ maps DuckDB's).
+    Nothing happens where the file is not found or does not load (the import reports it)."""
+    try:
+        import ctypes
+        import importlib.util
+        from importlib.machinery import EXTENSION_SUFFIXES
+
+        spec = importlib.util.find_spec("numpy")  # the package's folder: numpy is not imported
+        for folder in (spec.submodule_search_locations or []) if spec is not None else []:
+            for suffix in EXTENSION_SUFFIXES:
+                path = os.path.join(folder, "_core", "_multiarray_umath" + suffix)
+                if os.path.isfile(path):
+                    ctypes.CDLL(path)  # never unloaded (ctypes does not dlclose)
+                    return
+    except (ImportError, OSError, ValueError):
+        pass
 
 
 def _tensor_files(directory: Path) -> set[str]:
