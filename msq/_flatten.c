@@ -150,24 +150,28 @@ static void col_reset(Col *c, ColMark m) {
 enum {
     C_OP_SEQ, C_ROW_IN_OP, C_NAME, C_DISP_NAME, C_IO, C_DISP_IO, C_DTYPE, C_SHAPE, C_MD5,
     C_DATA_NAME, C_IS_TENSOR, C_NUMEL, C_STATS, /* then 4 x (num, kind, str) */
-    N_ROW_COLS = C_STATS + 12
+    C_IO_K = C_STATS + 12,  /* the row's place among its op's rows of its disp_io, from 1 */
+    N_ROW_COLS
 };
-/* columns of the ops table */
-enum { O_NAME, O_N_ROWS, O_N_ARGS, O_N_INPUT, O_N_OUTPUT, N_OP_COLS };
+/* columns of the ops table; row_key: the op's rows' disp_name in order, joined by U+001F;
+ * n_in_rows / n_out_rows: its rows whose io is input / output (what op_keys aggregates) */
+enum { O_NAME, O_N_ROWS, O_N_ARGS, O_N_INPUT, O_N_OUTPUT, O_ROW_KEY, O_N_IN_ROWS, O_N_OUT_ROWS,
+       N_OP_COLS };
 
 static const char *ROW_NAMES[N_ROW_COLS] = {
     "op_seq", "row_in_op", "name", "disp_name", "io", "disp_io", "dtype", "shape", "md5",
     "data_name", "is_tensor", "numel",
     "max_num", "max_kind", "max_str", "min_num", "min_kind", "min_str",
-    "mean_num", "mean_kind", "mean_str", "norm_num", "norm_kind", "norm_str"};
+    "mean_num", "mean_kind", "mean_str", "norm_num", "norm_kind", "norm_str", "io_k"};
 static const char *OP_NAMES[N_OP_COLS] = {"op_name", "n_rows", "n_input_args", "n_input",
-                                          "n_output"};
+                                          "n_output", "row_key", "n_in_rows", "n_out_rows"};
 
 typedef struct {
     Col rows[N_ROW_COLS];
     Col ops[N_OP_COLS];
     int real_data, fix_direction;
     int32_t op_seq, row_in_op;
+    int32_t k_in, k_out;  /* the op's rows so far whose disp_io is input / output */
     const char *io;     /* "input" / "output" */
     const char *op;     /* the current op name */
     size_t op_len;
@@ -363,6 +367,7 @@ static int emit_row(Flat *f, const char *dtype, size_t dtype_len, const char *sh
     Col *c = f->rows;
     MEM(col_i32(&c[C_OP_SEQ], f->op_seq) || col_i32(&c[C_ROW_IN_OP], f->row_in_op));
     f->row_in_op++;
+    MEM(col_i32(&c[C_IO_K], disp_io[0] == 'i' ? ++f->k_in : ++f->k_out));
     MEM(col_str(&c[C_NAME], name, name_len) || col_str(&c[C_DISP_NAME], disp, disp_len)
         || col_cstr(&c[C_IO], io) || col_cstr(&c[C_DISP_IO], disp_io));
     MEM(dtype ? col_str(&c[C_DTYPE], dtype, dtype_len) : col_null(&c[C_DTYPE]));
@@ -552,12 +557,33 @@ static int list_length(Flat *f, yyjson_val *v, int32_t *out) {
     return 0;
 }
 
+/* The op's row_key, n_in_rows and n_out_rows from its rows (start .. the last): what op_keys'
+ * string_agg(match_name, chr(31) ORDER BY row_in_op) and count(*) FILTER (WHERE io = ...) give
+ * before any name is renamed for matching, without a sort per op in DuckDB. */
+static int op_key(Flat *f, int64_t start) {
+    const Col *dn = &f->rows[C_DISP_NAME], *io = &f->rows[C_IO];
+    const int32_t *offs = (const int32_t *)dn->offs.p, *io_offs = (const int32_t *)io->offs.p;
+    int32_t n_in = 0, n_out = 0;
+    f->tmp.len = 0;
+    for (int64_t r = start; r < dn->n; r++) {
+        if (r > start && buf_put(&f->tmp, "\x1f", 1)) f->nomem = 1;
+        if (buf_put(&f->tmp, dn->data.p + offs[r], (size_t)(offs[r + 1] - offs[r]))) f->nomem = 1;
+        if (io->data.p[io_offs[r]] == 'i') n_in++;
+        else n_out++;
+    }
+    if (f->nomem) return -1;
+    Col *o = f->ops;
+    MEM(col_str(&o[O_ROW_KEY], f->tmp.p ? f->tmp.p : "", f->tmp.len)
+        || col_i32(&o[O_N_IN_ROWS], n_in) || col_i32(&o[O_N_OUT_ROWS], n_out));
+    return 0;
+}
+
 static int add_op(Flat *f, yyjson_val *key, yyjson_val *entry) {
     if (!yyjson_is_obj(entry)) GIVE_UP(f, "an entry that is not an object");
     if (has_dup_keys(f, entry)) return -1;
     f->op = yyjson_get_str(key);
     f->op_len = yyjson_get_len(key);
-    f->row_in_op = 0;
+    f->row_in_op = f->k_in = f->k_out = 0;
     yyjson_val *args = yyjson_obj_getn(entry, "input_args", 10);
     yyjson_val *kwargs = yyjson_obj_getn(entry, "input_kwargs", 12);
     yyjson_val *input = yyjson_obj_getn(entry, "input", 5);
@@ -619,7 +645,7 @@ static int add_op(Flat *f, yyjson_val *key, yyjson_val *entry) {
     if (bwd) {
         if (input) {
             for (int c = 0; c < N_ROW_COLS; c++) col_reset(&f->rows[c], marks[c]);
-            f->row_in_op = 0;
+            f->row_in_op = f->k_in = f->k_out = 0;
             f->io = "input";
             if (parse_top(f, input, ".input", 6)) return -1;
         }
@@ -635,7 +661,7 @@ static int add_op(Flat *f, yyjson_val *key, yyjson_val *entry) {
     MEM(col_str(&o[O_NAME], f->op, f->op_len) || col_i32(&o[O_N_ROWS], (int32_t)(f->rows[0].n - start))
         || col_i32(&o[O_N_ARGS], n_args) || col_i32(&o[O_N_INPUT], n_input)
         || col_i32(&o[O_N_OUTPUT], n_output));
-    return 0;
+    return op_key(f, start);
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -851,11 +877,11 @@ static int flat_init(Flat *f) {
     memset(f, 0, sizeof *f);
     static const int kinds[N_ROW_COLS] = {
         K_I32, K_I32, K_STR, K_STR, K_STR, K_STR, K_STR, K_STR, K_STR, K_STR, K_BOOL, K_I64,
-        K_F64, K_STR, K_STR, K_F64, K_STR, K_STR, K_F64, K_STR, K_STR, K_F64, K_STR, K_STR};
+        K_F64, K_STR, K_STR, K_F64, K_STR, K_STR, K_F64, K_STR, K_STR, K_F64, K_STR, K_STR, K_I32};
     int err = 0;
     for (int i = 0; i < N_ROW_COLS; i++) err |= col_init(&f->rows[i], kinds[i], 1);
     err |= col_init(&f->ops[O_NAME], K_STR, 0);
-    for (int i = 1; i < N_OP_COLS; i++) err |= col_init(&f->ops[i], K_I32, 0);
+    for (int i = 1; i < N_OP_COLS; i++) err |= col_init(&f->ops[i], i == O_ROW_KEY ? K_STR : K_I32, 0);
     return err;
 }
 

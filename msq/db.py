@@ -156,22 +156,25 @@ def load_views(con: duckdb.DuckDBPyConnection, folders: Iterable[str] = COMPARE_
 KEEP_SOURCES = False
 
 
-def materialize(con: duckdb.DuckDBPyConnection, view: str) -> None:
+def materialize(con: duckdb.DuckDBPyConnection, view: str, select: str | None = None) -> None:
     """Replace a view by a table of its current rows, under the same name (nothing when
     ``view`` is not a view: a table already, or none).
 
     DuckDB binds a view's SQL each time it is queried, so the views built on this one keep
     working and stop recomputing it: the exporters read the same result several times. The view
-    itself is dropped, or, with :data:`KEEP_SOURCES`, left as ``_src_<view>``.
+    itself is dropped, or, with :data:`KEEP_SOURCES`, left as ``_src_<view>``. ``select``: the
+    table's rows from this SELECT instead of the view (the caller's, which gives the same rows:
+    msq.pipeline.pair_rows' op_keys from the readers' columns).
     """
     name, src = quote_ident(view), quote_ident(f"_src_{view}")
     drop = "" if KEEP_SOURCES else f"DROP VIEW {src}; "
+    rows = select if select is not None else f"SELECT * FROM {src}"
     try:
         # one transaction: a query on another cursor (msq.pipeline materialises on two at once)
         # sees the view or the table, never the moment between; one round trip: a small
         # compare materialises a dozen views, and each statement costs DuckDB ~0.3 ms
         con.execute(f"BEGIN TRANSACTION; ALTER VIEW {name} RENAME TO {src}; "
-                    f"CREATE TABLE {name} AS SELECT * FROM {src}; {drop}COMMIT")
+                    f"CREATE TABLE {name} AS {rows}; {drop}COMMIT")
     except BaseException as err:
         with contextlib.suppress(duckdb.Error):
             con.execute("ROLLBACK")

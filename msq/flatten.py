@@ -38,8 +38,9 @@ _STAT_KEYS = ("Max", "Min", "Mean", "Norm")
 
 _COLUMNS = ("op_seq", "row_in_op", "name", "disp_name", "io", "disp_io", "dtype", "shape", "md5",
             "data_name", "is_tensor", "numel") + tuple(
-    f"{stat}_{part}" for stat in STATS for part in ("num", "kind", "str"))
-_TYPES = {"op_seq": "int32", "row_in_op": "int32", "is_tensor": "bool_", "numel": "int64"}
+    f"{stat}_{part}" for stat in STATS for part in ("num", "kind", "str")) + ("io_k",)
+_TYPES = {"op_seq": "int32", "row_in_op": "int32", "is_tensor": "bool_", "numel": "int64",
+          "io_k": "int32"}
 
 
 @dataclass
@@ -105,6 +106,7 @@ class Flattener:
         self._op_seq = 0
         self._row_in_op = 0
         self._io = "input"
+        self._k = {"input": 0, "output": 0}  # the op's rows so far by disp_io (io_k)
 
     # -- public -------------------------------------------------------------------------------
     def add_op(self, op_seq: int, op_name: str, entry: Any) -> int:
@@ -113,6 +115,7 @@ class Flattener:
             raise DumpError(f"{self.path}: entry '{op_name}': expected an object with "
                             f"input/output lists, found a {type(entry).__name__}")
         self._op, self._op_seq, self._row_in_op = op_name, op_seq, 0
+        self._k = {"input": 0, "output": 0}
         start = len(self.buf)
         forward, backward = self._directions(op_name)
         if forward:
@@ -148,6 +151,7 @@ class Flattener:
     def _truncate(self, start: int) -> None:
         del self.buf.rows[start:]
         self._row_in_op = 0
+        self._k = {"input": 0, "output": 0}
 
     def _kwargs(self, kwargs: Any, op_name: str) -> None:
         if isinstance(kwargs, list) or (isinstance(kwargs, dict) and "type" in kwargs):
@@ -229,13 +233,14 @@ class Flattener:
             disp_io = "input" if (".input." in dotted or ".kwargs." in dotted) else "output"
         row_in_op = self._row_in_op
         self._row_in_op += 1
+        self._k[disp_io] += 1
         mx, mn, mean, norm = stats
         if type(mx) is float and type(mn) is float and type(mean) is float and type(norm) is float:
             kinds: tuple[Any, ...] = (mx, "f", None, mn, "f", None, mean, "f", None, norm, "f", None)
         else:
             kinds = (*_kind(mx), *_kind(mn), *_kind(mean), *_kind(norm))
         self.buf.rows.append((self._op_seq, row_in_op, name, disp, io, disp_io, dtype, shape, md5,
-                              data_name, is_tensor, numel, *kinds))
+                              data_name, is_tensor, numel, *kinds, self._k[disp_io]))
 
 
 def _py_type_name(value: Any) -> str:

@@ -113,7 +113,8 @@ def _read_side_c(side: str, path: Path, compat: bool, quiet: bool = False) -> Si
             log.debug("%s: read by the Python reader (the C reader found %s)", path, out)
         return None
     n_ops, n_rows = out.ops.num_rows, out.rows.num_rows
-    ops = out.ops.select(["op_name", "n_rows", "n_input_args", "n_input", "n_output"]) \
+    ops = out.ops.select(["op_name", "n_rows", "n_input_args", "n_input", "n_output",
+                          "row_key", "n_in_rows", "n_out_rows"]) \
         .with_columns([constant_column("side", side, n_ops), sequence_column("op_seq", n_ops, "i32")])
     rows = out.rows.with_columns([constant_column("side", side, n_rows),
                                   sequence_column("row_seq", n_rows)])
@@ -128,12 +129,16 @@ def _read_side(side: str, path: Path, compat: bool) -> SideData:
     names: list[str] = []
     counts: list[int] = []
     lengths: list[tuple[int, int, int]] = []
+    keys: list[tuple[str, int, int]] = []
     for seq, (op_name, entry) in enumerate(doc["data"].items()):
         names.append(op_name)
-        counts.append(flat.add_op(seq, op_name, entry))
+        count = flat.add_op(seq, op_name, entry)
+        counts.append(count)
         lengths.append((_length(entry.get("input_args")), _length(entry.get("input")),
                         _length(entry.get("output"))))
+        keys.append(_op_key(flat.buf.rows[len(flat.buf.rows) - count:]))
     n_args, n_input, n_output = zip(*lengths) if lengths else ((), (), ())
+    row_keys, n_in_rows, n_out_rows = zip(*keys) if keys else ((), (), ())
     import pyarrow as pa  # the Python reader's path only: the C reader's needs none
 
     ops = pa.table({"side": pa.array([side] * len(names), pa.string()),
@@ -142,9 +147,20 @@ def _read_side(side: str, path: Path, compat: bool) -> SideData:
                     "n_rows": pa.array(counts, pa.int32()),
                     "n_input_args": pa.array(n_args, pa.int32()),
                     "n_input": pa.array(n_input, pa.int32()),
-                    "n_output": pa.array(n_output, pa.int32())})
+                    "n_output": pa.array(n_output, pa.int32()),
+                    "row_key": pa.array(row_keys, pa.string()),
+                    "n_in_rows": pa.array(n_in_rows, pa.int32()),
+                    "n_out_rows": pa.array(n_out_rows, pa.int32())})
     return SideData(side, path, task, (side == "npu" or not compat) and _has_md5(doc["data"]),
                     looks_like_mindspore(doc), ops, flat.buf.to_arrow())
+
+
+def _op_key(rows: list[tuple[Any, ...]]) -> tuple[str, int, int]:
+    """An op's ``row_key`` (its rows' disp_name in order, joined by U+001F), and its rows whose
+    io is input and output: the ops columns op_keys reads instead of aggregating the rows
+    (msq.pipeline.pair_rows), as the C reader makes them."""
+    return ("\x1f".join(r[3] for r in rows), sum(r[4] == "input" for r in rows),
+            sum(r[4] == "output" for r in rows))
 
 
 def _length(value: Any) -> int:

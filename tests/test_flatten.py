@@ -317,3 +317,58 @@ def test_stable_order_every_path() -> None:
         check(values)
     misaligned = memoryview(b"x" + array("q", [3, 1, 2]).tobytes())[1:]
     assert flatten_mod.stable_order(misaligned) == array("q", [1, 2, 0]).tobytes()  # type: ignore[arg-type]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(pair=dump_pairs(), task=st.sampled_from(["statistics", "tensor"]), compat=st.booleans(),
+       python_reader=st.booleans())
+def test_reader_keys_give_the_views_rows(tmp_path: Path, pair: tuple[dict[str, Any], dict[str, Any]],
+                                         task: str, compat: bool, python_reader: bool) -> None:
+    """op_keys from the readers' ops columns (pipeline.READER_OP_KEYS) holds the op_keys view's
+    rows and types, and row_pairs reading tensors.io_k (pipeline.row_pairs_select) the
+    row_pairs view's, on random dump pairs read by either reader, both modes."""
+    from msq import db, pipeline
+    from msq.config import Options, SingleInput
+    from msq.errors import MsqError
+
+    npu, bench = pair
+    npu["Functional.mixed.0.forward"] = {"input_args": [t([2])], "output": [t([3])],
+                                         "input_kwargs": {"k": t([4])}}
+    bench["Functional.mixed.0.forward"] = npu["Functional.mixed.0.forward"]
+    # real data: rows displayed by their data_name, whose input/output need not be the row's
+    # (io_k counts by disp_io, as row_pairs' window partitions)
+    swapped = {"input_args": [t([2], data_name="Functional.swap.0.forward.output.0.pt"),
+                              t([2], data_name="Functional.swap.0.forward.input.1.pt")],
+               "output": [t([3], data_name="Functional.swap.0.forward.input.0.pt"),
+                          t([3], data_name="Functional.swap.0.forward.output.1.pt")]}
+    npu["Functional.swap.0.forward"] = bench["Functional.swap.0.forward"] = swapped
+    folder = tmp_path / f"{task}-{compat}-{python_reader}"
+    inp = SingleInput(write_dump(folder / "npu", npu, task=task),
+                      write_dump(folder / "bench", bench, task=task), None)
+    opts = Options(workers=1, record=False, **({"compat": "msprobe-1.1"} if compat else {}))
+    saved = loader.C_PADDING
+    if python_reader:  # the C reader is not tried (loader._read_side_c)
+        loader.C_PADDING = None
+    try:
+        con, _, _, npu_side, bench_side = pipeline.prepare(inp, opts)
+    except MsqError:  # a pair this mode refuses (an empty side): nothing to compare
+        return
+    finally:
+        loader.C_PADDING = saved
+    try:
+        assert pipeline.has_reader_keys(npu_side) and pipeline.has_reader_keys(bench_side)
+        view = "SELECT * FROM op_keys ORDER BY side, op_seq"
+        assert con.execute(f"{pipeline.READER_OP_KEYS} ORDER BY side, op_seq").fetchall() == \
+            con.execute(view).fetchall()
+        assert con.execute(f"DESCRIBE {pipeline.READER_OP_KEYS}").fetchall() == \
+            con.execute("DESCRIBE SELECT * FROM op_keys").fetchall()
+        db.materialize(con, "op_keys")
+        if compat:
+            pipeline.write_compat_pairs(con)
+        else:
+            con.execute("INSERT INTO op_pairs SELECT * FROM op_pairs_default")
+        assert con.execute(f"SELECT * FROM ({pipeline.row_pairs_select()}) ORDER BY out_seq"
+                           ).fetchall() == \
+            con.execute("SELECT * FROM row_pairs ORDER BY out_seq").fetchall()
+    finally:
+        con.close()

@@ -13,7 +13,11 @@ CREATE TABLE IF NOT EXISTS ops (
   side VARCHAR, op_seq INTEGER, op_name VARCHAR,
   n_rows INTEGER,        -- flattened rows (tensors) of the entry
   -- lengths of the entry's input_args, input and output lists (-lm in compat mode counts them)
-  n_input_args INTEGER, n_input INTEGER, n_output INTEGER
+  n_input_args INTEGER, n_input INTEGER, n_output INTEGER,
+  -- the readers' op_keys before any renaming: the rows' disp_name in order joined by chr(31),
+  -- and the rows whose io is input / output (msq.pipeline.pair_rows reads them instead of a
+  -- sorted string_agg over the rows, when no name is renamed for matching)
+  row_key VARCHAR, n_in_rows INTEGER, n_out_rows INTEGER
 );
 -- Stack text (Python repr of the frame list) per NPU op.
 CREATE TABLE IF NOT EXISTS stacks (op_name VARCHAR, stack VARCHAR);

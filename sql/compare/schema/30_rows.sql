@@ -10,7 +10,10 @@ CREATE TABLE IF NOT EXISTS tensors (
   max_num DOUBLE, max_kind VARCHAR, max_str VARCHAR,
   min_num DOUBLE, min_kind VARCHAR, min_str VARCHAR,
   mean_num DOUBLE, mean_kind VARCHAR, mean_str VARCHAR,
-  norm_num DOUBLE, norm_kind VARCHAR, norm_str VARCHAR
+  norm_num DOUBLE, norm_kind VARCHAR, norm_str VARCHAR,
+  -- the row's place among its op's rows of the same disp_io, from 1 (row_pairs' k; the readers
+  -- count it as they emit the rows)
+  io_k INTEGER
 );
 -- Output rows in order: which NPU row meets which bench row.
 CREATE TABLE IF NOT EXISTS compare_rows (
