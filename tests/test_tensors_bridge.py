@@ -312,31 +312,35 @@ def test_packed_batches_are_the_early_table(tmp_path: Path, compat: bool) -> Non
     assert early.table([]).num_rows == 0
 
 
-def test_forked_workers_take_their_jobs_from_the_parent(tmp_path: Path,
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_forked_workers_take_their_jobs_from_the_parent(tmp_path: Path) -> None:
     """A forked pool's batch tasks name a slice of the jobs the workers inherited (no jobs are
-    pickled), with the same rows; the parent drops the list once the pool is done."""
-    from concurrent.futures import ProcessPoolExecutor
-
-    from msq.tensors import pool
-
+    pickled), with the same rows; the parent drops the list once the pool is done. In a fresh
+    process: one holding a DuckDB connection (this test run's) starts its pools from a
+    forkserver, whose tasks carry their jobs."""
     _, nd, bd = _dump_dirs(tmp_path)
-    jobs = [TensorJob(100 + i, f"t{i}.pt", f"t{i}.pt", str(nd), str(bd)) for i in range(80)]
-    sent: list[tuple[str, tuple]] = []
-    submit = ProcessPoolExecutor.submit
-
-    def spy(self: ProcessPoolExecutor, fn: object, /, *args: object, **kwargs: object) -> object:
-        sent.append((getattr(fn, "__name__", ""), args))
-        return submit(self, fn, *args, **kwargs)
-
-    monkeypatch.setattr(ProcessPoolExecutor, "submit", spy)
-    got = compute_metrics(jobs, compat=False, workers=2, progress=False)
-    assert sent and all(name == "_run_inherited" for name, _ in sent)
-    assert not any(isinstance(a, (list, TensorJob)) for _, args in sent for a in args)
-    assert pool._INHERITED == {}
-    monkeypatch.undo()
-    want = compute_metrics(jobs, compat=False, workers=1, progress=False)
-    assert got.to_pylist() == want.to_pylist()
+    code = (
+        "import pickle, sys\n"
+        "from concurrent.futures import ProcessPoolExecutor\n"
+        "from msq.tensors import pool\n"
+        "from msq.tensors.pool import TensorJob, compute_metrics\n"
+        f"jobs = [TensorJob(100 + i, f't{{i}}.pt', f't{{i}}.pt', {str(nd)!r}, {str(bd)!r}) "
+        "for i in range(80)]\n"
+        "sent = []\n"
+        "submit = ProcessPoolExecutor.submit\n"
+        "def spy(self, fn, /, *args, **kwargs):\n"
+        "    sent.append((getattr(fn, '__name__', ''), args))\n"
+        "    return submit(self, fn, *args, **kwargs)\n"
+        "ProcessPoolExecutor.submit = spy\n"
+        "got = compute_metrics(jobs, compat=False, workers=2, progress=False)\n"
+        "ProcessPoolExecutor.submit = submit\n"
+        "want = compute_metrics(jobs, compat=False, workers=1, progress=False)\n"
+        "print(bool(sent), all(name == '_run_inherited' for name, _ in sent),\n"
+        "      any(isinstance(a, (list, TensorJob)) for _, args in sent for a in args),\n"
+        "      pool._INHERITED == {}, got.equals(want))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         check=False)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["True", "True", "False", "True", "True"]
 
 
 def test_same_named_jobs_are_the_list_they_stand_for() -> None:
