@@ -37,9 +37,6 @@ static int out_reserve(Out *o, size_t extra) {
     return 0;
 }
 
-#define PUT(o, s, n) do { if (out_reserve((o), (n))) return -1; memcpy((o)->p + (o)->len, (s), (n)); \
-                          (o)->len += (n); } while (0)
-#define PUTS(o, lit) PUT(o, lit, sizeof(lit) - 1)
 
 /* ---------------------------------------------------------------------------------------- */
 /* printf("%.16g") */
@@ -199,33 +196,48 @@ typedef struct {
 static int bit(const uint8_t *bits, int64_t i) { return (bits[i >> 3] >> (i & 7)) & 1; }
 static int is_valid(const Arr *a, int64_t i) { return !a->valid || bit(a->valid, a->offset + i); }
 
-/* styles: [mark] = (plain, quote-prefixed) attribute */
+/* styles: [mark] = (plain, quote-prefixed) attribute, and their lengths */
 static const char *ST[3] = {"", " s=\"1\"", " s=\"2\""};
 static const char *STQ[3] = {" s=\"3\"", " s=\"4\"", " s=\"5\""};
+static const size_t ST_LEN[3] = {0, 6, 6}, STQ_LEN[3] = {6, 6, 6};
+
+/* Each cell is written into room reserved once (out_reserve), not piece by piece: a text cell
+ * took ~350 instructions in five reservations, strlen calls and small memcpy calls. */
+#define LIT(p, lit) do { memcpy((p), (lit), sizeof(lit) - 1); (p) += sizeof(lit) - 1; } while (0)
 
 static int empty_cell(Out *o, int mark) {
-    PUTS(o, "<c");
-    PUT(o, ST[mark], strlen(ST[mark]));
-    PUTS(o, "/>");
+    if (out_reserve(o, 16)) return -1;
+    char *p = o->p + o->len;
+    LIT(p, "<c");
+    memcpy(p, ST[mark], ST_LEN[mark]);
+    p += ST_LEN[mark];
+    LIT(p, "/>");
+    o->len = (size_t)(p - o->p);
     return 0;
 }
 
 static int num_cell(Out *o, int mark, double x) {
-    char text[48];
-    int n = fmt16g(text, x);
-    PUTS(o, "<c");
-    PUT(o, ST[mark], strlen(ST[mark]));
-    PUTS(o, "><v>");
-    PUT(o, text, (size_t)n);
-    PUTS(o, "</v></c>");
+    if (out_reserve(o, 80)) return -1;
+    char *p = o->p + o->len;
+    LIT(p, "<c");
+    memcpy(p, ST[mark], ST_LEN[mark]);
+    p += ST_LEN[mark];
+    LIT(p, "><v>");
+    p += fmt16g(p, x);  /* at most 40 bytes, as snprintf's buffer */
+    LIT(p, "</v></c>");
+    o->len = (size_t)(p - o->p);
     return 0;
 }
 
 static int bool_cell(Out *o, int mark, int v) {
-    PUTS(o, "<c");
-    PUT(o, ST[mark], strlen(ST[mark]));
-    if (v) PUTS(o, " t=\"b\"><v>1</v></c>");
-    else PUTS(o, " t=\"b\"><v>0</v></c>");
+    if (out_reserve(o, 40)) return -1;
+    char *p = o->p + o->len;
+    LIT(p, "<c");
+    memcpy(p, ST[mark], ST_LEN[mark]);
+    p += ST_LEN[mark];
+    if (v) LIT(p, " t=\"b\"><v>1</v></c>");
+    else LIT(p, " t=\"b\"><v>0</v></c>");
+    o->len = (size_t)(p - o->p);
     return 0;
 }
 
@@ -253,7 +265,9 @@ static void init_special(void) {
     SPECIAL[0xEF] = 1;  /* the lead byte of U+FFFE / U+FFFF */
 }
 
-static int escaped(Out *o, const char *s, size_t n) {
+/* s escaped into p, which has room for 7 bytes a byte of s (the longest rewrite, _xHHHH_ of
+ * one byte); returns the end */
+static char *escaped(char *p, const char *s, size_t n) {
     size_t run = 0;
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
@@ -274,24 +288,31 @@ static int escaped(Out *o, const char *s, size_t n) {
             skip = 2;
         }
         if (!rep) continue;
-        PUT(o, s + run, i - run);
-        PUT(o, rep, strlen(rep));
+        memcpy(p, s + run, i - run);
+        p += i - run;
+        size_t len = strlen(rep);
+        memcpy(p, rep, len);
+        p += len;
         i += skip;
         run = i + 1;
     }
-    PUT(o, s + run, n - run);
-    return 0;
+    memcpy(p, s + run, n - run);
+    return p + (n - run);
 }
 
 static int text_cell(Out *o, int mark, const char *s, size_t n) {
     if (n == 0) return empty_cell(o, mark);
-    PUTS(o, "<c");
-    const char *st = starts_like_formula(s, n) ? STQ[mark] : ST[mark];
-    PUT(o, st, strlen(st));
-    if (blank(s[0]) || blank(s[n - 1])) PUTS(o, " t=\"inlineStr\"><is><t xml:space=\"preserve\">");
-    else PUTS(o, " t=\"inlineStr\"><is><t>");
-    if (escaped(o, s, n)) return -1;
-    PUTS(o, "</t></is></c>");
+    if (n > (SIZE_MAX - 96) / 7 || out_reserve(o, 7 * n + 96)) return -1;
+    char *p = o->p + o->len;
+    LIT(p, "<c");
+    int quoted = starts_like_formula(s, n);
+    memcpy(p, quoted ? STQ[mark] : ST[mark], quoted ? STQ_LEN[mark] : ST_LEN[mark]);
+    p += quoted ? STQ_LEN[mark] : ST_LEN[mark];
+    if (blank(s[0]) || blank(s[n - 1])) LIT(p, " t=\"inlineStr\"><is><t xml:space=\"preserve\">");
+    else LIT(p, " t=\"inlineStr\"><is><t>");
+    p = escaped(p, s, n);
+    LIT(p, "</t></is></c>");
+    o->len = (size_t)(p - o->p);
     return 0;
 }
 
