@@ -11,6 +11,8 @@ renders the rows in DuckDB, which give the same rows and bytes, several times sl
 """
 
 import sys
+import zlib
+from pathlib import Path
 
 from setuptools import Extension, setup
 
@@ -22,17 +24,27 @@ ARGS = [] if sys.platform == "win32" else ["-O3", "-ffp-contract=off", "-fno-fas
 YYJSON_MACROS = [("YYJSON_DISABLE_WRITER", "1"), ("YYJSON_DISABLE_INCR_READER", "1"),
                  ("YYJSON_DISABLE_UTILS", "1")]
 
+
+def source_crc(source: str) -> list[tuple[str, str]]:
+    """The macro that compiles the CRC-32 of an extension's own .c file into it (SOURCE_CRC):
+    msq.cext then refuses a module built from an older text of that file (an editable install
+    after a git pull) instead of calling it with what it does not know."""
+    return [("MSQ_SOURCE_CRC", f"{zlib.crc32(Path(source).read_bytes())}UL")]
+
+
 setup(
     ext_modules=[
         Extension(
             "msq.tensors._fused",
             ["msq/tensors/_fused.c"],
+            define_macros=source_crc("msq/tensors/_fused.c"),
             extra_compile_args=ARGS,
             optional=True,
         ),
         Extension(
             "msq.export._sheetxml",
             ["msq/export/_sheetxml.c"],
+            define_macros=source_crc("msq/export/_sheetxml.c"),
             extra_compile_args=ARGS,
             optional=True,
         ),
@@ -40,7 +52,7 @@ setup(
             "msq._flatten",
             ["msq/_flatten.c", "msq/_vendor/yyjson/yyjson.c"],
             depends=["msq/_vendor/yyjson/yyjson.h"],
-            define_macros=YYJSON_MACROS,
+            define_macros=YYJSON_MACROS + source_crc("msq/_flatten.c"),
             extra_compile_args=ARGS,
             optional=True,
         ),

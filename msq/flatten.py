@@ -8,7 +8,6 @@ because the workbook must show ints, floats, booleans and strings exactly as the
 
 from __future__ import annotations
 
-import importlib
 import math
 import os
 from array import array
@@ -16,18 +15,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from msq import cext
 from msq.errors import DumpError
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-# the C reader (msq/_flatten.c): optional, as the C tensor kernel is. Imported by name: the import
-# linter cannot see a C extension and would take ``from msq import _flatten`` for the package msq
-_c: Any
-try:
-    _c = importlib.import_module("msq._flatten")
-except ImportError:  # pragma: no cover (no C compiler at install time)
-    _c = None
+# the C reader (msq/_flatten.c): optional, as the C tensor kernel is (msq.cext: imported by name,
+# and only when it was built from the msq/_flatten.c beside it)
+_c: Any = cext.load("msq._flatten")
 if os.environ.get("MSQ_NO_C_READER"):  # troubleshooting: read every dump.json with Python's json
     _c = None
 
@@ -257,7 +253,7 @@ def reader() -> str:
     if _c is not None:
         return "C (yyjson)"
     why = "MSQ_NO_C_READER is set" if os.environ.get("MSQ_NO_C_READER") else (
-        "msq._flatten was not built: no C compiler at install time")
+        cext.why_not("msq._flatten"))
     return f"Python ({why}; the same rows, ~9x the CPU time)"
 
 

@@ -9,7 +9,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from msq import interrupts
+from msq import cext, interrupts
 from msq.config import Options, SingleInput
 
 # msq.runner imports this module to start EarlyMetrics before duckdb and pyarrow are loaded:
@@ -221,9 +221,8 @@ class _Scan:
         statistics dump: nothing of the tensor engine is imported then)."""
         if not (npu_dir.is_dir() and bench_dir.is_dir()):
             return None
-        try:
-            from msq.tensors import _fused  # type: ignore[attr-defined]  # C: no numpy
-        except ImportError:
+        _fused = cext.load("msq.tensors._fused")  # C: no numpy
+        if _fused is None:
             return None
         names = getattr(_fused, "tensor_names", None)  # POSIX only
         return cls(names, (npu_dir, bench_dir)) if names is not None else None

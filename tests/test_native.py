@@ -9,14 +9,18 @@ worker it starts, exactly as on a machine where they were never compiled.
 
 from __future__ import annotations
 
+import importlib
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
+import zlib
 from pathlib import Path
 
 import pytest
 
+from msq import cext
 from msq.export.xlsx import renderer
 from msq.flatten import reader
 from msq.tensors import fused
@@ -94,3 +98,76 @@ def test_without_c_parts_same_outputs(case: str, mode: str, tmp_path: Path) -> N
         csv = next(p for p in outputs_by_name(outputs["with"], ".csv").values()
                    if p.name.startswith("compare_result"))
         assert csv.read_text().splitlines()[0].endswith('"Reason","Mark","Mark_rules"')
+
+
+# -- an editable install after a git pull: the .c files moved on, the compiled modules did not ---
+
+
+def _package() -> Path:
+    return Path(cext.__file__).parent
+
+
+@pytest.mark.parametrize("name", sorted(cext.SOURCES))
+def test_each_extension_carries_the_crc_of_its_source(name: str) -> None:
+    """setup.py compiles the CRC-32 of each extension's own .c file into it, and msq.cext uses
+    the module because it matches the file beside the package (an editable install here)."""
+    source = _package() / cext.SOURCES[name]
+    if not source.is_file():
+        pytest.skip(f"{source} is not installed (a wheel ships no C sources: nothing to check)")
+    module = importlib.import_module(name)
+    assert module.SOURCE_CRC == zlib.crc32(source.read_bytes())
+    assert cext.load(name) is module
+    assert not cext.stale(module, str(source))
+
+
+def test_a_module_of_another_text_is_stale(tmp_path: Path) -> None:
+    """The real module against a real file: its own text, a changed one, and no file at all."""
+    module = importlib.import_module("msq.export._sheetxml")
+    source = _package() / cext.SOURCES["msq.export._sheetxml"]
+    if not source.is_file():
+        pytest.skip(f"{source} is not installed (a wheel ships no C sources)")
+    copy = tmp_path / "_sheetxml.c"
+    copy.write_bytes(source.read_bytes())
+    assert not cext.stale(module, str(copy))
+    copy.write_bytes(source.read_bytes() + b"\n/* one more line */\n")
+    assert cext.stale(module, str(copy))
+    assert not cext.stale(module, str(tmp_path / "absent.c"))  # a wheel: the module is used
+
+
+def test_stale_extensions_are_not_used(tmp_path: Path) -> None:
+    """A copy of the installed package whose three .c files are one line longer than those its
+    compiled modules were built from: msq says so once per module on stderr, runs its Python
+    code (compare -v names why) and writes the same workbook as with the C parts. Before the
+    check, a stale msq._flatten whose columns had changed failed with a traceback."""
+    if not all((_package() / s).is_file() for s in cext.SOURCES.values()):
+        pytest.skip("the C sources are not installed (a wheel): nothing can be stale")
+    copy = tmp_path / "site"
+    shutil.copytree(_package(), copy / "msq", ignore=shutil.ignore_patterns("__pycache__"))
+    for source in cext.SOURCES.values():
+        with open(copy / "msq" / source, "a", encoding="utf-8") as file:
+            file.write("\n/* a later text of this file */\n")
+    fixture = Path(__file__).parents[1] / "fixtures" / "tensor"
+    outs = {}
+    for label, site in (("current", None), ("stale", copy)):
+        env = {k: v for k, v in os.environ.items() if not k.startswith("MSQ_NO_")}
+        if site is not None:
+            env["PYTHONPATH"] = os.pathsep.join([str(site), env.get("PYTHONPATH", "")])
+        outs[label] = out = tmp_path / label
+        done = subprocess.run([sys.executable, "-m", "msq", "compare", "compare.json", "-o",
+                               str(out), "--no-history", "-v"], cwd=fixture, env=env,
+                              capture_output=True, text=True, timeout=300, check=False)
+        assert done.returncode == 0, done.stderr
+        assert "Traceback" not in done.stderr
+        if site is None:
+            assert "is out of date" not in done.stderr and "older msq/" not in done.stderr
+            continue
+        for name, source in cext.SOURCES.items():
+            warning = f"{name} was compiled from an older msq/{source} and is not used"
+            assert done.stderr.count(warning) == 1, done.stderr
+        assert "dump reader: Python (msq._flatten is out of date" in done.stderr
+        assert "workbook rows: SQL (msq.export._sheetxml is out of date" in done.stderr
+        assert "tensor kernel: numpy" in done.stderr
+    with_c, stale = (outputs_by_name(outs[k], ".xlsx") for k in ("current", "stale"))
+    assert sorted(with_c) == sorted(stale) and with_c
+    for name, path in with_c.items():
+        assert members(path) == members(stale[name]), name

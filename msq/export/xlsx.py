@@ -25,15 +25,13 @@ from typing import IO, TYPE_CHECKING, Any
 
 import duckdb
 
-from msq import interrupts
+from msq import cext, interrupts
 from msq.db import SelectStream, atomic_write
 from msq.errors import ExportError
 from msq.flatten import ArrowColumn, arrow_columns, stable_order
 
-try:  # the C renderer (msq/export/_sheetxml.c): optional, as the other C extensions are
-    from msq.export import _sheetxml  # type: ignore[attr-defined]
-except ImportError:  # pragma: no cover (no C compiler at install time)
-    _sheetxml = None
+# the C renderer (msq/export/_sheetxml.c): optional, as the other C extensions are
+_sheetxml: Any = cext.load("msq.export._sheetxml")
 
 try:  # ISA-L's deflate (see _faster_deflate); zlib's is the fallback
     from isal import isal_zlib as _isal_zlib
@@ -518,7 +516,7 @@ def renderer() -> str:
     """Which renderer writes the workbook rows here, as ``compare -v`` says it."""
     if _sheetxml is not None:
         return "C"
-    return "SQL (msq.export._sheetxml was not built: no C compiler at install time; same bytes)"
+    return f"SQL ({cext.why_not('msq.export._sheetxml')}; same bytes)"
 
 
 def deflate() -> str:

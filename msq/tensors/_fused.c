@@ -1259,6 +1259,20 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
+/* SOURCE_CRC: the CRC-32 of this file's text when it was compiled (setup.py defines
+   MSQ_SOURCE_CRC): msq.cext uses the module only while the file beside the package still has it. */
+static int add_source_crc(PyObject *m) {
+#ifdef MSQ_SOURCE_CRC
+    PyObject *crc = PyLong_FromUnsignedLong(MSQ_SOURCE_CRC);
+    int rc = crc ? PyModule_AddObjectRef(m, "SOURCE_CRC", crc) : -1;
+    Py_XDECREF(crc);
+    return rc;
+#else
+    (void)m;
+    return 0;
+#endif
+}
+
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "_fused", "One-pass tensor-pair metric aggregates (see _fused.c).", -1,
     methods, NULL, NULL, NULL, NULL,
@@ -1266,5 +1280,7 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__fused(void) {
     hash_init();
-    return PyModule_Create(&module);
+    PyObject *m = PyModule_Create(&module);
+    if (m && add_source_crc(m) < 0) Py_CLEAR(m);
+    return m;
 }

@@ -17,17 +17,17 @@ from __future__ import annotations
 
 import mmap
 import os
-from typing import Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
+from msq import cext
 from msq.errors import TensorFileError
 from msq.tensors.meta import TensorMeta, bf16_to_f32, open_data
 
-try:
-    from msq.tensors import _fused  # type: ignore[attr-defined]
-except ImportError:  # built without a C compiler: the numpy kernel does all the work
-    _fused = None
+# None when built without a C compiler (or from an older _fused.c): the numpy kernel does all
+# the work
+_fused: Any = cext.load("msq.tensors._fused")
 if os.environ.get("MSQ_NO_FUSED"):  # troubleshooting: force the numpy kernel everywhere
     _fused = None
 

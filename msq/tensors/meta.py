@@ -22,14 +22,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from msq import cext
 from msq.errors import TensorFileError
 
-try:  # open + fstat + read + close of a small file in one call (msq/tensors/_fused.c)
-    from msq.tensors import _fused  # type: ignore[attr-defined]
-
-    _read_small = getattr(_fused, "read_small", None)  # POSIX only
-except ImportError:  # built without a C compiler: os.open and os.read
-    _read_small = None
+# open + fstat + read + close of a small file in one call (msq/tensors/_fused.c, POSIX only);
+# without it os.open and os.read
+_read_small = getattr(cext.load("msq.tensors._fused"), "read_small", None)
 if os.environ.get("MSQ_NO_FUSED"):  # troubleshooting: msq's C tensor code off (as fused.py)
     _read_small = None
 

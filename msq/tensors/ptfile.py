@@ -27,15 +27,12 @@ from typing import Any, TypeGuard
 
 import numpy as np
 
+from msq import cext
 from msq.errors import TensorFileError
 from msq.tensors.meta import TensorFile, TensorMeta, check_shape, open_tensor, to_array
 
-try:  # the C extension's zip directory reader (msq/tensors/_fused.c); else the Python one alone
-    from msq.tensors import _fused  # type: ignore[attr-defined]
-
-    _pt_members = _fused.pt_members
-except ImportError:
-    _pt_members = None
+# the C extension's zip directory reader (msq/tensors/_fused.c); else the Python one alone
+_pt_members = getattr(cext.load("msq.tensors._fused"), "pt_members", None)
 if os.environ.get("MSQ_NO_FUSED"):  # troubleshooting: msq's C tensor code off (as fused.py)
     _pt_members = None
 
