@@ -37,6 +37,7 @@ setup(
         Extension(
             "msq.tensors._fused",
             ["msq/tensors/_fused.c"],
+            depends=["msq/_source_crc.h"],
             define_macros=source_crc("msq/tensors/_fused.c"),
             extra_compile_args=ARGS,
             optional=True,
@@ -44,6 +45,7 @@ setup(
         Extension(
             "msq.export._sheetxml",
             ["msq/export/_sheetxml.c"],
+            depends=["msq/_source_crc.h"],
             define_macros=source_crc("msq/export/_sheetxml.c"),
             extra_compile_args=ARGS,
             optional=True,
@@ -51,7 +53,7 @@ setup(
         Extension(
             "msq._flatten",
             ["msq/_flatten.c", "msq/_vendor/yyjson/yyjson.c"],
-            depends=["msq/_vendor/yyjson/yyjson.h"],
+            depends=["msq/_vendor/yyjson/yyjson.h", "msq/_source_crc.h"],
             define_macros=YYJSON_MACROS + source_crc("msq/_flatten.c"),
             extra_compile_args=ARGS,
             optional=True,

@@ -17,6 +17,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include "../_source_crc.h"  /* msq_add_source_crc: SOURCE_CRC, see msq/cext.py */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -504,24 +505,10 @@ static struct PyModuleDef MODULE = {PyModuleDef_HEAD_INIT, "_sheetxml",
                                     "workbook rows as SpreadsheetML, in C (msq/export/_sheetxml.c)",
                                     -1, METHODS, NULL, NULL, NULL, NULL};
 
-/* SOURCE_CRC: the CRC-32 of this file's text when it was compiled (setup.py defines
-   MSQ_SOURCE_CRC): msq.cext uses the module only while the file beside the package still has it. */
-static int add_source_crc(PyObject *m) {
-#ifdef MSQ_SOURCE_CRC
-    PyObject *crc = PyLong_FromUnsignedLong(MSQ_SOURCE_CRC);
-    int rc = crc ? PyModule_AddObjectRef(m, "SOURCE_CRC", crc) : -1;
-    Py_XDECREF(crc);
-    return rc;
-#else
-    (void)m;
-    return 0;
-#endif
-}
-
 PyMODINIT_FUNC PyInit__sheetxml(void) {
     init_pow10();
     init_special();
     PyObject *m = PyModule_Create(&MODULE);
-    if (m && add_source_crc(m) < 0) Py_CLEAR(m);
+    if (m && msq_add_source_crc(m) < 0) Py_CLEAR(m);
     return m;
 }

@@ -47,6 +47,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include "../_source_crc.h"  /* msq_add_source_crc: SOURCE_CRC, see msq/cext.py */
 
 #include <math.h>
 #include <stdint.h>
@@ -1259,20 +1260,6 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-/* SOURCE_CRC: the CRC-32 of this file's text when it was compiled (setup.py defines
-   MSQ_SOURCE_CRC): msq.cext uses the module only while the file beside the package still has it. */
-static int add_source_crc(PyObject *m) {
-#ifdef MSQ_SOURCE_CRC
-    PyObject *crc = PyLong_FromUnsignedLong(MSQ_SOURCE_CRC);
-    int rc = crc ? PyModule_AddObjectRef(m, "SOURCE_CRC", crc) : -1;
-    Py_XDECREF(crc);
-    return rc;
-#else
-    (void)m;
-    return 0;
-#endif
-}
-
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "_fused", "One-pass tensor-pair metric aggregates (see _fused.c).", -1,
     methods, NULL, NULL, NULL, NULL,
@@ -1281,6 +1268,6 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC PyInit__fused(void) {
     hash_init();
     PyObject *m = PyModule_Create(&module);
-    if (m && add_source_crc(m) < 0) Py_CLEAR(m);
+    if (m && msq_add_source_crc(m) < 0) Py_CLEAR(m);
     return m;
 }
