@@ -338,7 +338,7 @@ def _arithmetic(n: int, width: int, step: int) -> bytes:
     """0, step, 2 * step, ... (``n`` values) as native int32 (``width`` 4) or int64 (8) bytes:
     in C where the reader is built (array's conversion takes ~600 instructions a value: ~20 ms
     of a 100k-row compare's load), else by array."""
-    if _c is not None and hasattr(_c, "arithmetic"):
+    if _c is not None:
         data: bytes = _c.arithmetic(n, width, step)
         return data
     if not step:

@@ -179,12 +179,6 @@ ROW_PAIRS_K = ("row_number() OVER (PARTITION BY side, op_seq, disp_io ORDER BY r
                "io_k AS k")
 
 
-def has_reader_keys(side: SideData) -> bool:
-    """The side was read with the ops' ``row_key`` and the rows' ``io_k`` (both readers give
-    them)."""
-    return "row_key" in side.ops.column_names and "io_k" in side.rows.column_names
-
-
 def reader_keys_apply(opts: Options, framework: str) -> bool:
     """op_keys and row_pairs may read the readers' columns (:data:`READER_OP_KEYS`,
     :data:`ROW_PAIRS_K`): no user views (``--sql-dir`` may replace either), no -f (fuzzy keys),
@@ -204,20 +198,19 @@ def row_pairs_select() -> str:
 
 
 def pair_rows(con: duckdb.DuckDBPyConnection, inp: SingleInput, opts: Options, framework: str,
-              output_dir: Path, suffix: str, reader_keys: bool = False) -> None:
+              output_dir: Path, suffix: str) -> None:
     """Fill ``op_pairs`` and ``compare_rows``: by a MindSpore mapping (-lm, a user -am YAML), by
     a data mapping (-dm), else by name (1.1.0's streaming walk in compat mode).
 
-    ``reader_keys``: both sides have the readers' keys (:func:`has_reader_keys`): where they
-    apply (:func:`reader_keys_apply`), op_keys and row_pairs read them instead of sorting the
-    rows (an ordered string_agg per op, a window over every row: ~12 and ~9 ms of a 24,500-row
+    Where they apply (:func:`reader_keys_apply`), op_keys and row_pairs read the keys both
+    readers give (ops.row_key, tensors.io_k) instead of sorting the rows (an ordered string_agg per op, a window over every row: ~12 and ~9 ms of a 24,500-row
     pair; the same rows)."""
     if mindspore_hooks.pair_rows(con, inp, opts, framework, output_dir, suffix):
         return
     if opts.data_mapping is not None:
         pair_rows_mapped(con, opts.data_mapping, opts.is_compat)
         return
-    fast = reader_keys and reader_keys_apply(opts, framework)
+    fast = reader_keys_apply(opts, framework)
     # both op_candidates and the default pairing read op_keys on each side: one string_agg of
     # every row's name, once (~20 % of the pairing's time on 100k rows)
     db.materialize(con, "op_keys", READER_OP_KEYS if fast else None)
@@ -342,8 +335,7 @@ def compute(inp: SingleInput, opts: Options, output_dir: Path, suffix: str,
     log.info("compare mode: %s (%s)", mode, "msprobe-1.1 compat" if opts.is_compat else "default")
     # the C parts are optional (built where pip finds a compiler): say which side runs
     log.info("dump reader: %s; workbook rows: %s; deflate: %s", reader(), renderer(), deflate())
-    pair_rows(con, inp, opts, framework, output_dir, suffix,
-              reader_keys=has_reader_keys(npu) and has_reader_keys(bench))
+    pair_rows(con, inp, opts, framework, output_dir, suffix)
     clock.lap("match")
     if mode == "tensor":
         fill_tensor_metrics(con, npu.tensor_dir, bench.tensor_dir, opts, early)

@@ -177,24 +177,12 @@ class _PackedTable:
         return columns(batches)
 
 
-_COLUMNS: list[Any] = []
-
-
 def _columns() -> Any:
-    """msq.flatten.Columns when the C reader's Arrow stream takes the early table's columns
-    (its uint64 hashes: a build of msq/_flatten.c from before them refuses them), else None."""
-    if not _COLUMNS:
-        found = None
-        try:
-            from msq.flatten import Columns, _c
+    """msq.flatten.Columns where the C reader is built (DuckDB reads the packed columns through
+    its Arrow stream; msq.cext never loads a build older than its source), else None."""
+    from msq.flatten import Columns, _c
 
-            if _c is not None:
-                _c.arrow_stream([[("h", "u64", 0, 0, None, b"", None)]])
-                found = Columns
-        except (ImportError, ValueError):
-            pass
-        _COLUMNS.append(found)
-    return _COLUMNS[0]
+    return Columns if _c is not None else None
 
 
 class _Scan:

@@ -356,7 +356,8 @@ def test_reader_keys_give_the_views_rows(tmp_path: Path, pair: tuple[dict[str, A
     finally:
         loader.C_PADDING = saved
     try:
-        assert pipeline.has_reader_keys(npu_side) and pipeline.has_reader_keys(bench_side)
+        assert all("row_key" in side.ops.column_names and "io_k" in side.rows.column_names
+                   for side in (npu_side, bench_side))
         view = "SELECT * FROM op_keys ORDER BY side, op_seq"
         assert con.execute(f"{pipeline.READER_OP_KEYS} ORDER BY side, op_seq").fetchall() == \
             con.execute(view).fetchall()

@@ -176,9 +176,7 @@ def combine(parts: list[RankBlame], run_id: str | None = None) -> RunBlame:
         db.insert_arrow(con, "blame_rows", table, create=True)
         db.create_view(con, view_file())
         con.execute(f"CREATE TABLE local AS SELECT * FROM {VIEW} WHERE verdict = 'local'")
-        rel = con.sql("SELECT * FROM local ORDER BY blame_rank")
-        fetch = getattr(rel, "to_arrow_table", None) or rel.fetch_arrow_table  # DuckDB 1.x
-        result._rows = fetch()
+        result._rows = con.sql("SELECT * FROM local ORDER BY blame_rank").to_arrow_table()
         result.n_sources = result._rows.num_rows
         first = con.sql(f"SELECT * FROM local ORDER BY {_FIRST_ORDER} LIMIT 1")
         names = [d[0] for d in first.description]

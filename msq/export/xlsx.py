@@ -337,7 +337,7 @@ def _longest_texts(spec: SheetSpec, texts: list[str],
     """The characters of each text column's longest value (0 when all are NULL), counted in C
     in the C renderer's columns, as DuckDB's ``max(length(...))`` counts them; None without
     those columns."""
-    if source is None or _sheetxml is None or not hasattr(_sheetxml, "max_chars"):
+    if source is None or _sheetxml is None:
         return None
     longest: dict[str, int] = {}
     for name in texts:

@@ -126,7 +126,7 @@ def _find_ddot() -> bool:
     vectors: the symbol looked up through numpy's extension (so resolved in the library it is
     linked to), then checked bit for bit against np.dot on vectors of many lengths (self
     products included); anything else (another BLAS, no BLAS, no such symbol) keeps np.dot."""
-    if _fused is None or not hasattr(_fused, "segment_dots"):
+    if _fused is None:
         return False
     try:
         import ctypes
