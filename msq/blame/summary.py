@@ -63,10 +63,11 @@ def summarize(con: duckdb.DuckDBPyConnection, bands: bool = True) -> BlameSummar
     """The summary of the blame tables in ``con`` (see :func:`msq.blame.compute.run_blame`);
     ``bands``: with the rows' noise bands (a reference noise run's compare needs them)."""
     cols = ", ".join(ROW_FIELDS)
+    # in a fixed order (the JSON's keys): a GROUP BY's follows the rows' order in the table
     counts = dict(con.execute("SELECT verdict, count(*) FROM blame_rows WHERE verdict IS NOT NULL "
-                              "GROUP BY verdict").fetchall())
+                              "GROUP BY verdict ORDER BY verdict").fetchall())
     links = dict(con.execute("SELECT how, count(*) FROM blame_edges WHERE side = 'npu' "
-                             "GROUP BY how").fetchall())
+                             "GROUP BY how ORDER BY how").fetchall())
     factor, limit, noise = con.execute(
         "SELECT floor_factor, amp_limit, noise_source FROM blame_params").fetchone() or (0, 0, None)
     return BlameSummary(
@@ -98,9 +99,9 @@ def summarize_recorded(con: duckdb.DuckDBPyConnection, catalog: str,
     cols = ", ".join(ROW_FIELDS)
     where = f"FROM {rows} WHERE compare_id = {int(compare_id)}"
     counts = dict(con.execute(f"SELECT verdict, count(*) {where} AND verdict IS NOT NULL "
-                              "GROUP BY verdict").fetchall())
+                              "GROUP BY verdict ORDER BY verdict").fetchall())
     links = dict(con.execute(f"SELECT how, count(*) FROM {edges} WHERE compare_id = ? "
-                             "AND side = 'npu' GROUP BY how", [compare_id]).fetchall())
+                             "AND side = 'npu' GROUP BY how ORDER BY how", [compare_id]).fetchall())
     summary = BlameSummary(
         counts={k: int(v) for k, v in counts.items()},
         sources=_dicts(con, f"SELECT {cols} {where} AND verdict = 'local' "

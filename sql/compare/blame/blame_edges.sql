@@ -8,9 +8,8 @@ prod AS (
   SELECT side, pos, ckey, skey, rkey FROM api
   UNION ALL
   SELECT m.side, m.pos, m.ckey, m.skey, m.rkey FROM blame_keys m
+  ANTI JOIN api a ON a.side = m.side AND coalesce(a.ckey, a.skey) = coalesce(m.ckey, m.skey)
   WHERE m.io = 'output' AND m.is_module
-    AND NOT EXISTS (SELECT 1 FROM api a WHERE a.side = m.side
-                    AND coalesce(a.ckey, a.skey) = coalesce(m.ckey, m.skey))
 ),
 -- 1. exact content: the hash of the metrics pass, or md5 (with dtype and shape)
 -- (each over the keys that both an input and a producer have: a window over the others links
@@ -53,8 +52,8 @@ exact AS (SELECT * FROM c_linked UNION ALL SELECT * FROM s_linked),
 -- 3. the same content under another shape (a view or reshape the dump does not record)
 r_ins AS (
   SELECT i.side, i.row_seq, i.pos, i.rkey AS key FROM ins i
+  ANTI JOIN exact e ON e.side = i.side AND e.row_seq = i.row_seq
   WHERE i.rkey IS NOT NULL
-    AND NOT EXISTS (SELECT 1 FROM exact e WHERE e.side = i.side AND e.row_seq = i.row_seq)
 ),
 r_rows AS (
   SELECT i.* FROM r_ins i SEMI JOIN prod p ON p.side = i.side AND p.rkey = i.key
