@@ -336,3 +336,93 @@ def test_a_small_compare_is_recorded_in_smaller_row_groups_that_read_alike(tmp_p
         got.append(con.execute("SELECT * FROM h.t").fetchall())
         con.close()
     assert got[0] == got[1] and len(got[0]) == sum(n for _, n in sizes)
+
+
+#: Statistics of every kind the readers give (i, f, b, s, o, n), finite and not, zero of both
+#: signs, texts that read as non-finite numbers (with a TAB too), for the typed-columns test.
+_STAT_VALUES: list[Any] = [1.5, 0.0, -0.0, 3, 0, 2 ** 70, True, False, None, "inf", "-inf",
+                           "nan", "in\tf", "abc", float("nan"), float("inf"), float("-inf"),
+                           1e-300, 1e300, -2.5]
+# the columns as hist_rows_statistics wrote them up to session 15: from the displayed cells
+_TYPED_FROM_CELLS = {
+    **{f"{col}{suffix}": f'hist_{kind}("{cell}")'
+       for cell, col in (("Max diff", "max_diff"), ("Min diff", "min_diff"),
+                         ("Mean diff", "mean_diff"), ("L2norm diff", "norm_diff"),
+                         ("NPU max", "npu_max"), ("NPU min", "npu_min"), ("NPU mean", "npu_mean"),
+                         ("NPU l2norm", "npu_norm"), ("Bench max", "bench_max"),
+                         ("Bench min", "bench_min"), ("Bench mean", "bench_mean"),
+                         ("Bench l2norm", "bench_norm"))
+       for suffix, kind in (("", "num"), ("_text", "text"))},
+    **{f"{col}{suffix}": f'hist_{kind}("{cell}")'
+       for cell, col in (("MaxRelativeErr", "max_rel_pct"), ("MinRelativeErr", "min_rel_pct"),
+                         ("MeanRelativeErr", "mean_rel_pct"), ("NormRelativeErr", "norm_rel_pct"))
+       for suffix, kind in (("", "pct"), ("_text", "pct_text"))},
+}
+
+
+def _stat_arg(mx: Any, mn: Any, mean: Any, norm: Any) -> dict[str, Any]:
+    return {"type": "torch.Tensor", "dtype": "torch.float32", "shape": [2],
+            "Max": mx, "Min": mn, "Mean": mean, "Norm": norm, "requires_grad": False}
+
+
+@pytest.mark.parametrize("compat", [False, True], ids=["default", "compat"])
+@pytest.mark.parametrize("c_reader", [True, False], ids=["C reader", "Python reader"])
+def test_typed_statistics_columns_are_what_the_displayed_cells_read_as(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, compat: bool, c_reader: bool) -> None:
+    """hist_rows_statistics computes the relative errors from the statistics' numbers and reads
+    each cell's text once: every typed column (and its NaN, to the bit) is what hist_num,
+    hist_text, hist_pct and hist_pct_text read from the workbook's cells, for every pair of
+    statistic kinds, on matched, NPU-only and bench-only rows."""
+    import json
+    import struct
+
+    from msq import pipeline
+    from msq.config import options_from_kwargs, parse_compare_json
+
+    if not c_reader:
+        monkeypatch.setenv("MSQ_NO_C_READER", "1")
+    docs: dict[str, dict[str, Any]] = {"npu": {}, "bench": {}}
+    values = _STAT_VALUES
+    for i, a in enumerate(values):
+        for j, b in enumerate(values):
+            # the other statistics shifted, so that every column sees every pair
+            k, m = (i + 3) % len(values), (j + 7) % len(values)
+            docs["npu"][f"Functional.op{i}_{j}.0.forward"] = {
+                "input_args": [_stat_arg(a, values[k], values[m], b)], "output": []}
+            docs["bench"][f"Functional.op{i}_{j}.0.forward"] = {
+                "input_args": [_stat_arg(b, values[m], values[k], a)], "output": []}
+    two = [_stat_arg(1.0, 0.0, 0.5, 2.0), _stat_arg(float("nan"), "x", None, 3)]
+    docs["npu"]["Functional.npu_alone.0.forward"] = {"input_args": two, "output": []}
+    docs["bench"]["Functional.bench_alone.0.forward"] = {"input_args": two, "output": []}
+    paths = {}
+    for side, data in docs.items():
+        paths[side] = tmp_path / side / "dump.json"
+        paths[side].parent.mkdir()
+        paths[side].write_text(json.dumps({"task": "statistics", "level": "L1",
+                                           "dump_data_dir": None, "data": data}))
+    cfg = tmp_path / "compare.json"
+    cfg.write_text(json.dumps({"npu_path": str(paths["npu"]), "bench_path": str(paths["bench"])}))
+    kwargs: dict[str, Any] = {"record": False, **({"compat": "msprobe-1.1"} if compat else {})}
+    opts = options_from_kwargs(False, False, False, kwargs)
+    con, mode, _, _ = pipeline.compute(parse_compare_json(cfg), opts, tmp_path / "out", "", None)
+    try:
+        assert mode == "statistics"
+        kinds = {k for (k,) in con.execute("SELECT DISTINCT kind FROM compare_rows").fetchall()}
+        # (msprobe 1.1 shows no bench-only row)
+        assert kinds == ({"matched", "npu_only"} if compat else
+                         {"matched", "npu_only", "bench_only"})
+        stat_kinds = {k for (k,) in con.execute("SELECT DISTINCT max_kind FROM tensors").fetchall()}
+        assert stat_kinds == {"i", "f", "b", "s", "n"}
+        rows_sql = recorder.prepare_rows(con, mode)
+        got = con.execute(f"SELECT out_seq, {', '.join(_TYPED_FROM_CELLS)} FROM ({rows_sql}) "
+                          "ORDER BY out_seq").fetchall()
+        want = con.execute(f"SELECT out_seq, {', '.join(_TYPED_FROM_CELLS.values())} "
+                           "FROM hist_result ORDER BY out_seq").fetchall()
+    finally:
+        con.close()
+
+    def bits(row: tuple[Any, ...]) -> tuple[Any, ...]:
+        return tuple(struct.pack("<d", v) if isinstance(v, float) else v for v in row)
+
+    assert len(got) == len(want) > len(values) ** 2
+    assert [bits(r) for r in got] == [bits(r) for r in want]

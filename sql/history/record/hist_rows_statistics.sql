@@ -1,8 +1,17 @@
 -- description: Statistics-mode output rows as typed history columns, from hist_result (inserted into result_rows by name).
+-- The cells' texts once each (the number columns read them too); the relative errors from the
+-- statistics' numbers (hist_rel_pct), not from their texts.
 WITH v AS (
   SELECT r.*,
          CASE r."Result" WHEN '' THEN 'pass' WHEN 'Warning' THEN 'warning' ELSE 'unmatched' END
-           AS verdict
+           AS verdict,
+         kind = 'matched' AS matched,
+         hist_text("Max diff") AS max_diff_text, hist_text("Min diff") AS min_diff_text,
+         hist_text("Mean diff") AS mean_diff_text, hist_text("L2norm diff") AS norm_diff_text,
+         hist_text("NPU max") AS npu_max_text, hist_text("NPU min") AS npu_min_text,
+         hist_text("NPU mean") AS npu_mean_text, hist_text("NPU l2norm") AS npu_norm_text,
+         hist_text("Bench max") AS bench_max_text, hist_text("Bench min") AS bench_min_text,
+         hist_text("Bench mean") AS bench_mean_text, hist_text("Bench l2norm") AS bench_norm_text
   FROM hist_result r
 )
 SELECT
@@ -13,22 +22,26 @@ SELECT
   CASE WHEN kind <> 'npu_only' THEN "Bench Dtype" END AS bench_dtype,
   CASE WHEN kind <> 'bench_only' THEN "NPU Tensor Shape" END AS npu_shape,
   CASE WHEN kind <> 'npu_only' THEN "Bench Tensor Shape" END AS bench_shape,
-  hist_num("Max diff") AS max_diff, hist_text("Max diff") AS max_diff_text,
-  hist_num("Min diff") AS min_diff, hist_text("Min diff") AS min_diff_text,
-  hist_num("Mean diff") AS mean_diff, hist_text("Mean diff") AS mean_diff_text,
-  hist_num("L2norm diff") AS norm_diff, hist_text("L2norm diff") AS norm_diff_text,
-  hist_pct("MaxRelativeErr") AS max_rel_pct, hist_pct_text("MaxRelativeErr") AS max_rel_pct_text,
-  hist_pct("MinRelativeErr") AS min_rel_pct, hist_pct_text("MinRelativeErr") AS min_rel_pct_text,
-  hist_pct("MeanRelativeErr") AS mean_rel_pct, hist_pct_text("MeanRelativeErr") AS mean_rel_pct_text,
-  hist_pct("NormRelativeErr") AS norm_rel_pct, hist_pct_text("NormRelativeErr") AS norm_rel_pct_text,
-  hist_num("NPU max") AS npu_max, hist_text("NPU max") AS npu_max_text,
-  hist_num("NPU min") AS npu_min, hist_text("NPU min") AS npu_min_text,
-  hist_num("NPU mean") AS npu_mean, hist_text("NPU mean") AS npu_mean_text,
-  hist_num("NPU l2norm") AS npu_norm, hist_text("NPU l2norm") AS npu_norm_text,
-  hist_num("Bench max") AS bench_max, hist_text("Bench max") AS bench_max_text,
-  hist_num("Bench min") AS bench_min, hist_text("Bench min") AS bench_min_text,
-  hist_num("Bench mean") AS bench_mean, hist_text("Bench mean") AS bench_mean_text,
-  hist_num("Bench l2norm") AS bench_norm, hist_text("Bench l2norm") AS bench_norm_text,
+  hist_cell_num("Max diff", max_diff_text) AS max_diff, max_diff_text,
+  hist_cell_num("Min diff", min_diff_text) AS min_diff, min_diff_text,
+  hist_cell_num("Mean diff", mean_diff_text) AS mean_diff, mean_diff_text,
+  hist_cell_num("L2norm diff", norm_diff_text) AS norm_diff, norm_diff_text,
+  hist_rel_pct(matched, n_max, b_max) AS max_rel_pct,
+  hist_rel_pct_text(matched, n_max, b_max) AS max_rel_pct_text,
+  hist_rel_pct(matched, n_min, b_min) AS min_rel_pct,
+  hist_rel_pct_text(matched, n_min, b_min) AS min_rel_pct_text,
+  hist_rel_pct(matched, n_mean, b_mean) AS mean_rel_pct,
+  hist_rel_pct_text(matched, n_mean, b_mean) AS mean_rel_pct_text,
+  hist_rel_pct(matched, n_norm, b_norm) AS norm_rel_pct,
+  hist_rel_pct_text(matched, n_norm, b_norm) AS norm_rel_pct_text,
+  hist_cell_num("NPU max", npu_max_text) AS npu_max, npu_max_text,
+  hist_cell_num("NPU min", npu_min_text) AS npu_min, npu_min_text,
+  hist_cell_num("NPU mean", npu_mean_text) AS npu_mean, npu_mean_text,
+  hist_cell_num("NPU l2norm", npu_norm_text) AS npu_norm, npu_norm_text,
+  hist_cell_num("Bench max", bench_max_text) AS bench_max, bench_max_text,
+  hist_cell_num("Bench min", bench_min_text) AS bench_min, bench_min_text,
+  hist_cell_num("Bench mean", bench_mean_text) AS bench_mean, bench_mean_text,
+  hist_cell_num("Bench l2norm", bench_norm_text) AS bench_norm, bench_norm_text,
   "Result" AS result,
   verdict,
   verdict = 'warning' AS failing,
