@@ -75,8 +75,10 @@ SELECT
   rule,
   -- each macro is used once (its use is bound and optimised per use, whatever the rows): the
   -- two threshold rules share the measure and the detail, and the inf/Nan statistics are
-  -- named by one verdict_inf_stats ('' when neither Max nor Min is, hence the nullif)
-  concat_ws('; ',
+  -- named by one verdict_inf_stats ('' when neither Max nor Min is, hence the nullif).
+  -- A row with no rule, no dtype note and no unmatched reason (most rows) has '' without the
+  -- concat_ws and its CASEs (~8 M instructions of a 24,500-row pair)
+  CASE WHEN rule IS NULL AND n_dtype IS NULL AND u.reason IS NULL THEN '' ELSE concat_ws('; ',
     CASE
       WHEN rule = 'inf/nan' THEN
         CASE WHEN err_kind = 'inf/nan positions differ'
@@ -104,7 +106,7 @@ SELECT
          THEN 'dtypes differ in precision (' || n_dtype || ' vs ' || b_dtype
               || '): values compared' END,
     u.reason
-  ) AS reason,
+  ) END AS reason,
   u.reason AS unmatched_reason,
   u.reason_kind AS unmatched_kind
 FROM texts t
