@@ -1,7 +1,8 @@
 """Build a compare's blame tables: parameters, module nesting, noise bands, then the views.
 
 The views live in ``sql/compare/blame/`` (one per file): ``blame_keys`` (content keys of every tensor
-row), ``blame_edges`` (the dataflow: each input linked to its producer), ``blame_inputs``,
+row), ``blame_edges`` (the dataflow: each input linked to its producer), ``blame_tensors``
+(every NPU tensor row with its compared row's error and, for an input, its link),
 ``blame_ops`` (the error each op's inputs bring) and ``blame_rows`` (the verdict of every
 compared row). Each is materialised in turn (with ``row_error``): the next ones and every output
 read it again.
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("msq")
 
 # each is read by several views after it: computed once (row_error first: every step reads it)
-MATERIALIZED = ("row_error", "blame_keys", "blame_edges", "blame_inputs", "blame_ops", "blame_rows")
+MATERIALIZED = ("row_error", "blame_keys", "blame_edges", "blame_tensors", "blame_ops", "blame_rows")
 
 
 def nesting_rows(construct: dict[str, Any]) -> list[tuple[str, str]]:

@@ -7,15 +7,13 @@ WITH ops_n AS (
 ),
 out_err AS (
   -- the largest output error of each op (compared output rows)
-  SELECT t.op_seq, max(e.err) AS err
-  FROM compare_rows r
-  JOIN tensors t ON t.side = 'npu' AND t.row_seq = r.npu_row
-  JOIN row_error e ON e.out_seq = r.out_seq
-  WHERE t.io = 'output'
-  GROUP BY t.op_seq
+  SELECT op_seq, max(err) AS err
+  FROM blame_tensors
+  WHERE io = 'output'
+  GROUP BY op_seq
 ),
 prior AS (
-  SELECT o.op_seq,
+  SELECT o.op_seq, o.direction,
     max(oe.err) OVER (ORDER BY o.op_seq ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
       AS prior_err
   FROM ops_n o LEFT JOIN out_err oe USING (op_seq)
@@ -23,28 +21,27 @@ prior AS (
 contrib AS (
   -- own inputs: the compared row's error; else the producer's; an in-place input: unknown before
   -- the op, so anything before it may explain it
+  -- (in place: a forward op's input equal to its own output, see blame_tensors)
   SELECT i.op_seq, i.npu_name AS name,
-    CASE WHEN i.in_place THEN p.prior_err ELSE coalesce(i.err, i.producer_err) END AS err
-  FROM blame_inputs i JOIN prior p USING (op_seq)
+    CASE WHEN i.own_output AND p.direction = 'forward' THEN p.prior_err
+         ELSE coalesce(i.err, i.producer_err) END AS err
+  FROM blame_tensors i JOIN prior p USING (op_seq)
+  WHERE i.io = 'input'
   UNION ALL
-  -- a backward op: the tensors of its forward record (inputs and outputs)
-  SELECT b.op_seq, t.disp_name, e.err
+  -- a backward op: the tensors of its forward record (inputs and outputs; compared ones)
+  SELECT b.op_seq, t.npu_name, t.err
   FROM ops_n b
   JOIN ops_n f ON f.op_name = regexp_replace(b.op_name, '\.backward(\.\d+)?$', '.forward\1')
-  JOIN tensors t ON t.side = 'npu' AND t.op_seq = f.op_seq
-  JOIN compare_rows r ON r.npu_row = t.row_seq AND r.kind = 'matched'
-  JOIN row_error e ON e.out_seq = r.out_seq
-  WHERE b.direction = 'backward'
+  JOIN blame_tensors t ON t.op_seq = f.op_seq
+  WHERE b.direction = 'backward' AND t.out_seq IS NOT NULL
   UNION ALL
-  -- a module: the ops inside it (their outputs)
-  SELECT m.op_seq, t.disp_name, e.err
+  -- a module: the ops inside it (their compared outputs)
+  SELECT m.op_seq, t.npu_name, t.err
   FROM ops_n m
   JOIN blame_nesting n ON n.side = 'npu' AND n.ancestor = m.op_name
   JOIN ops_n c ON c.op_name = n.op_name
-  JOIN tensors t ON t.side = 'npu' AND t.op_seq = c.op_seq AND t.io = 'output'
-  JOIN compare_rows r ON r.npu_row = t.row_seq AND r.kind = 'matched'
-  JOIN row_error e ON e.out_seq = r.out_seq
-  WHERE m.is_module
+  JOIN blame_tensors t ON t.op_seq = c.op_seq AND t.io = 'output'
+  WHERE m.is_module AND t.out_seq IS NOT NULL
 ),
 worst AS (
   -- the worst input; among equal errors (md5 mode: 1 or 0) the first name, so that it is the

@@ -1,0 +1,34 @@
+-- description: Blame: every NPU tensor row, input or output, with its compared row (out_seq, its error and the bench row's dtype; NULL when unmatched) and, for an input, its link to a producer (blame_edges, with the producer's name and error) and whether it equals one of its own op's outputs while no earlier output produced it (own_output: a forward op's such input is an in-place op's, which msprobe records after the op ran; blame_ops and blame_rows tell forward ops). blame_ops and blame_rows read it instead of joining the compare's rows again.
+-- the inputs that equal an output of their own op
+WITH own AS (
+  SELECT i.row_seq
+  FROM blame_keys i
+  SEMI JOIN blame_keys o ON o.side = 'npu' AND o.io = 'output' AND o.op_seq = i.op_seq
+    AND coalesce(o.ckey, o.skey) = coalesce(i.ckey, i.skey)
+  WHERE i.side = 'npu' AND i.io = 'input'
+),
+-- each NPU input's link, with the producer's name and error for the linked ones
+edges AS (
+  SELECT ed.consumer_row, ed.how, ed.candidates, ed.producer_row,
+         pt.disp_name AS producer_name, pr.out_seq AS producer_seq, pe.err AS producer_err,
+         ed.how = 'external' AND ed.consumer_row IN (SELECT row_seq FROM own) AS own_output
+  FROM blame_edges ed
+  LEFT JOIN tensors pt ON pt.side = 'npu' AND pt.row_seq = ed.producer_row
+  LEFT JOIN compare_rows pr ON pr.npu_row = ed.producer_row AND pr.kind = 'matched'
+  LEFT JOIN row_error pe ON pe.out_seq = pr.out_seq
+  WHERE ed.side = 'npu'
+)
+SELECT
+  t.row_seq, t.op_seq, t.io, t.disp_name AS npu_name,
+  t.dtype AS npu_dtype, b.dtype AS bench_dtype,
+  r.out_seq, e.err, e.err_kind,
+  CASE WHEN t.io <> 'input' THEN NULL
+       WHEN t.is_tensor THEN coalesce(ed.how, 'external') ELSE 'constant' END AS link,
+  ed.candidates, ed.producer_row, ed.producer_name, ed.producer_seq, ed.producer_err,
+  coalesce(ed.own_output, false) AS own_output
+FROM tensors t
+LEFT JOIN compare_rows r ON r.npu_row = t.row_seq AND r.kind = 'matched'
+LEFT JOIN tensors b ON b.side = 'bench' AND b.row_seq = r.bench_row
+LEFT JOIN row_error e ON e.out_seq = r.out_seq
+LEFT JOIN edges ed ON ed.consumer_row = t.row_seq
+WHERE t.side = 'npu'
