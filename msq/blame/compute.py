@@ -4,8 +4,8 @@ The views live in ``sql/compare/blame/`` (one per file): ``blame_keys`` (content
 row), ``blame_edges`` (the dataflow: each input linked to its producer), ``blame_tensors``
 (every NPU tensor row with its compared row's error and, for an input, its link),
 ``blame_ops`` (the error each op's inputs bring) and ``blame_rows`` (the verdict of every
-compared row). Each is materialised in turn (with ``row_error``): the next ones and every output
-read it again.
+compared row). Each but ``blame_ops`` is materialised in turn (with ``row_error``): the next ones
+and every output read it again.
 """
 
 from __future__ import annotations
@@ -27,8 +27,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("msq")
 
-# each is read by several views after it: computed once (row_error first: every step reads it)
-MATERIALIZED = ("row_error", "blame_keys", "blame_edges", "blame_tensors", "blame_ops", "blame_rows")
+# each is read by several views after it: computed once (row_error first: every step reads it);
+# blame_ops (one row an op) is read by blame_rows alone, which plans it in (its own table cost
+# more than it saves)
+MATERIALIZED = ("row_error", "blame_keys", "blame_edges", "blame_tensors", "blame_rows")
 
 
 def nesting_rows(construct: dict[str, Any]) -> list[tuple[str, str]]:

@@ -2,14 +2,21 @@
 -- For each kind of key, one window over the inputs to link and the producers, in dump order (pos):
 -- the last producer before an input with its key. An input sorts before its own op's outputs.
 WITH ins AS (SELECT * FROM blame_keys WHERE io = 'input'),
-api AS (SELECT * FROM blame_keys WHERE io = 'output' AND NOT is_module),
+-- the outputs, a module's (or cell's) told from an op's (by the op's name: outputs only)
+outs AS (
+  SELECT k.side, k.pos, k.ckey, k.skey, k.rkey,
+    starts_with(o.op_name, 'Module.') OR starts_with(o.op_name, 'Cell.') AS is_module
+  FROM blame_keys k JOIN ops o ON o.side = k.side AND o.op_seq = k.op_seq
+  WHERE k.io = 'output'
+),
+api AS (SELECT * FROM outs WHERE NOT is_module),
 prod AS (
   -- a module's output that an op already produced only repeats it: the op is the producer
   SELECT side, pos, ckey, skey, rkey FROM api
   UNION ALL
-  SELECT m.side, m.pos, m.ckey, m.skey, m.rkey FROM blame_keys m
+  SELECT m.side, m.pos, m.ckey, m.skey, m.rkey FROM outs m
   ANTI JOIN api a ON a.side = m.side AND coalesce(a.ckey, a.skey) = coalesce(m.ckey, m.skey)
-  WHERE m.io = 'output' AND m.is_module
+  WHERE m.is_module
 ),
 -- 1. exact content: the hash of the metrics pass, or md5 (with dtype and shape)
 -- (each over the keys that both an input and a producer have: a window over the others links

@@ -11,7 +11,6 @@ WITH hashed AS (
 k AS (
   SELECT
     t.side, t.row_seq, t.op_seq, t.row_in_op, t.io, t.dtype, t.shape, t.numel,
-    starts_with(o.op_name, 'Module.') OR starts_with(o.op_name, 'Cell.') AS is_module,
     CASE WHEN h.h IS NOT NULL THEN hash('h', h.h)
          WHEN (SELECT mode FROM settings) = 'md5' AND t.md5 IS NOT NULL THEN hash('m', t.md5)
     END AS content,
@@ -23,13 +22,12 @@ k AS (
          THEN hash('s', t.max_num, t.min_num, t.mean_num, t.norm_num)
     END AS stats
   FROM tensors t
-  JOIN ops o ON o.side = t.side AND o.op_seq = t.op_seq
   LEFT JOIN hashed h ON h.side = t.side AND h.row_seq = t.row_seq
   WHERE t.is_tensor AND coalesce(t.numel, 0) > 0
 )
 -- keys are 64-bit hashes of what must be equal (a collision could only link a wrong producer)
 SELECT
-  side, row_seq, op_seq, io, is_module,
+  side, row_seq, op_seq, io,
   -- rows of one op sort after every row of the ops before it
   op_seq::BIGINT * 1048576 + row_in_op AS pos,
   CASE WHEN content IS NOT NULL THEN hash(dtype, shape, content) END AS ckey,
