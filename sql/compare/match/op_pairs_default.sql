@@ -1,7 +1,11 @@
 -- description: msq's default op pairing: the k-th NPU op of a key pairs with the k-th bench op of that key when structures match; unmatched ops on either side are kept, bench-only ops placed after the op that precedes them on the bench side.
-WITH keyed AS (
-  SELECT k.*, row_number() OVER (PARTITION BY side, match_key ORDER BY op_seq) AS k
-  FROM op_keys k
+WITH keyed AS (  -- each op's k: its place among its side's ops of the same key
+  -- each key's ops listed in op_seq order and unnested with their place: the same k as
+  -- row_number() OVER (PARTITION BY side, match_key ORDER BY op_seq), whose sort carried every
+  -- op's long key (~23 M instructions of ~87 on a 24,500-row pair)
+  SELECT side, match_key, unnest(ops) AS op_seq, generate_subscripts(ops, 1) AS k
+  FROM (SELECT side, match_key, list(op_seq ORDER BY op_seq) AS ops FROM op_keys
+        GROUP BY side, match_key)
 ),
 paired AS (
   SELECT n.op_seq AS npu_op, b.op_seq AS bench_op
