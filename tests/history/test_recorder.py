@@ -360,6 +360,14 @@ _TYPED_FROM_CELLS = {
 }
 
 
+#: result_rows' metric columns in their order (the 21 texts' order in result_data.texts)
+_V4_COLUMNS = [f"{m}{t}" for m in (
+    "max_diff", "min_diff", "mean_diff", "norm_diff", "max_rel_pct", "min_rel_pct", "mean_rel_pct",
+    "norm_rel_pct", "cosine", "max_abs_err", "max_rel_err", "one_thousandth_err_ratio",
+    "five_thousandths_err_ratio", "npu_max", "npu_min", "npu_mean", "npu_norm", "bench_max",
+    "bench_min", "bench_mean", "bench_norm") for t in ("", "_text")]
+
+
 def _stat_arg(mx: Any, mn: Any, mean: Any, norm: Any) -> dict[str, Any]:
     return {"type": "torch.Tensor", "dtype": "torch.float32", "shape": [2],
             "Max": mx, "Min": mn, "Mean": mean, "Norm": norm, "requires_grad": False}
@@ -414,8 +422,11 @@ def test_typed_statistics_columns_are_what_the_displayed_cells_read_as(
         stat_kinds = {k for (k,) in con.execute("SELECT DISTINCT max_kind FROM tensors").fetchall()}
         assert stat_kinds == {"i", "f", "b", "s", "n"}
         rows_sql = recorder.prepare_rows(con, mode)
-        got = con.execute(f"SELECT out_seq, {', '.join(_TYPED_FROM_CELLS)} FROM ({rows_sql}) "
-                          "ORDER BY out_seq").fetchall()
+        # the texts go into result_data's list texts (schema version 5), which result_rows reads
+        order = [c for c in _V4_COLUMNS if c.endswith("_text")]
+        typed = ", ".join(f"texts[{order.index(c) + 1}]" if c.endswith("_text") else c
+                          for c in _TYPED_FROM_CELLS)
+        got = con.execute(f"SELECT out_seq, {typed} FROM ({rows_sql}) ORDER BY out_seq").fetchall()
         want = con.execute(f"SELECT out_seq, {', '.join(_TYPED_FROM_CELLS.values())} "
                            "FROM hist_result ORDER BY out_seq").fetchall()
     finally:

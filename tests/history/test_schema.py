@@ -130,3 +130,58 @@ def test_a_version_2_file_gets_the_blame_tables(made: tuple[Path, Path], tmp_pat
     # the migration script creates what a new file's schema creates
     assert db_sql.sql_file("history/migrate/v3.sql").text.split("\n", 1)[1] == \
         db_sql.sql_file("history/schema/20_blame.sql").text.split("\n", 2)[2]
+
+
+def _as_version_4(db: Path) -> None:
+    """Rewrite a history into the layout schema version 4 wrote: result_data with the 21
+    <metric>_text columns (no texts map), the view result_rows reading them."""
+    con = duckdb.connect(str(db))
+    con.execute("CREATE TABLE v4_data AS SELECT d.compare_id, d.out_seq, d.kind, d.op_id, "
+                "d.npu_id, d.bench_id, r.* EXCLUDE (compare_id, out_seq, kind, op_name, "
+                "npu_name, bench_name) FROM result_data d JOIN result_rows r "
+                "USING (compare_id, out_seq) ORDER BY compare_id, out_seq")
+    con.execute("DROP VIEW result_rows")
+    con.execute("DROP TABLE result_data")
+    con.execute("ALTER TABLE v4_data RENAME TO result_data")
+    con.execute(db_sql.sql_file("history/migrate/v4.sql").text.split("DROP TABLE result_rows;\n")[1])
+    con.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
+    con.close()
+
+
+def test_a_version_4_file_gets_its_texts_in_one_map(made: tuple[Path, Path],
+                                                     tmp_path: Path) -> None:
+    """Version 5 keeps result_data's <metric>_text columns in one map, texts: a version-4 file
+    is migrated at its next recording, its result_rows the same columns and rows as before (the
+    texts of every column kept), the new compare recorded alike; a new file's result_data and
+    result_rows are what the migration makes."""
+    cj, db = made
+    _as_version_4(db)
+    con = duckdb.connect(str(db))
+    texts = [c for (c,) in con.execute(
+        "SELECT column_name FROM duckdb_columns() WHERE table_name = 'result_data' "
+        "AND column_name LIKE '%\\_text' ESCAPE '\\' ORDER BY column_index").fetchall()]
+    assert len(texts) == 21
+    # every text column holds a text somewhere (a tensor-mode one too)
+    for i, column in enumerate(texts):
+        con.execute(f"UPDATE result_data SET {column} = 'text {i}' WHERE out_seq = {i % 5}")
+    con.close()
+    before = history.query(db, "SELECT * FROM result_rows ORDER BY compare_id, out_seq")
+    assert sum(r.count(None) for r in before.rows) < len(before.rows) * len(before.columns)
+    run_api(cj, tmp_path / "out", db=db)
+    assert history.query(db, "SELECT value FROM meta WHERE key = 'schema_version'").rows == [
+        (str(schema.SCHEMA_VERSION),)]
+    after = history.query(db, "SELECT * FROM result_rows WHERE compare_id = 1 ORDER BY out_seq")
+    assert after.columns == before.columns
+    assert after.rows == before.rows
+    assert history.query(db, "SELECT count(*) FROM result_data WHERE texts IS NOT NULL "
+                             "AND compare_id = 1").rows == [(5,)]
+    # the new compare: the same rows as the first one had before the texts were set
+    new = history.query(db, "SELECT * EXCLUDE (compare_id) FROM result_rows WHERE compare_id = 2 "
+                            "ORDER BY out_seq").rows
+    assert len(new) == len(before.rows)
+    fresh = tmp_path / "fresh.duckdb"
+    run_api(cj, tmp_path / "out2", db=fresh)
+    for query in ("SELECT * FROM result_rows", "SELECT * FROM result_data"):
+        assert history.query(fresh, query).columns == history.query(db, query).columns
+    assert history.query(fresh, "SELECT * EXCLUDE (compare_id) FROM result_rows "
+                                "ORDER BY out_seq").rows == new

@@ -1,6 +1,7 @@
 -- description: Statistics-mode output rows as typed history columns, from hist_result (inserted into result_rows by name).
--- The cells' texts once each (the number columns read them too); the relative errors from the
--- statistics' numbers (hist_rel_pct), not from their texts.
+-- The cells' texts once each (the number columns read them too), in one list (result_data.texts,
+-- NULL on a row of numbers alone); the relative errors from the statistics' numbers
+-- (hist_rel_pct), not from their texts.
 WITH v AS (
   SELECT r.*,
          CASE r."Result" WHEN '' THEN 'pass' WHEN 'Warning' THEN 'warning' ELSE 'unmatched' END
@@ -11,7 +12,11 @@ WITH v AS (
          hist_text("NPU max") AS npu_max_text, hist_text("NPU min") AS npu_min_text,
          hist_text("NPU mean") AS npu_mean_text, hist_text("NPU l2norm") AS npu_norm_text,
          hist_text("Bench max") AS bench_max_text, hist_text("Bench min") AS bench_min_text,
-         hist_text("Bench mean") AS bench_mean_text, hist_text("Bench l2norm") AS bench_norm_text
+         hist_text("Bench mean") AS bench_mean_text, hist_text("Bench l2norm") AS bench_norm_text,
+         hist_rel_pct_text(kind = 'matched', n_max, b_max) AS max_rel_pct_text,
+         hist_rel_pct_text(kind = 'matched', n_min, b_min) AS min_rel_pct_text,
+         hist_rel_pct_text(kind = 'matched', n_mean, b_mean) AS mean_rel_pct_text,
+         hist_rel_pct_text(kind = 'matched', n_norm, b_norm) AS norm_rel_pct_text
   FROM hist_result r
 )
 SELECT
@@ -22,26 +27,30 @@ SELECT
   CASE WHEN kind <> 'npu_only' THEN "Bench Dtype" END AS bench_dtype,
   CASE WHEN kind <> 'bench_only' THEN "NPU Tensor Shape" END AS npu_shape,
   CASE WHEN kind <> 'npu_only' THEN "Bench Tensor Shape" END AS bench_shape,
-  hist_cell_num("Max diff", max_diff_text) AS max_diff, max_diff_text,
-  hist_cell_num("Min diff", min_diff_text) AS min_diff, min_diff_text,
-  hist_cell_num("Mean diff", mean_diff_text) AS mean_diff, mean_diff_text,
-  hist_cell_num("L2norm diff", norm_diff_text) AS norm_diff, norm_diff_text,
+  hist_cell_num("Max diff", max_diff_text) AS max_diff,
+  hist_cell_num("Min diff", min_diff_text) AS min_diff,
+  hist_cell_num("Mean diff", mean_diff_text) AS mean_diff,
+  hist_cell_num("L2norm diff", norm_diff_text) AS norm_diff,
   hist_rel_pct(matched, n_max, b_max) AS max_rel_pct,
-  hist_rel_pct_text(matched, n_max, b_max) AS max_rel_pct_text,
   hist_rel_pct(matched, n_min, b_min) AS min_rel_pct,
-  hist_rel_pct_text(matched, n_min, b_min) AS min_rel_pct_text,
   hist_rel_pct(matched, n_mean, b_mean) AS mean_rel_pct,
-  hist_rel_pct_text(matched, n_mean, b_mean) AS mean_rel_pct_text,
   hist_rel_pct(matched, n_norm, b_norm) AS norm_rel_pct,
-  hist_rel_pct_text(matched, n_norm, b_norm) AS norm_rel_pct_text,
-  hist_cell_num("NPU max", npu_max_text) AS npu_max, npu_max_text,
-  hist_cell_num("NPU min", npu_min_text) AS npu_min, npu_min_text,
-  hist_cell_num("NPU mean", npu_mean_text) AS npu_mean, npu_mean_text,
-  hist_cell_num("NPU l2norm", npu_norm_text) AS npu_norm, npu_norm_text,
-  hist_cell_num("Bench max", bench_max_text) AS bench_max, bench_max_text,
-  hist_cell_num("Bench min", bench_min_text) AS bench_min, bench_min_text,
-  hist_cell_num("Bench mean", bench_mean_text) AS bench_mean, bench_mean_text,
-  hist_cell_num("Bench l2norm", bench_norm_text) AS bench_norm, bench_norm_text,
+  hist_cell_num("NPU max", npu_max_text) AS npu_max,
+  hist_cell_num("NPU min", npu_min_text) AS npu_min,
+  hist_cell_num("NPU mean", npu_mean_text) AS npu_mean,
+  hist_cell_num("NPU l2norm", npu_norm_text) AS npu_norm,
+  hist_cell_num("Bench max", bench_max_text) AS bench_max,
+  hist_cell_num("Bench min", bench_min_text) AS bench_min,
+  hist_cell_num("Bench mean", bench_mean_text) AS bench_mean,
+  hist_cell_num("Bench l2norm", bench_norm_text) AS bench_norm,
+  CASE WHEN coalesce(max_diff_text, min_diff_text, mean_diff_text, norm_diff_text,
+                     max_rel_pct_text, min_rel_pct_text, mean_rel_pct_text, norm_rel_pct_text,
+                     npu_max_text, npu_min_text, npu_mean_text, npu_norm_text, bench_max_text,
+                     bench_min_text, bench_mean_text, bench_norm_text) IS NULL THEN NULL
+       ELSE [max_diff_text, min_diff_text, mean_diff_text, norm_diff_text, max_rel_pct_text,
+             min_rel_pct_text, mean_rel_pct_text, norm_rel_pct_text, NULL, NULL, NULL, NULL,
+             NULL, npu_max_text, npu_min_text, npu_mean_text, npu_norm_text, bench_max_text,
+             bench_min_text, bench_mean_text, bench_norm_text]::VARCHAR[] END AS texts,
   "Result" AS result,
   verdict,
   verdict = 'warning' AS failing,

@@ -1,4 +1,4 @@
--- The history database (schema version 4): every compare msq recorded, and every output row.
+-- The history database (schema version 5): every compare msq recorded, and every output row.
 -- Executed inside the history file (USE) in one transaction; see docs/schema.md.
 CREATE TABLE IF NOT EXISTS meta (
   key VARCHAR PRIMARY KEY,   -- schema_version | created_at | created_by
@@ -50,7 +50,10 @@ INSERT INTO names SELECT 0, NULL WHERE NOT EXISTS (SELECT 1 FROM names WHERE nam
 -- One row per output line of each compare: every metric as a typed column, the verdict and the
 -- colour; its names are keys into names (read them through the view result_rows). A metric cell
 -- that is text in the workbook ("N/A", "None", "nan", "unsupported") keeps its number column NULL
--- (or NaN/inf for non-finite values) and its text in <metric>_text.
+-- (or NaN/inf for non-finite values) and its text in <metric>_text. Since schema version 5 the
+-- texts are one list column, texts (NULL on a row of numbers alone), which result_rows spreads
+-- into the <metric>_text columns: 21 mostly-NULL VARCHAR columns cost DuckDB ~450 instructions
+-- a NULL cell to append, scan, analyse and compress (a fifth of a directory compare's driver).
 CREATE TABLE IF NOT EXISTS result_data (
   compare_id BIGINT,
   out_seq BIGINT,                 -- 0-based line in the workbook (the advisor's "Line")
@@ -60,29 +63,33 @@ CREATE TABLE IF NOT EXISTS result_data (
   npu_dtype VARCHAR, bench_dtype VARCHAR,
   npu_shape VARCHAR, bench_shape VARCHAR,
   -- statistics mode
-  max_diff DOUBLE, max_diff_text VARCHAR,
-  min_diff DOUBLE, min_diff_text VARCHAR,
-  mean_diff DOUBLE, mean_diff_text VARCHAR,
-  norm_diff DOUBLE, norm_diff_text VARCHAR,
-  max_rel_pct DOUBLE, max_rel_pct_text VARCHAR,   -- MaxRelativeErr "12.5%" -> 12.5
-  min_rel_pct DOUBLE, min_rel_pct_text VARCHAR,
-  mean_rel_pct DOUBLE, mean_rel_pct_text VARCHAR,
-  norm_rel_pct DOUBLE, norm_rel_pct_text VARCHAR,
+  max_diff DOUBLE,
+  min_diff DOUBLE,
+  mean_diff DOUBLE,
+  norm_diff DOUBLE,
+  max_rel_pct DOUBLE,   -- MaxRelativeErr "12.5%" -> 12.5
+  min_rel_pct DOUBLE,
+  mean_rel_pct DOUBLE,
+  norm_rel_pct DOUBLE,
   -- tensor (real-data) mode
-  cosine DOUBLE, cosine_text VARCHAR,
-  max_abs_err DOUBLE, max_abs_err_text VARCHAR,
-  max_rel_err DOUBLE, max_rel_err_text VARCHAR,
-  one_thousandth_err_ratio DOUBLE, one_thousandth_err_ratio_text VARCHAR,
-  five_thousandths_err_ratio DOUBLE, five_thousandths_err_ratio_text VARCHAR,
+  cosine DOUBLE,
+  max_abs_err DOUBLE,
+  max_rel_err DOUBLE,
+  one_thousandth_err_ratio DOUBLE,
+  five_thousandths_err_ratio DOUBLE,
   -- statistics of each side (statistics and tensor modes)
-  npu_max DOUBLE, npu_max_text VARCHAR,
-  npu_min DOUBLE, npu_min_text VARCHAR,
-  npu_mean DOUBLE, npu_mean_text VARCHAR,
-  npu_norm DOUBLE, npu_norm_text VARCHAR,
-  bench_max DOUBLE, bench_max_text VARCHAR,
-  bench_min DOUBLE, bench_min_text VARCHAR,
-  bench_mean DOUBLE, bench_mean_text VARCHAR,
-  bench_norm DOUBLE, bench_norm_text VARCHAR,
+  npu_max DOUBLE,
+  npu_min DOUBLE,
+  npu_mean DOUBLE,
+  npu_norm DOUBLE,
+  bench_max DOUBLE,
+  bench_min DOUBLE,
+  bench_mean DOUBLE,
+  bench_norm DOUBLE,
+  -- the texts of a row's metric cells that are not numbers (the 21 <metric>_text columns of
+  -- result_rows, in their order: "N/A", "None", "nan", "unsupported", ...); NULL when every
+  -- cell of the row is a number
+  texts VARCHAR[],
   -- md5 mode
   npu_md5 VARCHAR, bench_md5 VARCHAR,
   -- verdict
@@ -98,12 +105,39 @@ CREATE TABLE IF NOT EXISTS result_data (
   reason VARCHAR                  -- Reason (default mode, schema version 2): the rule that marked the
                                   -- row and its numbers, a dtype note, or why it is unmatched
 );
--- result_rows: result_data with its names (the table of schema versions 1-3, same columns, same
--- order): op_name is the dump.json entry (NPU side; bench side for bench-only rows), npu_name and
+-- result_rows: result_data with its names and texts (the table of schema versions 1-3, same
+-- columns, same order): op_name is the dump.json entry (NPU side; bench side for bench-only rows), npu_name and
 -- bench_name are NULL on the absent side. Stored in the file, like a table (docs/schema.md).
 CREATE VIEW IF NOT EXISTS result_rows AS
-SELECT r.compare_id, r.out_seq, r.kind, o.name AS op_name, n.name AS npu_name, b.name AS bench_name,
-       r.* EXCLUDE (compare_id, out_seq, kind, op_id, npu_id, bench_id)
+SELECT r.compare_id, r.out_seq, r.kind, o.name AS op_name, n.name AS npu_name,
+       b.name AS bench_name, r.npu_dtype, r.bench_dtype, r.npu_shape, r.bench_shape, r.max_diff,
+       r.texts[1] AS max_diff_text, r.min_diff,
+       r.texts[2] AS min_diff_text, r.mean_diff,
+       r.texts[3] AS mean_diff_text, r.norm_diff,
+       r.texts[4] AS norm_diff_text, r.max_rel_pct,
+       r.texts[5] AS max_rel_pct_text, r.min_rel_pct,
+       r.texts[6] AS min_rel_pct_text, r.mean_rel_pct,
+       r.texts[7] AS mean_rel_pct_text, r.norm_rel_pct,
+       r.texts[8] AS norm_rel_pct_text, r.cosine,
+       r.texts[9] AS cosine_text, r.max_abs_err,
+       r.texts[10] AS max_abs_err_text, r.max_rel_err,
+       r.texts[11] AS max_rel_err_text, r.one_thousandth_err_ratio,
+       r.texts[12] AS one_thousandth_err_ratio_text,
+       r.five_thousandths_err_ratio,
+       r.texts[13] AS five_thousandths_err_ratio_text, r.npu_max,
+       r.texts[14] AS npu_max_text, r.npu_min,
+       r.texts[15] AS npu_min_text, r.npu_mean,
+       r.texts[16] AS npu_mean_text, r.npu_norm,
+       r.texts[17] AS npu_norm_text, r.bench_max,
+       r.texts[18] AS bench_max_text, r.bench_min,
+       r.texts[19] AS bench_min_text, r.bench_mean,
+       r.texts[20] AS bench_mean_text, r.bench_norm,
+       r.texts[21] AS bench_norm_text,
+       r.* EXCLUDE (compare_id, out_seq, kind, op_id, npu_id, bench_id, npu_dtype, bench_dtype,
+                   npu_shape, bench_shape, max_diff, min_diff, mean_diff, norm_diff, max_rel_pct,
+                   min_rel_pct, mean_rel_pct, norm_rel_pct, cosine, max_abs_err, max_rel_err,
+                   one_thousandth_err_ratio, five_thousandths_err_ratio, npu_max, npu_min,
+                   npu_mean, npu_norm, bench_max, bench_min, bench_mean, bench_norm, texts)
 FROM result_data r
 JOIN names o ON o.name_id = r.op_id
 JOIN names n ON n.name_id = r.npu_id
