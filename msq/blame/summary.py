@@ -53,6 +53,11 @@ class BlameSummary:
         return min(self.sources, key=lambda s: (s["op_seq"], s["out_seq"]), default=None)
 
 
+#: The order of a summary's verdict counts: local, inherited, clean (any other after them).
+VERDICT_ORDER = ("CASE verdict WHEN 'local' THEN 0 WHEN 'inherited' THEN 1 WHEN 'clean' THEN 2 "
+                 "ELSE 3 END, verdict")
+
+
 def _dicts(con: duckdb.DuckDBPyConnection, sql: str) -> list[dict[str, Any]]:
     cur = con.execute(sql)
     names = [d[0] for d in cur.description]
@@ -63,9 +68,10 @@ def summarize(con: duckdb.DuckDBPyConnection, bands: bool = True) -> BlameSummar
     """The summary of the blame tables in ``con`` (see :func:`msq.blame.compute.run_blame`);
     ``bands``: with the rows' noise bands (a reference noise run's compare needs them)."""
     cols = ", ".join(ROW_FIELDS)
-    # in a fixed order (the JSON's keys): a GROUP BY's follows the rows' order in the table
+    # in a fixed order, the most severe first (the JSON's keys): a GROUP BY's follows the rows'
+    # order in the table
     counts = dict(con.execute("SELECT verdict, count(*) FROM blame_rows WHERE verdict IS NOT NULL "
-                              "GROUP BY verdict ORDER BY verdict").fetchall())
+                              f"GROUP BY verdict ORDER BY {VERDICT_ORDER}").fetchall())
     links = dict(con.execute("SELECT how, count(*) FROM blame_edges WHERE side = 'npu' "
                              "GROUP BY how ORDER BY how").fetchall())
     factor, limit, noise = con.execute(
@@ -99,7 +105,7 @@ def summarize_recorded(con: duckdb.DuckDBPyConnection, catalog: str,
     cols = ", ".join(ROW_FIELDS)
     where = f"FROM {rows} WHERE compare_id = {int(compare_id)}"
     counts = dict(con.execute(f"SELECT verdict, count(*) {where} AND verdict IS NOT NULL "
-                              "GROUP BY verdict ORDER BY verdict").fetchall())
+                              f"GROUP BY verdict ORDER BY {VERDICT_ORDER}").fetchall())
     links = dict(con.execute(f"SELECT how, count(*) FROM {edges} WHERE compare_id = ? "
                              "AND side = 'npu' GROUP BY how ORDER BY how", [compare_id]).fetchall())
     summary = BlameSummary(
