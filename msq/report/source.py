@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -103,8 +104,36 @@ def live_source(con: duckdb.DuckDBPyConnection, mode: str, result: CompareResult
 
 def _rows_sql(cur: duckdb.DuckDBPyConnection, mode: str) -> str:
     """The SELECT of the compare's rows in the history's shape (the recorder's own SQL; a
-    directory compare's pair renders its page where it runs, from its own connection too)."""
-    return prepare_rows(cur, mode)
+    directory compare's pair renders its page where it runs, from its own connection too).
+
+    The recorder gives the metric cells' texts as one list, ``texts`` (result_data's column,
+    schema version 5; md5 mode has none); they are spread into ``<metric>_text`` columns here
+    as the view ``result_rows`` spreads them, so that the page shows what a history report of
+    the same compare shows ("N/A", "nan", ...)."""
+    rows = prepare_rows(cur, mode)
+    have = {d[0] for d in cur.execute(f"SELECT * FROM ({rows}) LIMIT 0").description}
+    if "texts" not in have:
+        return rows
+    spread = ", ".join(f'texts[{k}] AS "{name}"' for k, name in text_columns())
+    return f"SELECT * EXCLUDE (texts), {spread} FROM (\n{rows}\n)"
+
+
+@lru_cache(maxsize=1)
+def text_columns() -> tuple[tuple[int, str], ...]:
+    """(place in result_data.texts, column) of each ``<metric>_text`` column of the history's
+    view ``result_rows``, read from the view's own DDL (one definition of the order)."""
+    scratch = duckdb.connect()
+    try:
+        db.run_schema(scratch, "history/schema")
+        (sql,) = scratch.execute("SELECT sql FROM duckdb_views() "
+                                 "WHERE view_name = 'result_rows' AND NOT internal").fetchone()
+    finally:
+        scratch.close()
+    found = tuple((int(k), name) for k, name in
+                  re.findall(r"\btexts\[(\d+)\]\s+AS\s+(\w+_text)\b", sql, re.IGNORECASE))
+    if not found:
+        raise RuntimeError("the history's view result_rows spreads no texts[k] AS <metric>_text")
+    return found
 
 
 @lru_cache(maxsize=1)
