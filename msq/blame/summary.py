@@ -139,10 +139,14 @@ def sheet_row(out_seq: int) -> int:
 def source_line(src: dict[str, Any], rank: int | None = None) -> str:
     """One local source in words: where, and why (input error -> output error, amplification)."""
     where = f"rank {rank}: " if rank is not None else ""
-    amp = src.get("amplification")
-    return (f"{where}{src['npu_name']} (sheet row {sheet_row(src['out_seq'])}): input error "
-            f"{fmt_err(src.get('input_err'))} -> output error {fmt_err(src['output_err'])}"
-            f" (x{fmt_err(amp)}), floor {fmt_err(src['floor'])} ({src['floor_source']})")
+    head = f"{where}{src['npu_name']} (sheet row {sheet_row(src['out_seq'])}): "
+    floor = f"floor {fmt_err(src['floor'])} ({src['floor_source']})"
+    if src.get("input_err") is None:
+        # an input with no producer in the dump (external): nothing upstream to compare with,
+        # so no "input error - -> ... (x-)" figures, but what it is and its own error
+        return f"{head}{src.get('role') or 'input'} with error {fmt_err(src['output_err'])}, {floor}"
+    return (f"{head}input error {fmt_err(src['input_err'])} -> output error "
+            f"{fmt_err(src['output_err'])} (x{fmt_err(src.get('amplification'))}), {floor}")
 
 
 def linked_line(summary: BlameSummary) -> str:
