@@ -125,8 +125,8 @@ def text_columns() -> tuple[tuple[int, str], ...]:
     scratch = duckdb.connect()
     try:
         db.run_schema(scratch, "history/schema")
-        (sql,) = scratch.execute("SELECT sql FROM duckdb_views() "
-                                 "WHERE view_name = 'result_rows' AND NOT internal").fetchone()
+        sql = str(db.scalar(scratch, "SELECT sql FROM duckdb_views() "
+                                     "WHERE view_name = 'result_rows' AND NOT internal"))
     finally:
         scratch.close()
     found = tuple((int(k), name) for k, name in

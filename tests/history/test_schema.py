@@ -14,6 +14,7 @@ from msq import history
 from msq.cli import main
 from msq.errors import HistoryError
 from msq.history import schema
+from msq.history.schema import MIGRATION_MEMORY, memory_capped, size_bytes
 from tests.history.builders import (
     LINEAR1_OUT,
     as_version_3,
@@ -185,3 +186,34 @@ def test_a_version_4_file_gets_its_texts_in_one_map(made: tuple[Path, Path],
         assert history.query(fresh, query).columns == history.query(db, query).columns
     assert history.query(fresh, "SELECT * EXCLUDE (compare_id) FROM result_rows "
                                 "ORDER BY out_seq").rows == new
+
+
+def _limit(con: duckdb.DuckDBPyConnection) -> int:
+    return size_bytes(str(con.execute("SELECT current_setting('memory_limit')").fetchone()[0]))
+
+
+def test_a_migration_runs_under_a_memory_cap_and_gives_the_limit_back() -> None:
+    con = duckdb.connect()
+    default = _limit(con)
+    assert default > size_bytes(MIGRATION_MEMORY)  # this machine: 80 % of 24 GB
+    with memory_capped(con, MIGRATION_MEMORY):
+        assert _limit(con) == size_bytes(MIGRATION_MEMORY)
+    assert _limit(con) == default
+    # a connection with a lower limit (the run writer's 384 MB) keeps it
+    con.execute("SET memory_limit = '384MB'")
+    low = _limit(con)
+    with memory_capped(con, MIGRATION_MEMORY):
+        assert _limit(con) == low
+    assert _limit(con) == low
+
+
+@pytest.mark.parametrize(("text", "expected"), [("384.0 MiB", 384 * 2**20), ("1GiB", 2**30),
+                                                ("2GB", 2 * 10**9), ("18.8 GiB", int(18.8 * 2**30)),
+                                                ("0 bytes", 0)])
+def test_duckdb_sizes_are_read_in_their_units(text: str, expected: int) -> None:
+    assert size_bytes(text) == expected
+
+
+def test_an_unreadable_size_is_refused() -> None:
+    with pytest.raises(ValueError, match="not a DuckDB size"):
+        size_bytes("a lot")
