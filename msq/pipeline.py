@@ -203,8 +203,8 @@ def pair_rows(con: duckdb.DuckDBPyConnection, inp: SingleInput, opts: Options, f
     a data mapping (-dm), else by name (1.1.0's streaming walk in compat mode).
 
     Where they apply (:func:`reader_keys_apply`), op_keys and row_pairs read the keys both
-    readers give (ops.row_key, tensors.io_k) instead of sorting the rows (an ordered string_agg per op, a window over every row: ~12 and ~9 ms of a 24,500-row
-    pair; the same rows)."""
+    readers give (ops.row_key, tensors.io_k) instead of sorting the rows (an ordered string_agg
+    per op, a window over every row: ~12 and ~9 ms of a 24,500-row pair; the same rows)."""
     if mindspore_hooks.pair_rows(con, inp, opts, framework, output_dir, suffix):
         return
     if opts.data_mapping is not None:
@@ -218,7 +218,8 @@ def pair_rows(con: duckdb.DuckDBPyConnection, inp: SingleInput, opts: Options, f
         write_compat_pairs(con)
     else:
         con.execute("INSERT INTO op_pairs SELECT * FROM op_pairs_default")
-    con.execute("INSERT INTO compare_rows " + (row_pairs_select() if fast else "SELECT * FROM row_pairs"))
+    con.execute("INSERT INTO compare_rows "
+                + (row_pairs_select() if fast else "SELECT * FROM row_pairs"))
 
 
 class _Clock:

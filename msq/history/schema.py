@@ -129,8 +129,12 @@ def memory_capped(con: duckdb.DuckDBPyConnection, cap: str) -> Iterator[None]:
     con.execute(f"SET memory_limit = '{cap}'")
     yield  # a failed migration aborts the transaction: no SET then, the caller rolls back
     # DuckDB prints the limit rounded ('18.8 GiB'): the default is RESET, not set again
-    default = duckdb.connect().execute("SELECT current_setting('memory_limit')").fetchone()
-    con.execute("RESET memory_limit" if default == (before,) else f"SET memory_limit = '{before}'")
+    fresh = duckdb.connect()
+    try:
+        default = str(db.scalar(fresh, "SELECT current_setting('memory_limit')"))
+    finally:
+        fresh.close()
+    con.execute("RESET memory_limit" if default == before else f"SET memory_limit = '{before}'")
 
 
 def _announce_migration(con: duckdb.DuckDBPyConnection, version: int, path: Path) -> None:

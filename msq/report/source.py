@@ -88,10 +88,17 @@ def live_source(con: duckdb.DuckDBPyConnection, mode: str, result: CompareResult
         The source; its connection is a cursor of ``con`` that the caller closes.
     """
     cur = con.cursor()
-    rows_sql = _rows_sql(cur, mode)
+    # the recorder's own SQL (a directory compare's pair renders its page where it runs, from
+    # its own connection too)
+    rows_sql = prepare_rows(cur, mode)
     have = {d[0] for d in cur.execute(f"SELECT * FROM ({rows_sql}) LIMIT 0").description}
-    # the mode's rows hold the mode's columns; the others are NULL, as in result_rows
-    select = ", ".join(f'"{name}"' if name in have else f'NULL::{dtype} AS "{name}"'
+    # the mode's rows hold the mode's columns; the others are NULL, as in result_rows; the metric
+    # cells' texts come as one list, texts (result_data's, schema version 5; none in md5 mode),
+    # spread into their <metric>_text columns as the view result_rows spreads them
+    spread = {name: f"texts[{k}]" for k, name in text_columns()} if "texts" in have else {}
+    select = ", ".join(f'"{name}"' if name in have else
+                       f'{spread[name]} AS "{name}"' if name in spread else
+                       f'NULL::{dtype} AS "{name}"'
                        for name, dtype in result_rows_columns() if name != "compare_id")
     cur.execute(f"CREATE OR REPLACE TEMP VIEW rep_rows AS "
                 f"SELECT 0::BIGINT AS compare_id, {select} FROM (\n{rows_sql}\n)")
@@ -102,51 +109,36 @@ def live_source(con: duckdb.DuckDBPyConnection, mode: str, result: CompareResult
     return ReportSource(cur, [header], "compare", blame=blame, owns_connection=True)
 
 
-def _rows_sql(cur: duckdb.DuckDBPyConnection, mode: str) -> str:
-    """The SELECT of the compare's rows in the history's shape (the recorder's own SQL; a
-    directory compare's pair renders its page where it runs, from its own connection too).
-
-    The recorder gives the metric cells' texts as one list, ``texts`` (result_data's column,
-    schema version 5; md5 mode has none); they are spread into ``<metric>_text`` columns here
-    as the view ``result_rows`` spreads them, so that the page shows what a history report of
-    the same compare shows ("N/A", "nan", ...)."""
-    rows = prepare_rows(cur, mode)
-    have = {d[0] for d in cur.execute(f"SELECT * FROM ({rows}) LIMIT 0").description}
-    if "texts" not in have:
-        return rows
-    spread = ", ".join(f'texts[{k}] AS "{name}"' for k, name in text_columns())
-    return f"SELECT * EXCLUDE (texts), {spread} FROM (\n{rows}\n)"
-
-
-@lru_cache(maxsize=1)
 def text_columns() -> tuple[tuple[int, str], ...]:
     """(place in result_data.texts, column) of each ``<metric>_text`` column of the history's
     view ``result_rows``, read from the view's own DDL (one definition of the order)."""
+    return _result_rows()[1]
+
+
+def result_rows_columns() -> tuple[tuple[str, str], ...]:
+    """(name, type) of the history's ``result_rows`` view, from its DDL."""
+    return _result_rows()[0]
+
+
+@lru_cache(maxsize=1)
+def _result_rows() -> tuple[tuple[tuple[str, str], ...], tuple[tuple[int, str], ...]]:
+    """The history's ``result_rows``: its columns, and where its texts come from (one scratch
+    database made from sql/history/schema for both)."""
     scratch = duckdb.connect()
     try:
         db.run_schema(scratch, "history/schema")
+        columns = tuple(scratch.execute(
+            "SELECT column_name, data_type FROM duckdb_columns() WHERE table_name = 'result_rows' "
+            "ORDER BY column_index").fetchall())
         sql = str(db.scalar(scratch, "SELECT sql FROM duckdb_views() "
                                      "WHERE view_name = 'result_rows' AND NOT internal"))
     finally:
         scratch.close()
-    found = tuple((int(k), name) for k, name in
+    texts = tuple((int(k), name) for k, name in
                   re.findall(r"\btexts\[(\d+)\]\s+AS\s+(\w+_text)\b", sql, re.IGNORECASE))
-    if not found:
+    if not texts:
         raise RuntimeError("the history's view result_rows spreads no texts[k] AS <metric>_text")
-    return found
-
-
-@lru_cache(maxsize=1)
-def result_rows_columns() -> tuple[tuple[str, str], ...]:
-    """(name, type) of the history's ``result_rows`` table, from its DDL."""
-    scratch = duckdb.connect()
-    try:
-        db.run_schema(scratch, "history/schema")
-        return tuple(scratch.execute(
-            "SELECT column_name, data_type FROM duckdb_columns() WHERE table_name = 'result_rows' "
-            "ORDER BY column_index").fetchall())
-    finally:
-        scratch.close()
+    return columns, texts
 
 
 def _live_header(mode: str, result: CompareResult, opts: Options, rank: int | None,

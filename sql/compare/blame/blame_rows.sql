@@ -54,20 +54,7 @@ FROM (
   FROM (
   SELECT
     t.out_seq, t.op_seq, bo.op_name, t.npu_name, t.io, t.npu_dtype, t.bench_dtype,
-    -- blame_dtype_floor of the row's dtypes; the commonest first, each folded to a constant
-    -- (a dtype that is none of them goes through the macro's lists: ~4x the CPU)
-    CASE WHEN t.npu_dtype IS NULL THEN blame_dtype_floor(NULL::VARCHAR)
-         WHEN t.npu_dtype = 'torch.float32' THEN blame_dtype_floor('torch.float32')
-         WHEN t.npu_dtype = '<class ''int''>' THEN blame_dtype_floor('<class ''int''>')
-         WHEN t.npu_dtype = 'torch.float16' THEN blame_dtype_floor('torch.float16')
-         WHEN t.npu_dtype = 'torch.bfloat16' THEN blame_dtype_floor('torch.bfloat16')
-         ELSE blame_dtype_floor(t.npu_dtype) END AS npu_floor,
-    CASE WHEN t.bench_dtype IS NULL THEN blame_dtype_floor(NULL::VARCHAR)
-         WHEN t.bench_dtype = 'torch.float32' THEN blame_dtype_floor('torch.float32')
-         WHEN t.bench_dtype = '<class ''int''>' THEN blame_dtype_floor('<class ''int''>')
-         WHEN t.bench_dtype = 'torch.float16' THEN blame_dtype_floor('torch.float16')
-         WHEN t.bench_dtype = 'torch.bfloat16' THEN blame_dtype_floor('torch.bfloat16')
-         ELSE blame_dtype_floor(t.bench_dtype) END AS bench_floor,
+    blame_row_floor(t.npu_dtype) AS npu_floor, blame_row_floor(t.bench_dtype) AS bench_floor,
     t.err AS output_err, t.err_kind,
     bo.is_module, bo.has_inner, bo.direction, bo.collective, bo.prior_err,
     t.link, t.candidates, t.producer_name, t.producer_err,
