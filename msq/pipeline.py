@@ -82,7 +82,7 @@ def check_comparable(npu: SideData, bench: SideData, opts: Options) -> None:
 
 def load_sides(con: duckdb.DuckDBPyConnection, npu: SideData, bench: SideData) -> None:
     """Bulk-insert both sides' ``ops`` and ``tensors`` rows; names match as displayed until a
-    MindSpore mapping rewrites them.
+    MindSpore mapping rewrites them (a batch of pairs loads with :func:`load_batch`).
 
     One INSERT of both sides' Arrow batches (concatenated without a copy) scans them on every
     core; one per side, and an UPDATE of match_name, took twice as long. The C reader's columns
@@ -93,7 +93,8 @@ def load_sides(con: duckdb.DuckDBPyConnection, npu: SideData, bench: SideData) -
     small input's database has one thread already (:func:`small_input`): no SET then.
     """
     with db.threads(con, 0 if small_input(npu, bench) else 1):
-        db.insert_arrow(con, "ops", concat_columns([npu.ops, bench.ops]))
+        # by name: the readers' columns have no pair (0 by default, a single compare's)
+        db.insert_arrow(con, "ops", concat_columns([npu.ops, bench.ops]), by_name=True)
         db.insert_arrow(con, "tensors", concat_columns([npu.rows, bench.rows]),
                         select="*, disp_name AS match_name", by_name=True)
 
@@ -103,19 +104,25 @@ def load_stacks(con: duckdb.DuckDBPyConnection, stack_json: Path | None, stack_m
     fails every compare), but its texts are only kept for the NPU_Stack_Info column of -s."""
     if stack_json is None:
         return
-    if not stack_mode and C_PADDING is not None:
-        buf = read_padded(stack_json, "stack.json", C_PADDING)
-        if buf is not None and check_stack_c(buf) is None:
-            return  # an object of lists: what check_stack accepts, checked in C
+    if not stack_mode:
+        check_stack_json(stack_json)
+        return
     with gc_paused():
-        if not stack_mode:
-            check_stack(stack_json)
-            return
         stacks = read_stack(stack_json)
     import pyarrow as pa  # -s only
 
     db.insert_arrow(con, "stacks",
                     pa.table({"op_name": list(stacks), "stack": list(stacks.values())}))
+
+
+def check_stack_json(stack_json: Path) -> None:
+    """Read and check a stack.json whose texts are not kept (no -s)."""
+    if C_PADDING is not None:
+        buf = read_padded(stack_json, "stack.json", C_PADDING)
+        if buf is not None and check_stack_c(buf) is None:
+            return  # an object of lists: what check_stack accepts, checked in C
+    with gc_paused():
+        check_stack(stack_json)
 
 
 def small_input(npu: SideData, bench: SideData) -> bool:
@@ -169,9 +176,11 @@ def prepare(inp: SingleInput, opts: Options, opened: EarlyDatabase | None = None
 
 #: ``op_keys`` from the columns both readers give each op (msq/_flatten.c ``op_key``,
 #: msq.loader._op_key): the rows the view's aggregate gives (an op without rows has none), while
-#: every row's match_name is its disp_name and the key is not made fuzzy.
+#: every row's match_name is its disp_name and the key is not made fuzzy. (``pair + 0``: the
+#: column as the view's aggregate describes it, without ops.pair's default.)
 READER_OP_KEYS = ("SELECT side, op_seq, row_key AS match_key, n_in_rows::BIGINT AS n_in, "
-                  "n_out_rows::BIGINT AS n_out, n_rows::BIGINT AS n_rows FROM ops WHERE n_rows > 0")
+                  "n_out_rows::BIGINT AS n_out, n_rows::BIGINT AS n_rows, pair + 0 AS pair "
+                  "FROM ops WHERE n_rows > 0")
 
 #: row_pairs' place of each row among its op's rows of one disp_io, and what replaces it where
 #: the readers counted it (tensors.io_k): the same numbers without a window's sort of the rows.
@@ -660,3 +669,265 @@ def _single_card_noise(inp: Any, output_dir: Path, opts: Options) -> list[Compar
                          "(msq compare, run_from_compare_json, compare_distributed); compare() "
                          "takes a single-card one")
     return [run_compare(inp, output_dir, opts)]
+
+
+# --- Batches: several pairs of dumps compared through one set of queries (a pool worker's) ---
+#
+# A pair's compare costs ~1,300 M instructions whatever its size (DuckDB binding, planning and
+# optimising each view's query) beside ~125 k a row: a 24,500-row pair's fixed part is ~30 %
+# (bench/README, "Target 5: what batching pairs would save"). A batch loads its pairs into the
+# same tables, each pair's op_seq and row_seq running on from the previous pair's (so every
+# join on them, and on the out_seq and ord made from them, stays within a pair) and each op and
+# row marked with its pair (``ops.pair``, ``tensors.pair``: what relates rows by name or by
+# order groups by it too: op_candidates, op_pairs_default, unmatched_reasons). The match, the
+# windows, the per-row error, the verdicts, the result and its marks are computed once for the
+# batch (:func:`compute_batch`); then each pair in turn (:func:`batch_pair`) sees the batch's
+# tables through views of its own rows, numbered as its own compare numbers them, and its
+# summary, blame, outputs and history rows are made from them as a single compare's are.
+
+
+@dataclasses.dataclass(frozen=True)
+class BatchPlace:
+    """Where a pair's rows are in a batch's tables: its number and the offsets added to its
+    op_seq and row_seq when loaded (:func:`load_sides`), and those its ord and out_seq have
+    (the first of each in the batch's op_pairs and compare_rows; set once the rows are paired)."""
+
+    pair: int
+    op_base: int
+    row_base: int
+    ord_range: tuple[int, int] = (0, -1)   # first and last ord of the pair (inclusive)
+    out_range: tuple[int, int] = (0, -1)   # first and last out_seq
+
+
+@dataclasses.dataclass
+class BatchPair:
+    """One pair of a batch: its input, both sides read, its place."""
+
+    inp: SingleInput
+    npu: SideData
+    bench: SideData
+    place: BatchPlace
+
+
+class NotBatchable(Exception):  # a decision, not a failure: the pairs run one by one
+    """The pairs cannot share one set of queries (their modes or settings differ, an option
+    whose views are not pair-safe): each is compared alone."""
+
+
+def batchable(opts: Options) -> bool:
+    """Whether a batch's options allow comparing pairs at once: the default mode (--compat's
+    matching and windows are a walk over one pair's rows), none of the options whose tables
+    relate rows by name without the pair (-s's stacks, -dm's and MindSpore's mappings), no -f
+    (op_keys then is the view over the rows), no user views (they may read anything)."""
+    return (not opts.is_compat and not opts.sql_dir and not opts.fuzzy_match
+            and not opts.stack_mode and opts.data_mapping is None and not opts.api_mapping
+            and not opts.cell_mapping and not opts.layer_mapping and opts.workers == 1)
+
+
+def read_batch(inps: list[SingleInput], opts: Options) -> tuple[str, list[BatchPair]]:
+    """Read every pair's dumps and check them as :func:`prepare` does; returns the batch's mode
+    and its pairs with their offsets. Raises the first pair's error (the caller then compares
+    each alone), and :class:`NotBatchable` when the pairs cannot share queries."""
+    pairs: list[BatchPair] = []
+    mode = ""
+    op_base = row_base = 0
+    for k, inp in enumerate(inps):
+        npu, bench = read_sides(inp.npu_json, inp.bench_json, opts.is_compat)
+        pair_mode = detect_mode(npu, bench, opts.is_compat)
+        check_comparable(npu, bench, opts)
+        if inp.stack_json is not None:  # read and checked, as prepare does (no -s)
+            check_stack_json(inp.stack_json)
+        if pair_mode != "statistics" or (mode and pair_mode != mode):
+            raise NotBatchable(f"{inp.npu_json}: a {pair_mode} compare")
+        if resolve_framework(opts, npu.looks_mindspore) != "pytorch":
+            raise NotBatchable(f"{inp.npu_json}: a MindSpore dump")
+        if is_cross_framework(opts, bench.path, False, False):
+            raise NotBatchable(f"{inp.bench_json}: across frameworks")
+        mode = pair_mode
+        pairs.append(BatchPair(inp, npu, bench, BatchPlace(k, op_base, row_base)))
+        op_base += max(npu.ops.num_rows, bench.ops.num_rows)
+        row_base += max(npu.rows.num_rows, bench.rows.num_rows)
+    return mode, pairs
+
+
+def compute_batch(inps: list[SingleInput], opts: Options, opened: EarlyDatabase,
+                  ) -> tuple[duckdb.DuckDBPyConnection, str, list[BatchPair]]:
+    """Every pair's tables up to the result and its marks, computed at once for the batch (see
+    above) in the kept database ``opened`` (a pool worker's, msq.pair_tables.WorkerDatabase);
+    then :func:`batch_pair` gives each pair its own. Returns the connection, the mode and the
+    pairs with their places."""
+    if not batchable(opts):
+        raise NotBatchable("these options compare pairs one by one")
+    mode, pairs = read_batch(inps, opts)
+    con = opened.take(1)
+    if con is None:
+        raise NotBatchable("no kept database")
+    con.execute("INSERT INTO settings VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [mode, False, False, False, False, False, False])
+    load_batch(con, pairs)
+    db.load_views(con, variants=[mode, rules_variant(opts)], skip=unused_views(opts) | opened.views)
+    db.materialize(con, "op_keys", READER_OP_KEYS)
+    con.execute("INSERT INTO op_pairs SELECT * FROM op_pairs_default")
+    con.execute("INSERT INTO compare_rows " + row_pairs_select())
+    write_windows(con, False)
+    create_unmatched_reasons(con)
+    for view in ("row_error", "verdicts", f"result_{mode}", "marks"):
+        db.materialize(con, view)
+    return con, mode, place_pairs(con, pairs)
+
+
+#: What :func:`load_batch` selects of each pair's readers' columns, by table.
+BATCH_LOADS = (("ops", "* REPLACE (op_seq + {op} AS op_seq), {pair} AS pair"),
+               ("tensors", ("* REPLACE (op_seq + {op} AS op_seq, row_seq + {row} AS row_seq), "
+                           "disp_name AS match_name, {pair} AS pair")))
+
+
+def load_batch(con: duckdb.DuckDBPyConnection, pairs: list[BatchPair]) -> None:
+    """Every pair's ``ops`` and ``tensors`` rows (as :func:`load_sides` with each pair's place),
+    in one INSERT a table: DuckDB keeps an INSERT's rows as they are in a table still empty,
+    but copies them once more into one that has rows (four 24,500-row pairs loaded one by one:
+    40, 105, 270 and 110 ms of CPU)."""
+    streams: list[str] = []
+    try:
+        for table, select in BATCH_LOADS:
+            parts = []
+            for part in pairs:
+                name = f"_batch_{table}_{part.place.pair}"
+                side = (part.npu.ops, part.bench.ops) if table == "ops" else \
+                    (part.npu.rows, part.bench.rows)
+                con.register(name, concat_columns(list(side)))
+                streams.append(name)
+                where = select.format(op=part.place.op_base, row=part.place.row_base,
+                                      pair=part.place.pair)
+                parts.append(f"SELECT {where} FROM {name}")
+            con.execute(f"INSERT INTO {table} BY NAME {' UNION ALL '.join(parts)}")
+    finally:
+        for name in streams:
+            con.unregister(name)
+
+
+def place_pairs(con: duckdb.DuckDBPyConnection, pairs: list[BatchPair]) -> list[BatchPair]:
+    """Each pair's first and last ord and out_seq in the batch's op_pairs and compare_rows
+    (a pair's ops are those between its op_base and the next pair's)."""
+    bounds = ", ".join(f"({p.place.pair}, {p.place.op_base}, "
+                       f"{(pairs[i + 1].place.op_base if i + 1 < len(pairs) else 2**31 - 1) - 1})"
+                       for i, p in enumerate(pairs))
+    found = {int(k): (int(lo), int(hi), o_lo, o_hi) for k, lo, hi, o_lo, o_hi in con.execute(
+        f"WITH b(k, lo, hi) AS (VALUES {bounds}), "
+        "o AS (SELECT b.k, p.ord FROM op_pairs p JOIN b "
+        "      ON coalesce(p.npu_op, p.bench_op) BETWEEN b.lo AND b.hi) "
+        "SELECT o.k, min(o.ord), max(o.ord), min(r.out_seq), max(r.out_seq) "
+        "FROM o LEFT JOIN compare_rows r USING (ord) GROUP BY o.k").fetchall()}
+    placed = []
+    for part in pairs:
+        lo, hi, o_lo, o_hi = found.get(part.place.pair, (0, -1, None, None))
+        out = (0, -1) if o_lo is None else (int(o_lo), int(o_hi))
+        placed.append(dataclasses.replace(part, place=dataclasses.replace(
+            part.place, ord_range=(lo, hi), out_range=out)))
+    return placed
+
+
+#: The batch's tables each pair reads (renamed ``batch_<name>`` by :func:`split_batch`) and
+#: what its own view of one (:func:`pair_views`) subtracts from each numbered column to number
+#: its rows as the pair's own compare does: "op" (its op_base), "row", "ord", "out"; the rows
+#: of a pair are those of its pair number ("pair") or of its out_seq or ord range.
+BATCH_TABLES: dict[str, tuple[str, dict[str, str]]] = {
+    "ops": ("pair", {"op_seq": "op"}),
+    "tensors": ("pair", {"op_seq": "op", "row_seq": "row"}),
+    "op_keys": ("pair", {"op_seq": "op"}),
+    "op_pairs": ("ord", {"ord": "ord", "npu_op": "op", "bench_op": "op"}),
+    "compare_rows": ("out", {"out_seq": "out", "ord": "ord", "npu_row": "row", "bench_row": "row"}),
+    "hl_windows": ("out", {"out_seq": "out", "win": "ord"}),
+    "row_error": ("out", {"out_seq": "out"}),
+    "verdicts": ("out", {"out_seq": "out"}),
+    "marks": ("out", {"out_seq": "out"}),
+}
+
+
+def batch_tables(mode: str) -> dict[str, tuple[str, dict[str, str]]]:
+    """:data:`BATCH_TABLES` and the mode's result table."""
+    return {**BATCH_TABLES, f"result_{mode}": ("out", {"out_seq": "out"})}
+
+
+def split_batch(con: duckdb.DuckDBPyConnection, mode: str) -> None:
+    """The batch's tables renamed ``batch_<name>``: their names become each pair's views."""
+    con.execute("; ".join(f"ALTER TABLE {name} RENAME TO batch_{name}"
+                          for name in batch_tables(mode)))
+
+
+def pair_views(con: duckdb.DuckDBPyConnection, mode: str, place: BatchPlace) -> None:
+    """Each batch table (:func:`batch_tables`) as a view of this pair's rows under its own name,
+    numbered as its own compare numbers them (its columns' types kept), its pair 0."""
+    bases = {"op": place.op_base, "row": place.row_base, "ord": place.ord_range[0],
+             "out": place.out_range[0]}
+    types = {(t, c): ty for t, c, ty in con.execute(
+        "SELECT table_name, column_name, data_type FROM duckdb_columns() "
+        "WHERE database_name = current_database() AND schema_name = 'main' "
+        "AND starts_with(table_name, 'batch_')").fetchall()}
+    statements = []
+    for name, (rows, columns) in batch_tables(mode).items():
+        table = f"batch_{name}"
+        moved = [f"({column} - {bases[base]})::{types[(table, column)]} AS {column}"
+                 for column, base in columns.items()]
+        if (table, "pair") in types:
+            moved.append("0 AS pair")
+        where = (f"pair = {place.pair}" if rows == "pair" else
+                 "{} BETWEEN {} AND {}".format(
+                     "out_seq" if rows == "out" else "ord",
+                     *(place.out_range if rows == "out" else place.ord_range)))
+        statements.append(f"CREATE OR REPLACE VIEW {name} AS SELECT * REPLACE "
+                          f"({', '.join(moved)}) FROM {table} WHERE {where}")
+    con.execute("; ".join(statements))
+
+
+def batch_pair(con: duckdb.DuckDBPyConnection, mode: str, part: BatchPair, opts: Options,
+               made: set[str]) -> CompareResult:
+    """One pair of a batch after :func:`split_batch`: its views (:func:`pair_views`), then its
+    summary and blame, as :func:`compute` makes a single compare's (the caller then renders and
+    records the pair from ``con``, and :func:`end_batch_pair` undoes what this pair made)."""
+    pair_views(con, mode, part.place)
+    result = new_result(mode, part.inp)
+    result.compat = False
+    summarize(con, mode, result)
+    result.blame = blame_compare(con, mode, part.inp, opts, made)
+    return result
+
+
+#: The catalog as :func:`end_batch_pair` restores it between the pairs of a batch.
+_BATCH_CATALOG = ("SELECT (SELECT list(view_name ORDER BY view_name) FROM duckdb_views() "
+                  "WHERE database_name = current_database() AND schema_name = 'main' "
+                  "AND NOT internal AND NOT temporary), "
+                  "(SELECT list(table_name ORDER BY table_name) FROM duckdb_tables() "
+                  "WHERE database_name = current_database() AND schema_name = 'main' "
+                  "AND NOT temporary)")
+
+
+def batch_catalog(con: duckdb.DuckDBPyConnection) -> tuple[list[str], list[str]]:
+    """The views' and the tables' names (for :func:`end_batch_pair`)."""
+    views, tables = con.execute(_BATCH_CATALOG).fetchall()[0]
+    return list(views or []), list(tables or [])
+
+
+def end_batch_pair(con: duckdb.DuckDBPyConnection, before: tuple[list[str], list[str]]) -> None:
+    """Undo what a pair of a batch made (``before``: :func:`batch_catalog` after
+    :func:`split_batch` and the first pair's views), for the next pair: the tables it made
+    dropped (blame's), the views it made tables of renamed back (msq.db.KEEP_SOURCES), the
+    rows it put in the schema's tables deleted (blame's parameters, nesting, bands); the
+    batch's own tables and settings kept. Raises when the catalog is not ``before``'s again
+    (the caller then discards the database and compares the pairs one by one)."""
+    views, tables = batch_catalog(con)
+    old_views, old_tables = set(before[0]), set(before[1])
+    script = [f"DROP TABLE {db.quote_ident(t)}" for t in tables if t not in old_tables]
+    for view in views:
+        if view in old_views:
+            continue
+        name = view[len("_src_"):]
+        if view.startswith("_src_") and name in old_views and name not in views:
+            script.append(f"ALTER VIEW {db.quote_ident(view)} RENAME TO {db.quote_ident(name)}")
+        else:
+            script.append(f"DROP VIEW {db.quote_ident(view)}")
+    script += [f"DELETE FROM {db.quote_ident(t)}" for t in sorted(old_tables)
+               if not t.startswith("batch_") and t != "settings"]
+    con.execute("; ".join(script))
+    if batch_catalog(con) != before:
+        raise RuntimeError("a batch's database differs after a pair from before it")

@@ -3,7 +3,7 @@ WITH named AS (
   SELECT n.op_seq AS npu_op, b.op_seq AS bench_op, n.n_in, n.n_out
   FROM op_keys n JOIN op_keys b
     ON n.side = 'npu' AND b.side = 'bench' AND n.match_key = b.match_key
-       AND n.n_in = b.n_in AND n.n_out = b.n_out
+       AND n.n_in = b.n_in AND n.n_out = b.n_out AND n.pair = b.pair
 ),
 row_checks AS (
   SELECT p.npu_op, p.bench_op, p.n_in, p.n_out, st.compat,

@@ -7,6 +7,7 @@ SELECT
              chr(31) ORDER BY row_in_op) AS match_key,
   count(*) FILTER (WHERE io = 'input') AS n_in,
   count(*) FILTER (WHERE io = 'output') AS n_out,
-  count(*) AS n_rows
+  count(*) AS n_rows,
+  pair  -- the op's pair of dumps (ops.pair): keys are matched within a pair
 FROM tensors
-GROUP BY side, op_seq
+GROUP BY side, op_seq, pair

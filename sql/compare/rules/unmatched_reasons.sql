@@ -8,7 +8,9 @@ u AS (  -- the unmatched rows, each with the one side it has
          coalesce(n.disp_name, b.disp_name) AS disp,
          ms_to_torch_dtype(coalesce(n.dtype, b.dtype)) AS dtype,
          coalesce(n.shape, b.shape) AS shape,
-         coalesce(n.op_seq, b.op_seq) AS op_seq
+         coalesce(n.op_seq, b.op_seq) AS op_seq,
+         -- the pair of dumps of the row (ops.pair): names are looked for within it only
+         coalesce(n.pair, b.pair) AS pair
   FROM compare_rows r
   LEFT JOIN tensors n ON r.kind <> 'bench_only' AND n.side = 'npu' AND n.row_seq = r.npu_row
   LEFT JOIN tensors b ON r.kind = 'bench_only' AND b.side = 'bench' AND b.row_seq = r.bench_row
@@ -24,19 +26,19 @@ same AS (  -- the other side's row of the same (matching) name; the first when t
          arg_min(o.shape, o.row_seq) AS o_shape,
          bool_or(m.row_seq IS NOT NULL) AS o_taken
   FROM u
-  JOIN tensors o ON o.side <> u.side AND o.match_name = u.name
+  JOIN tensors o ON o.side <> u.side AND o.pair = u.pair AND o.match_name = u.name
   LEFT JOIN matched_rows m ON m.side = o.side AND m.row_seq = o.row_seq
   GROUP BY u.out_seq
 ),
 op_names AS (  -- each op's name as the matching sees it (MindSpore -am/-cm rewrite row names)
-  SELECT side, op_seq, op_name AS op, n_rows FROM ops
+  SELECT side, op_seq, op_name AS op, n_rows, pair FROM ops
   WHERE NOT coalesce((SELECT api_mapping OR cell_mapping FROM s), false)
   UNION ALL
-  SELECT side, op_seq, row_op(arg_min(match_name, row_in_op)), count(*) FROM tensors
+  SELECT side, op_seq, row_op(arg_min(match_name, row_in_op)), count(*), pair FROM tensors
   WHERE coalesce((SELECT api_mapping OR cell_mapping FROM s), false)
-  GROUP BY side, op_seq
+  GROUP BY side, op_seq, pair
 ),
-u_ops AS (SELECT DISTINCT u.side, u.op_seq, o.op, o.n_rows
+u_ops AS (SELECT DISTINCT u.side, u.op_seq, o.op, o.n_rows, o.pair
           FROM u JOIN op_names o USING (side, op_seq)),
 -- stem: the API without its last part (its direction, or its name): every op of that API starts
 -- with it (X.3.forward and X.forward.3 are API X.forward), so op_api's regular expressions run
@@ -44,20 +46,20 @@ u_ops AS (SELECT DISTINCT u.side, u.op_seq, o.op, o.n_rows
 -- (op_api once, its result reused: each use of a macro is bound and optimised anew, whatever the
 -- rows; its two uses here, first_diff's two dtype tests and other_api's two op_api were a sixth
 -- of this view's ~270 M instructions on a 24,500-row pair with five unmatched rows)
-u_apis AS (SELECT DISTINCT side, api, regexp_replace(api, '\.[^.]*$', '') AS stem
-           FROM (SELECT side, op_api(op) AS api FROM u_ops)),
+u_apis AS (SELECT DISTINCT side, pair, api, regexp_replace(api, '\.[^.]*$', '') AS stem
+           FROM (SELECT side, pair, op_api(op) AS api FROM u_ops)),
 other_calls AS (  -- the calls of those APIs on the other side
-  SELECT u.side, u.api, op_call(o.op) AS call
-  FROM u_apis u JOIN op_names o ON o.side <> u.side
+  SELECT u.side, u.pair, u.api, op_call(o.op) AS call
+  FROM u_apis u JOIN op_names o ON o.side <> u.side AND o.pair = u.pair
    AND CASE WHEN starts_with(o.op, u.stem) THEN op_api(o.op) = u.api ELSE false END
 ),
 other_op AS (  -- the other side's op of the same name
   SELECT uo.side, uo.op_seq, min(o.n_rows) AS o_rows, any_value(uo.n_rows) AS u_rows
-  FROM u_ops uo JOIN op_names o ON o.side <> uo.side AND o.op = uo.op
+  FROM u_ops uo JOIN op_names o ON o.side <> uo.side AND o.pair = uo.pair AND o.op = uo.op
   GROUP BY ALL
 ),
 u_op_rows AS MATERIALIZED (  -- the rows of the unmatched ops (first: they are few)
-  SELECT uo.side, uo.op_seq, t.match_name, t.dtype, t.shape, t.row_in_op
+  SELECT uo.side, uo.op_seq, t.match_name, t.dtype, t.shape, t.row_in_op, t.pair
   FROM u_ops uo JOIN tensors t ON t.side = uo.side AND t.op_seq = uo.op_seq
 ),
 first_diff AS (  -- the first row of an unmatched op that the other side's same-named row rejects
@@ -74,15 +76,16 @@ first_diff AS (  -- the first row of an unmatched op that the other side's same-
                dtype_compatible(ms_to_torch_dtype(t.dtype), ms_to_torch_dtype(o.dtype),
                                 (SELECT compat FROM s)) AS compatible
         FROM u_op_rows t
-        LEFT JOIN tensors o ON o.side <> t.side AND o.match_name = t.match_name)
+        LEFT JOIN tensors o ON o.side <> t.side AND o.pair = t.pair
+                            AND o.match_name = t.match_name)
   WHERE o_row IS NULL OR NOT compatible OR shape IS DISTINCT FROM o_shape
   GROUP BY side, op_seq
 ),
 other_api AS (  -- how often the other side calls the API of each unmatched op
   SELECT uo.side, uo.op_seq, uo.api, uo.call,
          count(c.api) AS calls, min(c.call) AS first_call, max(c.call) AS last_call
-  FROM (SELECT side, op_seq, op_api(op) AS api, op_call(op) AS call FROM u_ops) uo
-  LEFT JOIN other_calls c ON c.side = uo.side AND c.api = uo.api
+  FROM (SELECT side, op_seq, pair, op_api(op) AS api, op_call(op) AS call FROM u_ops) uo
+  LEFT JOIN other_calls c ON c.side = uo.side AND c.pair = uo.pair AND c.api = uo.api
   GROUP BY ALL
 ),
 paired_ops AS (  -- ops some of whose rows are matched: the other side's op they are matched with

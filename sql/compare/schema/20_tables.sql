@@ -17,7 +17,11 @@ CREATE TABLE IF NOT EXISTS ops (
   -- the readers' op_keys before any renaming: the rows' disp_name in order joined by chr(31),
   -- and the rows whose io is input / output (msq.pipeline.pair_rows reads them instead of a
   -- sorted string_agg over the rows, when no name is renamed for matching)
-  row_key VARCHAR, n_in_rows INTEGER, n_out_rows INTEGER
+  row_key VARCHAR, n_in_rows INTEGER, n_out_rows INTEGER,
+  -- which pair of dumps the op is of, when a pool worker compares several at once (from 0;
+  -- op_seq and row_seq then run on across them): what relates ops and rows by name or order
+  -- relates them within a pair only. A single compare has pair 0 alone.
+  pair INTEGER DEFAULT 0
 );
 -- Stack text (Python repr of the frame list) per NPU op.
 CREATE TABLE IF NOT EXISTS stacks (op_name VARCHAR, stack VARCHAR);

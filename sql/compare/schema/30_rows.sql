@@ -13,7 +13,8 @@ CREATE TABLE IF NOT EXISTS tensors (
   norm_num DOUBLE, norm_kind VARCHAR, norm_str VARCHAR,
   -- the row's place among its op's rows of the same disp_io, from 1 (row_pairs' k; the readers
   -- count it as they emit the rows)
-  io_k INTEGER
+  io_k INTEGER,
+  pair INTEGER DEFAULT 0  -- the op's pair (ops.pair)
 );
 -- Output rows in order: which NPU row meets which bench row.
 CREATE TABLE IF NOT EXISTS compare_rows (

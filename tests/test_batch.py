@@ -1,0 +1,199 @@
+"""Pairs compared as one batch (msq.pipeline.compute_batch, a pool worker's
+msq.pair_tables.compute_pairs_shared) give each pair exactly what its own compare gives.
+
+The batch's pairs share one set of tables, their op_seq and row_seq running on from pair to pair,
+each op and row marked with its pair: what relates rows by name or order must stay within a pair.
+The pairs here collide on purpose: the same dumps twice with one statistic changed, a bench side
+that lacks an op the other pairs' bench sides have (its unmatched reason must not find theirs),
+and another model's pair with the very same names. Each pair's files (every byte of the workbook,
+CSV and advisor), history rows (result, blame rows and edges), summary and blame must equal those
+of the pair compared alone.
+"""
+
+from __future__ import annotations
+
+import copy
+import io
+import random
+import re
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from msq import pair_tables
+from msq.blame.run import BlameRun
+from msq.config import Options
+from msq.distributed import PairJob
+from msq.pair_tables import PairFailure, PairTables, WorkerDatabase
+from tests.dumps import bwd, fwd, t, write_dump
+
+OPS = ("Functional.linear", "Functional.relu", "Tensor.__add__", "Functional.layer_norm",
+       "Torch.matmul", "Functional.dropout")
+
+
+def model(seed: int, ops: int = 40) -> dict[str, Any]:
+    """A dump's data: ``ops`` forward entries (and a backward one for every third), their
+    statistics drawn from ``seed``; the same names for every seed."""
+    rng = random.Random(seed)
+
+    def stat() -> dict[str, Any]:
+        mx = rng.uniform(0.5, 4.0)
+        return t(mx=mx, mn=-rng.uniform(0.5, 4.0), mean=rng.uniform(-0.2, 0.2),
+                 norm=rng.uniform(1.0, 9.0))
+
+    data: dict[str, Any] = {}
+    for i in range(ops):
+        api = OPS[i % len(OPS)]
+        call = i // len(OPS)
+        data[f"{api}.{call}.forward"] = fwd(stat(), stat(), out=stat())
+        if i % 3 == 0:
+            data[f"{api}.{call}.backward"] = bwd([stat()], [stat(), stat()])
+    return data
+
+
+def noisy(data: dict[str, Any], seed: int, scale: float) -> dict[str, Any]:
+    """The same dump with every statistic moved by up to ``scale`` (relative)."""
+    rng = random.Random(seed)
+    out = copy.deepcopy(data)
+    for entry in out.values():
+        for args in entry.values():
+            for arg in (args if isinstance(args, list) else args.values()):
+                for key in ("Max", "Min", "Mean", "Norm"):
+                    arg[key] *= 1 + rng.uniform(-scale, scale)
+    return out
+
+
+def pair(root: Path, name: str, npu: dict[str, Any], bench: dict[str, Any]) -> PairJob:
+    n = write_dump(root / name / "npu", npu)
+    b = write_dump(root / name / "bench", bench)
+    return PairJob((n, n.parent / "stack.json"), (b, b.parent / "stack.json"), f"_{name}", name)
+
+
+@pytest.fixture
+def jobs(tmp_path: Path) -> list[PairJob]:
+    base = model(1)
+    bench = noisy(base, 2, 0.02)
+    changed = copy.deepcopy(bench)  # one statistic far off: its row turns red here only
+    changed["Functional.relu.0.forward"]["output"][0]["Max"] = 400.0
+    lacking = copy.deepcopy(bench)  # an op the other pairs' benches have, missing here
+    del lacking["Torch.matmul.1.forward"]
+    lacking["Torch.matmul.9.forward"] = fwd(t(), out=t())  # and one only this bench has,
+    lacking = {"Functional.gelu.0.forward": fwd(t(), out=t()), **lacking}  # one before all
+    other = model(3)  # another model's numbers under the very same names
+    return [pair(tmp_path, "same", base, bench), pair(tmp_path, "changed", base, changed),
+            pair(tmp_path, "lacking", base, lacking),
+            pair(tmp_path, "other", other, noisy(other, 4, 0.3))]
+
+
+@pytest.fixture
+def opts() -> Options:
+    # every pair of one run: one blame run id (each pair's own compare would draw its own)
+    return Options(workers=1, record=True, formats=("xlsx", "csv"),
+                   blame_run=BlameRun("batch-test"))
+
+
+@pytest.fixture(autouse=True)
+def _no_kept_database(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    shm = tmp_path / "shm"
+    shm.mkdir()
+    monkeypatch.setattr(pair_tables, "shared_root", lambda: str(shm))
+    WorkerDatabase.discard()
+    yield
+    WorkerDatabase.discard()
+
+
+def alone(job: PairJob, opts: Options, out: Path) -> PairTables:
+    """The pair compared by itself, in a new database."""
+    tables = pair_tables.compute_pair(job, opts, out)
+    assert isinstance(tables, PairTables)
+    return tables
+
+
+def parts(data: bytes) -> Any:
+    """A file's content: a workbook's parts (its zip entries' times are the clock's), a
+    text's bytes with their time stamps left out."""
+    if data.startswith(b"PK"):
+        with zipfile.ZipFile(io.BytesIO(data)) as book:
+            return {name: book.read(name) for name in book.namelist()}
+    return re.sub(rb"\d{14}", b"", data)
+
+
+def contents(tables: PairTables) -> dict[str, Any]:
+    """Everything a pair hands the driver, comparable: the files by name (time stamps left
+    out of names and texts), the history rows as Python values (NaN as text), the summary and
+    blame as their repr."""
+    if tables.shared:
+        tables.take_shared()
+    files = {re.sub(r"_\d{14}", "", name): parts(data)
+             for name, data in tables.files if isinstance(data, bytes)}
+    assert len(files) == len(tables.files)
+    history = {name: repr(rows.to_pylist()) for name, rows in tables.history.items()}
+    return {"files": files, "history": history, "summary": repr(tables.summary),
+            "blame": repr(tables.blame), "mode": tables.mode}
+
+
+def test_each_pair_of_a_batch_is_its_own_compare(jobs, opts, tmp_path):
+    outs = pair_tables._batch_shared(jobs, opts, tmp_path)  # raises unless batched
+    assert len(outs) == len(jobs)
+    batched = [contents(out) for out in outs if isinstance(out, PairTables)]
+    assert len(batched) == len(jobs)
+    for job, got in zip(jobs, batched, strict=True):
+        want = contents(alone(job, opts, tmp_path))
+        assert set(got["files"]) == set(want["files"]) and got["files"], job.title
+        for name in want["files"]:
+            assert got["files"][name] == want["files"][name], (job.title, name)
+        assert got["history"] == want["history"], job.title
+        assert got == want, job.title
+    # the collisions made a difference: had a pair read another's rows, these would not hold
+    summaries = [eval_summary(out) for out in outs]
+    assert summaries[0]["red"] != summaries[1]["red"]  # "changed": its far-off Max
+    assert summaries[2]["unmatched_npu"] > 0 and summaries[2]["unmatched_bench"] > 0
+    assert summaries[0]["unmatched_npu"] == summaries[0]["unmatched_bench"] == 0
+    reasons = summaries[2]["unmatched_reasons"]
+    assert any(why == "call" for _, why in reasons), reasons  # matmul 1 lacks, others have it
+
+
+def eval_summary(out: PairTables | PairFailure) -> dict[str, Any]:
+    assert isinstance(out, PairTables)
+    return out.summary
+
+
+def test_a_kept_database_compares_alone_exactly_after_a_batch(jobs, opts, tmp_path):
+    """The worker's kept database is made as new after a batch: a pair compared in it alone
+    (as the next task may) gives its own compare's outputs."""
+    pair_tables._batch_shared(jobs[:2], opts, tmp_path)
+    kept = pair_tables.compute_pair(jobs[2], opts, tmp_path, kept=True)
+    assert isinstance(kept, PairTables)
+    assert contents(kept) == contents(alone(jobs[2], opts, tmp_path))
+
+
+def test_a_broken_pair_fails_alone_and_loses_none_of_the_others(jobs, opts, tmp_path):
+    """A batch with a broken dump is compared pair by pair: that pair fails with its own
+    message, every other pair is its own compare."""
+    broken = jobs[1].npu[0]
+    broken.write_text(broken.read_text()[:-40])
+    outs = pair_tables.compute_pairs_shared(jobs, opts, tmp_path)
+    assert [type(out).__name__ for out in outs] == [
+        "PairTables", "PairFailure", "PairTables", "PairTables"]
+    failed = outs[1]
+    assert isinstance(failed, PairFailure) and failed.message.startswith("changed: ")
+    for job, out in zip(jobs, outs, strict=True):
+        if isinstance(out, PairTables):
+            assert contents(out) == contents(alone(job, opts, tmp_path)), job.title
+
+
+def test_options_whose_views_are_not_pair_safe_compare_one_by_one(jobs, tmp_path):
+    """--compat (msprobe's walk over one pair's rows) and -s (stacks by op name) are not
+    batched: the batch refuses, and compute_pairs_shared compares each pair alone."""
+    from msq.pipeline import NotBatchable
+
+    for opts in (Options(workers=1, record=False, compat="msprobe-1.1"),
+                 Options(workers=1, record=False, stack_mode=True)):
+        with pytest.raises(NotBatchable):
+            pair_tables._batch_shared(jobs[:2], opts, tmp_path)
+        outs = pair_tables.compute_pairs_shared(jobs[:2], opts, tmp_path)
+        assert all(isinstance(out, PairTables) for out in outs)
+        for job, out in zip(jobs[:2], outs, strict=True):
+            assert contents(out) == contents(alone(job, opts, tmp_path)), job.title
