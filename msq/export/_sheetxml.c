@@ -13,7 +13,8 @@
  * be far enough from a rounding tie; a number that is not gets its digits exactly from its
  * bits in 128-bit integers (exact_digits), and the rare one out of that range (and any
  * non-finite one) goes to snprintf; a zero (most differences of matched rows) is written as is. tests/export/test_xlsx.py compares them with printf on
- * random doubles of every kind, float32 values among them.
+ * random doubles of every kind, float32 values among them. Texts are scanned sixteen bytes at
+ * a time for a byte to escape (maybe_special) and copied whole when they hold none.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -48,12 +49,24 @@ static void init_pow10(void) {
     for (int k = 0; k < 700; k++) POW10[k] = powl(10.0L, (long double)(k - 350));
 }
 
+static double POW10D[700];
+
+static void init_pow10d(void) {
+    for (int k = 0; k < 700; k++) POW10D[k] = (double)POW10[k];
+}
+
 /* %.16g of a finite, non-zero |x| into buf from its 16 digits and decimal exponent */
+static const char DIGIT_PAIRS[201] =
+    "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+    "8081828384858687888990919293949596979899";
+
 static int format_g(char *buf, int negative, uint64_t digits, int exp10) {
     char d[17] = {0};
-    for (int i = 15; i >= 0; i--) {
-        d[i] = (char)('0' + digits % 10);
-        digits /= 10;
+    /* two digits a division (a digit a division took ~130 instructions a number) */
+    for (int i = 14; i >= 0; i -= 2) {
+        memcpy(d + i, DIGIT_PAIRS + 2 * (digits % 100), 2);
+        digits /= 100;
     }
     int nd = 16;
     while (nd > 1 && d[nd - 1] == '0') nd--;  /* %g drops trailing zeros */
@@ -80,8 +93,10 @@ static int format_g(char *buf, int negative, uint64_t digits, int exp10) {
         memcpy(p, d, (size_t)nd);
         p += nd;
     } else {
-        int int_digits = exp10 + 1;
-        for (int i = 0; i < int_digits; i++) *p++ = i < nd ? d[i] : '0';
+        int int_digits = exp10 + 1;  /* 1 .. 16 */
+        /* d's 16 digits: the ones past nd are the zeros %g dropped (p has room for 40 bytes) */
+        memcpy(p, d, 16);
+        p += int_digits;
         if (nd > int_digits) {
             *p++ = '.';
             memcpy(p, d + int_digits, (size_t)(nd - int_digits));
@@ -123,6 +138,22 @@ static uint64_t exact_digits(double a, int k) {
 }
 #endif
 
+/* floor(log10(a)) of a finite a > 0, or one off (the loop of fmt16g moves to the right
+ * exponent, and any start gives printf's digits): from the binary exponent (floor(e2 *
+ * log10(2)) is (e2 * 78913) >> 18 for |e2| < 1650) and one comparison with the next power of
+ * ten (POW10D, doubles: 0 and inf at the ends). log10() and floor() took ~130 instructions a
+ * number, a third of fmt16g. Subnormals ask log10(). */
+
+static int decimal_exponent(double a) {
+    uint64_t bits;
+    memcpy(&bits, &a, sizeof bits);
+    int biased = (int)((bits >> 52) & 0x7ff);
+    if (biased == 0) return (int)floor(log10(a));
+    int e2 = biased - 1023;
+    int e = (int)(((int64_t)e2 * 78913) >> 18);  /* floor: an arithmetic shift rounds down */
+    return a >= POW10D[e + 1 + 350] ? e + 1 : e;
+}
+
 static int fmt16g(char *buf, double x) {
     if (x == 0.0) {  /* a zero difference in most matched rows: printf took ~2,600 instructions */
         if (signbit(x)) {
@@ -135,7 +166,7 @@ static int fmt16g(char *buf, double x) {
     if (!isfinite(x)) return snprintf(buf, 40, "%.16g", x);
     int negative = signbit(x) != 0;
     double a = fabs(x);
-    int e = (int)floor(log10(a));
+    int e = decimal_exponent(a);
     for (int tries = 0; tries < 2; tries++) {
         int k = 15 - e + 350;
         if (k < 0 || k >= 700) break;
@@ -266,9 +297,48 @@ static void init_special(void) {
     SPECIAL[0xEF] = 1;  /* the lead byte of U+FFFE / U+FFFF */
 }
 
+/* Whether s may hold a byte escaped() rewrites: a control character (TAB and LF too), &, <, >
+ * or 0xEF. Sixteen bytes a step with SSE2 (every x86-64 has it), where the table look-up of
+ * escaped() took ~4 instructions a byte; most texts (names, dtypes, shapes) hold none, and are
+ * copied whole. Elsewhere: 1 (escaped() looks at every byte, as it did). */
+#if defined(__SSE2__)
+#include <emmintrin.h>
+
+static int maybe_special(const char *s, size_t n) {
+    const __m128i amp = _mm_set1_epi8('&'), lt = _mm_set1_epi8('<'), gt = _mm_set1_epi8('>');
+    const __m128i ef = _mm_set1_epi8((char)0xEF), space = _mm_set1_epi8(0x20);
+    if (n < 16) {  /* no 16 bytes to load: byte by byte */
+        for (size_t i = 0; i < n; i++)
+            if (SPECIAL[(unsigned char)s[i]]) return 1;
+        return 0;
+    }
+    /* the last step overlaps the one before: it ends at s + n, never past it */
+    for (size_t i = 0;; i += 16) {
+        if (i + 16 > n) i = n - 16;
+        __m128i v = _mm_loadu_si128((const __m128i *)(s + i));
+        /* v < 0x20 as unsigned bytes: min(v, 0x20) != 0x20 */
+        __m128i low = _mm_xor_si128(_mm_cmpeq_epi8(_mm_min_epu8(v, space), space),
+                                    _mm_set1_epi8(-1));
+        __m128i hit = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, amp), _mm_cmpeq_epi8(v, lt)),
+                                   _mm_or_si128(_mm_cmpeq_epi8(v, gt), _mm_cmpeq_epi8(v, ef)));
+        if (_mm_movemask_epi8(_mm_or_si128(hit, low))) return 1;
+        if (i + 16 == n) return 0;
+    }
+}
+#else
+static int maybe_special(const char *s, size_t n) {
+    (void)s;
+    return n > 0;
+}
+#endif
+
 /* s escaped into p, which has room for 7 bytes a byte of s (the longest rewrite, _xHHHH_ of
  * one byte); returns the end */
 static char *escaped(char *p, const char *s, size_t n) {
+    if (!maybe_special(s, n)) {
+        memcpy(p, s, n);
+        return p + n;
+    }
     size_t run = 0;
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
@@ -507,6 +577,7 @@ static struct PyModuleDef MODULE = {PyModuleDef_HEAD_INIT, "_sheetxml",
 
 PyMODINIT_FUNC PyInit__sheetxml(void) {
     init_pow10();
+    init_pow10d();
     init_special();
     PyObject *m = PyModule_Create(&MODULE);
     if (m && msq_add_source_crc(m) < 0) Py_CLEAR(m);

@@ -210,6 +210,35 @@ def test_c_renderer_writes_the_sql_renderers_bytes():
 
 
 @pytest.mark.skipif(xlsx_c() is None, reason="msq.export._sheetxml is not built")
+def test_c_renderer_escapes_texts_of_every_length_as_sql():
+    """The C renderer looks for bytes to escape sixteen at a time (its last step overlapping the
+    one before): every length from 0 to 50, with each escaped character (and TAB, LF, a
+    multi-byte character, U+FFFE) at every position, renders as the SQL renderer's rows."""
+    from msq.export import xlsx
+
+    specials = ["&", "<", ">", "\r", "\x01", "\x1f", "\t", "\n", "\ufffe", "\uffff", "\uff1d",
+                "\u00e9"]
+    texts: list[str | None] = [None]
+    for length in range(51):
+        texts.append("a" * length)
+        for pos in range(length):
+            for ch in specials[(length + pos) % len(specials)], specials[pos % len(specials)]:
+                texts.append("b" * pos + ch + "c" * (length - pos - 1))
+    con = duckdb.connect()
+    src = pa.table({"out_seq": pa.array(range(len(texts)), pa.int64()),
+                    "s": pa.array(texts, pa.string())})
+    con.register("src", src)
+    con.execute("CREATE TABLE t AS SELECT * FROM src")
+    spec = SheetSpec("SELECT out_seq, s FROM t", ["s"], ["s"], None)
+    sql = b"".join(xlsx._row_tags(chunk, 2) for chunk in xlsx._rendered_rows(con, spec).chunks)
+    rows = xlsx._c_rows(con, spec)
+    assert rows is not None and rows.n_rows == len(texts) > 1000
+    # row by row: a failure names the rows that differ (a diff of the whole bytes takes long)
+    assert rows.render(0, 0, rows.n_rows, 2).split(b"</row>") == sql.split(b"</row>")
+    assert b"&amp;" in sql and b"_x0001_" in sql and b"&#13;" in sql and b"_xFFFE_" in sql
+
+
+@pytest.mark.skipif(xlsx_c() is None, reason="msq.export._sheetxml is not built")
 def test_c_number_format_is_printf(tmp_path):
     """%.16g in C without printf, against DuckDB's printf (what the SQL renderer writes), on
     random doubles of every magnitude and bit pattern."""
