@@ -142,6 +142,11 @@ def _names(path: Path) -> tuple[list[tuple[int, str | None]], list[tuple]]:
         names = con.execute("SELECT name_id, name FROM names ORDER BY name_id").fetchall()
         rows = con.execute("SELECT compare_id, out_seq, kind, op_name, npu_name, bench_name "
                            "FROM result_rows ORDER BY ALL").fetchall()
+        # blame's names are keys too (schema version 6): the same keys, the same rows
+        rows += con.execute("SELECT compare_id, out_seq, op_id, npu_id FROM blame_data "
+                            "ORDER BY ALL").fetchall()
+        rows += con.execute("SELECT * EXCLUDE (run_id) FROM blame_rows ORDER BY ALL").fetchall()
+        rows += con.execute("SELECT * EXCLUDE (run_id) FROM blame_runs ORDER BY ALL").fetchall()
     return names, rows
 
 
@@ -217,6 +222,34 @@ def test_names_keys_follow_each_names_first_row(tmp_path):
                 if new is not None else []) == want_new
         known.update(want_new)
     assert names.top == len(known) == 8
+
+
+def test_blame_names_take_their_output_rows_keys_and_new_ones_follow_their_first_row():
+    """_Names.key_blame: a blame row's names that are those of the output row with its out_seq
+    take that row's keys; any other name (another name at that out_seq, an out_seq without an
+    output row) is looked up, and a new one keyed after the largest in the order of its first
+    blame row (op, then NPU name); NULL is 0."""
+    from msq.history.run_recorder import _Names
+
+    names = _Names.__new__(_Names)
+    names.names, names.ids, names.top = pa.array([], pa.string()), pa.array([], pa.int32()), 0
+    result = pa.table({"out_seq": pa.array([0, 1, 2], pa.int64()),
+                       "op_name": ["a", "a", "b"], "npu_name": ["x", "y", None],
+                       "bench_name": ["x", None, "w"]})
+    keyed, _ = names.key(result)  # a=1, x=2, y=3, b=4, w=5
+    blame = pa.table({"out_seq": pa.array([1, 0, 7, 3, 2], pa.int64()),
+                      "op_name": ["a", "a", "q", "b", "b"],
+                      "npu_name": ["z", "x", None, "y", "w"], "verdict": ["clean"] * 5})
+    data, new = names.key_blame(blame, result, keyed)
+    assert data.column_names == ["out_seq", "verdict", "op_id", "npu_id"]
+    # z (out_seq 1, NPU) comes before q (out_seq 7, op): 6 and 7; y and w are known: 3 and 5
+    assert list(zip(*(data.column(c).to_pylist() for c in ("out_seq", "op_id", "npu_id")))) == [
+        (1, 1, 6), (0, 1, 2), (7, 7, 0), (3, 4, 3), (2, 4, 5)]
+    assert new is not None and new.column("name").to_pylist() == ["z", "q"]
+    assert new.column("name_id").to_pylist() == [6, 7] and names.top == 7
+    # without the output rows every name is looked up: the same keys
+    again, none = names.key_blame(blame, None, None)
+    assert none is None and again.equals(data)
 
 
 def test_names_of_a_dropped_pair_are_dropped_too(pairs, tmp_path):

@@ -427,14 +427,18 @@ class Recorder:
             found = prepare_blame(self._side)
             source = self._side
         for table, sql in found:
-            insert = (f"INSERT INTO {ALIAS}.{table} BY NAME SELECT ?::BIGINT AS compare_id, * "
-                      "FROM ")
             if source is cur:
-                cur.execute(f"{insert}(\n{sql}\n)", [compare_id])
+                insert_blame_table(cur, table, f"(\n{sql}\n)", compare_id)
                 continue
             cur.register("hist_blame_stream", db.SelectStream(self._side, sql))
             try:
-                cur.execute(f"{insert}hist_blame_stream", [compare_id])
+                if table == "blame_rows":  # read thrice (names, runs, rows): held once
+                    cur.execute("CREATE OR REPLACE TEMP TABLE hist_blame AS "
+                                "SELECT * FROM hist_blame_stream")
+                    insert_blame_table(cur, table, "temp.hist_blame", compare_id)
+                    cur.execute("DROP TABLE temp.hist_blame")
+                else:
+                    insert_blame_table(cur, table, "hist_blame_stream", compare_id)
             finally:
                 cur.unregister("hist_blame_stream")
         self._lap("blame rows" if source is cur else "blame streamed")
@@ -555,6 +559,51 @@ LEFT JOIN (SELECT pos // 3 AS out_seq, max(name_id) FILTER (pos % 3 = 0) AS op_i
            FROM (SELECT unnest(positions) AS pos, name_id FROM hist_keys)
            GROUP BY ALL) k USING (out_seq)
 """
+
+
+# Blame's rows (schema version 6: blame_rows is a view of blame_runs and blame_data): the names
+# they hold that the history does not yet (none when the compare's output rows went in first: a
+# blame row is an output row), keyed after the largest in the order of their first row; then what
+# every row of the compare shares, once; then the rows, with their names' keys.
+_NEW_BLAME_NAMES = f"""
+INSERT INTO {ALIAS}.names
+SELECT (SELECT coalesce(max(name_id), 0) FROM {ALIAS}.names)
+         + (row_number() OVER (ORDER BY out_seq, slot))::INTEGER, name
+FROM (SELECT out_seq, unnest([0, 1]) AS slot, unnest([op_name, npu_name]) AS name
+      FROM {{rows}}) u
+WHERE name IS NOT NULL AND NOT EXISTS (SELECT 1 FROM {ALIAS}.names h WHERE h.name = u.name)
+QUALIFY row_number() OVER (PARTITION BY name ORDER BY out_seq, slot) = 1
+"""
+_BLAME_RUN = f"""
+INSERT INTO {ALIAS}.blame_runs
+SELECT ?::BIGINT, run_id, floor_factor, amp_limit, noise_source FROM {{rows}} LIMIT 1
+"""
+#: blame_rows' columns that blame_runs holds, once a compare
+BLAME_RUN_COLUMNS = ("run_id", "floor_factor", "amp_limit", "noise_source")
+_KEYED_BLAME = f"""
+INSERT INTO {ALIAS}.blame_data BY NAME
+SELECT ?::BIGINT AS compare_id,
+       b.* EXCLUDE (op_name, npu_name, {", ".join(BLAME_RUN_COLUMNS)}),
+       coalesce(o.name_id, 0) AS op_id, coalesce(n.name_id, 0) AS npu_id
+FROM {{rows}} b
+LEFT JOIN {ALIAS}.names o ON o.name = b.op_name
+LEFT JOIN {ALIAS}.names n ON n.name = b.npu_name
+"""
+
+
+def insert_blame_table(con: duckdb.DuckDBPyConnection, table: str, rows: str,
+                       compare_id: int) -> None:
+    """Append one compare's rows of the history table ``table`` (``blame_rows`` or
+    ``blame_edges``, as ``prepare_blame``'s SELECTs give them: the relation ``rows``) to the
+    attached history; ``blame_rows`` goes into its storage, ``blame_runs`` and ``blame_data``.
+    Inside the caller's transaction."""
+    if table != "blame_rows":
+        con.execute(f"INSERT INTO {ALIAS}.{table} BY NAME SELECT ?::BIGINT AS compare_id, * "
+                    f"FROM {rows}", [compare_id])
+        return
+    con.execute(_NEW_BLAME_NAMES.format(rows=rows))
+    con.execute(_BLAME_RUN.format(rows=rows), [compare_id])
+    con.execute(_KEYED_BLAME.format(rows=rows), [compare_id])
 
 
 def names_query(source: str) -> str:

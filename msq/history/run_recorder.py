@@ -30,6 +30,7 @@ from msq.errors import HistoryError
 from msq.history import schema
 from msq.history.recorder import (
     ALIAS,
+    BLAME_RUN_COLUMNS,
     ROW_GROUP_ROWS,
     _insert_compare,
     _mapping_text,
@@ -97,41 +98,67 @@ class RunRecorder:
         try:
             compare_id = int(db.scalar(con, "SELECT coalesce(max(compare_id), 0) + 1 "
                                             f"FROM {ALIAS}.compares"))
+            keyed = None
+            if "result_rows" in rows:  # first: blame's names take the keys its rows got
+                keyed = self._insert_result_rows(rows["result_rows"], compare_id)
             for table, arrow in rows.items():
-                con.register("_pair_rows", arrow)
-                try:
-                    if table == "result_rows":  # a view: its rows go into names and result_data
-                        self._insert_result_rows(arrow, compare_id)
-                        continue
-                    con.execute(f"INSERT INTO {ALIAS}.{table} BY NAME "
-                                "SELECT ?::BIGINT AS compare_id, * FROM _pair_rows", [compare_id])
-                finally:
-                    con.unregister("_pair_rows")
+                if table == "result_rows":
+                    continue
+                if table == "blame_rows":  # a view: its rows go into blame_runs and blame_data
+                    self._insert_blame_rows(arrow, compare_id, rows.get("result_rows"), keyed)
+                    continue
+                self._insert_arrow(table, arrow, compare_id)
             _insert_compare(con, compare_id, row)
-        except duckdb.Error as err:
+        except (duckdb.Error, KeyError, ValueError, TypeError) as err:
+            # DuckDB's, or pyarrow's on rows not of the history's shape
             raise self._error(err) from err
         return compare_id
 
-    def _insert_result_rows(self, rows: pa.Table, compare_id: int) -> None:
+    def _insert_arrow(self, table: str, arrow: pa.Table, compare_id: int | None) -> None:
+        """``arrow``'s rows into the history's ``table`` by column name (with ``compare_id``
+        first unless None)."""
+        con = self.con
+        con.register("_pair_rows", arrow)
+        try:
+            if compare_id is None:
+                con.execute(f"INSERT INTO {ALIAS}.{table} BY NAME SELECT * FROM _pair_rows")
+            else:
+                con.execute(f"INSERT INTO {ALIAS}.{table} BY NAME "
+                            "SELECT ?::BIGINT AS compare_id, * FROM _pair_rows", [compare_id])
+        finally:
+            con.unregister("_pair_rows")
+
+    def _insert_blame_rows(self, rows: pa.Table, compare_id: int, result: pa.Table | None,
+                           keyed: pa.Table | None) -> None:
+        """One pair's ``blame_rows``: what its rows share into ``blame_runs`` (once), the rest
+        with their names' keys into ``blame_data`` (as ``recorder.insert_blame_table``)."""
+        import pyarrow as pa
+
+        if rows.num_rows == 0:
+            return
+        run = rows.select(list(BLAME_RUN_COLUMNS)).slice(0, 1)
+        self._insert_arrow("blame_runs", run.add_column(0, "compare_id",
+                                                        pa.array([compare_id], pa.int64())), None)
+        if self._names is None:
+            self._names = _Names(self.con)
+            self._saved = self._names.state()
+        data, new = self._names.key_blame(rows.drop_columns(list(BLAME_RUN_COLUMNS)), result,
+                                          keyed)
+        if new is not None:
+            self._insert_arrow("names", new, None)
+        self._insert_arrow("blame_data", data, compare_id)
+
+    def _insert_result_rows(self, rows: pa.Table, compare_id: int) -> pa.Table:
         """One pair's ``result_rows``: its new names into ``names``, its rows with their names'
-        keys into ``result_data``."""
+        keys into ``result_data``; returns those rows (keys, not names)."""
         if self._names is None:
             self._names = _Names(self.con)
             self._saved = self._names.state()  # nothing of this transaction is in it yet
         keyed, new = self._names.key(rows)
-        con = self.con
         if new is not None:
-            con.register("_pair_names", new)
-            try:
-                con.execute(f"INSERT INTO {ALIAS}.names SELECT name_id, name FROM _pair_names")
-            finally:
-                con.unregister("_pair_names")
-        con.register("_pair_keyed", keyed)
-        try:
-            con.execute(f"INSERT INTO {ALIAS}.result_data BY NAME "
-                        "SELECT ?::BIGINT AS compare_id, * FROM _pair_keyed", [compare_id])
-        finally:
-            con.unregister("_pair_keyed")
+            self._insert_arrow("names", new, None)
+        self._insert_arrow("result_data", keyed, compare_id)
+        return keyed
 
     def commit(self) -> None:
         """Commit the open transaction: its pairs are recorded. A Ctrl-C meanwhile is held (it
@@ -156,7 +183,7 @@ class RunRecorder:
                 else:
                     self._names.restore(self._saved)
 
-    def _error(self, err: duckdb.Error) -> HistoryError:
+    def _error(self, err: Exception) -> HistoryError:
         return HistoryError(f"{self.path}: could not record the compare ({first_lines(err)}); "
                             "the pair's outputs were removed and the history holds the pairs "
                             "before it")
@@ -199,6 +226,8 @@ class _Names:
 
     COLUMNS = ("op_name", "npu_name", "bench_name")
     KEYS = ("op_id", "npu_id", "bench_id")
+    BLAME_COLUMNS = ("op_name", "npu_name")
+    BLAME_KEYS = ("op_id", "npu_id")
 
     def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
         import pyarrow as pa
@@ -224,31 +253,89 @@ class _Names:
 
         count = rows.num_rows
         # every name of the pair in one array: the op names, then the NPU, then the bench names
-        names = pa.concat_arrays([rows.column(c).combine_chunks().cast(pa.string())
-                                  for c in self.COLUMNS])
-        found = pc.index_in(names, value_set=self.names)
-        ids = pc.take(self.ids, found)
-        fresh = pc.and_(pc.is_null(found), pc.is_valid(names))
-        new = None
-        if pc.any(fresh).as_py():
-            seq = rows.column("out_seq").combine_chunks().cast(pa.int64())
-            first = pa.concat_arrays([pc.add(pc.multiply(seq, 3), slot) for slot in range(3)])
-            candidates, firsts = names.filter(fresh), first.filter(fresh)
-            # in the order of their first row, each once (the first pair's are most of them):
-            # unique keeps each value's first occurrence, in order
-            added = pc.unique(candidates.take(pc.sort_indices(firsts)))
-            top = self.top
-            keys = pa.array(range(top + 1, top + 1 + len(added)), pa.int32())
-            new = pa.table({"name_id": keys, "name": added})
-            self.names = pa.concat_arrays([self.names, added])
-            self.ids = pa.concat_arrays([self.ids, keys])
-            self.top += len(added)
-            # the new names' keys from their place among the added ones alone: not a second
-            # lookup in the whole dictionary (~40,000 names hashed again, ~4 ms a pair)
-            place = pc.index_in(names, value_set=added)
-            ids = pc.coalesce(ids, pc.cast(pc.add(place, top + 1), pa.int32()))
+        names = pa.concat_arrays([_strings(rows, c) for c in self.COLUMNS])
+        ids, new = self._lookup(names, _first_rows(rows, len(self.COLUMNS)))
         ids = pc.fill_null(ids, 0)
         keyed = rows.drop_columns(list(self.COLUMNS))
         for i, key in enumerate(self.KEYS):
             keyed = keyed.append_column(key, ids.slice(i * count, count))
         return keyed, new
+
+    def key_blame(self, rows: pa.Table, result: pa.Table | None,
+                  keyed: pa.Table | None) -> tuple[pa.Table, pa.Table | None]:
+        """``blame_rows``' rows (without what ``blame_runs`` holds) with ``op_name`` and
+        ``npu_name`` replaced by their keys (``op_id``, ``npu_id``; 0: NULL), and the table of
+        the names new to the history (None: none; with msq's rows there are none: a blame row
+        is an output row).
+
+        ``result`` and ``keyed``: the pair's ``result_rows`` as given to :meth:`key` and as it
+        returned them. A blame row's names are those of the output row with its ``out_seq``:
+        they take that row's keys where they are equal, and only the others are looked up (a
+        second lookup of ~49,000 names in the whole dictionary cost ~33 M instructions a
+        24,500-row pair, building its hash set again)."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        count = rows.num_rows
+        names = pa.concat_arrays([_strings(rows, c) for c in self.BLAME_COLUMNS])
+        ids = pa.nulls(2 * count, pa.int32())
+        if result is not None and keyed is not None:
+            at = pc.index_in(rows.column("out_seq").combine_chunks(),
+                             value_set=result.column("out_seq").combine_chunks())
+            theirs = pa.concat_arrays([_strings(result, c).take(at) for c in self.BLAME_COLUMNS])
+            keys = pa.concat_arrays([keyed.column(k).combine_chunks().cast(pa.int32()).take(at)
+                                     for k in self.BLAME_KEYS])
+            ids = pc.if_else(pc.fill_null(pc.equal(names, theirs), False), keys, ids)
+        rest = pc.and_(pc.is_null(ids), pc.is_valid(names))
+        new = None
+        if pc.any(rest).as_py():
+            found, new = self._lookup(names.filter(rest), _first_rows(rows, 2).filter(rest))
+            ids = pc.replace_with_mask(ids, rest, found)
+        ids = pc.fill_null(ids, 0)
+        data = rows.drop_columns(list(self.BLAME_COLUMNS))
+        for i, key in enumerate(self.BLAME_KEYS):
+            data = data.append_column(key, ids.slice(i * count, count))
+        return data, new
+
+    def _lookup(self, names: pa.Array, first: pa.Array) -> tuple[pa.Array, pa.Table | None]:
+        """The keys of ``names`` (NULL for a NULL name), the names new to the history keyed
+        after the largest in the order of ``first`` (each name's row order), and the table
+        (name_id, name) of those new ones (None: none), which this dictionary now holds."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        found = pc.index_in(names, value_set=self.names)
+        ids = pc.take(self.ids, found)
+        fresh = pc.and_(pc.is_null(found), pc.is_valid(names))
+        if not pc.any(fresh).as_py():
+            return ids, None
+        candidates, firsts = names.filter(fresh), first.filter(fresh)
+        # in the order of their first row, each once (the first pair's are most of them):
+        # unique keeps each value's first occurrence, in order
+        added = pc.unique(candidates.take(pc.sort_indices(firsts)))
+        top = self.top
+        keys = pa.array(range(top + 1, top + 1 + len(added)), pa.int32())
+        self.names = pa.concat_arrays([self.names, added])
+        self.ids = pa.concat_arrays([self.ids, keys])
+        self.top += len(added)
+        # the new names' keys from their place among the added ones alone: not a second
+        # lookup in the whole dictionary (~40,000 names hashed again, ~4 ms a pair)
+        place = pc.index_in(names, value_set=added)
+        ids = pc.coalesce(ids, pc.cast(pc.add(place, top + 1), pa.int32()))
+        return ids, pa.table({"name_id": keys, "name": added})
+
+
+def _strings(rows: pa.Table, column: str) -> pa.Array:
+    import pyarrow as pa
+
+    return rows.column(column).combine_chunks().cast(pa.string())
+
+
+def _first_rows(rows: pa.Table, slots: int) -> pa.Array:
+    """Each name's place in row order when a row's ``slots`` names are laid out column after
+    column (as :meth:`_Names.key` concatenates them): ``out_seq * slots + slot``."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    seq = rows.column("out_seq").combine_chunks().cast(pa.int64())
+    return pa.concat_arrays([pc.add(pc.multiply(seq, slots), slot) for slot in range(slots)])

@@ -136,10 +136,31 @@ def count(db: Path, query: str = "SELECT count(*) FROM compares") -> int:
         con.close()
 
 
+def blame_as_version_5(con: duckdb.DuckDBPyConnection) -> None:
+    """Rewrite the blame rows of a history (open in ``con``) into the layout schema versions
+    3 to 5 wrote: ``blame_rows`` a table of names (no ``blame_data``, no ``blame_runs``), the
+    same rows in recording order."""
+    con.execute("CREATE TABLE v5_blame AS SELECT * FROM blame_rows ORDER BY compare_id, out_seq")
+    con.execute("DROP VIEW blame_rows")
+    con.execute("DROP TABLE blame_data")
+    con.execute("DROP TABLE blame_runs")
+    con.execute("ALTER TABLE v5_blame RENAME TO blame_rows")
+
+
+def as_version_5(db: Path) -> None:
+    """Rewrite a history into the layout schema version 5 wrote (:func:`blame_as_version_5`)."""
+    con = duckdb.connect(str(db))
+    blame_as_version_5(con)
+    con.execute("UPDATE meta SET value = '5' WHERE key = 'schema_version'")
+    con.close()
+
+
 def as_version_3(db: Path) -> None:
     """Rewrite a history into the layout schema version 3 wrote: ``result_rows`` a table of
-    names (no ``names`` dictionary, no ``result_data``), the same rows in recording order."""
+    names (no ``names`` dictionary, no ``result_data``), the same rows in recording order, and
+    ``blame_rows`` a table (:func:`blame_as_version_5`)."""
     con = duckdb.connect(str(db))
+    blame_as_version_5(con)
     con.execute("CREATE TABLE v3_rows AS SELECT * FROM result_rows ORDER BY compare_id, out_seq")
     con.execute("DROP VIEW result_rows")
     con.execute("DROP TABLE result_data")

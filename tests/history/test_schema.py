@@ -18,6 +18,8 @@ from msq.history.schema import MIGRATION_MEMORY, memory_capped, size_bytes
 from tests.history.builders import (
     LINEAR1_OUT,
     as_version_3,
+    as_version_5,
+    blame_as_version_5,
     count,
     run_api,
     set_version,
@@ -128,15 +130,19 @@ def test_a_version_2_file_gets_the_blame_tables(made: tuple[Path, Path], tmp_pat
     got = history.query(old, "SELECT compare_id, count(*), count(verdict) FROM blame "
                              "GROUP BY ALL").rows
     assert got == [(1, 13, 13)]
-    # the migration script creates what a new file's schema creates
-    assert db_sql.sql_file("history/migrate/v3.sql").text.split("\n", 1)[1] == \
-        db_sql.sql_file("history/schema/20_blame.sql").text.split("\n", 2)[2]
+    # the migrations make what a new file's schema makes: the same tables, views and columns
+    fresh = tmp_path / "fresh.duckdb"
+    run_api(cj, tmp_path / "out2", db=fresh)
+    layout = ("SELECT table_name, column_name, data_type FROM information_schema.columns "
+              "ORDER BY table_name, ordinal_position")
+    assert history.query(old, layout).rows == history.query(fresh, layout).rows
 
 
 def _as_version_4(db: Path) -> None:
     """Rewrite a history into the layout schema version 4 wrote: result_data with the 21
     <metric>_text columns (no texts map), the view result_rows reading them."""
     con = duckdb.connect(str(db))
+    blame_as_version_5(con)
     con.execute("CREATE TABLE v4_data AS SELECT d.compare_id, d.out_seq, d.kind, d.op_id, "
                 "d.npu_id, d.bench_id, r.* EXCLUDE (compare_id, out_seq, kind, op_name, "
                 "npu_name, bench_name) FROM result_data d JOIN result_rows r "
@@ -186,6 +192,53 @@ def test_a_version_4_file_gets_its_texts_in_one_map(made: tuple[Path, Path],
         assert history.query(fresh, query).columns == history.query(db, query).columns
     assert history.query(fresh, "SELECT * EXCLUDE (compare_id) FROM result_rows "
                                 "ORDER BY out_seq").rows == new
+
+
+def test_a_version_5_file_gets_its_blame_rows_keyed(made: tuple[Path, Path],
+                                                    tmp_path: Path) -> None:
+    """Version 6 stores blame_rows as blame_data (names as keys) and blame_runs (one row a
+    compare): a version-5 file is migrated at its next recording, blame_rows and the view blame
+    the same columns and rows as before, including names the history did not hold and
+    NULL names; the new compare is recorded alike, and a new file is laid out as the migrated one."""
+    cj, db = made
+    as_version_5(db)
+    con = duckdb.connect(str(db))
+    assert con.execute("SELECT table_type FROM information_schema.tables "
+                       "WHERE table_name = 'blame_rows'").fetchall() == [("BASE TABLE",)]
+    # a name no output row has (two rows: keyed once), a NULL name, a noise run
+    con.execute("UPDATE blame_rows SET npu_name = 'not.an.output.row' WHERE out_seq IN (1, 4)")
+    con.execute("UPDATE blame_rows SET op_name = NULL WHERE out_seq = 2")
+    con.execute("UPDATE blame_rows SET noise_source = 'noise 7'")
+    top = con.execute("SELECT max(name_id) FROM names").fetchone()[0]
+    con.close()
+    queries = ("SELECT * FROM blame_rows ORDER BY compare_id, out_seq",
+               "SELECT * FROM blame ORDER BY compare_id, out_seq")
+    before = [history.query(db, q) for q in queries]
+    assert len(before[0].rows) == 13 and before[0].columns[4:6] == ["op_name", "npu_name"]
+    run_api(cj, tmp_path / "out", db=db)
+    assert history.query(db, "SELECT value FROM meta WHERE key = 'schema_version'").rows == [
+        (str(schema.SCHEMA_VERSION),)]
+    for query, old in zip(queries, before):
+        after = history.query(db, query.replace("ORDER BY", "WHERE compare_id = 1 ORDER BY"))
+        assert (after.columns, after.rows) == (old.columns, old.rows)
+    assert history.query(db, "SELECT name_id FROM names WHERE name = 'not.an.output.row'").rows \
+        == [(top + 1,)]
+    assert history.query(db, "SELECT count(*), count(DISTINCT run_id) FROM blame_runs").rows == [
+        (2, 2)]
+    # the new compare: the rows the first one had before they were changed
+    new = history.query(db, "SELECT * EXCLUDE (compare_id, run_id, noise_source) FROM blame_rows "
+                            "WHERE compare_id = 2 ORDER BY out_seq").rows
+    old = [r[:1] + r[2:-1] for r in before[0].rows]
+    assert len(new) == 13 and sum(a != b for a, b in zip(new, (r[1:] for r in old))) == 3
+    fresh = tmp_path / "fresh.duckdb"
+    run_api(cj, tmp_path / "out2", db=fresh)
+    for query in ("SELECT * FROM blame_rows", "SELECT * FROM blame_data",
+                  "SELECT * FROM blame_runs"):
+        assert history.query(fresh, query).columns == history.query(db, query).columns
+    assert history.query(fresh, "SELECT * EXCLUDE (compare_id, run_id) FROM blame_rows "
+                                "ORDER BY out_seq").rows == \
+        history.query(db, "SELECT * EXCLUDE (compare_id, run_id) FROM blame_rows "
+                          "WHERE compare_id = 2 ORDER BY out_seq").rows
 
 
 def _limit(con: duckdb.DuckDBPyConnection) -> int:
