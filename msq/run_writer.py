@@ -51,6 +51,12 @@ log = logging.getLogger("msq")
 #: pair with blame, in one transaction)
 DRIVER_MEMORY = "384MB"
 
+#: DuckDB's compressions the driver does not try on the history's columns: ALP (and ALP-RD) on
+#: its DOUBLE columns (23 a pair's row; statistics that are neither decimals nor alike) was
+#: ~50 M of the ~760 M instructions recording a 24,500-row pair cost, to keep the file ~7 %
+#: smaller (RLE, constant and uncompressed remain; bench/README, "Session 16: hist")
+DRIVER_SKIPS_COMPRESSION = "alp,alprd"
+
 #: Pairs recorded in one transaction at most. A 24,500-row pair committed alone writes its ~20 MB
 #: of rows into the WAL (~0.12 s CPU), and the checkpoint writes them again, compressed; four
 #: pairs' rows fill the history's row groups, which DuckDB writes straight into the file,
@@ -82,6 +88,7 @@ class RunWriter:
         # grew to ~0.9 GB on 64 pairs of 24,000 rows, beside two busy workers. Its blocks are
         # in the file already, so a cap only drops them from the cache.
         self.con.execute(f"SET memory_limit = '{DRIVER_MEMORY}'")
+        self.con.execute(f"SET disabled_compression_methods = '{DRIVER_SKIPS_COMPRESSION}'")
         self.history: RunRecorder | None = None
         self._held: list[_Held] = []  # the pairs of the open transaction
         self.commits = 0  # transactions committed (-vv's driver line)
