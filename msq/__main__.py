@@ -19,8 +19,8 @@ from msq import interrupts
 def run() -> None:
     """Entry point of the ``msq`` console script and of ``python -m msq``."""
     interrupts.install()
-    preload_duckdb()
-    try:
+    try:  # a Ctrl-C from here on is an interruption too, the library's thread start included
+        preload_duckdb()
         from msq import runner
         from msq.cli import interrupted_line, main
     except KeyboardInterrupt:

@@ -318,6 +318,26 @@ def test_a_killed_worker_is_one_line(tmp_path: Path) -> None:
     assert outputs(out) == []
 
 
+def test_a_signal_while_duckdb_is_preloaded_is_an_interruption() -> None:
+    """Ctrl-C (a real SIGINT) at the very start, while ``run`` starts the thread that maps
+    DuckDB's library: exit 130 and the one line, not a traceback (``preload_duckdb`` once ran
+    before the start's ``try``; test_ctrl_c_at_random_moments hit it under load)."""
+    script = (
+        "import os, signal, sys\n"
+        "import msq.__main__ as entry\n"
+        "real = entry.preload_duckdb\n"
+        "def preload():\n"
+        "    os.kill(os.getpid(), signal.SIGINT)\n"
+        "    real()\n"
+        "entry.preload_duckdb = preload\n"
+        "sys.argv = ['msq', '--version']\n"
+        "entry.run()\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert_interrupted(done.returncode, done.stderr)
+    assert done.stdout == ""  # stopped before the command ran
+
+
 def test_a_signal_inside_an_import_waits_for_the_import(tmp_path: Path) -> None:
     """Ctrl-C or SIGTERM while a module is imported outside any deferred block (a C extension's
     init aborts the process on a KeyboardInterrupt, DuckDB's under load) lets the import finish,
