@@ -30,7 +30,7 @@ from msq.pair_tables import (
     PairFailure,
     PairTables,
     compute_pair,
-    compute_pair_shared,
+    compute_pairs_shared,
     remove_pair_folders,
 )
 from msq.procs import gc_frozen, process_pool, stop_pool
@@ -269,20 +269,19 @@ def _outcomes(jobs: list[PairJob], output_dir: Path, opts: Options,
     with gc_frozen():
         pool = process_pool(workers, preload=["msq.pair_tables"],
                             initializer=partial(interrupts.ignore_in_worker, os.getpid()))
-        pending: deque[tuple[PairJob, Future[PairTables | PairFailure]]] = deque()
+        pending: deque[tuple[list[PairJob], Future[list[PairTables | PairFailure]]]] = deque()
         # one DuckDB thread a pair, as a Ray task has: the workers already fill the cores
         pair_opts = replace(opts, workers=1)
         try:
-            for job in jobs:  # a bounded window: this process holds few pairs' files and rows
-                with interrupts.workers_forked():
-                    pending.append((job, pool.submit(compute_pair_shared, job, pair_opts,
-                                                     output_dir)))
+            # a task is a batch of pairs (compared through one set of queries where they can be)
+            for batch in batches(jobs, workers):
+                with interrupts.workers_forked():  # a bounded window, as below
+                    pending.append((batch, pool.submit(compute_pairs_shared, batch, pair_opts,
+                                                       output_dir)))
                 if len(pending) >= 2 * workers:
-                    job_done, fut = pending.popleft()
-                    yield job_done, _taken(job_done, _result(fut, idle))
+                    yield from _batch_outcomes(*pending.popleft(), idle)
             while pending:
-                job_done, fut = pending.popleft()
-                yield job_done, _taken(job_done, _result(fut, idle))
+                yield from _batch_outcomes(*pending.popleft(), idle)
         except BaseException:  # interrupted, or the run stops (GeneratorExit): stop the pairs
             with interrupts.deferred():  # whole: a second Ctrl-C must not leave workers behind
                 killed = stop_pool(pool)
@@ -293,8 +292,53 @@ def _outcomes(jobs: list[PairJob], output_dir: Path, opts: Options,
         pool.shutdown(wait=True)
 
 
-def _result(future: Future[PairTables | PairFailure],
-            idle: Callable[[], None]) -> PairTables | PairFailure:
+#: Pairs a pool task compares at once (msq.pair_tables.compute_pairs_shared): a pair's fixed
+#: cost (~1,300 M instructions: binding and planning its queries) is paid once a batch; four
+#: pairs of 24,500 rows hold ~0.3 GB in a worker at once.
+BATCH_PAIRS = 4
+#: Larger pairs (both dump.json files together) go one by one: their fixed cost is a small
+#: part of theirs, and a batch of them would hold several times their memory.
+BATCH_MAX_BYTES = 64 << 20
+
+
+def batches(jobs: list[PairJob], workers: int) -> Iterator[list[PairJob]]:
+    """The jobs in order, cut into pool tasks: up to :data:`BATCH_PAIRS` consecutive pairs a
+    task, fewer where the pairs are few (every worker gets a share: at most a quarter of a
+    worker's share a task) or large (:data:`BATCH_MAX_BYTES` each, alone)."""
+    size = max(1, min(BATCH_PAIRS, len(jobs) // (4 * workers)))
+    batch: list[PairJob] = []
+    for job in jobs:
+        if size == 1 or _pair_bytes(job) > BATCH_MAX_BYTES:
+            if batch:
+                yield batch
+                batch = []
+            yield [job]
+            continue
+        batch.append(job)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def _pair_bytes(job: PairJob) -> int:
+    try:
+        return os.path.getsize(job.npu[0]) + os.path.getsize(job.bench[0])
+    except OSError:
+        return BATCH_MAX_BYTES + 1  # compared alone: its own compare reports the error
+
+
+def _batch_outcomes(batch: list[PairJob], future: Future[list[PairTables | PairFailure]],
+                    idle: Callable[[], None],
+                    ) -> Iterator[tuple[PairJob, PairTables | PairFailure]]:
+    """Each pair of a pool task's batch with its outcome, in job order."""
+    outs = _result(future, idle)
+    for job, out in zip(batch, outs, strict=True):
+        yield job, _taken(job, out)
+
+
+def _result(future: Future[Any], idle: Callable[[], None]) -> Any:
     """A pair's outcome; ``idle()`` first once it has been awaited :data:`msq.pair_tables.IDLE_SECONDS`."""
     deadline = time.monotonic() + IDLE_SECONDS
     while not future.done() and time.monotonic() < deadline:

@@ -361,12 +361,13 @@ def _batch_shared(jobs: list[PairJob], opts: Options, output_dir: Path,
     try:
         with _kept_logs() as shared_logs:
             con, mode, parts = compute_batch(inps, opts, cast("EarlyDatabase", database))
-            split_batch(con, mode)
+            types = split_batch(con, mode)
         if any(record.levelno >= logging.WARNING for record in shared_logs):
             raise NotBatchable("a pair's dump warned: its lines are its own compare's")
         before = batch_catalog(con)
         for job, part in zip(jobs, parts, strict=True):
-            outs.append(_batch_pair_shared(con, mode, job, part, opts, database.views, root))
+            outs.append(_batch_pair_shared(con, mode, job, part, opts, database.views, types,
+                                           root))
             end_batch_pair(con, before)
     except BaseException:
         for out in outs:
@@ -382,7 +383,7 @@ def _batch_shared(jobs: list[PairJob], opts: Options, output_dir: Path,
 
 
 def _batch_pair_shared(con: Any, mode: str, job: PairJob, part: Any, opts: Options,
-                       made: set[str], root: str) -> PairTables:
+                       made: set[str], types: Any, root: str) -> PairTables:
     """One pair of a batch (msq.pipeline.batch_pair), its files and rows left in a shared
     folder of its own, its log lines its own."""
     from msq.export.xlsx import deflate, renderer
@@ -395,7 +396,7 @@ def _batch_pair_shared(con: Any, mode: str, job: PairJob, part: Any, opts: Optio
         log.info("compare mode: %s (%s)", mode, "default")
         log.info("dump reader: %s; workbook rows: %s; deflate: %s", reader(), renderer(),
                  deflate())
-        result = batch_pair(con, mode, part, opts, made)
+        result = batch_pair(con, mode, part, opts, made, types)
         with interrupts.deferred():  # the folder is made and named here, or not at all
             folder = tempfile.mkdtemp(prefix=f"{PAIR_FOLDER}{pid_space()}-{os.getpid()}-",
                                       dir=root)

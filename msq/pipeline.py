@@ -849,21 +849,29 @@ def batch_tables(mode: str) -> dict[str, tuple[str, dict[str, str]]]:
     return {**BATCH_TABLES, f"result_{mode}": ("out", {"out_seq": "out"})}
 
 
-def split_batch(con: duckdb.DuckDBPyConnection, mode: str) -> None:
-    """The batch's tables renamed ``batch_<name>``: their names become each pair's views."""
+#: A batch table's columns' types, by (table, column) (:func:`split_batch`).
+ColumnTypes = dict[tuple[str, str], str]
+
+
+def split_batch(con: duckdb.DuckDBPyConnection, mode: str) -> ColumnTypes:
+    """The batch's tables renamed ``batch_<name>``: their names become each pair's views.
+    Returns their columns' types (for :func:`pair_views`)."""
     con.execute("; ".join(f"ALTER TABLE {name} RENAME TO batch_{name}"
                           for name in batch_tables(mode)))
-
-
-def pair_views(con: duckdb.DuckDBPyConnection, mode: str, place: BatchPlace) -> None:
-    """Each batch table (:func:`batch_tables`) as a view of this pair's rows under its own name,
-    numbered as its own compare numbers them (its columns' types kept), its pair 0."""
-    bases = {"op": place.op_base, "row": place.row_base, "ord": place.ord_range[0],
-             "out": place.out_range[0]}
-    types = {(t, c): ty for t, c, ty in con.execute(
+    return {(t, c): ty for t, c, ty in con.execute(
         "SELECT table_name, column_name, data_type FROM duckdb_columns() "
         "WHERE database_name = current_database() AND schema_name = 'main' "
         "AND starts_with(table_name, 'batch_')").fetchall()}
+
+
+def pair_views(con: duckdb.DuckDBPyConnection, mode: str, place: BatchPlace,
+               types: ColumnTypes) -> None:
+    """Each batch table (:func:`batch_tables`) as a view of this pair's rows under its own name,
+    numbered as its own compare numbers them (its columns' ``types`` kept), its pair 0. Views,
+    not copies: a scan skips the row groups of other pairs, and the rows a query keeps are
+    the pair's alone."""
+    bases = {"op": place.op_base, "row": place.row_base, "ord": place.ord_range[0],
+             "out": place.out_range[0]}
     statements = []
     for name, (rows, columns) in batch_tables(mode).items():
         table = f"batch_{name}"
@@ -881,11 +889,12 @@ def pair_views(con: duckdb.DuckDBPyConnection, mode: str, place: BatchPlace) -> 
 
 
 def batch_pair(con: duckdb.DuckDBPyConnection, mode: str, part: BatchPair, opts: Options,
-               made: set[str]) -> CompareResult:
-    """One pair of a batch after :func:`split_batch`: its views (:func:`pair_views`), then its
-    summary and blame, as :func:`compute` makes a single compare's (the caller then renders and
-    records the pair from ``con``, and :func:`end_batch_pair` undoes what this pair made)."""
-    pair_views(con, mode, part.place)
+               made: set[str], types: ColumnTypes) -> CompareResult:
+    """One pair of a batch after :func:`split_batch` (``types``: what it returned): its views
+    (:func:`pair_views`), then its summary and blame, as :func:`compute` makes a single
+    compare's (the caller then renders and records the pair from ``con``, and
+    :func:`end_batch_pair` undoes what this pair made)."""
+    pair_views(con, mode, part.place, types)
     result = new_result(mode, part.inp)
     result.compat = False
     summarize(con, mode, result)

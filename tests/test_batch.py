@@ -25,7 +25,7 @@ import pytest
 from msq import pair_tables
 from msq.blame.run import BlameRun
 from msq.config import Options
-from msq.distributed import PairJob
+from msq.distributed import PairJob, batches
 from msq.pair_tables import PairFailure, PairTables, WorkerDatabase
 from tests.dumps import bwd, fwd, t, write_dump
 
@@ -197,3 +197,15 @@ def test_options_whose_views_are_not_pair_safe_compare_one_by_one(jobs, tmp_path
         assert all(isinstance(out, PairTables) for out in outs)
         for job, out in zip(jobs[:2], outs, strict=True):
             assert contents(out) == contents(alone(job, opts, tmp_path)), job.title
+def test_batches_cut_jobs_in_order(tmp_path):
+    """Pool tasks: consecutive pairs, up to four a task, fewer when the pairs are few; a large
+    pair goes alone."""
+    small = write_dump(tmp_path / "small", {"Functional.relu.0.forward": fwd(t(), out=t())})
+    job = PairJob((small, None), (small, None), "", "")
+    assert [len(b) for b in batches([job] * 64, 2)] == [4] * 16
+    assert [len(b) for b in batches([job] * 16, 2)] == [2] * 8
+    assert [len(b) for b in batches([job] * 7, 2)] == [1] * 7
+    assert [b for bs in batches([job] * 10, 1) for b in bs] == [job] * 10
+    missing = PairJob((tmp_path / "none.json", None), (small, None), "", "")
+    assert [len(b) for b in batches([job] * 3 + [missing] + [job] * 5, 1)] == [2, 1, 1, 2, 2, 1]
+
