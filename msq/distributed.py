@@ -296,28 +296,37 @@ def _outcomes(jobs: list[PairJob], output_dir: Path, opts: Options,
 #: cost (~1,300 M instructions: binding and planning its queries) is paid once a batch; four
 #: pairs of 24,500 rows hold ~0.3 GB in a worker at once.
 BATCH_PAIRS = 4
-#: Larger pairs (both dump.json files together) go one by one: their fixed cost is a small
-#: part of theirs, and a batch of them would hold several times their memory.
-BATCH_MAX_BYTES = 64 << 20
+#: The dump.json bytes (both sides of every pair) a batch holds at most: its pairs' rows are in
+#: one worker's database at once, so a batch's memory grows with its total, not its largest
+#: pair (a root-8x8-5000 pair: 10.3 MB, ~24,500 rows; a batch of four of them held ~0.3 GB more
+#: a worker than one pair). A pair above it goes alone: its fixed cost is a small part of its own.
+BATCH_MAX_BYTES = 48 << 20
 
 
 def batches(jobs: list[PairJob], workers: int) -> Iterator[list[PairJob]]:
     """The jobs in order, cut into pool tasks: up to :data:`BATCH_PAIRS` consecutive pairs a
     task, fewer where the pairs are few (every worker gets a share: at most a quarter of a
-    worker's share a task) or large (:data:`BATCH_MAX_BYTES` each, alone)."""
+    worker's share a task) or large (at most :data:`BATCH_MAX_BYTES` of dump.json a task; a
+    larger pair alone)."""
     size = max(1, min(BATCH_PAIRS, len(jobs) // (4 * workers)))
     batch: list[PairJob] = []
+    held = 0
     for job in jobs:
-        if size == 1 or _pair_bytes(job) > BATCH_MAX_BYTES:
+        nbytes = _pair_bytes(job)
+        if size == 1 or nbytes > BATCH_MAX_BYTES:
             if batch:
                 yield batch
-                batch = []
+                batch, held = [], 0
             yield [job]
             continue
+        if batch and held + nbytes > BATCH_MAX_BYTES:
+            yield batch
+            batch, held = [], 0
         batch.append(job)
+        held += nbytes
         if len(batch) == size:
             yield batch
-            batch = []
+            batch, held = [], 0
     if batch:
         yield batch
 

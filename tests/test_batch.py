@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from msq import pair_tables
+from msq import distributed, pair_tables
 from msq.blame.run import BlameRun
 from msq.config import Options
 from msq.distributed import PairJob, batches
@@ -208,4 +208,21 @@ def test_batches_cut_jobs_in_order(tmp_path):
     assert [b for bs in batches([job] * 10, 1) for b in bs] == [job] * 10
     missing = PairJob((tmp_path / "none.json", None), (small, None), "", "")
     assert [len(b) for b in batches([job] * 3 + [missing] + [job] * 5, 1)] == [2, 1, 1, 2, 2, 1]
+
+
+def test_a_batch_holds_at_most_its_bytes_of_dumps(tmp_path, monkeypatch):
+    """A batch's pairs are in one worker's database at once: its dump.json bytes together stay
+    under BATCH_MAX_BYTES (fewer pairs a task when they are larger), a pair above it alone."""
+    small = write_dump(tmp_path / "small", {"Functional.relu.0.forward": fwd(t(), out=t())})
+    big = write_dump(tmp_path / "big", {f"Functional.relu.{i}.forward": fwd(t(), out=t())
+                                        for i in range(40)})
+    pair = 2 * small.stat().st_size
+    assert 2 * big.stat().st_size > 5 * pair
+    job, large = PairJob((small, None), (small, None), "", ""), PairJob((big, None), (big, None),
+                                                                        "", "")
+    monkeypatch.setattr(distributed, "BATCH_MAX_BYTES", 5 * pair // 2)  # two pairs, not three
+    assert [len(b) for b in batches([job] * 64, 2)] == [2] * 32
+    cut = list(batches([job] * 3 + [large] + [job] * 4, 1))
+    assert [len(b) for b in cut] == [2, 1, 1, 2, 2]
+    assert cut[2] == [large]
 
