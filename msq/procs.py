@@ -90,9 +90,31 @@ def context(preload: Sequence[str] = ()) -> BaseContext:
 
     method = start_method()
     ctx = multiprocessing.get_context(method)
-    if method == "forkserver" and preload:
-        ctx.set_forkserver_preload(list(preload))  # type: ignore[attr-defined]
+    if method == "forkserver":
+        if preload:
+            ctx.set_forkserver_preload(list(preload))  # type: ignore[attr-defined]
+        start_forkserver()
     return ctx
+
+
+def start_forkserver() -> None:
+    """Start the forkserver (once a process; a no-op while it runs) without the working
+    directory on its ``sys.path``. Python starts it as ``python -c ...``, which puts the working
+    directory first, and before 3.13 it ignores the parent's ``sys.path``: a folder ``msq`` there
+    (the source tree of a non-editable install, another version's checkout) would be the msq the
+    server preloads and every worker runs. ``PYTHONSAFEPATH`` (Python 3.11+) keeps it off; the
+    server is started here, under it, rather than at the pool's first task."""
+    from multiprocessing import forkserver
+
+    saved = os.environ.get("PYTHONSAFEPATH")
+    os.environ["PYTHONSAFEPATH"] = "1"
+    try:
+        forkserver.ensure_running()
+    finally:
+        if saved is None:
+            del os.environ["PYTHONSAFEPATH"]
+        else:
+            os.environ["PYTHONSAFEPATH"] = saved
 
 
 def process_pool(workers: int, *, preload: Sequence[str] = (),

@@ -172,3 +172,38 @@ def test_the_cancelled_future_race_is_quiet_and_nothing_else_is() -> None:
         threading.excepthook = saved
     assert seen == ["ValueError: a real bug", "InvalidStateError: elsewhere",
                     "InvalidStateError: after"]
+
+
+def test_pool_workers_run_this_msq_not_a_folder_named_msq_in_the_working_directory(
+        tmp_path: Path) -> None:
+    """A directory compare's pool (a forkserver: the history is open) run from a folder holding
+    another ``msq`` package (a source tree, another version's checkout): the server and its
+    workers import the installed msq, as the command itself does, not that folder's."""
+    import json
+    import subprocess
+    import sys
+
+    from tests.dumps import fwd, t, write_dump
+
+    work = tmp_path / "work"
+    (work / "msq").mkdir(parents=True)
+    # an importable package: a preload that imports it keeps it for every worker forked after
+    # (a workers' own import goes by the parent's sys.path, which has no working directory)
+    (work / "msq" / "__init__.py").write_text("")
+    (work / "msq" / "pair_tables.py").write_text(
+        "raise RuntimeError('the msq of the working directory was imported')\n")
+    for side in ("npu", "bench"):
+        for rank in (0, 1):
+            write_dump(tmp_path / side / f"rank{rank}",
+                       {"Functional.relu.0.forward": fwd(t(), out=t(mx=2.0 + rank))})
+    compare_json = tmp_path / "compare.json"
+    compare_json.write_text(json.dumps({"npu_path": str(tmp_path / "npu"),
+                                        "bench_path": str(tmp_path / "bench")}))
+    command = Path(sys.executable).with_name("msq")  # the console script: no cwd on its path
+    done = subprocess.run([str(command), "compare", str(compare_json), "-o",
+                           str(tmp_path / "out"), "--format", "csv", "--workers", "2"],
+                          cwd=work, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "working directory was imported" not in done.stderr, done.stderr
+    assert "2 compares" in done.stdout + done.stderr
+    assert len(list((tmp_path / "out").glob("compare_result_*.csv"))) == 2
