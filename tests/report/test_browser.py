@@ -7,6 +7,7 @@ opens it from its file:// URL, and checks what the page shows against the workbo
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import shutil
@@ -102,7 +103,13 @@ def click_point(report: OpenReport, seq: int) -> None:
     report.page.locator("#chart").scroll_into_view_if_needed()
     x, y = report.page.evaluate(POINT_XY, seq)
     report.page.mouse.click(x, y)
-    report.page.wait_for_timeout(100)
+    # the click focuses and scrolls the row in the page's own time: wait for it (up to 5 s; a
+    # fixed 100 ms failed once under a loaded CI), then say what is wrong if it never came
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    with contextlib.suppress(PlaywrightTimeout):
+        report.page.wait_for_function(f"(seq) => ({ROW_IN_VIEW})(seq) === 'ok'", arg=seq,
+                                      timeout=5000)
     assert report.page.evaluate(ROW_IN_VIEW, seq) == "ok"
 
 
