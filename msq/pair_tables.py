@@ -202,9 +202,7 @@ def compute_pair_shared(job: PairJob, opts: Options, output_dir: Path) -> PairTa
     if not enough:
         return compute_pair(job, opts, output_dir)
     try:
-        with interrupts.deferred():  # the folder is made and named here, or not at all
-            folder = tempfile.mkdtemp(prefix=f"{PAIR_FOLDER}{pid_space()}-{os.getpid()}-",
-                                      dir=root)
+        folder = _new_pair_folder(root)
     except OSError:
         return compute_pair(job, opts, output_dir)
     try:
@@ -221,6 +219,12 @@ def compute_pair_shared(job: PairJob, opts: Options, output_dir: Path) -> PairTa
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)
         raise
+
+
+def _new_pair_folder(root: str) -> str:
+    """A pool worker's private folder for one pair under ``root`` (see :data:`PAIR_FOLDER`)."""
+    with interrupts.deferred():  # the folder is made and named here, or not at all
+        return tempfile.mkdtemp(prefix=f"{PAIR_FOLDER}{pid_space()}-{os.getpid()}-", dir=root)
 
 
 def leave_rows(out: PairTables, folder: str) -> None:
@@ -386,20 +390,13 @@ def _batch_pair_shared(con: Any, mode: str, job: PairJob, part: Any, opts: Optio
                        made: set[str], types: Any, root: str) -> PairTables:
     """One pair of a batch (msq.pipeline.batch_pair), its files and rows left in a shared
     folder of its own, its log lines its own."""
-    from msq.export.xlsx import deflate, renderer
-    from msq.flatten import reader
-    from msq.pipeline import batch_pair
+    from msq.pipeline import batch_pair, log_setup
 
     with _kept_logs() as records:
         started = time.time()
-        # what a single compare logs of itself (msq.pipeline.compute)
-        log.info("compare mode: %s (%s)", mode, "default")
-        log.info("dump reader: %s; workbook rows: %s; deflate: %s", reader(), renderer(),
-                 deflate())
+        log_setup(mode, opts)  # what a single compare logs of itself
         result = batch_pair(con, mode, part, opts, made, types)
-        with interrupts.deferred():  # the folder is made and named here, or not at all
-            folder = tempfile.mkdtemp(prefix=f"{PAIR_FOLDER}{pid_space()}-{os.getpid()}-",
-                                      dir=root)
+        folder = _new_pair_folder(root)
         try:
             tables = _pair_tables(con, mode, "pytorch", job, opts, result, started, folder)
             leave_rows(tables, folder)

@@ -323,6 +323,13 @@ def _run_single(inp: SingleInput, output_dir: Path, opts: Options, suffix: str,
     return result
 
 
+def log_setup(mode: str, opts: Options) -> None:
+    """What a compare says of itself at -v: its mode, and which of the optional C parts run
+    (built where pip finds a compiler). A batch's pairs say it each (msq.pair_tables)."""
+    log.info("compare mode: %s (%s)", mode, "msprobe-1.1 compat" if opts.is_compat else "default")
+    log.info("dump reader: %s; workbook rows: %s; deflate: %s", reader(), renderer(), deflate())
+
+
 def compute(inp: SingleInput, opts: Options, output_dir: Path, suffix: str,
             early: EarlyMetrics | None, clock: _Clock | None = None,
             on_result: Callable[[duckdb.DuckDBPyConnection, str, int], None] | None = None,
@@ -342,9 +349,7 @@ def compute(inp: SingleInput, opts: Options, output_dir: Path, suffix: str,
     clock = clock or _Clock()
     con, mode, framework, npu, bench = prepare(inp, opts, opened)
     clock.lap("load")
-    log.info("compare mode: %s (%s)", mode, "msprobe-1.1 compat" if opts.is_compat else "default")
-    # the C parts are optional (built where pip finds a compiler): say which side runs
-    log.info("dump reader: %s; workbook rows: %s; deflate: %s", reader(), renderer(), deflate())
+    log_setup(mode, opts)
     pair_rows(con, inp, opts, framework, output_dir, suffix)
     clock.lap("match")
     if mode == "tensor":
