@@ -299,9 +299,11 @@ def _compute(job: PairJob, opts: Options, output_dir: Path, folder: str | None,
 
 
 def _pair_tables(con: Any, mode: str, framework: str, job: PairJob, opts: Options,
-                 result: CompareResult, started: float, folder: str | None) -> PairTables:
+                 result: CompareResult, started: float, folder: str | None,
+                 rows: pa.Table | None = None) -> PairTables:
     """The pair's summary, files and history rows from its compare's connection ``con``
-    (``folder``: render the files there and leave them, else read them back)."""
+    (``folder``: render the files there and leave them, else read them back; ``rows``: its
+    result rows made already, :func:`_batch_result_rows`)."""
     from msq import db
 
     tables = PairTables(
@@ -318,7 +320,7 @@ def _pair_tables(con: Any, mode: str, framework: str, job: PairJob, opts: Option
             tables.files = [(Path(path).name, Path(path).read_bytes())
                             for path in _render(con, mode, job, opts, result, started, tmp)]
     if opts.record:
-        tables.history = _history_rows(con, mode)
+        tables.history = _history_rows(con, mode, rows)
     return tables
 
 
@@ -365,13 +367,15 @@ def _batch_shared(jobs: list[PairJob], opts: Options, output_dir: Path,
     try:
         with _kept_logs() as shared_logs:
             con, mode, parts = compute_batch(inps, opts, cast("EarlyDatabase", database))
+            rows = _batch_result_rows(con, mode, [part.place.out_range for part in parts]) \
+                if opts.record else [None] * len(parts)
             types = split_batch(con, mode)
         if any(record.levelno >= logging.WARNING for record in shared_logs):
             raise NotBatchable("a pair's dump warned: its lines are its own compare's")
         before = batch_catalog(con)
-        for job, part in zip(jobs, parts, strict=True):
+        for job, part, pair_rows in zip(jobs, parts, rows, strict=True):
             outs.append(_batch_pair_shared(con, mode, job, part, opts, database.views, types,
-                                           root))
+                                           root, pair_rows))
             end_batch_pair(con, before)
     except BaseException:
         for out in outs:
@@ -387,9 +391,11 @@ def _batch_shared(jobs: list[PairJob], opts: Options, output_dir: Path,
 
 
 def _batch_pair_shared(con: Any, mode: str, job: PairJob, part: Any, opts: Options,
-                       made: set[str], types: Any, root: str) -> PairTables:
+                       made: set[str], types: Any, root: str,
+                       rows: pa.Table | None = None) -> PairTables:
     """One pair of a batch (msq.pipeline.batch_pair), its files and rows left in a shared
-    folder of its own, its log lines its own."""
+    folder of its own, its log lines its own (``rows``: its history's result rows, made for
+    the batch at once)."""
     from msq.pipeline import batch_pair, log_setup
 
     with _kept_logs() as records:
@@ -398,7 +404,8 @@ def _batch_pair_shared(con: Any, mode: str, job: PairJob, part: Any, opts: Optio
         result = batch_pair(con, mode, part, opts, made, types)
         folder = _new_pair_folder(root)
         try:
-            tables = _pair_tables(con, mode, "pytorch", job, opts, result, started, folder)
+            tables = _pair_tables(con, mode, "pytorch", job, opts, result, started, folder,
+                                  rows)
             leave_rows(tables, folder)
         except BaseException:
             shutil.rmtree(folder, ignore_errors=True)
@@ -616,8 +623,9 @@ def _render(con: Any, mode: str, job: PairJob, opts: Options, result: CompareRes
     return paths
 
 
-def _history_rows(con: Any, mode: str) -> dict[str, pa.Table]:
-    """The pair's history rows, by history table, from the single-card recorder's SQL.
+def _history_rows(con: Any, mode: str, rows: pa.Table | None = None) -> dict[str, pa.Table]:
+    """The pair's history rows, by history table, from the single-card recorder's SQL
+    (``rows``: its result rows, made already).
 
     Each SELECT runs as its text (:class:`msq.db.SelectStream`), not through a relation, which
     binds it once more first: ~7-10 ms less a pair, the same batches (bench/README, "Session
@@ -627,10 +635,63 @@ def _history_rows(con: Any, mode: str) -> dict[str, pa.Table]:
     from msq import db
     from msq.history.recorder import prepare_blame, prepare_rows
 
-    tables = {"result_rows": pa.table(db.SelectStream(con, prepare_rows(con, mode)))}
+    if rows is None:
+        rows = pa.table(db.SelectStream(con, prepare_rows(con, mode)))
+    tables = {"result_rows": rows}
     for table, sql in prepare_blame(con):
         tables[table] = pa.table(db.SelectStream(con, sql))
     return tables
+
+
+def _batch_result_rows(con: Any, mode: str, ranges: list[tuple[int, int]]) -> list[pa.Table]:
+    """The history's result rows of every pair of a batch (msq.pipeline.compute_batch, before
+    split_batch: its tables under their own names), from one run of the recorder's SELECT over
+    the batch's rows, not one a pair over its views: each pair's rows are those of its out_seq
+    ``ranges`` (first, last), in the order they come, out_seq numbered from its first as its own
+    compare numbers them. The SELECT reads each row alone (joins on out_seq, row_seq and op_seq,
+    which run on from pair to pair), so a pair's rows are what its own SELECT gives."""
+    import pyarrow as pa
+
+    from msq import db
+    from msq.history.recorder import prepare_rows
+
+    rows = pa.table(db.SelectStream(con, prepare_rows(con, mode)))
+    con.execute("DROP VIEW temp.hist_result; DROP VIEW hist_row_ops")
+    return split_rows(rows, ranges)
+
+
+#: At most this many runs of rows a part is cut from, put together from slices (more: taken)
+_SLICED_RUNS = 64
+
+
+def split_rows(rows: pa.Table, ranges: list[tuple[int, int]]) -> list[pa.Table]:
+    """``rows`` (with an ``out_seq``) cut by out_seq ``ranges`` (first, last; inclusive), each
+    part's rows in their order in ``rows``, its out_seq less its first (of the same type)."""
+    import numpy as np
+    import pyarrow as pa
+
+    rows = rows.combine_chunks()
+    at = rows.schema.get_field_index("out_seq")
+    kind = rows.schema.field(at).type
+    seqs = rows.column(at).to_numpy()
+    out = []
+    for lo, hi in ranges:
+        where = np.flatnonzero((seqs >= lo) & (seqs <= hi))
+        # the runs of consecutive rows, sliced and put together (a join's rows come in a few
+        # runs: those its build side did not match last): a take of each column costs ~25 times
+        # more (~50 M instructions a 24,500-row pair)
+        cuts = np.flatnonzero(np.diff(where) != 1) + 1
+        starts = np.concatenate(([0], cuts)) if len(where) else np.array([], np.int64)
+        ends = np.concatenate((cuts, [len(where)])) if len(where) else starts
+        if len(starts) <= _SLICED_RUNS:
+            part = pa.concat_tables([rows.slice(int(where[a]), int(b - a))
+                                     for a, b in zip(starts, ends, strict=True)]
+                                    or [rows.slice(0, 0)]).combine_chunks()
+        else:
+            part = rows.take(pa.array(where))
+        own = pa.array(part.column(at).to_numpy() - lo).cast(kind)
+        out.append(part.set_column(at, rows.schema.field(at), own))
+    return out
 
 
 def remove_pair_folders(dead: Collection[int] = ()) -> None:
