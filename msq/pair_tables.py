@@ -374,8 +374,7 @@ def _batch_shared(jobs: list[PairJob], opts: Options, output_dir: Path,
             raise NotBatchable("a pair's dump warned: its lines are its own compare's")
         before = batch_catalog(con)
         for job, part, pair_rows in zip(jobs, parts, rows, strict=True):
-            outs.append(_batch_pair_shared(con, mode, job, part, opts, database.views, types,
-                                           root, pair_rows))
+            outs.append(_batch_pair_shared(con, mode, job, part, opts, types, root, pair_rows))
             end_batch_pair(con, before)
     except BaseException:
         for out in outs:
@@ -391,8 +390,7 @@ def _batch_shared(jobs: list[PairJob], opts: Options, output_dir: Path,
 
 
 def _batch_pair_shared(con: Any, mode: str, job: PairJob, part: Any, opts: Options,
-                       made: set[str], types: Any, root: str,
-                       rows: pa.Table | None = None) -> PairTables:
+                       types: Any, root: str, rows: pa.Table | None = None) -> PairTables:
     """One pair of a batch (msq.pipeline.batch_pair), its files and rows left in a shared
     folder of its own, its log lines its own (``rows``: its history's result rows, made for
     the batch at once)."""
@@ -401,7 +399,7 @@ def _batch_pair_shared(con: Any, mode: str, job: PairJob, part: Any, opts: Optio
     with _kept_logs() as records:
         started = time.time()
         log_setup(mode, opts)  # what a single compare logs of itself
-        result = batch_pair(con, mode, part, opts, made, types)
+        result = batch_pair(con, mode, part, opts, types)
         folder = _new_pair_folder(root)
         try:
             tables = _pair_tables(con, mode, "pytorch", job, opts, result, started, folder,

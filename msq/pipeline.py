@@ -18,7 +18,15 @@ import duckdb
 
 from msq import db, interrupts
 from msq.blame.export import write_blame_outputs
-from msq.blame.run import PendingBlame, blame_compare, finish_run, start_blame, start_run
+from msq.blame.run import (
+    PendingBlame,
+    batch_blame,
+    blame_compare,
+    finish_run,
+    pair_summary,
+    start_blame,
+    start_run,
+)
 from msq.config import Options, SingleInput, input_from_api, options_from_kwargs
 from msq.errors import DumpError, InputError, NothingComparedError, UsageError
 from msq.export.outputs import MARK_REASON, ensure_output_dir, write_outputs
@@ -684,11 +692,12 @@ def _single_card_noise(inp: Any, output_dir: Path, opts: Options) -> list[Compar
 # same tables, each pair's op_seq and row_seq running on from the previous pair's (so every
 # join on them, and on the out_seq and ord made from them, stays within a pair) and each op and
 # row marked with its pair (``ops.pair``, ``tensors.pair``: what relates rows by name or by
-# order groups by it too: op_candidates, op_pairs_default, unmatched_reasons). The match, the
-# windows, the per-row error, the verdicts, the result and its marks are computed once for the
-# batch (:func:`compute_batch`); then each pair in turn (:func:`batch_pair`) sees the batch's
-# tables through views of its own rows, numbered as its own compare numbers them, and its
-# summary, blame, outputs and history rows are made from them as a single compare's are.
+# order groups by it too: op_candidates, op_pairs_default, unmatched_reasons, blame's key
+# windows, name joins and ``prior`` window). The match, the windows, the per-row error, the
+# verdicts, the result, its marks and blame's tables are computed once for the batch
+# (:func:`compute_batch`); then each pair in turn (:func:`batch_pair`) sees the batch's tables
+# through views of its own rows, numbered as its own compare numbers them, and its summary,
+# blame summary, outputs and history rows are made from them as a single compare's are.
 
 
 @dataclasses.dataclass(frozen=True)
@@ -722,11 +731,13 @@ class NotBatchable(Exception):  # a decision, not a failure: the pairs run one b
 def batchable(opts: Options) -> bool:
     """Whether a batch's options allow comparing pairs at once: the default mode (--compat's
     matching and windows are a walk over one pair's rows), none of the options whose tables
-    relate rows by name without the pair (-s's stacks, -dm's and MindSpore's mappings), no -f
-    (op_keys then is the view over the rows), no user views (they may read anything)."""
+    relate rows by name without the pair (-s's stacks, -dm's and MindSpore's mappings, a
+    reference noise run's bands by row name), no -f (op_keys then is the view over the rows),
+    no user views (they may read anything)."""
     return (not opts.is_compat and not opts.sql_dir and not opts.fuzzy_match
             and not opts.stack_mode and opts.data_mapping is None and not opts.api_mapping
-            and not opts.cell_mapping and not opts.layer_mapping and opts.workers == 1)
+            and not opts.cell_mapping and not opts.layer_mapping and opts.workers == 1
+            and (opts.blame_run is None or opts.blame_run.bands is None))
 
 
 def read_batch(inps: list[SingleInput], opts: Options) -> tuple[str, list[BatchPair]]:
@@ -758,7 +769,8 @@ def read_batch(inps: list[SingleInput], opts: Options) -> tuple[str, list[BatchP
 def compute_batch(inps: list[SingleInput], opts: Options, opened: EarlyDatabase,
                   ) -> tuple[duckdb.DuckDBPyConnection, str, list[BatchPair]]:
     """Every pair's tables up to the result and its marks, computed at once for the batch (see
-    above) in the kept database ``opened`` (a pool worker's, msq.pair_tables.WorkerDatabase);
+    above), blame's tables too, in the kept database ``opened`` (a pool worker's,
+    msq.pair_tables.WorkerDatabase);
     then :func:`batch_pair` gives each pair its own. Returns the connection, the mode and the
     pairs with their places."""
     if not batchable(opts):
@@ -778,6 +790,11 @@ def compute_batch(inps: list[SingleInput], opts: Options, opened: EarlyDatabase,
     create_unmatched_reasons(con)
     for view in ("row_error", "verdicts", f"result_{mode}", "marks"):
         db.materialize(con, view)
+    if batch_blame(con, mode, [(p.place.pair, p.inp.npu_json, p.inp.bench_json) for p in pairs],
+                   opts, opened.views):
+        # read by blame_rows alone: no pair's view of them (a pair reads its own blame_rows
+        # and blame_edges, BATCH_TABLES)
+        con.execute("DROP TABLE blame_keys; DROP TABLE blame_tensors")
     return con, mode, place_pairs(con, pairs)
 
 
@@ -846,6 +863,10 @@ BATCH_TABLES: dict[str, tuple[str, dict[str, str]]] = {
     "row_error": ("out", {"out_seq": "out"}),
     "verdicts": ("out", {"out_seq": "out"}),
     "marks": ("out", {"out_seq": "out"}),
+    # blame's (msq.blame.run.batch_blame), when blame is on
+    "blame_rows": ("out", {"out_seq": "out", "op_seq": "op"}),
+    "blame_edges": ("pair", {"consumer_row": "row", "consumer_op": "op", "producer_row": "row",
+                             "producer_op": "op"}),
 }
 
 
@@ -859,10 +880,14 @@ ColumnTypes = dict[tuple[str, str], str]
 
 
 def split_batch(con: duckdb.DuckDBPyConnection, mode: str) -> ColumnTypes:
-    """The batch's tables renamed ``batch_<name>``: their names become each pair's views.
-    Returns their columns' types (for :func:`pair_views`)."""
+    """The batch's tables renamed ``batch_<name>`` (blame's where blame ran): their names
+    become each pair's views. Returns their columns' types (for :func:`pair_views`)."""
+    tables = {name for (name,) in con.execute(
+        "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() "
+        "AND schema_name = 'main' AND NOT temporary").fetchall()}
     con.execute("; ".join(f"ALTER TABLE {name} RENAME TO batch_{name}"
-                          for name in batch_tables(mode)))
+                          for name in batch_tables(mode)
+                          if name in tables or not name.startswith("blame_")))
     return {(t, c): ty for t, c, ty in con.execute(
         "SELECT table_name, column_name, data_type FROM duckdb_columns() "
         "WHERE database_name = current_database() AND schema_name = 'main' "
@@ -880,6 +905,8 @@ def pair_views(con: duckdb.DuckDBPyConnection, mode: str, place: BatchPlace,
     statements = []
     for name, (rows, columns) in batch_tables(mode).items():
         table = f"batch_{name}"
+        if (table, next(iter(columns))) not in types:  # blame's, with blame off
+            continue
         moved = [f"({column} - {bases[base]})::{types[(table, column)]} AS {column}"
                  for column, base in columns.items()]
         if (table, "pair") in types:
@@ -894,18 +921,22 @@ def pair_views(con: duckdb.DuckDBPyConnection, mode: str, place: BatchPlace,
 
 
 def batch_pair(con: duckdb.DuckDBPyConnection, mode: str, part: BatchPair, opts: Options,
-               made: set[str], types: ColumnTypes) -> CompareResult:
+               types: ColumnTypes) -> CompareResult:
     """One pair of a batch after :func:`split_batch` (``types``: what it returned): its views
-    (:func:`pair_views`), then its summary and blame, as :func:`compute` makes a single
+    (:func:`pair_views`), then its summary and blame's, as :func:`compute` makes a single
     compare's (the caller then renders and records the pair from ``con``, and
     :func:`end_batch_pair` undoes what this pair made)."""
     pair_views(con, mode, part.place, types)
     result = new_result(mode, part.inp)
     result.compat = False
     summarize(con, mode, result)
-    result.blame = blame_compare(con, mode, part.inp, opts, made)
+    if ("batch_blame_rows", "out_seq") in types:
+        result.blame = pair_summary(con, part.inp, opts)
     return result
 
+
+#: The schema's tables whose rows are the batch's (its settings; blame's, msq.blame.run.batch_blame).
+_BATCH_ROWS = ("settings", "blame_params", "blame_nesting", "blame_bands")
 
 #: The catalog as :func:`end_batch_pair` restores it between the pairs of a batch.
 _BATCH_CATALOG = ("SELECT (SELECT list(view_name ORDER BY view_name) FROM duckdb_views() "
@@ -924,11 +955,11 @@ def batch_catalog(con: duckdb.DuckDBPyConnection) -> tuple[list[str], list[str]]
 
 def end_batch_pair(con: duckdb.DuckDBPyConnection, before: tuple[list[str], list[str]]) -> None:
     """Undo what a pair of a batch made (``before``: :func:`batch_catalog` after
-    :func:`split_batch` and the first pair's views), for the next pair: the tables it made
-    dropped (blame's), the views it made tables of renamed back (msq.db.KEEP_SOURCES), the
-    rows it put in the schema's tables deleted (blame's parameters, nesting, bands); the
-    batch's own tables and settings kept. Raises when the catalog is not ``before``'s again
-    (the caller then discards the database and compares the pairs one by one)."""
+    :func:`split_batch`), for the next pair: the tables it made dropped, the views it made
+    tables of renamed back (msq.db.KEEP_SOURCES), any rows it put in the schema's tables
+    deleted; the batch's own tables, settings and blame's parameters and nesting kept. Raises
+    when the catalog is not ``before``'s again (the caller then discards the database and
+    compares the pairs one by one)."""
     views, tables = batch_catalog(con)
     old_views, old_tables = set(before[0]), set(before[1])
     script = [f"DROP TABLE {db.quote_ident(t)}" for t in tables if t not in old_tables]
@@ -941,7 +972,7 @@ def end_batch_pair(con: duckdb.DuckDBPyConnection, before: tuple[list[str], list
         else:
             script.append(f"DROP VIEW {db.quote_ident(view)}")
     script += [f"DELETE FROM {db.quote_ident(t)}" for t in sorted(old_tables)
-               if not t.startswith("batch_") and t != "settings"]
+               if not t.startswith("batch_") and t not in _BATCH_ROWS]
     con.execute("; ".join(script))
     if batch_catalog(con) != before:
         raise RuntimeError("a batch's database differs after a pair from before it")

@@ -13,7 +13,9 @@ of the pair compared alone.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import io
+import json
 import random
 import re
 import zipfile
@@ -185,18 +187,133 @@ def test_a_broken_pair_fails_alone_and_loses_none_of_the_others(jobs, opts, tmp_
 
 
 def test_options_whose_views_are_not_pair_safe_compare_one_by_one(jobs, tmp_path):
-    """--compat (msprobe's walk over one pair's rows) and -s (stacks by op name) are not
-    batched: the batch refuses, and compute_pairs_shared compares each pair alone."""
+    """--compat (msprobe's walk over one pair's rows), -s (stacks by op name) and a reference
+    noise run (blame's bands by row name) are not batched: the batch refuses, and
+    compute_pairs_shared compares each pair alone."""
+    from msq.blame.noise import bands_table
     from msq.pipeline import NotBatchable
 
+    bands = bands_table([(None, None, "Functional.relu.0.forward.output.0", 0.5)])
     for opts in (Options(workers=1, record=False, compat="msprobe-1.1"),
-                 Options(workers=1, record=False, stack_mode=True)):
+                 Options(workers=1, record=False, stack_mode=True),
+                 Options(workers=1, record=False, blame_run=BlameRun("noise", bands, "test"))):
         with pytest.raises(NotBatchable):
             pair_tables._batch_shared(jobs[:2], opts, tmp_path)
         outs = pair_tables.compute_pairs_shared(jobs[:2], opts, tmp_path)
         assert all(isinstance(out, PairTables) for out in outs)
         for job, out in zip(jobs[:2], outs, strict=True):
             assert contents(out) == contents(alone(job, opts, tmp_path)), job.title
+#: A module every op of :func:`chain` sits in (its construct.json), recorded after them.
+MODULE = "Module.block.Block.forward.0"
+
+
+def chain(seed: int, ops: int = 24) -> dict[str, Any]:
+    """A dump whose ops feed each other: each op's first input is the previous op's output (the
+    same statistics: blame links them), its second an external one; a backward entry for every
+    third op; and a module (:data:`MODULE`) around them all, from the first input to the last
+    output. The same names for every seed."""
+    rng = random.Random(seed)
+
+    def stat() -> dict[str, Any]:
+        return t(mx=rng.uniform(0.5, 4.0), mn=-rng.uniform(0.5, 4.0),
+                 mean=rng.uniform(-0.2, 0.2), norm=rng.uniform(1.0, 9.0))
+
+    data: dict[str, Any] = {}
+    x = first = stat()
+    for i in range(ops):
+        api, call = OPS[i % len(OPS)], i // len(OPS)
+        out = stat()
+        data[f"{api}.{call}.forward"] = fwd(copy.deepcopy(x), stat(), out=out)
+        if i % 3 == 0:
+            data[f"{api}.{call}.backward"] = bwd([stat()], [stat(), stat()])
+        x = out
+    data[MODULE] = fwd(copy.deepcopy(first), out=copy.deepcopy(x))
+    return data
+
+
+def chain_pair(root: Path, name: str, npu: dict[str, Any], bench: dict[str, Any]) -> PairJob:
+    """:func:`pair` with both sides' construct.json putting every op inside :data:`MODULE`."""
+    job = pair(root, name, npu, bench)
+    construct = json.dumps({**{op: MODULE for op in npu if op != MODULE}, MODULE: None})
+    for side in (job.npu[0], job.bench[0]):
+        side.with_name("construct.json").write_text(construct)
+    return job
+
+
+@pytest.fixture
+def linked_jobs(tmp_path: Path) -> list[PairJob]:
+    """Pairs whose blame collides: three share the NPU side (every key, name and module of one
+    pair is also another's), the second's bench is far off at one op (a large error early in
+    the batch), the last is another model under the same names with larger errors."""
+    base = chain(5)
+    far = noisy(base, 6, 0.01)
+    far["Functional.relu.0.forward"]["output"][0]["Max"] = 400.0
+    other = chain(7)
+    return [chain_pair(tmp_path, "quiet", base, noisy(base, 6, 0.01)),
+            chain_pair(tmp_path, "far", base, far),
+            chain_pair(tmp_path, "loud", base, noisy(base, 8, 0.2)),
+            chain_pair(tmp_path, "other", other, noisy(other, 9, 0.3))]
+
+
+def blame_of(out: PairTables) -> dict[str, Any]:
+    """A pair's blame as the driver gets it: its summary, its history rows, its CSV."""
+    got = contents(out)
+    return {"blame": got["blame"], "rows": got["history"]["blame_rows"],
+            "edges": got["history"]["blame_edges"],
+            "csv": {name: data for name, data in got["files"].items()
+                    if name.startswith("blame")}}
+
+
+def test_each_pair_of_a_batch_gets_its_own_blame(linked_jobs, opts, tmp_path):
+    """Blame is computed once for the batch (msq.blame.run.batch_blame): each pair's blame rows,
+    edges, summary and blame CSV are those of its own compare, though its keys, op names and
+    module nesting are all another pair's too."""
+    outs = pair_tables._batch_shared(linked_jobs, opts, tmp_path)
+    for job, out in zip(linked_jobs, outs, strict=True):
+        assert isinstance(out, PairTables), job.title
+        want = alone(job, opts, tmp_path)
+        assert want.blame.linked > 0 and want.blame.counts, job.title  # links, verdicts
+        assert blame_of(out) == blame_of(want), job.title
+        assert contents(out) == contents(want), job.title
+
+
+#: Each of blame's relations within a pair, taken out of its view (file, text, without it): the
+#: key windows and joins of blame_edges (the pair is in every key), the ``prior`` window of
+#: blame_ops, its backward-to-forward and module name joins.
+PAIR_MUTATIONS = {
+    "keys": ("blame_keys", ", pair) END AS", ") END AS"),
+    "prior": ("blame_ops", "PARTITION BY o.pair ", ""),
+    "forward": ("blame_ops", "f.pair = b.pair\n    AND ", ""),
+    "module": ("blame_ops", "n.pair = m.pair AND ", ""),
+}
+
+
+@pytest.mark.parametrize("mutation", sorted(PAIR_MUTATIONS))
+def test_blame_without_the_pair_mixes_the_pairs(linked_jobs, opts, tmp_path, monkeypatch,
+                                                mutation):
+    """The test above fails when blame's views relate rows across pairs: each of the pair's
+    conditions taken out (:data:`PAIR_MUTATIONS`; a single compare's blame stays the same, as it
+    has one pair) makes some pair's blame another than its own compare's."""
+    from msq import sqlfiles
+
+    view, text, without = PAIR_MUTATIONS[mutation]
+    key = (sqlfiles.sql_root, "compare/blame")
+    files = sqlfiles.sql_files("compare/blame")
+    changed = []
+    for file in files:
+        if file.name == view:
+            assert text in file.text, (view, text)
+            file = dataclasses.replace(file, text=file.text.replace(text, without))
+        changed.append(file)
+    monkeypatch.setitem(sqlfiles._SHIPPED, key, tuple(changed))
+    WorkerDatabase.discard()  # its views made again, from the changed files
+    outs = pair_tables._batch_shared(linked_jobs, opts, tmp_path)
+    differ = [job.title for job, out in zip(linked_jobs, outs, strict=True)
+              if isinstance(out, PairTables)
+              and blame_of(out) != blame_of(alone(job, opts, tmp_path))]
+    assert differ, mutation
+
+
 def test_batches_cut_jobs_in_order(tmp_path):
     """Pool tasks: consecutive pairs, up to four a task, fewer when the pairs are few; a large
     pair goes alone."""

@@ -31,6 +31,17 @@ log = logging.getLogger("msq")
 # blame_ops (one row an op) is read by blame_rows alone, which plans it in (its own table cost
 # more than it saves)
 MATERIALIZED = ("row_error", "blame_keys", "blame_edges", "blame_tensors", "blame_rows")
+#: the order of the rows of blame's tables that the outputs and the history read (their rows'
+#: order otherwise is their plan's, which differs between a compare and a batch of pairs,
+#: msq.pipeline.compute_batch, whose pairs' rows the history takes as they are)
+ORDERED = {"blame_edges": "side, consumer_row", "blame_rows": "out_seq"}
+
+
+def materialize(con: duckdb.DuckDBPyConnection, view: str) -> None:
+    """One of blame's views made a table (:data:`MATERIALIZED`), in :data:`ORDERED`'s order."""
+    order = ORDERED.get(view)
+    db.materialize(con, view, None if order is None else
+                   f"SELECT * FROM {db.quote_ident('_src_' + view)} ORDER BY {order}")
 
 
 def nesting_rows(construct: dict[str, Any]) -> list[tuple[str, str]]:
@@ -49,8 +60,9 @@ def nesting_rows(construct: dict[str, Any]) -> list[tuple[str, str]]:
     return rows
 
 
-def load_nesting(con: duckdb.DuckDBPyConnection, side: str, dump_json: Path) -> int:
+def load_nesting(con: duckdb.DuckDBPyConnection, side: str, dump_json: Path, pair: int = 0) -> int:
     """Fill ``blame_nesting`` from the construct.json beside ``dump_json``; return its rows.
+    ``pair``: the dump's pair in a batch of pairs (:func:`run_batch_blame`).
 
     construct.json is optional for a compare (msprobe does not read it): a missing one means no
     nesting (the L1 level writes it empty), a broken one is reported and skipped.
@@ -67,9 +79,9 @@ def load_nesting(con: duckdb.DuckDBPyConnection, side: str, dump_json: Path) -> 
     if rows:
         ops, ancestors = zip(*rows)
         # as list parameters: no pyarrow on a statistics compare's path (its import is ~0.25 s)
-        con.execute("INSERT INTO blame_nesting (side, op_name, ancestor) "
-                    "SELECT ?, unnest(?::VARCHAR[]), unnest(?::VARCHAR[])",
-                    [side, list(ops), list(ancestors)])
+        con.execute("INSERT INTO blame_nesting (side, op_name, ancestor, pair) "
+                    "SELECT ?, unnest(?::VARCHAR[]), unnest(?::VARCHAR[]), ?",
+                    [side, list(ops), list(ancestors), pair])
     return len(rows)
 
 
@@ -103,4 +115,24 @@ def run_blame(con: duckdb.DuckDBPyConnection, mode: str, npu_json: Path, bench_j
                   skip=views_made)
     for view in MATERIALIZED:
         if not (row_error_table and view == "row_error"):
-            db.materialize(con, view)
+            materialize(con, view)
+
+
+def run_batch_blame(con: duckdb.DuckDBPyConnection, mode: str,
+                    dumps: list[tuple[int, Path, Path]], *, run_id: str,
+                    views_made: Collection[str] = ()) -> None:
+    """Blame of a batch of pairs at once (msq.pipeline.compute_batch: their rows in one set of
+    tables, each op and row marked with its pair, ``row_error`` a table already): what
+    :func:`run_blame` computes for one compare, for every pair in one set of queries. The
+    views keep each key, name join and window within its pair (sql/compare/blame), so that a
+    pair's rows are those of its own compare. ``dumps``: each pair's number and its NPU and
+    bench dump.json. No noise bands (blame_rows finds a row's band by name alone): a run with a
+    reference noise run compares its pairs one by one."""
+    con.execute("INSERT INTO blame_params VALUES (?, ?, ?, NULL)", [run_id, FLOOR_FACTOR, AMP_LIMIT])
+    for pair, npu_json, bench_json in dumps:
+        load_nesting(con, "npu", npu_json, pair)
+        load_nesting(con, "bench", bench_json, pair)
+    db.load_views(con, folders=("compare/blame",), variants=[mode], skip=views_made)
+    for view in MATERIALIZED:
+        if view != "row_error":
+            materialize(con, view)

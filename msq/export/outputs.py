@@ -150,8 +150,10 @@ def _write_workbook(con: duckdb.DuckDBPyConnection, mode: str, cols: list[str],
 
 
 def _has_blame(con: duckdb.DuckDBPyConnection) -> bool:
-    """The compare has blame (the default mode): its own sheet goes beside msprobe's."""
-    return bool(scalar(con, "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'blame_rows' "
+    """The compare has blame (the default mode): its own sheet goes beside msprobe's. (Its
+    ``blame_rows`` is a table, or, a batch's pair's, a view of ``batch_blame_rows``.)"""
+    return bool(scalar(con, "SELECT count(*) FROM duckdb_tables() WHERE table_name IN "
+                            "('blame_rows', 'batch_blame_rows') "
                             "AND database_name = current_database()"))
 
 

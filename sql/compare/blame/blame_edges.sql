@@ -1,6 +1,7 @@
--- description: Blame's dataflow edges, per side: each tensor input row and the earlier output row that produced it (the nearest preceding output with the same content; an op's output before a module record that only repeats it), how it was linked (hash, md5, statistics, reshape; external: no producer) and how many earlier outputs had that content.
+-- description: Blame's dataflow edges, per side: each tensor input row and the earlier output row that produced it (the nearest preceding output with the same content; an op's output before a module record that only repeats it), how it was linked (hash, md5, statistics, reshape; external: no producer), how many earlier outputs had that content, and the pair (a batch's; blame_keys' keys are within it).
 -- For each kind of key, one window over the inputs to link and the producers, in dump order (pos):
 -- the last producer before an input with its key. An input sorts before its own op's outputs.
+-- (A key includes its row's pair, blame_keys: a batch's pairs never link to each other.)
 WITH ins AS (SELECT * FROM blame_keys WHERE io = 'input'),
 -- the outputs, a module's (or cell's) told from an op's (by the op's name: outputs only)
 outs AS (
@@ -82,7 +83,7 @@ linked AS (
 )
 SELECT i.side, i.row_seq AS consumer_row, i.op_seq AS consumer_op,
        o.row_seq AS producer_row, o.op_seq AS producer_op,
-       coalesce(l.how, 'external') AS how, coalesce(l.n, 0) AS candidates
+       coalesce(l.how, 'external') AS how, coalesce(l.n, 0) AS candidates, i.pair
 FROM ins i
 LEFT JOIN linked l ON l.side = i.side AND l.row_seq = i.row_seq
 LEFT JOIN blame_keys o ON o.side = l.side AND o.pos = l.p_pos

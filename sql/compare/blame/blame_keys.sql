@@ -1,4 +1,4 @@
--- description: Blame: the content keys of every tensor row of each side, to link an op's inputs to the earlier outputs that produced them: ckey exact content (tensor mode: content hash of the metrics pass; md5 mode: md5) with dtype and shape, skey the exact statistics with dtype and shape, rkey the content without the shape (a view or reshape).
+-- description: Blame: the content keys of every tensor row of each side, to link an op's inputs to the earlier outputs that produced them: ckey exact content (tensor mode: content hash of the metrics pass; md5 mode: md5) with dtype and shape, skey the exact statistics with dtype and shape, rkey the content without the shape (a view or reshape); each key within the row's pair (a batch of pairs, msq.pipeline.compute_batch).
 WITH hashed AS (
   SELECT 'npu' AS side, r.npu_row AS row_seq, any_value(tm.npu_hash) AS h
   FROM compare_rows r JOIN tensor_metrics tm USING (out_seq)
@@ -10,7 +10,7 @@ WITH hashed AS (
 ),
 k AS (
   SELECT
-    t.side, t.row_seq, t.op_seq, t.row_in_op, t.io, t.dtype, t.shape, t.numel,
+    t.side, t.row_seq, t.op_seq, t.row_in_op, t.io, t.dtype, t.shape, t.numel, t.pair,
     CASE WHEN h.h IS NOT NULL THEN hash('h', h.h)
          WHEN (SELECT mode FROM settings) = 'md5' AND t.md5 IS NOT NULL THEN hash('m', t.md5)
     END AS content,
@@ -25,14 +25,17 @@ k AS (
   LEFT JOIN hashed h ON h.side = t.side AND h.row_seq = t.row_seq
   WHERE t.is_tensor AND coalesce(t.numel, 0) > 0
 )
--- keys are 64-bit hashes of what must be equal (a collision could only link a wrong producer)
+-- keys are 64-bit hashes of what must be equal (a collision could only link a wrong producer);
+-- the pair is part of each key: every join and window on a key keeps to the row's pair (in a
+-- batch, the pairs' equal statistics must not link a row to another pair's producer)
 SELECT
   side, row_seq, op_seq, io,
   -- rows of one op sort after every row of the ops before it
   op_seq::BIGINT * 1048576 + row_in_op AS pos,
-  CASE WHEN content IS NOT NULL THEN hash(dtype, shape, content) END AS ckey,
+  CASE WHEN content IS NOT NULL THEN hash(dtype, shape, content, pair) END AS ckey,
   chow,
-  CASE WHEN stats IS NOT NULL THEN hash(dtype, shape, stats) END AS skey,
+  CASE WHEN stats IS NOT NULL THEN hash(dtype, shape, stats, pair) END AS skey,
   CASE WHEN coalesce(content, stats) IS NOT NULL
-       THEN hash(dtype, numel, coalesce(content, stats)) END AS rkey
+       THEN hash(dtype, numel, coalesce(content, stats), pair) END AS rkey,
+  pair
 FROM k

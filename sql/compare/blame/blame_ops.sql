@@ -1,6 +1,8 @@
 -- description: Blame, per NPU op: the error its inputs bring (input_err, the worst of: its own inputs; a backward op's forward record, whose tensors autograd saved; a module's inner ops, from construct.json; for an in-place input, recorded only after the op ran, any error before the op), which input that is, and the largest error of any output before the op (prior_err).
+-- A batch's pairs (msq.pipeline.compute_batch) share the tables: ops relate by name and order
+-- within their pair alone.
 WITH ops_n AS (
-  SELECT op_seq, op_name,
+  SELECT op_seq, op_name, pair,
     starts_with(op_name, 'Module.') OR starts_with(op_name, 'Cell.') AS is_module,
     regexp_extract(op_name, '\.(forward|backward)(\.\d+)?$', 1) AS direction
   FROM ops WHERE side = 'npu'
@@ -14,7 +16,8 @@ out_err AS (
 ),
 prior AS (
   SELECT o.op_seq, o.direction,
-    max(oe.err) OVER (ORDER BY o.op_seq ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
+    max(oe.err) OVER (PARTITION BY o.pair ORDER BY o.op_seq
+                      ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
       AS prior_err
   FROM ops_n o LEFT JOIN out_err oe USING (op_seq)
 ),
@@ -31,15 +34,16 @@ contrib AS (
   -- a backward op: the tensors of its forward record (inputs and outputs; compared ones)
   SELECT b.op_seq, t.npu_name, t.err
   FROM ops_n b
-  JOIN ops_n f ON f.op_name = regexp_replace(b.op_name, '\.backward(\.\d+)?$', '.forward\1')
+  JOIN ops_n f ON f.pair = b.pair
+    AND f.op_name = regexp_replace(b.op_name, '\.backward(\.\d+)?$', '.forward\1')
   JOIN blame_tensors t ON t.op_seq = f.op_seq
   WHERE b.direction = 'backward' AND t.out_seq IS NOT NULL
   UNION ALL
   -- a module: the ops inside it (their compared outputs)
   SELECT m.op_seq, t.npu_name, t.err
   FROM ops_n m
-  JOIN blame_nesting n ON n.side = 'npu' AND n.ancestor = m.op_name
-  JOIN ops_n c ON c.op_name = n.op_name
+  JOIN blame_nesting n ON n.side = 'npu' AND n.pair = m.pair AND n.ancestor = m.op_name
+  JOIN ops_n c ON c.pair = n.pair AND c.op_name = n.op_name
   JOIN blame_tensors t ON t.op_seq = c.op_seq AND t.io = 'output'
   WHERE m.is_module AND t.out_seq IS NOT NULL
 ),
@@ -55,7 +59,8 @@ worst AS (
 )
 SELECT o.op_seq, o.op_name, o.is_module, o.direction,
   starts_with(o.op_name, 'Distributed.') AS collective,
-  EXISTS (SELECT 1 FROM blame_nesting n WHERE n.side = 'npu' AND n.ancestor = o.op_name)
+  EXISTS (SELECT 1 FROM blame_nesting n
+          WHERE n.side = 'npu' AND n.pair = o.pair AND n.ancestor = o.op_name)
     AS has_inner,
   coalesce(w.input_err, 0.0) AS input_err, w.worst_input, coalesce(w.n_inputs, 0) AS n_inputs,
   coalesce(w.n_unknown, 0) AS n_unknown, coalesce(p.prior_err, 0.0) AS prior_err

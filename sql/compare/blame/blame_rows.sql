@@ -76,6 +76,7 @@ FROM (
   FROM blame_tensors t
   JOIN blame_ops bo ON bo.op_seq = t.op_seq
   CROSS JOIN p
+  -- (by name: a batch of pairs has no bands, msq.blame.run.batch_blame)
   LEFT JOIN (SELECT npu_name, max(band) AS band FROM blame_bands GROUP BY npu_name) bd
     ON bd.npu_name = t.npu_name
   WHERE t.out_seq IS NOT NULL

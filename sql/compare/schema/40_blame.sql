@@ -8,5 +8,7 @@ CREATE TABLE IF NOT EXISTS blame_params (
 );
 -- What each row adds in the reference noise run (by NPU row name): the floor is at least this.
 CREATE TABLE IF NOT EXISTS blame_bands (npu_name VARCHAR, band DOUBLE);
--- construct.json: every module (or cell) an op sits in, at any depth.
-CREATE TABLE IF NOT EXISTS blame_nesting (side VARCHAR, op_name VARCHAR, ancestor VARCHAR);
+-- construct.json: every module (or cell) an op sits in, at any depth; pair: the op's pair in a
+-- batch of pairs (msq.pipeline.compute_batch; 0, a single compare's).
+CREATE TABLE IF NOT EXISTS blame_nesting (side VARCHAR, op_name VARCHAR, ancestor VARCHAR,
+                                          pair INTEGER DEFAULT 0);
