@@ -94,8 +94,9 @@ def live_source(con: duckdb.DuckDBPyConnection, mode: str, result: CompareResult
     have = {d[0] for d in cur.execute(f"SELECT * FROM ({rows_sql}) LIMIT 0").description}
     # the mode's rows hold the mode's columns; the others are NULL, as in result_rows; the metric
     # cells' texts come as one list, texts (result_data's, schema version 5; none in md5 mode),
-    # spread into their <metric>_text columns as the view result_rows spreads them
-    spread = {name: f"texts[{k}]" for k, name in text_columns()} if "texts" in have else {}
+    # and other modes' columns as two (tensor_metrics, mode_texts: version 7), spread into their
+    # columns as the view result_rows spreads them
+    spread = {name: f"{packed}[{k}]" for packed, k, name in packed_columns() if packed in have}
     select = ", ".join(f'"{name}"' if name in have else
                        f'{spread[name]} AS "{name}"' if name in spread else
                        f'NULL::{dtype} AS "{name}"'
@@ -109,9 +110,10 @@ def live_source(con: duckdb.DuckDBPyConnection, mode: str, result: CompareResult
     return ReportSource(cur, [header], "compare", blame=blame, owns_connection=True)
 
 
-def text_columns() -> tuple[tuple[int, str], ...]:
-    """(place in result_data.texts, column) of each ``<metric>_text`` column of the history's
-    view ``result_rows``, read from the view's own DDL (one definition of the order)."""
+def packed_columns() -> tuple[tuple[str, int, str], ...]:
+    """(list column of result_data, place in it, column) of each column of the history's view
+    ``result_rows`` that result_data keeps in a list (texts, tensor_metrics, mode_texts), read
+    from the view's own DDL."""
     return _result_rows()[1]
 
 
@@ -121,7 +123,7 @@ def result_rows_columns() -> tuple[tuple[str, str], ...]:
 
 
 @lru_cache(maxsize=1)
-def _result_rows() -> tuple[tuple[tuple[str, str], ...], tuple[tuple[int, str], ...]]:
+def _result_rows() -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, int, str], ...]]:
     """The history's ``result_rows``: its columns, and where its texts come from (one scratch
     database made from sql/history/schema for both)."""
     scratch = duckdb.connect()
@@ -134,11 +136,12 @@ def _result_rows() -> tuple[tuple[tuple[str, str], ...], tuple[tuple[int, str], 
                                      "WHERE view_name = 'result_rows' AND NOT internal"))
     finally:
         scratch.close()
-    texts = tuple((int(k), name) for k, name in
-                  re.findall(r"\btexts\[(\d+)\]\s+AS\s+(\w+_text)\b", sql, re.IGNORECASE))
+    packed = tuple((column, int(k), name) for column, k, name in
+                   re.findall(r"\br\.(\w+)\[(\d+)\]\s+AS\s+(\w+)\b", sql, re.IGNORECASE))
+    texts = tuple(item for item in packed if item[0] == "texts" and item[2].endswith("_text"))
     if not texts:
         raise RuntimeError("the history's view result_rows spreads no texts[k] AS <metric>_text")
-    return columns, texts
+    return columns, packed
 
 
 def _live_header(mode: str, result: CompareResult, opts: Options, rank: int | None,

@@ -147,10 +147,43 @@ def blame_as_version_5(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("ALTER TABLE v5_blame RENAME TO blame_rows")
 
 
+def result_as_version_6(con: duckdb.DuckDBPyConnection) -> None:
+    """Rewrite the result rows of a history (open in ``con``) into the layout schema versions
+    5 and 6 wrote: result_data with its tensor metrics, md5s, npu_stack and data_name as columns
+    (no lists tensor_metrics and mode_texts), the same rows in recording order, and the view
+    result_rows reading them (sql/history/migrate/v5.sql's)."""
+    from msq import db as db_sql
+
+    v5 = db_sql.sql_file("history/migrate/v5.sql").text
+    start = v5.index("CREATE TABLE result_data_v5 (")
+    ddl = v5[start:v5.index("\n);", start) + 3]
+    con.execute(ddl.replace("result_data_v5", "v6_data"))
+    con.execute("INSERT INTO v6_data BY NAME SELECT * EXCLUDE (tensor_metrics, mode_texts), "
+                "tensor_metrics[1] AS cosine, tensor_metrics[2] AS max_abs_err, "
+                "tensor_metrics[3] AS max_rel_err, tensor_metrics[4] AS one_thousandth_err_ratio, "
+                "tensor_metrics[5] AS five_thousandths_err_ratio, mode_texts[1] AS npu_md5, "
+                "mode_texts[2] AS bench_md5, mode_texts[3] AS npu_stack, "
+                "mode_texts[4] AS data_name FROM result_data ORDER BY compare_id, out_seq")
+    con.execute("DROP VIEW result_rows")
+    con.execute("DROP TABLE result_data")
+    con.execute("ALTER TABLE v6_data RENAME TO result_data")
+    con.execute(v5.split("ALTER TABLE result_data_v5 RENAME TO result_data;\n")[1])
+
+
+def as_version_6(db: Path) -> None:
+    """Rewrite a history into the layout schema version 6 wrote (:func:`result_as_version_6`)."""
+    con = duckdb.connect(str(db))
+    result_as_version_6(con)
+    con.execute("UPDATE meta SET value = '6' WHERE key = 'schema_version'")
+    con.close()
+
+
 def as_version_5(db: Path) -> None:
-    """Rewrite a history into the layout schema version 5 wrote (:func:`blame_as_version_5`)."""
+    """Rewrite a history into the layout schema version 5 wrote (:func:`blame_as_version_5`,
+    :func:`result_as_version_6`)."""
     con = duckdb.connect(str(db))
     blame_as_version_5(con)
+    result_as_version_6(con)
     con.execute("UPDATE meta SET value = '5' WHERE key = 'schema_version'")
     con.close()
 

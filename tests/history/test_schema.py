@@ -19,6 +19,7 @@ from tests.history.builders import (
     LINEAR1_OUT,
     as_version_3,
     as_version_5,
+    as_version_6,
     blame_as_version_5,
     count,
     run_api,
@@ -270,3 +271,48 @@ def test_duckdb_sizes_are_read_in_their_units(text: str, expected: int) -> None:
 def test_an_unreadable_size_is_refused() -> None:
     with pytest.raises(ValueError, match="not a DuckDB size"):
         size_bytes("a lot")
+
+
+def test_a_version_6_file_gets_other_modes_columns_in_lists(made: tuple[Path, Path],
+                                                          tmp_path: Path) -> None:
+    """Version 7 keeps result_data's tensor metrics (five DOUBLEs) and md5s, npu_stack and
+    data_name (four VARCHARs) in two lists, tensor_metrics and mode_texts, each NULL when all its
+    members are: a version-6 file is migrated at its next recording, its result_rows the same
+    columns and rows as before (every member set somewhere, NaN and infinities kept), the new
+    compare recorded alike; a new file's result_data and result_rows are what the migration
+    makes."""
+    cj, db = made
+    as_version_6(db)
+    con = duckdb.connect(str(db))
+    members = ["cosine", "max_abs_err", "max_rel_err", "one_thousandth_err_ratio",
+               "five_thousandths_err_ratio", "npu_md5", "bench_md5", "npu_stack", "data_name"]
+    numbers = ["'nan'::DOUBLE", "0.5", "'-inf'::DOUBLE", "1e-300", "'inf'::DOUBLE"]
+    for i, column in enumerate(members):  # each alone on its row, and all of them on row 12
+        value = numbers[i] if i < 5 else f"'text {i}'"
+        con.execute(f"UPDATE result_data SET {column} = {value} WHERE out_seq IN ({i}, 12)")
+    con.close()
+    before = history.query(db, "SELECT * FROM result_rows ORDER BY compare_id, out_seq")
+    run_api(cj, tmp_path / "out", db=db)
+    assert history.query(db, "SELECT value FROM meta WHERE key = 'schema_version'").rows == [
+        (str(schema.SCHEMA_VERSION),)]
+    after = history.query(db, "SELECT * FROM result_rows WHERE compare_id = 1 ORDER BY out_seq")
+    assert after.columns == before.columns
+    assert repr(after.rows) == repr(before.rows)  # NaN equal to NaN
+    assert history.query(db, "SELECT count(tensor_metrics), count(mode_texts), "
+                             "list(out_seq ORDER BY out_seq) FILTER (tensor_metrics IS NULL "
+                             "AND mode_texts IS NULL) FROM result_data WHERE compare_id = 1"
+                             ).rows == [(6, 5, [9, 10, 11])]
+    assert history.query(db, "SELECT mode_texts FROM result_data WHERE compare_id = 1 "
+                             "AND out_seq = 7").rows == [([None, None, "text 7", None],)]
+    # the new compare: the rows the first one had before, its lists all NULL (statistics)
+    new = history.query(db, "SELECT * EXCLUDE (compare_id) FROM result_rows WHERE compare_id = 2 "
+                            "ORDER BY out_seq").rows
+    assert len(new) == len(before.rows) == 13
+    assert history.query(db, "SELECT count(tensor_metrics), count(mode_texts) FROM result_data "
+                             "WHERE compare_id = 2").rows == [(0, 0)]
+    fresh = tmp_path / "fresh.duckdb"
+    run_api(cj, tmp_path / "out2", db=fresh)
+    for query in ("SELECT * FROM result_rows", "SELECT * FROM result_data"):
+        assert history.query(fresh, query).columns == history.query(db, query).columns
+    assert history.query(fresh, "SELECT * EXCLUDE (compare_id) FROM result_rows "
+                                "ORDER BY out_seq").rows == new

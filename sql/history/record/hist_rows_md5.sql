@@ -13,15 +13,16 @@ SELECT
   CASE WHEN kind <> 'npu_only' THEN "Bench Dtype" END AS bench_dtype,
   CASE WHEN kind <> 'bench_only' THEN "NPU Tensor Shape" END AS npu_shape,
   CASE WHEN kind <> 'npu_only' THEN "Bench Tensor Shape" END AS bench_shape,
-  CASE WHEN kind = 'matched' THEN "NPU MD5" END AS npu_md5,
-  CASE WHEN kind = 'matched' THEN "BENCH MD5" END AS bench_md5,
   "Result" AS result,
   verdict,
   verdict = 'fail' AS failing,
   NULL::VARCHAR AS err_message,
   NULL::VARCHAR AS mark, NULL::VARCHAR AS mark_rules,
   hist_severity(NULL, verdict = 'fail', verdict) AS severity,
-  CASE WHEN s.stack_mode THEN "NPU_Stack_Info" END AS npu_stack,
+  -- npu_md5, bench_md5, npu_stack, data_name in one list (schema version 7)
+  hist_mode_texts(CASE WHEN kind = 'matched' THEN "NPU MD5" END,
+                  CASE WHEN kind = 'matched' THEN "BENCH MD5" END,
+                  CASE WHEN s.stack_mode THEN "NPU_Stack_Info" END, NULL) AS mode_texts,
   nullif("Reason", '') AS reason
 -- the settings joined, not read by scalar subqueries: ~5 ms less to plan, on every compare
 FROM v LEFT JOIN (SELECT stack AS stack_mode, compat AS compat_mode FROM settings) s ON true

@@ -58,7 +58,9 @@ SELECT
   mark, mark_rules,
   -- the default mode's verdict is its mark (a yellow row fails too, and stays severity 1)
   hist_severity(mark, verdict = 'warning' AND s.compat_mode, verdict) AS severity,
-  CASE WHEN s.stack_mode THEN "NPU_Stack_Info" END AS npu_stack,
+  -- npu_md5, bench_md5, npu_stack, data_name (schema version 7): a statistics row has a stack
+  CASE WHEN s.stack_mode AND "NPU_Stack_Info" IS NOT NULL
+       THEN [NULL, NULL, "NPU_Stack_Info", NULL]::VARCHAR[] END AS mode_texts,
   nullif("Reason", '') AS reason
 -- the settings joined, not read by scalar subqueries: ~5 ms less to plan, on every compare
 FROM v LEFT JOIN (SELECT stack AS stack_mode, compat AS compat_mode FROM settings) s ON true

@@ -29,11 +29,11 @@ SELECT
   CASE WHEN kind <> 'npu_only' THEN "Bench Dtype" END AS bench_dtype,
   CASE WHEN kind <> 'bench_only' THEN "NPU Tensor Shape" END AS npu_shape,
   CASE WHEN kind <> 'npu_only' THEN "Bench Tensor Shape" END AS bench_shape,
-  hist_num("Cosine") AS cosine,
-  hist_num("MaxAbsErr") AS max_abs_err,
-  hist_num("MaxRelativeErr") AS max_rel_err,
-  hist_num("One Thousandth Err Ratio") AS one_thousandth_err_ratio,
-  hist_num("Five Thousandths Err Ratio") AS five_thousandths_err_ratio,
+  -- cosine, max_abs_err, max_rel_err, one_thousandth_err_ratio, five_thousandths_err_ratio
+  -- in one list (schema version 7)
+  hist_metrics(hist_num("Cosine"), hist_num("MaxAbsErr"), hist_num("MaxRelativeErr"),
+               hist_num("One Thousandth Err Ratio"), hist_num("Five Thousandths Err Ratio"))
+    AS tensor_metrics,
   hist_num("NPU max") AS npu_max,
   hist_num("NPU min") AS npu_min,
   hist_num("NPU mean") AS npu_mean,
@@ -57,8 +57,8 @@ SELECT
   mark, mark_rules,
   -- the default mode's verdict is its mark (a yellow row fails too, and stays severity 1)
   hist_severity(mark, verdict = 'fail' AND s.compat_mode, verdict) AS severity,
-  CASE WHEN s.stack_mode THEN "NPU_Stack_Info" END AS npu_stack,
-  CASE WHEN kind = 'matched' THEN "Data_name" END AS data_name,
+  hist_mode_texts(NULL, NULL, CASE WHEN s.stack_mode THEN "NPU_Stack_Info" END,
+                  CASE WHEN kind = 'matched' THEN "Data_name" END) AS mode_texts,
   nullif("Reason", '') AS reason
 -- the settings joined, not read by scalar subqueries: ~5 ms less to plan, on every compare
 FROM v LEFT JOIN (SELECT stack AS stack_mode, compat AS compat_mode FROM settings) s ON true

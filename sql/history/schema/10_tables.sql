@@ -1,4 +1,4 @@
--- The history database (schema version 5): every compare msq recorded, and every output row.
+-- The history database (schema version 7): every compare msq recorded, and every output row.
 -- Executed inside the history file (USE) in one transaction; see docs/schema.md.
 CREATE TABLE IF NOT EXISTS meta (
   key VARCHAR PRIMARY KEY,   -- schema_version | created_at | created_by
@@ -71,12 +71,6 @@ CREATE TABLE IF NOT EXISTS result_data (
   min_rel_pct DOUBLE,
   mean_rel_pct DOUBLE,
   norm_rel_pct DOUBLE,
-  -- tensor (real-data) mode
-  cosine DOUBLE,
-  max_abs_err DOUBLE,
-  max_rel_err DOUBLE,
-  one_thousandth_err_ratio DOUBLE,
-  five_thousandths_err_ratio DOUBLE,
   -- statistics of each side (statistics and tensor modes)
   npu_max DOUBLE,
   npu_min DOUBLE,
@@ -90,8 +84,13 @@ CREATE TABLE IF NOT EXISTS result_data (
   -- result_rows, in their order: "N/A", "None", "nan", "unsupported", ...); NULL when every
   -- cell of the row is a number
   texts VARCHAR[],
-  -- md5 mode
-  npu_md5 VARCHAR, bench_md5 VARCHAR,
+  -- tensor (real-data) mode (schema version 7): cosine, max_abs_err, max_rel_err,
+  -- one_thousandth_err_ratio, five_thousandths_err_ratio, in that order; NULL when all five are
+  tensor_metrics DOUBLE[],
+  -- the texts of other modes and options (schema version 7): npu_md5, bench_md5 (md5 mode),
+  -- npu_stack (NPU_Stack_Info, stack mode), data_name (Data_name, tensor mode), in that order;
+  -- NULL when all four are
+  mode_texts VARCHAR[],
   -- verdict
   result VARCHAR,                 -- Result (statistics, md5) or Accuracy Reached or Not (tensor), as written
   verdict VARCHAR,                -- pass | warning | fail | unmatched | none
@@ -100,8 +99,6 @@ CREATE TABLE IF NOT EXISTS result_data (
   mark VARCHAR,                   -- red | yellow | NULL
   mark_rules VARCHAR,             -- the highlight rules that fired
   severity SMALLINT,              -- 0 pass, 1 yellow, 2 red or failing; NULL when not compared
-  npu_stack VARCHAR,              -- NPU_Stack_Info (stack mode only)
-  data_name VARCHAR,              -- Data_name (tensor mode)
   reason VARCHAR                  -- Reason (default mode, schema version 2): the rule that marked the
                                   -- row and its numbers, a dtype note, or why it is unmatched
 );
@@ -118,12 +115,12 @@ SELECT r.compare_id, r.out_seq, r.kind, o.name AS op_name, n.name AS npu_name,
        r.texts[5] AS max_rel_pct_text, r.min_rel_pct,
        r.texts[6] AS min_rel_pct_text, r.mean_rel_pct,
        r.texts[7] AS mean_rel_pct_text, r.norm_rel_pct,
-       r.texts[8] AS norm_rel_pct_text, r.cosine,
-       r.texts[9] AS cosine_text, r.max_abs_err,
-       r.texts[10] AS max_abs_err_text, r.max_rel_err,
-       r.texts[11] AS max_rel_err_text, r.one_thousandth_err_ratio,
+       r.texts[8] AS norm_rel_pct_text, r.tensor_metrics[1] AS cosine,
+       r.texts[9] AS cosine_text, r.tensor_metrics[2] AS max_abs_err,
+       r.texts[10] AS max_abs_err_text, r.tensor_metrics[3] AS max_rel_err,
+       r.texts[11] AS max_rel_err_text, r.tensor_metrics[4] AS one_thousandth_err_ratio,
        r.texts[12] AS one_thousandth_err_ratio_text,
-       r.five_thousandths_err_ratio,
+       r.tensor_metrics[5] AS five_thousandths_err_ratio,
        r.texts[13] AS five_thousandths_err_ratio_text, r.npu_max,
        r.texts[14] AS npu_max_text, r.npu_min,
        r.texts[15] AS npu_min_text, r.npu_mean,
@@ -133,11 +130,16 @@ SELECT r.compare_id, r.out_seq, r.kind, o.name AS op_name, n.name AS npu_name,
        r.texts[19] AS bench_min_text, r.bench_mean,
        r.texts[20] AS bench_mean_text, r.bench_norm,
        r.texts[21] AS bench_norm_text,
+       r.mode_texts[1] AS npu_md5, r.mode_texts[2] AS bench_md5, r.result, r.verdict,
+       r.failing, r.err_message, r.mark, r.mark_rules, r.severity,
+       r.mode_texts[3] AS npu_stack, r.mode_texts[4] AS data_name, r.reason,
+       -- a column a later version adds to result_data (none in version 7)
        r.* EXCLUDE (compare_id, out_seq, kind, op_id, npu_id, bench_id, npu_dtype, bench_dtype,
                    npu_shape, bench_shape, max_diff, min_diff, mean_diff, norm_diff, max_rel_pct,
-                   min_rel_pct, mean_rel_pct, norm_rel_pct, cosine, max_abs_err, max_rel_err,
-                   one_thousandth_err_ratio, five_thousandths_err_ratio, npu_max, npu_min,
-                   npu_mean, npu_norm, bench_max, bench_min, bench_mean, bench_norm, texts)
+                   min_rel_pct, mean_rel_pct, norm_rel_pct, npu_max, npu_min, npu_mean, npu_norm,
+                   bench_max, bench_min, bench_mean, bench_norm, texts, tensor_metrics,
+                   mode_texts, result, verdict, failing, err_message, mark, mark_rules, severity,
+                   reason)
 FROM result_data r
 JOIN names o ON o.name_id = r.op_id
 JOIN names n ON n.name_id = r.npu_id

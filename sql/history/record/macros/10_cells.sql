@@ -42,3 +42,9 @@ CREATE OR REPLACE MACRO hist_rel_pct(matched, n, b) AS (
   CASE WHEN matched AND b <> 0 THEN hist_nan(abs(((n - b) / b) * 100)) END);
 CREATE OR REPLACE MACRO hist_rel_pct_text(matched, n, b) AS (
   CASE WHEN NOT matched THEN 'N/A' WHEN n IS NULL OR b IS NULL THEN ' ' WHEN b = 0 THEN 'N/A' END);
+-- result_data's lists of other modes' columns (schema version 7): NULL when every member is
+CREATE OR REPLACE MACRO hist_metrics(a, b, c, d, e) AS (
+  CASE WHEN coalesce(a, b, c, d, e) IS NULL THEN NULL ELSE [a, b, c, d, e]::DOUBLE[] END);
+CREATE OR REPLACE MACRO hist_mode_texts(npu_md5, bench_md5, npu_stack, data_name) AS (
+  CASE WHEN coalesce(npu_md5, bench_md5, npu_stack, data_name) IS NULL THEN NULL
+       ELSE [npu_md5, bench_md5, npu_stack, data_name]::VARCHAR[] END);
