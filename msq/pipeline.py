@@ -29,7 +29,7 @@ from msq.blame.run import (
 )
 from msq.config import Options, SingleInput, input_from_api, options_from_kwargs
 from msq.errors import DumpError, InputError, NothingComparedError, UsageError
-from msq.export.outputs import MARK_REASON, ensure_output_dir, write_outputs
+from msq.export.outputs import MARK_REASON, ensure_output_dir, result_table, write_outputs
 from msq.export.xlsx import deflate, renderer
 from msq.flatten import C_PADDING, check_stack_c, concat_columns, reader
 from msq.highlight import write_windows
@@ -540,7 +540,9 @@ def _compute_default(con: duckdb.DuckDBPyConnection, mode: str, inp: SingleInput
         finally:
             if beside is not None:
                 beside.stop()
-        for view in (f"result_{mode}", "marks"):
+        # statistics: stat_result, which result_statistics reads (its texts printed for the
+        # readers that ask: msq.export.outputs.result_table)
+        for view in (result_table(mode), "marks"):
             db.materialize(con, view)
             clock.lap(view)
         _summarize_and_hand_on(con, mode, result, clock, on_result)
@@ -788,7 +790,7 @@ def compute_batch(inps: list[SingleInput], opts: Options, opened: EarlyDatabase,
     con.execute("INSERT INTO compare_rows " + row_pairs_select())
     write_windows(con, False)
     create_unmatched_reasons(con)
-    for view in ("row_error", "verdicts", f"result_{mode}", "marks"):
+    for view in ("row_error", "verdicts", result_table(mode), "marks"):
         db.materialize(con, view)
     if batch_blame(con, mode, [(p.place.pair, p.inp.npu_json, p.inp.bench_json) for p in pairs],
                    opts, opened.views):
@@ -871,8 +873,8 @@ BATCH_TABLES: dict[str, tuple[str, dict[str, str]]] = {
 
 
 def batch_tables(mode: str) -> dict[str, tuple[str, dict[str, str]]]:
-    """:data:`BATCH_TABLES` and the mode's result table."""
-    return {**BATCH_TABLES, f"result_{mode}": ("out", {"out_seq": "out"})}
+    """:data:`BATCH_TABLES` and the mode's result table (msq.export.outputs.result_table)."""
+    return {**BATCH_TABLES, result_table(mode): ("out", {"out_seq": "out"})}
 
 
 #: A batch table's columns' types, by (table, column) (:func:`split_batch`).

@@ -15,6 +15,10 @@
  * non-finite one) goes to snprintf; a zero (most differences of matched rows) is written as is. tests/export/test_xlsx.py compares them with printf on
  * random doubles of every kind, float32 values among them. Texts are scanned sixteen bytes at
  * a time for a byte to escape (maybe_special) and copied whole when they hold none.
+ *
+ * The statistics workbook's relative errors come as numbers (stat_result) and are printed here
+ * as the SQL's rel_text prints them (percent_texts: Python's repr and "%", fmt_repr), not by
+ * DuckDB's cast (~1,400 instructions a number).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -189,6 +193,225 @@ static int fmt16g(char *buf, double x) {
         return format_g(buf, negative, n, e);
     }
     return snprintf(buf, 40, "%.16g", x);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Python's repr of a double: what DuckDB's CAST(x AS VARCHAR) prints (its shortest round trip),
+ * as the py_float macro (sql/compare/schema/10_macros.sql) gives it (any NaN "nan"). The
+ * statistics workbook's relative errors ("12.5%") are printed here from their numbers
+ * (percent_texts) instead of by DuckDB's cast (~1,400 instructions a number, ~90 M of a
+ * 24,500-row pair). The digits: the fewest of 15, 16 or 17 that read back as x, each count
+ * correctly rounded and its round trip decided exactly in 128-bit integers (x * 10^k =
+ * m * 5^k / 2^s); fifteen digits that read back, their trailing zeros dropped, are the
+ * shortest (a decimal of at most 15 digits is the only one of its length that reads back as
+ * its double, DBL_DIG). Subnormals, exact powers of two (their interval is lopsided), and
+ * numbers out of the 128-bit range (below ~1e-16, from ~1e15 on) take repr_slow: snprintf's
+ * correctly rounded digits and strtod's reading, from one digit up. tests/export/test_xlsx.py
+ * checks both against DuckDB's cast and Python's repr. */
+
+#if defined(__SIZEOF_INT128__)
+typedef unsigned __int128 u128;
+static u128 POW5[33];  /* 5^k < 2^75 */
+
+static void init_pow5(void) {
+    POW5[0] = 1;
+    for (int k = 1; k < 33; k++) POW5[k] = POW5[k - 1] * 5;
+}
+#endif
+
+static const uint64_t POW10U[18] = {
+    1ULL, 10ULL, 100ULL, 1000ULL, 10000ULL, 100000ULL, 1000000ULL, 10000000ULL, 100000000ULL,
+    1000000000ULL, 10000000000ULL, 100000000000ULL, 1000000000000ULL, 10000000000000ULL,
+    100000000000000ULL, 1000000000000000ULL, 10000000000000000ULL, 100000000000000000ULL};
+
+/* The p significant digits of a = m * 2^q (a normal double, m its 53-bit integer, q its
+ * binary exponent) at decimal exponent e, correctly rounded (half to even), and whether they
+ * read back as a. 0: not decided here (the caller takes repr_slow); -1: e is too small
+ * (the digits are fewer than p), 1: too big; 2: decided (*digits, *back). */
+static int digits_at(uint64_t m, int q, int e, int p, uint64_t *digits, int *back) {
+#if defined(__SIZEOF_INT128__)
+    int k = p - 1 - e;              /* a * 10^k has p digits before the point */
+    int s = -(q + k);               /* a * 10^k = m * 5^k / 2^s */
+    if (k < 0 || k > 32 || s < 1 || s > 120) return 0;
+    u128 n = (u128)m * POW5[k];
+    u128 whole = n >> s;
+    u128 rem = n - (whole << s);
+    if (whole < POW10U[p - 1]) return -1;
+    if (whole >= POW10U[p]) return 1;
+    u128 half = (u128)1 << (s - 1);
+    int up = rem > half || (rem == half && (whole & 1));
+    u128 dist = up ? ((u128)1 << s) - rem : rem;  /* |digits - a * 10^k| * 2^s */
+    /* reads back when nearer a than half its ulp: dist / 2^s < 5^k * 2^(q + k - 1) * 2^s / 2^s,
+     * i.e. 2 * dist < 5^k (never equal: 5^k is odd) */
+    *back = 2 * dist < POW5[k];
+    *digits = (uint64_t)whole + (uint64_t)up;
+    return 2;
+#else
+    (void)m; (void)q; (void)e; (void)p; (void)digits; (void)back;
+    return 0;
+#endif
+}
+
+/* repr's digits (*count of them, trailing zeros among them) and decimal exponent of a normal
+ * double a > 0 that is not a power of two; 0 when not decided here. Sixteen digits first: most
+ * numbers (quotients of statistics) need 16 or 17, and fifteen are tried only when 16 read back */
+static int repr_fast(double a, uint64_t *digits, int *count, int *exp10) {
+    uint64_t bits;
+    memcpy(&bits, &a, sizeof bits);
+    int biased = (int)((bits >> 52) & 0x7ff);
+    uint64_t frac = bits & ((1ULL << 52) - 1);
+    if (biased == 0 || frac == 0) return 0;
+    uint64_t m = frac | (1ULL << 52);
+    int q = biased - 1075;
+    int e = decimal_exponent(a);
+    uint64_t best = 0;
+    int best_p = 0, best_e = 0;
+    for (int p = 16; p >= 15 && p <= 17;) {
+        uint64_t d = 0;
+        int back = 0, got = 0;
+        for (int tries = 0; tries < 3; tries++) {
+            got = digits_at(m, q, e, p, &d, &back);
+            if (got == -1) e--;
+            else if (got == 1) e++;
+            else break;
+        }
+        if (got != 2) return 0;
+        if (p == 16 && !back) {  /* 17 digits, which always read back */
+            p = 17;
+            continue;
+        }
+        if (back || p == 17) {
+            best = d;
+            best_p = p;
+            best_e = e;
+            if (d == POW10U[p]) {  /* rounded up to the next power of ten */
+                best = POW10U[p - 1];
+                best_e++;
+            }
+        }
+        if (p != 16 || !back) break;
+        p = 15;  /* 16 read back: maybe 15 do too */
+    }
+    *digits = best;
+    *count = best_p;
+    *exp10 = best_e;
+    return 1;
+}
+
+/* repr's digits and exponent of any finite a > 0: the fewest digits (1 .. 17) that read back
+ * as a, and of those the nearest a (snprintf's correctly rounded digits, or a neighbour: the
+ * interval of a power of two is narrower below it than above) */
+static void repr_slow(double a, uint64_t *digits, int *count, int *exp10) {
+    char text[64];
+    for (int p = 1; p <= 17; p++) {
+        snprintf(text, sizeof text, "%.*e", p - 1, a);
+        uint64_t d = 0;
+        const char *c = text;
+        for (; *c && *c != 'e'; c++)
+            if (*c >= '0' && *c <= '9') d = d * 10 + (uint64_t)(*c - '0');
+        int e = *c == 'e' ? atoi(c + 1) : 0;
+        /* the candidates: snprintf's first, then its neighbours of the same length */
+        uint64_t cands[3] = {d, d - 1, d + 1};
+        for (int i = 0; i < 3; i++) {
+            uint64_t t = cands[i];
+            if (t < POW10U[p - 1] || t >= POW10U[p]) continue;
+            snprintf(text, sizeof text, "%llue%d", (unsigned long long)t, e - (p - 1));
+            if (strtod(text, NULL) == a) {
+                *digits = t;
+                *count = p;
+                *exp10 = e;
+                return;
+            }
+        }
+    }
+    /* not reached: 17 digits always read back */
+    *digits = 0;
+    *count = 1;
+    *exp10 = 0;
+}
+
+/* Python's repr of x into buf (48 bytes: at most 26 written, whole copies of 24 bytes of
+ * digits made), any NaN "nan"; returns the length */
+static int fmt_repr(char *buf, double x) {
+    if (isnan(x)) {
+        memcpy(buf, "nan", 3);
+        return 3;
+    }
+    char *p = buf;
+    if (signbit(x)) *p++ = '-';
+    if (isinf(x)) {
+        memcpy(p, "inf", 3);
+        return (int)(p - buf) + 3;
+    }
+    if (x == 0.0) {
+        memcpy(p, "0.0", 3);
+        return (int)(p - buf) + 3;
+    }
+    double a = fabs(x);
+    uint64_t digits;
+    int e, nd;
+    if (!repr_fast(a, &digits, &nd, &e)) repr_slow(a, &digits, &nd, &e);
+    /* the nd digits, two a division (a digit a division and their reversal were ~300
+     * instructions a number), then without their trailing zeros; d and buf have room for whole
+     * copies of 24 bytes (the caller's buf: 48 bytes), which a variable length made library
+     * calls */
+    char d[48];
+    int i = nd;
+    if (nd > 8) {  /* the last eight in 32 bits (a 64-bit division a pair took twice as long) */
+        uint32_t low = (uint32_t)(digits % 100000000U);
+        digits /= 100000000U;
+        for (int j = 0; j < 4; j++) {
+            i -= 2;
+            memcpy(d + i, DIGIT_PAIRS + 2 * (low % 100), 2);
+            low /= 100;
+        }
+    }
+    uint32_t high = (uint32_t)digits;  /* at most nine digits */
+    while (i >= 2) {
+        i -= 2;
+        memcpy(d + i, DIGIT_PAIRS + 2 * (high % 100), 2);
+        high /= 100;
+    }
+    if (i == 1) d[0] = (char)('0' + high);
+    while (nd > 1 && d[nd - 1] == '0') nd--;
+    if (e >= -4 && e < 16) {  /* positional */
+        if (e < 0) {
+            *p++ = '0';
+            *p++ = '.';
+            for (int k = 0; k < -e - 1; k++) *p++ = '0';
+            memcpy(p, d, 24);
+            p += nd;
+        } else if (nd <= e + 1) {  /* a whole number: its zeros, then ".0" */
+            memcpy(p, d, (size_t)nd);
+            p += nd;
+            for (int i = nd; i < e + 1; i++) *p++ = '0';
+            *p++ = '.';
+            *p++ = '0';
+        } else {
+            memcpy(p, d, 24);
+            p += e + 1;
+            *p++ = '.';
+            memcpy(p, d + e + 1, 24);
+            p += nd - e - 1;
+        }
+    } else {  /* d.ddde+XX, two exponent digits at least */
+        *p++ = d[0];
+        if (nd > 1) {
+            *p++ = '.';
+            memcpy(p, d + 1, (size_t)(nd - 1));
+            p += nd - 1;
+        }
+        *p++ = 'e';
+        *p++ = e < 0 ? '-' : '+';
+        int u = e < 0 ? -e : e;
+        if (u >= 100) {
+            *p++ = (char)('0' + u / 100);
+            u %= 100;
+        }
+        *p++ = (char)('0' + u / 10);
+        *p++ = (char)('0' + u % 10);
+    }
+    return (int)(p - buf);
 }
 
 /* printf("%lld", n) for a row number (snprintf took ~1,100 instructions a row) */
@@ -553,6 +776,91 @@ static PyObject *max_chars(PyObject *self, PyObject *args) {
     return PyLong_FromLongLong(best);
 }
 
+/* percent_texts(numbers, count) -> (validity, offsets, data, 0)
+ *
+ * A text array (as render and max_chars read one) of count rows from a DOUBLE array ((validity,
+ * offsets, data, offset)) of relative errors as sql/compare/schema/10_macros.sql's rel_text
+ * prints them: -1 "N/A", -2 " ", -3 "0.0%" (the codes of the fixed texts), else the number's
+ * Python repr (fmt_repr) followed by "%"; NULL stays NULL. The statistics workbook's relative
+ * errors: the SQL keeps the number, and its text ("12.5%") is printed here. */
+static PyObject *percent_texts(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *num_obj;
+    long long count;
+    if (!PyArg_ParseTuple(args, "OL", &num_obj, &count)) return NULL;
+    if (count < 0 || count > INT32_MAX) return PyErr_Format(PyExc_ValueError, "bad count");
+    Py_buffer views[3];
+    int nviews = 0;
+    Arr num;
+    PyObject *result = NULL;
+    uint8_t *valid = NULL;
+    int32_t *offs = NULL;
+    Out o = {NULL, 0, 0};
+    if (parse_arr(num_obj, &num, views, &nviews)) goto done;
+    if (count > 0 && !num.data) {
+        PyErr_SetString(PyExc_ValueError, "numbers have data");
+        goto done;
+    }
+    size_t vbytes = (size_t)(count + 7) / 8;
+    valid = calloc(vbytes ? vbytes : 1, 1);
+    offs = malloc(sizeof(int32_t) * (size_t)(count + 1));
+    if (!valid || !offs) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    int failed = 0;
+    Py_BEGIN_ALLOW_THREADS
+    offs[0] = 0;
+    for (long long i = 0; i < count && !failed; i++) {
+        if (is_valid(&num, i)) {
+            failed = out_reserve(&o, 48);
+            if (failed) break;
+            double x = ((const double *)num.data)[num.offset + i];
+            char *p = o.p + o.len;
+            if (x == -1.0) {
+                memcpy(p, "N/A", 3);
+                o.len += 3;
+            } else if (x == -2.0) {
+                *p = ' ';
+                o.len += 1;
+            } else if (x == -3.0) {
+                memcpy(p, "0.0%", 4);
+                o.len += 4;
+            } else {
+                o.len += (size_t)fmt_repr(p, x);
+                o.p[o.len++] = '%';
+            }
+            valid[i >> 3] |= (uint8_t)(1u << (i & 7));
+        }
+        if (o.len > INT32_MAX) failed = 1;
+        offs[i + 1] = (int32_t)o.len;
+    }
+    Py_END_ALLOW_THREADS
+    if (failed) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    result = Py_BuildValue("(y#y#y#i)", (const char *)valid, (Py_ssize_t)vbytes,
+                           (const char *)offs, (Py_ssize_t)(sizeof(int32_t) * (size_t)(count + 1)),
+                           o.p ? o.p : "", (Py_ssize_t)o.len, 0);
+done:
+    free(valid);
+    free(offs);
+    free(o.p);
+    for (int k = 0; k < nviews; k++) PyBuffer_Release(&views[k]);
+    return result;
+}
+
+/* fmt_repr(x) -> str: the number as percent_texts prints it (for the tests) */
+static PyObject *py_fmt_repr(PyObject *self, PyObject *arg) {
+    (void)self;
+    double x = PyFloat_AsDouble(arg);
+    if (x == -1.0 && PyErr_Occurred()) return NULL;
+    char text[48];
+    int n = fmt_repr(text, x);
+    return PyUnicode_FromStringAndSize(text, n);
+}
+
 /* fmt16g(x) -> str: the number as render writes it (for the tests) */
 static PyObject *py_fmt16g(PyObject *self, PyObject *arg) {
     (void)self;
@@ -567,6 +875,9 @@ static PyMethodDef METHODS[] = {
     {"render", render, METH_VARARGS,
      "render(columns, marks, order, start, count, first_row) -> bytes of <row> elements"},
     {"fmt16g", py_fmt16g, METH_O, "fmt16g(x) -> printf('%.16g', x)"},
+    {"fmt_repr", py_fmt_repr, METH_O, "fmt_repr(x) -> repr(x), any NaN 'nan'"},
+    {"percent_texts", percent_texts, METH_VARARGS,
+     "percent_texts(numbers, count) -> a text array of relative errors as rel_text prints them"},
     {"max_chars", max_chars, METH_VARARGS,
      "max_chars(text, count) -> the most characters of a non-NULL string, or None"},
     {NULL, NULL, 0, NULL}};
@@ -579,6 +890,9 @@ PyMODINIT_FUNC PyInit__sheetxml(void) {
     init_pow10();
     init_pow10d();
     init_special();
+#if defined(__SIZEOF_INT128__)
+    init_pow5();
+#endif
     PyObject *m = PyModule_Create(&MODULE);
     if (m && msq_add_source_crc(m) < 0) Py_CLEAR(m);
     return m;

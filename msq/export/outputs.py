@@ -102,6 +102,17 @@ def result_view(mode: str) -> str:
     return f"result_{mode}"
 
 
+#: The view the default mode materialises for a mode's result view when that view is one over
+#: it: statistics' relative errors stay numbers there (stat_result, whose texts result_statistics
+#: prints), and the workbook's C renderer prints them (:data:`PERCENT_COLUMNS`).
+RESULT_TABLES = {"statistics": "stat_result"}
+
+def result_table(mode: str) -> str:
+    """What the default mode materialises of a mode's result (:data:`RESULT_TABLES`, else the
+    result view itself)."""
+    return RESULT_TABLES.get(mode, result_view(mode))
+
+
 def write_outputs(con: duckdb.DuckDBPyConnection, mode: str, out_dir: Path, opts: Options,
                   suffix: str, stamp: str, result: CompareResult,
                   writers: Mapping[str, Callable[[Path], None]] | None = None) -> None:
@@ -134,6 +145,11 @@ def _write_workbook(con: duckdb.DuckDBPyConnection, mode: str, cols: list[str],
     marks = None if mode == "md5" else "SELECT out_seq, mark FROM marks"
     # the writer puts the rows in order itself, after rendering them
     rows = f"SELECT * FROM {result_view(mode)}"
+    percents: tuple[str, ...] = ()
+    if mode in RESULT_TABLES and not _is_table(con, result_view(mode)):
+        # the result view is ours, over the materialised stat_result (a user's or --compat's is
+        # a table by now): its relative errors are printed by the renderer from their numbers
+        rows, percents = f"SELECT * FROM {result_table(mode)}", PERCENT_COLUMNS
 
     shown = final_name(path)  # the writers write a temporary (see write_outputs)
 
@@ -143,10 +159,16 @@ def _write_workbook(con: duckdb.DuckDBPyConnection, mode: str, cols: list[str],
     # the default mode's workbook is for browsing 100k rows; --compat keeps msprobe's layout
     browse = not scalar(con, "SELECT compat FROM settings")
     extra = _blame_sheet(con)
-    sheets = write_xlsx(con, SheetSpec(rows, cols, cols, marks, browse=browse), path,
+    sheets = write_xlsx(con, SheetSpec(rows, cols, cols, marks, browse=browse,
+                                       percents=percents), path,
                         on_extra_sheet=extra_sheet, extra=extra) - len(extra)
     if sheets > 1:
         log.warning("%s holds %d sheets (Excel's row limit)", shown.name, sheets)
+
+
+def _is_table(con: duckdb.DuckDBPyConnection, name: str) -> bool:
+    return bool(scalar(con, "SELECT count(*) FROM duckdb_tables() WHERE table_name = ? "
+                            "AND database_name = current_database()", [name]))
 
 
 def _has_blame(con: duckdb.DuckDBPyConnection) -> bool:
@@ -226,7 +248,8 @@ MARK_REASON = "rules"
 MARK_COLUMNS = (("Mark", "m.mark"), ("Mark_rules", f"m.{MARK_REASON}"))
 
 #: The statistics mode's relative errors are texts in the workbook ("12.5%"); Parquet holds
-#: their number (12.5), as the history's max_rel_pct ... columns do.
+#: their number (12.5), as the history's max_rel_pct ... columns do. stat_result holds them as
+#: numbers (rel_pct: in percent, or a fixed text's code), printed by the workbook's renderer.
 PERCENT_COLUMNS = ("MaxRelativeErr", "MinRelativeErr", "MeanRelativeErr", "NormRelativeErr")
 
 

@@ -17,7 +17,7 @@ import contextlib
 import functools
 import re
 import zipfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,6 +63,10 @@ class SheetSpec:
     # a sheet to browse (the default mode's): a bold header (pandas' style) frozen with the name
     # column, an autofilter, columns as wide as their text; msprobe's own layout (--compat) without
     browse: bool = False
+    # columns of relative errors as numbers (sql/compare/schema/10_macros.sql's rel_pct: in
+    # percent, or -1, -2, -3 for N/A, ' ', 0.0%), written as their texts (rel_text): printed by
+    # the C renderer, in SQL by the others (see _text_query)
+    percents: Sequence[str] = ()
 
 
 def _col_letter(index: int) -> str:
@@ -72,6 +76,18 @@ def _col_letter(index: int) -> str:
         index, rem = divmod(index - 1, 26)
         letters = chr(65 + rem) + letters
     return letters
+
+
+def _text_query(spec: SheetSpec) -> str:
+    """The sheet's query with each of its :attr:`SheetSpec.percents` as the text it shows (as
+    the rel_text macro prints it; msq/export/_sheetxml.c's percent_texts in C)."""
+    if not spec.percents:
+        return spec.query
+    shown = ", ".join(
+        f'CASE "{col}" WHEN -1 THEN \'N/A\' WHEN -2 THEN \' \' WHEN -3 THEN \'0.0%\' '
+        f'ELSE CASE WHEN isnan("{col}") THEN \'nan\' ELSE CAST("{col}" AS VARCHAR) END '
+        f'|| \'%\' END AS "{col}"' for col in spec.percents)
+    return f"SELECT * REPLACE ({shown}) FROM ({spec.query})"
 
 
 def _escape_sql(expr: str) -> str:
@@ -151,7 +167,8 @@ def _cell_sql(column: str, type_name: str, pandas_style: bool = False) -> str:
 
 
 def _types(con: duckdb.DuckDBPyConnection, spec: SheetSpec) -> dict[str, str]:
-    return dict(con.execute(f"SELECT column_name, column_type FROM (DESCRIBE {spec.query})")
+    """The sheet's column types (a percent column's: its text's, VARCHAR)."""
+    return dict(con.execute(f"SELECT column_name, column_type FROM (DESCRIBE {_text_query(spec)})")
                 .fetchall())
 
 
@@ -167,7 +184,7 @@ def _rows_query(con: duckdb.DuckDBPyConnection, spec: SheetSpec,
     cells = ", ".join(_cell_sql(c, types[c], spec.pandas_style) for c in spec.columns)
     marks = spec.marks_query or "SELECT NULL::BIGINT AS out_seq, NULL::VARCHAR AS mark WHERE false"
     return f"""
-      WITH q AS ({spec.query}), mk AS ({marks}),
+      WITH q AS ({_text_query(spec)}), mk AS ({marks}),
       styled AS (
         SELECT q.*,
                CASE mk.mark WHEN 'red' THEN ' s="1"' WHEN 'yellow' THEN ' s="2"' ELSE '' END AS _st,
@@ -323,7 +340,8 @@ def _widths(con: duckdb.DuckDBPyConnection, spec: SheetSpec,
             longest = counted
         else:
             lengths = ", ".join(f'max(length("{c}"))' for c in texts)
-            row = con.cursor().execute(f"SELECT {lengths} FROM ({spec.query})").fetchall()[0]
+            row = con.cursor().execute(f"SELECT {lengths} FROM ({_text_query(spec)})"
+                                       ).fetchall()[0]
             longest = {c: int(n or 0) for c, n in zip(texts, row)}
     widths = []
     for col, head in zip(spec.columns, spec.headers):
@@ -549,10 +567,15 @@ def _c_rows(con: duckdb.DuckDBPyConnection, spec: SheetSpec,
         return None  # a union of fewer members (the SQL renderer writes each member it has)
     select = []
     texts = []  # columns written as text cells (any type but numbers, booleans and cells)
+    # the percent columns: their numbers' texts printed in C
+    percented = {i for i, c in enumerate(spec.columns) if c in spec.percents}
     for i, column in enumerate(spec.columns):
         col = f'q."{column}"'
         type_name = types[column]
-        if type_name == _CELL_TYPE:
+        if i in percented:
+            texts.append(i)
+            select.append(f"CAST({col} AS DOUBLE) AS p{i}")
+        elif type_name == _CELL_TYPE:
             select += [f"union_extract({col}, 'n') AS n{i}", f"union_extract({col}, 's') AS s{i}",
                        f"union_extract({col}, 'b') AS b{i}"]
         elif type_name in _NUMBER_TYPES or type_name == "BOOLEAN":
@@ -574,7 +597,7 @@ def _c_rows(con: duckdb.DuckDBPyConnection, spec: SheetSpec,
         # read from DuckDB's Arrow C stream in C where it can: no pyarrow nor numpy imported
         fast = arrow_columns(SelectStream(con.cursor(), query))
         if fast is not None:
-            return _c_rows_of(*fast, len(spec.columns), texts)
+            return _c_rows_of(*fast, len(spec.columns), texts, percented)
         table = con.cursor().sql(query).to_arrow_table().combine_chunks()
     except duckdb.Error as err:
         raise ExportError(f"cannot render the workbook rows: {err}") from err
@@ -583,7 +606,14 @@ def _c_rows(con: duckdb.DuckDBPyConnection, spec: SheetSpec,
 
     columns: list[tuple[Any, ...]] = []
     for i in range(len(spec.columns)):
-        if i in texts:
+        if i in percented:
+            pct = _c_buffers(table.column(f"p{i}").chunk(0), pa.float64()) \
+                if table.num_rows else (None, None, None, 0)
+            if pct is None:
+                return None
+            columns.append(("t", _sheetxml.percent_texts(pct, table.num_rows)
+                                 if table.num_rows else pct))
+        elif i in texts:
             text = _c_buffers(table.column(f"t{i}").chunk(0), pa.string()) \
                 if table.num_rows else (None, None, None, 0)
             if text is None:
@@ -643,8 +673,9 @@ def _write_entry(entry: Any, data: bytes) -> None:
 
 
 def _c_rows_of(n: int, got: dict[str, ArrowColumn], n_columns: int,
-               texts: list[int]) -> _CRows | None:
-    """:func:`_c_rows` from the buffers of :func:`msq.flatten.arrow_columns`."""
+               texts: list[int], percented: Collection[int] = ()) -> _CRows | None:
+    """:func:`_c_rows` from the buffers of :func:`msq.flatten.arrow_columns` (``percented``:
+    the text columns printed from their numbers, ``p<i>``)."""
 
     def part(name: str, fmt: str) -> _CArray | None:
         kind, _, valid, offsets, data = got[name]
@@ -654,10 +685,16 @@ def _c_rows_of(n: int, got: dict[str, ArrowColumn], n_columns: int,
 
     columns: list[tuple[Any, ...]] = []
     for i in range(n_columns):
-        parts = [part(f"t{i}", "u")] if i in texts else \
-            [part(f"n{i}", "g"), part(f"s{i}", "u"), part(f"b{i}", "b")]
+        if i in percented:
+            parts = [part(f"p{i}", "g")]
+        elif i in texts:
+            parts = [part(f"t{i}", "u")]
+        else:
+            parts = [part(f"n{i}", "g"), part(f"s{i}", "u"), part(f"b{i}", "b")]
         if any(p is None for p in parts):
             return None
+        if i in percented and n:
+            parts = [_sheetxml.percent_texts(parts[0], n)]
         columns.append(("t" if i in texts else "c", *parts))
     if n == 0:
         return _CRows(got, columns, None, b"", 0)

@@ -345,3 +345,127 @@ def test_c_longest_texts_count_characters_as_duckdb_does() -> None:
         got = xlsx._longest_texts(spec, ["s", "wide", "nothing"], rows)
         assert got == {"s": want[0], "wide": want[1], "nothing": 0}
         assert want[0] == 10 and want[2] is None  # the emoji text: 10 characters, 37 bytes
+
+
+def _repr_values() -> list[float]:
+    """Doubles of every kind for the shortest round trip: random bits and magnitudes, float32
+    values widened, relative errors of float32 pairs, every power of two (their interval is
+    lopsided), subnormals, the neighbours of powers of ten (1e16 where repr turns to an
+    exponent, 1e-4 and 1e-5), NaN, the infinities and both zeros."""
+    import math
+    import random
+    import struct
+
+    rng = random.Random(1702)
+    values = [struct.unpack("d", struct.pack("Q", rng.getrandbits(64)))[0] for _ in range(20000)]
+    values += [rng.uniform(0, 1) * 10 ** rng.randint(-30, 30) for _ in range(20000)]
+    values += [struct.unpack("f", struct.pack("I", rng.getrandbits(32)))[0] for _ in range(10000)]
+    for _ in range(20000):
+        n = struct.unpack("f", struct.pack("f", rng.gauss(0, 1)))[0]
+        b = struct.unpack("f", struct.pack("f", n + rng.gauss(0, 1e-3)))[0]
+        if b:
+            values.append(abs((n - b) / b * 100))
+    values += [2.0 ** k for k in range(-1074, 1024)]
+    values += [struct.unpack("d", struct.pack("Q", rng.randrange(1, 1 << 52)))[0]
+               for _ in range(5000)]
+    for k in range(-30, 309):
+        for base in (1.0, 5.0, 9.999999999999999):
+            v = base * 10.0 ** k
+            if math.isfinite(v):
+                values += [v, math.nextafter(v, 0), math.nextafter(v, math.inf)]
+    values += [round(rng.uniform(0, 1000), rng.randint(0, 10)) for _ in range(5000)]
+    values += [0.0, -0.0, math.inf, -math.inf, math.nan, -math.nan, 1e16, 9999999999999998.0,
+               1e15, 999999999999999.9, 1e-4, 9.999999999999999e-05, 1e-5, 0.1, 100.0, 12.5,
+               2.2250738585072014e-308, 2.225073858507201e-308, 1.7976931348623157e308]
+    return values + [-v for v in values[:5000]]
+
+
+@pytest.mark.skipif(xlsx_c() is None, reason="msq.export._sheetxml is not built")
+def test_c_repr_is_duckdbs_cast_to_text() -> None:
+    """The relative errors' numbers printed in C (_sheetxml.fmt_repr) as DuckDB prints them in
+    SQL (py_float: CAST(x AS VARCHAR), NaN 'nan'), which is Python's repr: the shortest text
+    that reads back, on every kind of double."""
+    import math
+
+    from msq.export import _sheetxml
+
+    values = _repr_values()
+    con = duckdb.connect()
+    con.register("v", pa.table({"i": pa.array(range(len(values)), pa.int64()),
+                                "x": pa.array(values, pa.float64())}))
+    want = [t for (t,) in con.execute(
+        "SELECT CASE WHEN isnan(x) THEN 'nan' ELSE CAST(x AS VARCHAR) END FROM v ORDER BY i"
+    ).fetchall()]
+    got = [_sheetxml.fmt_repr(x) for x in values]
+    assert got == want
+    assert got == ["nan" if math.isnan(x) else repr(x) for x in values]
+
+
+_REL_TEXT = ("CASE {x} WHEN -1 THEN 'N/A' WHEN -2 THEN ' ' WHEN -3 THEN '0.0%' "
+             "ELSE CASE WHEN isnan({x}) THEN 'nan' ELSE CAST({x} AS VARCHAR) END || '%' END")
+
+
+@pytest.mark.skipif(xlsx_c() is None, reason="msq.export._sheetxml is not built")
+def test_c_percent_texts_are_the_rel_text_macros() -> None:
+    """_sheetxml.percent_texts: relative errors as rel_text (sql/compare/schema/10_macros.sql)
+    prints them: the codes -1, -2, -3 as N/A, ' ' and 0.0%, a number as its repr and '%', NULL
+    as NULL; from arrays with offsets (a slice) too."""
+    from msq import db
+    from msq.export import _sheetxml, xlsx
+
+    con = db.connect()
+    db.run_schema(con)
+    numbers = pa.array([None, 12.5, -1.0, -2.0, -3.0, float("nan"), float("inf"), 7.0, 0.0,
+                        1e-5, 1e16, -4.0] * 3, pa.float64())
+    for start, length in ((0, 36), (3, 13), (5, 0)):
+        n = numbers.slice(start, length)
+        valid, offsets, data, offset = _sheetxml.percent_texts(
+            xlsx._c_buffers(n, pa.float64()), length)
+        got = pa.StringArray.from_buffers(length, pa.py_buffer(offsets), pa.py_buffer(data),
+                                          pa.py_buffer(valid), offset=offset).to_pylist()
+        con.register("n", pa.table({"i": pa.array(range(length), pa.int64()), "x": n}))
+        want = [t for (t,) in con.execute("SELECT rel_text(x) FROM n ORDER BY i").fetchall()]
+        assert got == want
+        assert want == [t for (t,) in con.execute(
+            f"SELECT {_REL_TEXT.format(x='x')} FROM n ORDER BY i").fetchall()]
+
+
+def _percent_spec(con: duckdb.DuckDBPyConnection, browse: bool) -> tuple[SheetSpec, SheetSpec]:
+    """A sheet whose column p is a relative error as a number (percents), and the same sheet
+    from its texts made in SQL."""
+    values = _repr_values()[::40]
+    rows = [(i, [-1.0, -2.0, -3.0, None][i % 7] if i % 7 < 4 else abs(v), f"t{i}")
+            for i, v in enumerate(values)]
+    con.execute("CREATE TABLE pct (out_seq BIGINT, p DOUBLE, s VARCHAR)")
+    con.executemany("INSERT INTO pct VALUES (?, ?, ?)", rows)
+    marks = "SELECT out_seq, 'red' AS mark FROM pct WHERE out_seq % 5 = 0"
+    spec = SheetSpec("SELECT * FROM pct", ["s", "p"], ["S", "P"], marks, browse=browse,
+                     percents=["p"])
+    texts = SheetSpec(f"SELECT out_seq, s, {_REL_TEXT.format(x='p')} AS p FROM pct",
+                      ["s", "p"], ["S", "P"], marks, browse=browse)
+    return spec, texts
+
+
+@pytest.mark.skipif(xlsx_c() is None, reason="msq.export._sheetxml is not built")
+@pytest.mark.parametrize("browse", [False, True], ids=["msprobe-layout", "browse-layout"])
+def test_percent_columns_write_the_workbook_of_their_texts(browse: bool, tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """A percent column (SheetSpec.percents, the statistics' relative errors) writes the same
+    package, column widths included, as its texts made in SQL, by the C renderer and the SQL
+    one."""
+    from msq.export import xlsx
+
+    con = duckdb.connect()
+    spec, texts = _percent_spec(con, browse)
+    books = {}
+    for name, sheet in (("c", spec), ("c-texts", texts), ("c-pyarrow", spec), ("sql", spec)):
+        if name == "c-pyarrow":  # the columns read by pyarrow (no C stream reader)
+            monkeypatch.setattr(xlsx, "arrow_columns", lambda _stream: None)
+        if name == "sql":
+            monkeypatch.setattr(xlsx, "_sheetxml", None)
+        assert (xlsx._c_rows(con, sheet) is None) == (name == "sql")
+        path = tmp_path / f"{name}.xlsx"
+        assert write_xlsx(con, sheet, path, max_rows=1000) > 1
+        with zipfile.ZipFile(path) as zf:
+            books[name] = {n: zf.read(n) for n in zf.namelist()}
+    assert books["c"] == books["c-texts"] == books["c-pyarrow"] == books["sql"]

@@ -1,7 +1,8 @@
 """``stat_rows`` (sql/compare/rules/statistics/stat_rows.sql) writes shown_diff's and shown_rel's
 cases out (sql/compare/schema/10_macros.sql), with each statistic's "both sides are numbers" test
 made once a row: on every combination of numbers, kinds and row kinds its differences and
-relative errors are the macros' cells and texts (member and value)."""
+relative errors are the macros' cells and texts (member and value; a relative error is a number,
+<stat>_rel_pct, whose text rel_text prints)."""
 
 from __future__ import annotations
 
@@ -58,7 +59,8 @@ def test_stat_rows_differences_and_relative_errors_are_the_macros() -> None:
         want_diff, got_diff = f"shown_diff({args})", f"s.{stat}_diff"
         checks.append(f"union_tag({want_diff}) IS DISTINCT FROM union_tag({got_diff}) OR "
                       f"CAST({want_diff} AS VARCHAR) IS DISTINCT FROM CAST({got_diff} AS VARCHAR)")
-        checks.append(f"shown_rel({args}) IS DISTINCT FROM s.{stat}_rel")
+        # the relative error as a number (in percent, or its fixed text's code)
+        checks.append(f"shown_rel({args}) IS DISTINCT FROM rel_text(s.{stat}_rel_pct)")
     query = (f"FROM stat_rows s JOIN display_rows d USING (out_seq) WHERE {' OR '.join(checks)}")
     assert con.execute("SELECT count(*) FROM stat_rows").fetchall() == [(n_rows,)]
     assert con.execute(f"SELECT s.out_seq {query} LIMIT 5").fetchall() == []
@@ -69,5 +71,5 @@ def test_stat_rows_differences_and_relative_errors_are_the_macros() -> None:
         "FROM stat_rows").fetchall()}
     assert texts == {"n", "N/A", "None", "nan\t", "inf\t", "-inf\t"}
     rels = {t if t in ("N/A", " ", "0.0%", "nan%", "inf%") else "number" for (t,) in con.execute(
-        "SELECT DISTINCT max_rel FROM stat_rows").fetchall()}
+        "SELECT DISTINCT rel_text(max_rel_pct) FROM stat_rows").fetchall()}
     assert rels == {"N/A", " ", "0.0%", "nan%", "inf%", "number"}

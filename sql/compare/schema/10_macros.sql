@@ -84,6 +84,12 @@ CREATE OR REPLACE MACRO stat_rel(n, nk, b, bk) AS (
        WHEN b = 0 THEN 'N/A'
        WHEN n = b AND isfinite(b) THEN '0.0%'
        ELSE py_float(abs(((n - b) / b) * 100)) || '%' END);
+-- A relative error as a number (stat_rows' <stat>_rel_pct, what the default mode materialises):
+-- abs(((n - b) / b) * 100), or the code of stat_rel's fixed text: -1 'N/A', -2 ' ', -3 '0.0%' (a
+-- relative error is never negative). rel_text prints it as stat_rel's text, as
+-- msq/export/_sheetxml.c's percent_texts prints it for the workbook.
+CREATE OR REPLACE MACRO rel_text(x) AS (
+  CASE x WHEN -1 THEN 'N/A' WHEN -2 THEN ' ' WHEN -3 THEN '0.0%' ELSE py_float(x) || '%' END);
 -- A relative error as displayed: N/A on an unmatched row, else stat_rel.
 CREATE OR REPLACE MACRO shown_rel(matched, n, nk, b, bk) AS (
   CASE WHEN matched THEN stat_rel(n, nk, b, bk) ELSE 'N/A' END);

@@ -1,40 +1,8 @@
 -- description: The statistics-mode workbook, one row per output line with msprobe's 25 columns (spec §5.2, §5.4), and the default mode's Reason; the default mode's Result follows its colour rules and its Err_message says why a row is unmatched (docs/rules.md).
-SELECT
-  out_seq,
-  kind,
-  "NPU Name",
-  "Bench Name",
-  "NPU Dtype",
-  "Bench Dtype",
-  "NPU Tensor Shape",
-  "Bench Tensor Shape",
-  max_diff AS "Max diff",
-  min_diff AS "Min diff",
-  mean_diff AS "Mean diff",
-  norm_diff AS "L2norm diff",
-  max_rel AS "MaxRelativeErr",
-  min_rel AS "MinRelativeErr",
-  mean_rel AS "MeanRelativeErr",
-  norm_rel AS "NormRelativeErr",
-  "NPU max",
-  "NPU min",
-  "NPU mean",
-  "NPU l2norm",
-  "Bench max",
-  "Bench min",
-  "Bench mean",
-  "Bench l2norm",
-  CASE kind WHEN 'matched' THEN CASE WHEN warn THEN 'Warning' ELSE '' END ELSE 'N/A' END AS "Result",
-  CASE kind WHEN 'matched' THEN CASE WHEN warn THEN 'Need double check api accuracy.' ELSE '' END
-            WHEN 'bench_only' THEN 'No NPU data matched' || unmatched_why
-            ELSE 'No bench data matched' || unmatched_why END AS "Err_message",
-  stack AS "NPU_Stack_Info",
-  coalesce(reason, '') AS "Reason"
-FROM (
-  -- msprobe's Warning flag under --compat; the default mode warns on the rows its rules colour
-  SELECT s.*, v.reason,
-         CASE WHEN (SELECT compat FROM settings) THEN flagged ELSE v.mark IS NOT NULL END AS warn,
-         CASE WHEN (SELECT compat FROM settings) OR v.unmatched_reason IS NULL THEN '.'
-              ELSE ': ' || v.unmatched_reason || '.' END AS unmatched_why
-  FROM stat_rows s LEFT JOIN verdicts v USING (out_seq)
-)
+-- stat_result's rows, each relative error printed from its number (rel_text; as
+-- msq/export/_sheetxml.c's percent_texts prints it for the workbook).
+SELECT * REPLACE (rel_text("MaxRelativeErr") AS "MaxRelativeErr",
+                  rel_text("MinRelativeErr") AS "MinRelativeErr",
+                  rel_text("MeanRelativeErr") AS "MeanRelativeErr",
+                  rel_text("NormRelativeErr") AS "NormRelativeErr")
+FROM stat_result

@@ -1,4 +1,4 @@
--- description: Statistics mode: each row's displayed cells (names, dtypes, shapes, the eight statistics), its four differences and relative errors (N/A on an unmatched row) and its Warning flag (spec §4.1, §5.4; --compat only, NULL in the default mode).
+-- description: Statistics mode: each row's displayed cells (names, dtypes, shapes, the eight statistics), its four differences, its four relative errors (numbers in percent, or their fixed texts' codes, which rel_text prints; N/A on an unmatched row) and its Warning flag (spec §4.1, §5.4; --compat only, NULL in the default mode).
 -- Only what result_statistics shows: the default mode makes this view a table (beside the
 -- verdicts), and copying the raw columns of display_rows too took a fifth of its time.
 -- The differences and relative errors are shown_diff's and shown_rel's cases
@@ -38,19 +38,23 @@ SELECT
                                   WHEN isnan(n_norm - b_norm) THEN 'nan' || chr(9)
                                   WHEN n_norm - b_norm > 0 THEN 'inf' || chr(9)
                                   ELSE '-inf' || chr(9) END)::cell END AS norm_diff,
-  -- shown_rel: N/A unmatched, else stat_rel's text
-  CASE WHEN NOT matched THEN 'N/A' WHEN NOT max_nums THEN ' ' WHEN b_max = 0 THEN 'N/A'
-       WHEN n_max = b_max AND isfinite(b_max) THEN '0.0%'
-       ELSE py_float(abs(((n_max - b_max) / b_max) * 100)) || '%' END AS max_rel,
-  CASE WHEN NOT matched THEN 'N/A' WHEN NOT min_nums THEN ' ' WHEN b_min = 0 THEN 'N/A'
-       WHEN n_min = b_min AND isfinite(b_min) THEN '0.0%'
-       ELSE py_float(abs(((n_min - b_min) / b_min) * 100)) || '%' END AS min_rel,
-  CASE WHEN NOT matched THEN 'N/A' WHEN NOT mean_nums THEN ' ' WHEN b_mean = 0 THEN 'N/A'
-       WHEN n_mean = b_mean AND isfinite(b_mean) THEN '0.0%'
-       ELSE py_float(abs(((n_mean - b_mean) / b_mean) * 100)) || '%' END AS mean_rel,
-  CASE WHEN NOT matched THEN 'N/A' WHEN NOT norm_nums THEN ' ' WHEN b_norm = 0 THEN 'N/A'
-       WHEN n_norm = b_norm AND isfinite(b_norm) THEN '0.0%'
-       ELSE py_float(abs(((n_norm - b_norm) / b_norm) * 100)) || '%' END AS norm_rel,
+  -- shown_rel as a number (rel_text prints it, sql/compare/schema/10_macros.sql): the relative
+  -- error in percent, or its fixed text's code (-1 N/A: unmatched, or bench is 0; -2 ' ': a side is not a
+  -- number; -3 0.0%: both are equal). result_statistics prints it (rel_text), the workbook's C
+  -- renderer too (msq/export/_sheetxml.c): DuckDB's CAST(x AS VARCHAR) took ~1,400 instructions
+  -- a number, and a text column more to write than a DOUBLE.
+  CASE WHEN NOT matched THEN -1 WHEN NOT max_nums THEN -2 WHEN b_max = 0 THEN -1
+       WHEN n_max = b_max AND isfinite(b_max) THEN -3
+       ELSE abs(((n_max - b_max) / b_max) * 100) END AS max_rel_pct,
+  CASE WHEN NOT matched THEN -1 WHEN NOT min_nums THEN -2 WHEN b_min = 0 THEN -1
+       WHEN n_min = b_min AND isfinite(b_min) THEN -3
+       ELSE abs(((n_min - b_min) / b_min) * 100) END AS min_rel_pct,
+  CASE WHEN NOT matched THEN -1 WHEN NOT mean_nums THEN -2 WHEN b_mean = 0 THEN -1
+       WHEN n_mean = b_mean AND isfinite(b_mean) THEN -3
+       ELSE abs(((n_mean - b_mean) / b_mean) * 100) END AS mean_rel_pct,
+  CASE WHEN NOT matched THEN -1 WHEN NOT norm_nums THEN -2 WHEN b_norm = 0 THEN -1
+       WHEN n_norm = b_norm AND isfinite(b_norm) THEN -3
+       ELSE abs(((n_norm - b_norm) / b_norm) * 100) END AS norm_rel_pct,
   -- msprobe's Warning flag, which only --compat shows (the default mode warns on the rows its
   -- rules colour): NULL in the default mode, where its four tests per row cost ~40 M
   -- instructions of a 24,500-row pair (a CASE computes its THEN for the rows its WHEN selects)
