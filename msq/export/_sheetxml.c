@@ -224,38 +224,16 @@ static const uint64_t POW10U[18] = {
     1000000000ULL, 10000000000ULL, 100000000000ULL, 1000000000000ULL, 10000000000000ULL,
     100000000000000ULL, 1000000000000000ULL, 10000000000000000ULL, 100000000000000000ULL};
 
-/* The p significant digits of a = m * 2^q (a normal double, m its 53-bit integer, q its
- * binary exponent) at decimal exponent e, correctly rounded (half to even), and whether they
- * read back as a. 0: not decided here (the caller takes repr_slow); -1: e is too small
- * (the digits are fewer than p), 1: too big; 2: decided (*digits, *back). */
-static int digits_at(uint64_t m, int q, int e, int p, uint64_t *digits, int *back) {
-#if defined(__SIZEOF_INT128__)
-    int k = p - 1 - e;              /* a * 10^k has p digits before the point */
-    int s = -(q + k);               /* a * 10^k = m * 5^k / 2^s */
-    if (k < 0 || k > 32 || s < 1 || s > 120) return 0;
-    u128 n = (u128)m * POW5[k];
-    u128 whole = n >> s;
-    u128 rem = n - (whole << s);
-    if (whole < POW10U[p - 1]) return -1;
-    if (whole >= POW10U[p]) return 1;
-    u128 half = (u128)1 << (s - 1);
-    int up = rem > half || (rem == half && (whole & 1));
-    u128 dist = up ? ((u128)1 << s) - rem : rem;  /* |digits - a * 10^k| * 2^s */
-    /* reads back when nearer a than half its ulp: dist / 2^s < 5^k * 2^(q + k - 1) * 2^s / 2^s,
-     * i.e. 2 * dist < 5^k (never equal: 5^k is odd) */
-    *back = 2 * dist < POW5[k];
-    *digits = (uint64_t)whole + (uint64_t)up;
-    return 2;
-#else
-    (void)m; (void)q; (void)e; (void)p; (void)digits; (void)back;
-    return 0;
-#endif
-}
-
 /* repr's digits (*count of them, trailing zeros among them) and decimal exponent of a normal
- * double a > 0 that is not a power of two; 0 when not decided here. Sixteen digits first: most
- * numbers (quotients of statistics) need 16 or 17, and fifteen are tried only when 16 read back */
+ * double a > 0 that is not a power of two; 0 when not decided here (then repr_slow). a = m * 2^q
+ * (m its 53-bit integer): its 17 digits are n / 2^s with n = m * 5^k, k = 16 - e, s = -(q + k),
+ * one 128-bit product; 16 and 15 digits divide that by 10 and 100. Each count is correctly
+ * rounded (half to even) and reads back as a when nearer a than half its ulp: with dist the
+ * distance times 10^j * 2^s (j = 1 for 16 digits, 2 for 15), when 2 * dist < 5^k (never equal:
+ * 5^k is odd). Sixteen digits first: most numbers (quotients of statistics) need 16 or 17, and
+ * fifteen are tried only when 16 read back. */
 static int repr_fast(double a, uint64_t *digits, int *count, int *exp10) {
+#if defined(__SIZEOF_INT128__)
     uint64_t bits;
     memcpy(&bits, &a, sizeof bits);
     int biased = (int)((bits >> 52) & 0x7ff);
@@ -264,38 +242,56 @@ static int repr_fast(double a, uint64_t *digits, int *count, int *exp10) {
     uint64_t m = frac | (1ULL << 52);
     int q = biased - 1075;
     int e = decimal_exponent(a);
-    uint64_t best = 0;
-    int best_p = 0, best_e = 0;
-    for (int p = 16; p >= 15 && p <= 17;) {
-        uint64_t d = 0;
-        int back = 0, got = 0;
-        for (int tries = 0; tries < 3; tries++) {
-            got = digits_at(m, q, e, p, &d, &back);
-            if (got == -1) e--;
-            else if (got == 1) e++;
-            else break;
-        }
-        if (got != 2) return 0;
-        if (p == 16 && !back) {  /* 17 digits, which always read back */
-            p = 17;
-            continue;
-        }
-        if (back || p == 17) {
-            best = d;
-            best_p = p;
-            best_e = e;
-            if (d == POW10U[p]) {  /* rounded up to the next power of ten */
-                best = POW10U[p - 1];
-                best_e++;
-            }
-        }
-        if (p != 16 || !back) break;
-        p = 15;  /* 16 read back: maybe 15 do too */
+    int k = 0, s = 0, found = 0;
+    u128 n = 0, whole = 0;
+    for (int tries = 0; tries < 3 && !found; tries++) {
+        k = 16 - e;
+        s = -(q + k);
+        if (k < 0 || k > 32 || s < 1 || s > 116) return 0;  /* 100 * 2^s * 2 < 2^128 */
+        n = (u128)m * POW5[k];                               /* < 2^53 * 5^32 < 2^128 */
+        whole = n >> s;
+        if (whole < POW10U[16]) e--;
+        else if (whole >= POW10U[17]) e++;
+        else found = 1;
     }
-    *digits = best;
-    *count = best_p;
-    *exp10 = best_e;
+    if (!found) return 0;
+    u128 unit = (u128)1 << s;
+    u128 rem = n & (unit - 1);
+    uint64_t w = (uint64_t)whole;  /* the 17 digits, truncated */
+    u128 five = POW5[k];
+    uint64_t d;
+    int p;
+    uint64_t d16 = w / 10;
+    u128 r16 = ((u128)(w % 10) << s) + rem, half16 = 5 * unit;
+    int up16 = r16 > half16 || (r16 == half16 && (d16 & 1));
+    if (2 * (up16 ? 10 * unit - r16 : r16) < five) {  /* 16 read back: maybe 15 do too */
+        uint64_t d15 = w / 100;
+        u128 r15 = ((u128)(w % 100) << s) + rem, half15 = 50 * unit;
+        int up15 = r15 > half15 || (r15 == half15 && (d15 & 1));
+        if (2 * (up15 ? 100 * unit - r15 : r15) < five) {
+            d = d15 + (uint64_t)up15;
+            p = 15;
+        } else {
+            d = d16 + (uint64_t)up16;
+            p = 16;
+        }
+    } else {  /* 17 digits, which always read back */
+        u128 half = unit >> 1;
+        d = w + (uint64_t)(rem > half || (rem == half && (w & 1)));
+        p = 17;
+    }
+    if (d == POW10U[p]) {  /* rounded up to the next power of ten */
+        d = POW10U[p - 1];
+        e++;
+    }
+    *digits = d;
+    *count = p;
+    *exp10 = e;
     return 1;
+#else
+    (void)a; (void)digits; (void)count; (void)exp10;
+    return 0;
+#endif
 }
 
 /* repr's digits and exponent of any finite a > 0: the fewest digits (1 .. 17) that read back
