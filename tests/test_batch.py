@@ -124,14 +124,15 @@ def parts(data: bytes) -> Any:
 
 def contents(tables: PairTables) -> dict[str, Any]:
     """Everything a pair hands the driver, comparable: the files by name (time stamps left
-    out of names and texts), the history rows as Python values (NaN as text), the summary and
-    blame as their repr."""
+    out of names and texts), the history rows as Python values (NaN as text; in any order), the
+    summary and blame as their repr."""
     if tables.shared:
         tables.take_shared()
     files = {re.sub(r"_\d{14}", "", name): parts(data)
              for name, data in tables.files if isinstance(data, bytes)}
     assert len(files) == len(tables.files)
-    history = {name: repr(rows.to_pylist()) for name, rows in tables.history.items()}
+    # the rows in any order: their stored order is their plan's (a batch's may differ)
+    history = {name: sorted(map(repr, rows.to_pylist())) for name, rows in tables.history.items()}
     return {"files": files, "history": history, "summary": repr(tables.summary),
             "blame": repr(tables.blame), "mode": tables.mode}
 

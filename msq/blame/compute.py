@@ -31,17 +31,10 @@ log = logging.getLogger("msq")
 # blame_ops (one row an op) is read by blame_rows alone, which plans it in (its own table cost
 # more than it saves)
 MATERIALIZED = ("row_error", "blame_keys", "blame_edges", "blame_tensors", "blame_rows")
-#: the order of the rows of blame's tables that the outputs and the history read (their rows'
-#: order otherwise is their plan's, which differs between a compare and a batch of pairs,
-#: msq.pipeline.compute_batch, whose pairs' rows the history takes as they are)
-ORDERED = {"blame_edges": "side, consumer_row", "blame_rows": "out_seq"}
-
-
-def materialize(con: duckdb.DuckDBPyConnection, view: str) -> None:
-    """One of blame's views made a table (:data:`MATERIALIZED`), in :data:`ORDERED`'s order."""
-    order = ORDERED.get(view)
-    db.materialize(con, view, None if order is None else
-                   f"SELECT * FROM {db.quote_ident('_src_' + view)} ORDER BY {order}")
+# (their rows' order is their plan's, which may differ between a compare and a batch of pairs,
+# msq.pipeline.compute_batch: every reader but the history orders them; the history stores a
+# pair's rows in the order they come, as the result's. Ordered here, blame_rows and
+# blame_edges cost ~31 M instructions a 24,500-row pair more, bench/README "Session 17: pairs")
 
 
 def nesting_rows(construct: dict[str, Any]) -> list[tuple[str, str]]:
@@ -115,7 +108,7 @@ def run_blame(con: duckdb.DuckDBPyConnection, mode: str, npu_json: Path, bench_j
                   skip=views_made)
     for view in MATERIALIZED:
         if not (row_error_table and view == "row_error"):
-            materialize(con, view)
+            db.materialize(con, view)
 
 
 def run_batch_blame(con: duckdb.DuckDBPyConnection, mode: str,
@@ -135,4 +128,4 @@ def run_batch_blame(con: duckdb.DuckDBPyConnection, mode: str,
     db.load_views(con, folders=("compare/blame",), variants=[mode], skip=views_made)
     for view in MATERIALIZED:
         if view != "row_error":
-            materialize(con, view)
+            db.materialize(con, view)
