@@ -300,10 +300,10 @@ def _compute(job: PairJob, opts: Options, output_dir: Path, folder: str | None,
 
 def _pair_tables(con: Any, mode: str, framework: str, job: PairJob, opts: Options,
                  result: CompareResult, started: float, folder: str | None,
-                 rows: pa.Table | None = None) -> PairTables:
+                 rows: dict[str, pa.Table] | None = None) -> PairTables:
     """The pair's summary, files and history rows from its compare's connection ``con``
     (``folder``: render the files there and leave them, else read them back; ``rows``: its
-    result rows made already, :func:`_batch_result_rows`)."""
+    history rows made already, by table, :func:`_batch_history_rows`)."""
     from msq import db
 
     tables = PairTables(
@@ -367,7 +367,7 @@ def _batch_shared(jobs: list[PairJob], opts: Options, output_dir: Path,
     try:
         with _kept_logs() as shared_logs:
             con, mode, parts = compute_batch(inps, opts, cast("EarlyDatabase", database))
-            rows = _batch_result_rows(con, mode, [part.place.out_range for part in parts]) \
+            rows = _batch_history_rows(con, mode, [part.place for part in parts]) \
                 if opts.record else [None] * len(parts)
             types = split_batch(con, mode)
         if any(record.levelno >= logging.WARNING for record in shared_logs):
@@ -390,9 +390,10 @@ def _batch_shared(jobs: list[PairJob], opts: Options, output_dir: Path,
 
 
 def _batch_pair_shared(con: Any, mode: str, job: PairJob, part: Any, opts: Options,
-                       types: Any, root: str, rows: pa.Table | None = None) -> PairTables:
+                       types: Any, root: str,
+                       rows: dict[str, pa.Table] | None = None) -> PairTables:
     """One pair of a batch (msq.pipeline.batch_pair), its files and rows left in a shared
-    folder of its own, its log lines its own (``rows``: its history's result rows, made for
+    folder of its own, its log lines its own (``rows``: its history rows, by table, made for
     the batch at once)."""
     from msq.pipeline import batch_pair, log_setup
 
@@ -621,9 +622,10 @@ def _render(con: Any, mode: str, job: PairJob, opts: Options, result: CompareRes
     return paths
 
 
-def _history_rows(con: Any, mode: str, rows: pa.Table | None = None) -> dict[str, pa.Table]:
+def _history_rows(con: Any, mode: str,
+                  rows: dict[str, pa.Table] | None = None) -> dict[str, pa.Table]:
     """The pair's history rows, by history table, from the single-card recorder's SQL
-    (``rows``: its result rows, made already).
+    (``rows``: those made already, :func:`_batch_history_rows`).
 
     Each SELECT runs as its text (:class:`msq.db.SelectStream`), not through a relation, which
     binds it once more first: ~7-10 ms less a pair, the same batches (bench/README, "Session
@@ -633,47 +635,78 @@ def _history_rows(con: Any, mode: str, rows: pa.Table | None = None) -> dict[str
     from msq import db
     from msq.history.recorder import prepare_blame, prepare_rows
 
-    if rows is None:
-        rows = pa.table(db.SelectStream(con, prepare_rows(con, mode)))
-    tables = {"result_rows": rows}
+    if rows is not None:
+        return rows
+    tables = {"result_rows": pa.table(db.SelectStream(con, prepare_rows(con, mode)))}
     for table, sql in prepare_blame(con):
         tables[table] = pa.table(db.SelectStream(con, sql))
     return tables
 
 
-def _batch_result_rows(con: Any, mode: str, ranges: list[tuple[int, int]]) -> list[pa.Table]:
-    """The history's result rows of every pair of a batch (msq.pipeline.compute_batch, before
-    split_batch: its tables under their own names), from one run of the recorder's SELECT over
-    the batch's rows, not one a pair over its views: each pair's rows are those of its out_seq
-    ``ranges`` (first, last), in the order they come, out_seq numbered from its first as its own
-    compare numbers them. The SELECT reads each row alone (joins on out_seq, row_seq and op_seq,
-    which run on from pair to pair), so a pair's rows are what its own SELECT gives."""
+#: What blame_edges' history SELECT gets to say whose edge a row is (see _batch_history_rows)
+_EDGES_SELECT = "SELECT e.side, "
+
+
+def _batch_history_rows(con: Any, mode: str, places: list[Any]) -> list[dict[str, pa.Table]]:
+    """The history rows of every pair of a batch (msq.pipeline.compute_batch, before
+    split_batch: its tables under their own names), by table, from one run of each of the
+    recorder's SELECTs over the batch's rows, not one a pair over its views. Each SELECT reads
+    each row alone (joins on out_seq, row_seq and op_seq, which run on from pair to pair), so a
+    pair's rows are what its own SELECTs give: the result and blame rows of its out_seq range
+    (``places``: msq.pipeline.BatchPlace), blame's edges of its pair number, in the order they
+    come, numbered as its own compare numbers them (out_seq from its first, op_seq from its
+    op_base)."""
     import pyarrow as pa
 
     from msq import db
-    from msq.history.recorder import prepare_rows
+    from msq.history.recorder import prepare_blame, prepare_rows
 
+    ranges = [place.out_range for place in places]
+    firsts = [lo for lo, _ in ranges]
     rows = pa.table(db.SelectStream(con, prepare_rows(con, mode)))
     con.execute("DROP VIEW temp.hist_result; DROP VIEW hist_row_ops")
-    return split_rows(rows, ranges)
+    parts = [{"result_rows": part} for part in split_rows(rows, ranges)]
+    for table, sql in prepare_blame(con):
+        if table == "blame_rows":
+            cut = split_rows(pa.table(db.SelectStream(con, sql)), ranges,
+                             shifts={"out_seq": firsts,
+                                     "op_seq": [place.op_base for place in places]})
+        else:  # blame_edges: its pair says whose (an edge's rows may have no output line)
+            if not sql.startswith(_EDGES_SELECT) and f"\n{_EDGES_SELECT}" not in sql:
+                raise RuntimeError("blame_edges' history SELECT changed: see _EDGES_SELECT")
+            select = sql.replace(_EDGES_SELECT, f"SELECT e.pair AS {_PAIR}, e.side, ", 1)
+            cut = [part.drop_columns([_PAIR]) for part in split_rows(
+                pa.table(db.SelectStream(con, select)),
+                [(place.pair, place.pair) for place in places], key=_PAIR,
+                shifts={"consumer_seq": firsts, "producer_seq": firsts})]
+        for part, made in zip(parts, cut, strict=True):
+            part[table] = made
+    return parts
+
+
+#: The column that says whose a batch's edge is (dropped once the edges are cut)
+_PAIR = "hist_batch_pair"
 
 
 #: At most this many runs of rows a part is cut from, put together from slices (more: taken)
 _SLICED_RUNS = 64
 
 
-def split_rows(rows: pa.Table, ranges: list[tuple[int, int]]) -> list[pa.Table]:
-    """``rows`` (with an ``out_seq``) cut by out_seq ``ranges`` (first, last; inclusive), each
-    part's rows in their order in ``rows``, its out_seq less its first (of the same type)."""
+def split_rows(rows: pa.Table, ranges: list[tuple[int, int]], key: str = "out_seq",
+               shifts: dict[str, list[int]] | None = None) -> list[pa.Table]:
+    """``rows`` cut by their ``key`` in ``ranges`` (first, last; inclusive), each part's rows in
+    their order in ``rows``, with ``shifts[column][i]`` subtracted from each of part i's
+    ``column`` (NULL stays NULL; the same type); by default its first from ``key``."""
     import numpy as np
     import pyarrow as pa
+    import pyarrow.compute as pc
 
+    if shifts is None:
+        shifts = {key: [lo for lo, _ in ranges]}
     rows = rows.combine_chunks()
-    at = rows.schema.get_field_index("out_seq")
-    kind = rows.schema.field(at).type
-    seqs = rows.column(at).to_numpy()
+    seqs = rows.column(key).to_numpy()
     out = []
-    for lo, hi in ranges:
+    for i, (lo, hi) in enumerate(ranges):
         where = np.flatnonzero((seqs >= lo) & (seqs <= hi))
         # the runs of consecutive rows, sliced and put together (a join's rows come in a few
         # runs: those its build side did not match last): a take of each column costs ~25 times
@@ -687,8 +720,12 @@ def split_rows(rows: pa.Table, ranges: list[tuple[int, int]]) -> list[pa.Table]:
                                     or [rows.slice(0, 0)]).combine_chunks()
         else:
             part = rows.take(pa.array(where))
-        own = pa.array(part.column(at).to_numpy() - lo).cast(kind)
-        out.append(part.set_column(at, rows.schema.field(at), own))
+        for column, bases in shifts.items():
+            at = part.schema.get_field_index(column)
+            field = part.schema.field(at)
+            moved = pc.subtract(part.column(at), pa.scalar(bases[i], field.type)).cast(field.type)
+            part = part.set_column(at, field, moved)
+        out.append(part)
     return out
 
 

@@ -1,6 +1,7 @@
-"""A batch's history rows (msq.pair_tables._batch_result_rows): one SELECT over the batch's rows,
-cut into each pair's by out_seq range (msq.pair_tables.split_rows). That each pair's rows are
-those of its own compare is tests/test_batch.py's first test; here the cut itself."""
+"""A batch's history rows (msq.pair_tables._batch_history_rows): one SELECT a history table over
+the batch's rows, cut into each pair's by out_seq range or pair number and numbered as its own
+(msq.pair_tables.split_rows). That each pair's rows (result rows, blame rows and edges) are those
+of its own compare is tests/test_batch.py's first test; here the cut itself."""
 
 from __future__ import annotations
 
@@ -40,3 +41,36 @@ def test_a_range_of_one_run_of_rows_is_the_same_rows_as_taken():
     (part,) = split_rows(table, [(3, 6)])
     assert part.to_pylist() == [{"out_seq": s - 3, "name": f"r{s}",
                                  "texts": [str(s)] if s % 2 else None} for s in range(3, 7)]
+
+
+def test_a_cut_by_another_key_shifts_the_columns_it_is_told_nulls_kept():
+    # blame's edges: cut by pair number, their out_seqs (NULL: no output line) less the pair's first
+    edges = pa.table({"pair": pa.array([0, 1, 0, 1, 1], pa.int32()),
+                      "consumer_seq": pa.array([3, 12, None, 10, 11], pa.int64()),
+                      "producer_seq": pa.array([1, None, 2, 10, 10], pa.int64())})
+    got = split_rows(edges, [(0, 0), (1, 1), (2, 2)], key="pair",
+                     shifts={"consumer_seq": [0, 10, 20], "producer_seq": [0, 10, 20]})
+    assert [part.to_pylist() for part in got] == [
+        [{"pair": 0, "consumer_seq": 3, "producer_seq": 1},
+         {"pair": 0, "consumer_seq": None, "producer_seq": 2}],
+        [{"pair": 1, "consumer_seq": 2, "producer_seq": None},
+         {"pair": 1, "consumer_seq": 0, "producer_seq": 0},
+         {"pair": 1, "consumer_seq": 1, "producer_seq": 0}], []]
+    for part in got:
+        assert part.schema == edges.schema
+    # blame's rows: by out_seq range, out_seq and op_seq (INTEGER, NULL on a bench-only row)
+    blame = pa.table({"out_seq": pa.array([5, 6, 7], pa.int64()),
+                      "op_seq": pa.array([40, None, 41], pa.int32())})
+    (part,) = split_rows(blame, [(5, 7)], shifts={"out_seq": [5], "op_seq": [40]})
+    assert part.to_pylist() == [{"out_seq": 0, "op_seq": 0}, {"out_seq": 1, "op_seq": None},
+                                {"out_seq": 2, "op_seq": 1}]
+    assert part.schema == blame.schema
+
+
+def test_the_edges_select_says_whose_each_edge_is():
+    """_batch_history_rows adds the edge's pair to blame_edges' history SELECT where it begins
+    (_EDGES_SELECT): the file must still begin its SELECT so."""
+    from msq import db
+
+    body = db.sql_file("history/record/hist_blame_edges.sql").body
+    assert body.count(f"\n{pair_tables._EDGES_SELECT}") == 1
