@@ -183,6 +183,16 @@ def materialize(con: duckdb.DuckDBPyConnection, view: str, select: str | None = 
         raise
 
 
+def has_table(con: duckdb.DuckDBPyConnection, name: str, *, batched: bool = False) -> bool:
+    """``name`` is a table of the compare's database; ``batched``: or its batch's table
+    ``batch_<name>`` is (a pair of a batch then reads ``name`` as a view of its rows:
+    msq.pipeline.split_batch and pair_views)."""
+    names = [name, f"batch_{name}"] if batched else [name]
+    return scalar(con, "SELECT count(*) FROM duckdb_tables() WHERE table_name IN (SELECT "
+                       "unnest(?::VARCHAR[])) AND database_name = current_database()",
+                  [names]) > 0
+
+
 def _is_view(con: duckdb.DuckDBPyConnection, name: str) -> bool:
     return scalar(con, "SELECT count(*) FROM duckdb_views() WHERE view_name = ? AND NOT internal",
                   [name]) > 0

@@ -104,6 +104,13 @@ def run_blame(con: duckdb.DuckDBPyConnection, mode: str, npu_json: Path, bench_j
     load_nesting(con, "bench", bench_json)
     if bands is not None and bands.num_rows:
         db.insert_arrow(con, "blame_bands", bands.select(["npu_name", "band"]))
+    _make_tables(con, mode, user_dirs, views_made, row_error_table)
+
+
+def _make_tables(con: duckdb.DuckDBPyConnection, mode: str, user_dirs: Iterable[Path],
+                 views_made: Collection[str], row_error_table: bool) -> None:
+    """Blame's views created (but ``views_made``) and materialised (``row_error`` only when it
+    is not a table yet), once its parameters and nesting are in place."""
     db.load_views(con, folders=("compare/blame",), user_dirs=user_dirs, variants=[mode],
                   skip=views_made)
     for view in MATERIALIZED:
@@ -125,7 +132,4 @@ def run_batch_blame(con: duckdb.DuckDBPyConnection, mode: str,
     for pair, npu_json, bench_json in dumps:
         load_nesting(con, "npu", npu_json, pair)
         load_nesting(con, "bench", bench_json, pair)
-    db.load_views(con, folders=("compare/blame",), variants=[mode], skip=views_made)
-    for view in MATERIALIZED:
-        if view != "row_error":
-            db.materialize(con, view)
+    _make_tables(con, mode, (), views_made, row_error_table=True)

@@ -20,6 +20,7 @@ from msq.db import (
     atomic_write,
     csv_guard,
     final_name,
+    has_table,
     new_file,
     quote_ident,
     quote_str,
@@ -146,7 +147,7 @@ def _write_workbook(con: duckdb.DuckDBPyConnection, mode: str, cols: list[str],
     # the writer puts the rows in order itself, after rendering them
     rows = f"SELECT * FROM {result_view(mode)}"
     percents: tuple[str, ...] = ()
-    if mode in RESULT_TABLES and not _is_table(con, result_view(mode)):
+    if mode in RESULT_TABLES and not has_table(con, result_view(mode)):
         # the result view is ours, over the materialised stat_result (a user's or --compat's is
         # a table by now): its relative errors are printed by the renderer from their numbers
         rows, percents = f"SELECT * FROM {result_table(mode)}", PERCENT_COLUMNS
@@ -166,17 +167,9 @@ def _write_workbook(con: duckdb.DuckDBPyConnection, mode: str, cols: list[str],
         log.warning("%s holds %d sheets (Excel's row limit)", shown.name, sheets)
 
 
-def _is_table(con: duckdb.DuckDBPyConnection, name: str) -> bool:
-    return bool(scalar(con, "SELECT count(*) FROM duckdb_tables() WHERE table_name = ? "
-                            "AND database_name = current_database()", [name]))
-
-
 def _has_blame(con: duckdb.DuckDBPyConnection) -> bool:
-    """The compare has blame (the default mode): its own sheet goes beside msprobe's. (Its
-    ``blame_rows`` is a table, or, a batch's pair's, a view of ``batch_blame_rows``.)"""
-    return bool(scalar(con, "SELECT count(*) FROM duckdb_tables() WHERE table_name IN "
-                            "('blame_rows', 'batch_blame_rows') "
-                            "AND database_name = current_database()"))
+    """The compare has blame (the default mode): its own sheet goes beside msprobe's."""
+    return has_table(con, "blame_rows", batched=True)
 
 
 def _blame_sheet(con: duckdb.DuckDBPyConnection) -> list[tuple[str, SheetSpec]]:

@@ -676,12 +676,8 @@ def prepare_rows(con: duckdb.DuckDBPyConnection, mode: str, ops: bool = True) ->
 
 def prepare_blame(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str]]:
     """``(history table, SELECT)`` of the compare's blame rows and edges; none when the compare
-    has no blame (``--compat msprobe-1.1``, ``--no-blame``). (Its ``blame_rows`` is a table,
-    or, a batch's pair's, a view of ``batch_blame_rows``: msq.pipeline.pair_views.)"""
-    found = db.scalar(con, "SELECT count(*) FROM duckdb_tables() WHERE table_name IN "
-                           "('blame_rows', 'batch_blame_rows') "
-                           "AND database_name = current_database()")
-    if not found:
+    has no blame (``--compat msprobe-1.1``, ``--no-blame``)."""
+    if not db.has_table(con, "blame_rows", batched=True):
         return []
     return [(table, db.sql_file(f"history/record/hist_{table}.sql").body)
             for table in ("blame_rows", "blame_edges")]
