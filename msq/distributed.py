@@ -348,7 +348,8 @@ def _batch_outcomes(batch: list[PairJob], future: Future[list[PairTables | PairF
 
 
 def _result(future: Future[Any], idle: Callable[[], None]) -> Any:
-    """A pair's outcome; ``idle()`` first once it has been awaited :data:`msq.pair_tables.IDLE_SECONDS`."""
+    """A pool task's outcome (a batch's pairs'); ``idle()`` first once it has been awaited
+    :data:`msq.pair_tables.IDLE_SECONDS`."""
     deadline = time.monotonic() + IDLE_SECONDS
     while not future.done() and time.monotonic() < deadline:
         wait([future], timeout=0.1)  # short: Ctrl-C raises between the waits
