@@ -3,8 +3,9 @@
 :func:`compute_pair` runs the compare pipeline of one pair and renders everything it produces,
 with the same code as a single-card compare: the workbook (with blame's sheet), CSV, Parquet,
 HTML report, advisor and blame files, as bytes (written into a private temporary folder, then
-read back), and the pair's history rows (``result_rows``, and blame's ``blame_rows`` and
-``blame_edges``) as Arrow tables, from the same SQL as a single-card compare's recorder. It
+read back), and the pair's history rows (``result_rows``, and blame's ``blame_rows``,
+``blame_runs`` and ``blame_edges``) as Arrow tables, from the same SQL as a single-card
+compare's recorder. It
 writes nothing into the output folder but the ``-lm`` mapping file (which the pair's own
 compare reads back).
 
@@ -72,8 +73,9 @@ class PairTables:
     #: (file name, content) of each output, in the order a single-card compare writes them;
     #: the content is the path of the file a pool worker left (:meth:`take_shared` ``keep``)
     files: list[tuple[str, bytes | Path]] = field(default_factory=list)
-    #: the pair's history rows by history table (result_rows; blame_rows and blame_edges with
-    #: blame), without compare_id; empty without a history
+    #: the pair's history rows by history table (result_rows; blame_rows, blame_runs and
+    #: blame_edges with blame: blame_rows without what blame_runs' one row holds), without
+    #: compare_id; empty without a history
     history: dict[str, pa.Table] = field(default_factory=dict)
     blame: Any = None                   # msq.blame.summary.BlameSummary (None: blame is off)
     logs: list[logging.LogRecord] = field(default_factory=list)
@@ -639,8 +641,28 @@ def _history_rows(con: Any, mode: str,
         return rows
     tables = {"result_rows": pa.table(db.SelectStream(con, prepare_rows(con, mode)))}
     for table, sql in prepare_blame(con):
-        tables[table] = pa.table(db.SelectStream(con, sql))
+        if table == "blame_rows":
+            tables[table], tables["blame_runs"] = _blame_rows(con, sql)
+        else:
+            tables[table] = pa.table(db.SelectStream(con, sql))
     return tables
+
+
+def _blame_rows(con: Any, sql: str) -> tuple[pa.Table, pa.Table]:
+    """Blame's history rows (``sql``: the recorder's SELECT) without what every row of a
+    compare shares (``BLAME_RUN_COLUMNS``: the run's id, thresholds and noise source), and
+    those once, one row (none without rows): the driver stores them once a compare
+    (``blame_runs``), and sending them on every row cost the worker's Arrow export a 32-byte
+    run id a row."""
+    import pyarrow as pa
+
+    from msq import db
+    from msq.history.recorder import BLAME_RUN_COLUMNS
+
+    shared = ", ".join(BLAME_RUN_COLUMNS)
+    rows = pa.table(db.SelectStream(con, f"SELECT * EXCLUDE ({shared}) FROM (\n{sql}\n)"))
+    runs = pa.table(db.SelectStream(con, f"SELECT {shared} FROM (\n{sql}\n) LIMIT 1"))
+    return rows, runs
 
 
 #: What blame_edges' history SELECT gets to say whose edge a row is (see _batch_history_rows)
@@ -668,9 +690,12 @@ def _batch_history_rows(con: Any, mode: str, places: list[Any]) -> list[dict[str
     parts = [{"result_rows": part} for part in split_rows(rows, ranges)]
     for table, sql in prepare_blame(con):
         if table == "blame_rows":
-            cut = split_rows(pa.table(db.SelectStream(con, sql)), ranges,
+            blame, runs = _blame_rows(con, sql)
+            cut = split_rows(blame, ranges,
                              shifts={"out_seq": firsts,
                                      "op_seq": [place.op_base for place in places]})
+            for part in parts:
+                part["blame_runs"] = runs
         else:  # blame_edges: its pair says whose (an edge's rows may have no output line)
             if not sql.startswith(_EDGES_SELECT) and f"\n{_EDGES_SELECT}" not in sql:
                 raise RuntimeError("blame_edges' history SELECT changed: see _EDGES_SELECT")

@@ -102,10 +102,11 @@ class RunRecorder:
             if "result_rows" in rows:  # first: blame's names take the keys its rows got
                 keyed = self._insert_result_rows(rows["result_rows"], compare_id)
             for table, arrow in rows.items():
-                if table == "result_rows":
+                if table in ("result_rows", "blame_runs"):
                     continue
                 if table == "blame_rows":  # a view: its rows go into blame_runs and blame_data
-                    self._insert_blame_rows(arrow, compare_id, rows.get("result_rows"), keyed)
+                    self._insert_blame_rows(arrow, compare_id, rows.get("result_rows"), keyed,
+                                            rows.get("blame_runs"))
                     continue
                 self._insert_arrow(table, arrow, compare_id)
             _insert_compare(con, compare_id, row)
@@ -129,21 +130,25 @@ class RunRecorder:
             con.unregister("_pair_rows")
 
     def _insert_blame_rows(self, rows: pa.Table, compare_id: int, result: pa.Table | None,
-                           keyed: pa.Table | None) -> None:
+                           keyed: pa.Table | None, runs: pa.Table | None = None) -> None:
         """One pair's ``blame_rows``: what its rows share into ``blame_runs`` (once), the rest
-        with their names' keys into ``blame_data`` (as ``recorder.insert_blame_table``)."""
+        with their names' keys into ``blame_data`` (as ``recorder.insert_blame_table``).
+        ``runs``: what they share, one row, when the rows come without it (a pool worker's,
+        ``msq.pair_tables._blame_rows``); else it is taken from their first row."""
         import pyarrow as pa
 
         if rows.num_rows == 0:
             return
-        run = rows.select(list(BLAME_RUN_COLUMNS)).slice(0, 1)
+        shared = list(BLAME_RUN_COLUMNS)
+        if runs is None:
+            runs, rows = rows.select(shared), rows.drop_columns(shared)
+        run = runs.select(shared).slice(0, 1)
         self._insert_arrow("blame_runs", run.add_column(0, "compare_id",
                                                         pa.array([compare_id], pa.int64())), None)
         if self._names is None:
             self._names = _Names(self.con)
             self._saved = self._names.state()
-        data, new = self._names.key_blame(rows.drop_columns(list(BLAME_RUN_COLUMNS)), result,
-                                          keyed)
+        data, new = self._names.key_blame(rows, result, keyed)
         if new is not None:
             self._insert_arrow("names", new, None)
         self._insert_arrow("blame_data", data, compare_id)
