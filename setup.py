@@ -20,9 +20,10 @@ from setuptools import Extension, setup
 # any CPU) sum the dot products with identical roundings.
 ARGS = [] if sys.platform == "win32" else ["-O3", "-ffp-contract=off", "-fno-fast-math"]
 
-# yyjson: only its reader is compiled in
+# yyjson: only its reader is compiled in; MSQ_PYTHON_LITERALS (msq's patch of its reader): NaN,
+# Infinity and -Infinity are the only non-finite literals it reads, as Python's json
 YYJSON_MACROS = [("YYJSON_DISABLE_WRITER", "1"), ("YYJSON_DISABLE_INCR_READER", "1"),
-                 ("YYJSON_DISABLE_UTILS", "1")]
+                 ("YYJSON_DISABLE_UTILS", "1"), ("MSQ_PYTHON_LITERALS", "1")]
 
 
 def source_crc(source: str) -> list[tuple[str, str]]:

@@ -10,8 +10,10 @@
  * C path never has to reproduce an error message, only the rows of well-formed dumps, and
  * tests/test_flatten_fast.py checks that it gives the Python reader's rows exactly.
  *
- * Numbers are read as raw text (YYJSON_READ_NUMBER_AS_RAW) and converted here, so that an int
- * stays an int (its text is a cell) and only Python's own spellings of non-finite floats pass.
+ * yyjson reads the numbers as it parses (an int stays an int: its text is a cell); those beyond
+ * int64 or the double range stay raw texts (YYJSON_READ_BIGNUM_AS_RAW), and only Python's own
+ * spellings of non-finite floats parse (yyjson.c built with MSQ_PYTHON_LITERALS, checked when
+ * the module loads).
  * The parse is in situ (the caller's buffer has YYJSON_PADDING_SIZE spare bytes) and runs with
  * the GIL released: both sides of a compare flatten at once in two threads.
  */
@@ -195,6 +197,31 @@ typedef struct {
 } Num;
 
 static int read_num(Flat *f, yyjson_val *v, Num *out) {
+    /* yyjson read the number as it parsed the document (the same correctly rounded double as
+     * its yyjson_read_number gives the text); an int of more than 18 digits is left to Python,
+     * as before (its |value| is 10^18 or more: JSON has no leading zeros) */
+    if (yyjson_is_real(v)) {
+        out->is_int = 0;
+        out->d = yyjson_get_real(v);
+        return 0;
+    }
+    if (yyjson_is_uint(v) || yyjson_is_sint(v)) {
+        int64_t i;
+        if (yyjson_is_uint(v)) {
+            uint64_t u = yyjson_get_uint(v);
+            if (u >= 1000000000000000000ULL) GIVE_UP(f, "a long integer");
+            i = (int64_t)u;
+        } else {
+            i = yyjson_get_sint(v);
+            if (i <= -1000000000000000000LL) GIVE_UP(f, "a long integer");
+        }
+        out->is_int = 1;
+        out->i = i;   /* "-0" is the int 0 */
+        out->d = (double)i;
+        return 0;
+    }
+    /* a raw text: a number yyjson does not read into an int64 or a finite double
+     * (YYJSON_READ_BIGNUM_AS_RAW) */
     const char *raw = yyjson_get_raw(v);
     size_t len = yyjson_get_len(v);
     if (len == 0 || len > 64) GIVE_UP(f, "a long number");
@@ -232,6 +259,9 @@ static int read_num(Flat *f, yyjson_val *v, Num *out) {
     return 0;
 }
 
+/* a number: read by yyjson, or left raw (a big one) */
+static int is_number(yyjson_val *v) { return yyjson_is_num(v) || yyjson_is_raw(v); }
+
 /* str(value) of an int, or of a list of ints/bools (Python's repr), into f->tmp */
 static int int_text(Buf *b, int64_t i) {
     char text[24];
@@ -257,7 +287,7 @@ static int list_text(Flat *f, yyjson_val *list, Buf *out, int *all_int, int64_t 
             *all_int = 0;
             if (buf_put(out, yyjson_get_bool(e) ? "True" : "False", yyjson_get_bool(e) ? 4 : 5))
                 return -2;
-        } else if (yyjson_is_raw(e)) {
+        } else if (is_number(e)) {
             Num num;
             if (read_num(f, e, &num)) return -1;
             if (!num.is_int) GIVE_UP(f, "a float in a list");
@@ -297,7 +327,7 @@ static int stat_cols(Flat *f, int s, yyjson_val *v) {
         MEM(col_null(num) || col_cstr(kind, "n") || col_null(str));
     } else if (yyjson_is_bool(v)) {
         MEM(col_f64(num, yyjson_get_bool(v) ? 1.0 : 0.0) || col_cstr(kind, "b") || col_null(str));
-    } else if (yyjson_is_raw(v)) {
+    } else if (is_number(v)) {
         Num n;
         if (read_num(f, v, &n)) return -1;
         if (n.is_int) {
@@ -484,7 +514,7 @@ static int typed_row(Flat *f, yyjson_val *item) {
     if (!value || yyjson_is_null(value)) dtype = "<class 'NoneType'>";
     else if (yyjson_is_bool(value)) dtype = "<class 'bool'>";
     else if (yyjson_is_str(value)) dtype = "<class 'str'>";
-    else if (yyjson_is_raw(value)) {
+    else if (is_number(value)) {
         Num num;
         if (read_num(f, value, &num)) return -1;
         dtype = num.is_int ? "<class 'int'>" : "<class 'float'>";
@@ -886,8 +916,13 @@ static int flat_init(Flat *f) {
     return err;
 }
 
+/* Numbers are read by yyjson as it parses (re-reading each one's raw text cost ~85 M instructions
+ * of a 24,500-row pair); those it cannot read exactly (ints beyond int64/uint64, floats beyond
+ * the double range) stay raw texts, which read_num reads or leaves to Python. NaN and Infinity:
+ * yyjson.c is built with MSQ_PYTHON_LITERALS (setup.py), so that only Python json's spellings
+ * (NaN, Infinity, -Infinity) parse and any other is "not JSON yyjson reads". */
 static const yyjson_read_flag READ_FLAGS =
-    YYJSON_READ_INSITU | YYJSON_READ_ALLOW_INF_AND_NAN | YYJSON_READ_NUMBER_AS_RAW;
+    YYJSON_READ_INSITU | YYJSON_READ_ALLOW_INF_AND_NAN | YYJSON_READ_BIGNUM_AS_RAW;
 
 /* flatten_dump(buffer, compat) -> (task, has_md5, looks_mindspore, op_cols, row_cols) | reason
  *
@@ -1589,7 +1624,32 @@ static struct PyModuleDef MODULE = {PyModuleDef_HEAD_INIT, "_flatten",
                                     "dump.json parsed and flattened in C (see msq/_flatten.c)",
                                     -1, METHODS, NULL, NULL, NULL, NULL};
 
+/* yyjson.c was built with MSQ_PYTHON_LITERALS: it refuses the non-finite spellings Python's json
+ * refuses (else a dump holding one would be read, where the Python reader refuses it) */
+static int python_literals_only(void) {
+    static const char *refused[] = {"[nan]", "[-NaN]", "[inf]", "[-inf]", "[infinity]", "[INFINITY]"};
+    static const char *read[] = {"[NaN]", "[Infinity]", "[-Infinity]"};
+    for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
+        yyjson_doc *doc = yyjson_read(refused[i], strlen(refused[i]), YYJSON_READ_ALLOW_INF_AND_NAN);
+        if (doc) {
+            yyjson_doc_free(doc);
+            return 0;
+        }
+    }
+    for (size_t i = 0; i < sizeof read / sizeof *read; i++) {
+        yyjson_doc *doc = yyjson_read(read[i], strlen(read[i]), YYJSON_READ_ALLOW_INF_AND_NAN);
+        if (!doc) return 0;
+        yyjson_doc_free(doc);
+    }
+    return 1;
+}
+
 PyMODINIT_FUNC PyInit__flatten(void) {
+    if (!python_literals_only()) {
+        PyErr_SetString(PyExc_ImportError, "msq._flatten: yyjson was built without "
+                        "MSQ_PYTHON_LITERALS (reinstall msq: pip install -e .)");
+        return NULL;
+    }
     PyObject *m = PyModule_Create(&MODULE);
     if (m && (PyModule_AddIntConstant(m, "PADDING", YYJSON_PADDING_SIZE) || msq_add_source_crc(m))) {
         Py_DECREF(m);

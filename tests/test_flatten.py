@@ -181,6 +181,20 @@ GIVE_UP = {
     "truncated": '{"task": "statistics", "data": {"A.forward": {"output": [',
     "mindspore.Tensor in a longer text": '{"task": "statistics", "data": {"A.forward": '
                                          '{"output": [{"type": "x\'mindspore.Tensor\'"}]}}}',
+    # yyjson reads case-insensitive nan/inf/infinity, signed or not: msq's build of it only
+    # Python's NaN, Infinity and -Infinity (MSQ_PYTHON_LITERALS)
+    **{f"a statistic {word}": '{"task": "statistics", "data": {"A.forward": {"output": '
+                              '[{"type": "torch.Tensor", "dtype": "f", "shape": [], "Max": '
+                              + word + '}]}}}'
+       for word in ("-NaN", "nan", "NAN", "inf", "-inf", "Inf", "infinity", "INFINITY",
+                    "+Infinity", "-infinity", "Infinit", "NaNa")},
+    "a 19-digit integer statistic": '{"task": "statistics", "data": {"A.forward": {"output": '
+                                    '[{"type": "int", "value": 1000000000000000000}]}}}',
+    "a negative 19-digit integer": '{"task": "statistics", "data": {"A.forward": {"output": '
+                                   '[{"type": "int", "value": -1000000000000000000}]}}}',
+    "a 20-digit integer in a shape": '{"task": "statistics", "data": {"A.forward": {"output": '
+                                     '[{"type": "torch.Tensor", "dtype": "f", '
+                                     '"shape": [18446744073709551615]}]}}}',
 }
 
 
@@ -215,6 +229,44 @@ def test_nan_and_infinity_tokens_are_read(tmp_path: Path) -> None:
     row = side.rows.to_pylist()[0]
     assert math.isnan(row["max_num"]) and row["min_num"] == -math.inf
     assert row["mean_num"] == math.inf
+
+
+#: number texts at the edges of what yyjson reads as an int64, a uint64 or a finite double, and
+#: floats longer than any fixed buffer: the C reader's numbers must be Python's float() and int()
+EDGE_NUMBERS = [
+    "0", "-0", "0.0", "-0.0", "1", "-1", "999999999999999999", "-999999999999999999",
+    "123456789012345678", "1E5", "1e-5", "2.5E+3", "-2.5e-3", "1e308", "-1e308", "1.7976931348623157e308",
+    "1.7976931348623159e308", "1e309", "-1e309", "1e400", "5e-324", "2.4703282292062327e-324",
+    "2.4703282292062328e-324", "1e-400", "-1e-400", "2.2250738585072011e-308",
+    "2.2250738585072012e-308", "9007199254740993", "9007199254740993.0", "0.1", "0.30000000000000004",
+    "299.80682373046875", "0." + "0" * 300 + "1", "1" + "0" * 300 + ".5",
+    "3." + "14159265358979323846" * 30, "9007199254740992.999999999999999999999999999999999",
+    "1" * 17 + "e-10", "-" + "7" * 70 + "e-60",
+]
+
+
+@pytest.mark.parametrize("compat", [False, True])
+def test_edge_numbers_read_as_python_reads_them(tmp_path: Path, compat: bool) -> None:
+    """Each text as a statistic, a typed value and (ints) a shape element: the same rows as the
+    Python reader's (doubles by their bits), none left to it."""
+    args = []
+    for i, text in enumerate(EDGE_NUMBERS):
+        is_int = not any(c in text for c in ".eE")
+        shape = f"[{text}, 2]" if is_int and not text.startswith("-") else "[3]"
+        args.append(f'{{"type": "torch.Tensor", "dtype": "torch.float32", "shape": {shape}, '
+                    f'"Max": {text}, "Min": -{text.lstrip("-")}, "Mean": {i}, "Norm": {text}}}')
+        args.append(f'{{"type": "{"int" if is_int else "float"}", "value": {text}}}')
+    path = tmp_path / "dump.json"
+    path.write_text('{"task": "statistics", "data": {"Functional.edge.0.forward": '
+                    f'{{"input_args": [{", ".join(args)}], "output": []}}, '
+                    '"Functional.lit.0.forward": {"input_args": [{"type": "torch.Tensor", '
+                    '"dtype": "f", "shape": [], "Max": NaN, "Min": -Infinity, "Mean": Infinity, '
+                    '"Norm": -0.0}]}}}')
+    json.loads(path.read_text())  # Python reads every one of them
+    check_same(path, compat)
+    rows = c_side(path, compat).rows.to_pylist()  # type: ignore[union-attr]
+    assert rows[-1]["max_kind"] == "f" and math.isnan(rows[-1]["max_num"])
+    assert rows[-1]["min_num"] == -math.inf and rows[-1]["mean_num"] == math.inf
 
 
 def test_stack_check(tmp_path: Path) -> None:

@@ -3142,6 +3142,12 @@ static_inline bool read_inf(u8 **ptr, u8 **pre,
     bool sign = (*cur == '-');
     if (*cur == '+' && !has_allow(EXT_NUMBER)) return false;
     cur += char_is_sign(*cur);
+#ifdef MSQ_PYTHON_LITERALS
+    /* msq (not upstream): only Python json's spelling, Infinity or -Infinity; any other is a
+       parse error (msq's Python reader then decides) */
+    if (!(cur[0] == 'I' && cur[1] == 'n' && cur[2] == 'f' && cur[3] == 'i' && cur[4] == 'n' &&
+          cur[5] == 'i' && cur[6] == 't' && cur[7] == 'y') || *hdr == '+') return false;
+#endif
     if (char_to_lower(cur[0]) == 'i' &&
         char_to_lower(cur[1]) == 'n' &&
         char_to_lower(cur[2]) == 'f') {
@@ -3181,6 +3187,10 @@ static_inline bool read_nan(u8 **ptr, u8 **pre,
     bool sign = (*cur == '-');
     if (*cur == '+' && !has_allow(EXT_NUMBER)) return false;
     cur += char_is_sign(*cur);
+#ifdef MSQ_PYTHON_LITERALS
+    /* msq (not upstream): only Python json's spelling, NaN, unsigned */
+    if (!(cur[0] == 'N' && cur[1] == 'a' && cur[2] == 'N') || cur != hdr) return false;
+#endif
     if (char_to_lower(cur[0]) == 'n' &&
         char_to_lower(cur[1]) == 'a' &&
         char_to_lower(cur[2]) == 'n') {
