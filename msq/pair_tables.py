@@ -351,6 +351,7 @@ def _batch_shared(jobs: list[PairJob], opts: Options, output_dir: Path,
     from msq.pipeline import (
         NotBatchable,
         batch_catalog,
+        batch_results,
         compute_batch,
         end_batch_pair,
         split_batch,
@@ -371,12 +372,14 @@ def _batch_shared(jobs: list[PairJob], opts: Options, output_dir: Path,
             con, mode, parts = compute_batch(inps, opts, cast("EarlyDatabase", database))
             rows = _batch_history_rows(con, mode, [part.place for part in parts]) \
                 if opts.record else [None] * len(parts)
+            results = batch_results(con, mode, parts, opts)
             types = split_batch(con, mode)
         if any(record.levelno >= logging.WARNING for record in shared_logs):
             raise NotBatchable("a pair's dump warned: its lines are its own compare's")
         before = batch_catalog(con)
-        for job, part, pair_rows in zip(jobs, parts, rows, strict=True):
-            outs.append(_batch_pair_shared(con, mode, job, part, opts, types, root, pair_rows))
+        for job, part, result, pair_rows in zip(jobs, parts, results, rows, strict=True):
+            outs.append(_batch_pair_shared(con, mode, job, part, result, opts, types, root,
+                                           pair_rows))
             end_batch_pair(con, before)
     except BaseException:
         for out in outs:
@@ -391,18 +394,18 @@ def _batch_shared(jobs: list[PairJob], opts: Options, output_dir: Path,
     return outs
 
 
-def _batch_pair_shared(con: Any, mode: str, job: PairJob, part: Any, opts: Options,
-                       types: Any, root: str,
+def _batch_pair_shared(con: Any, mode: str, job: PairJob, part: Any, result: CompareResult,
+                       opts: Options, types: Any, root: str,
                        rows: dict[str, pa.Table] | None = None) -> PairTables:
     """One pair of a batch (msq.pipeline.batch_pair), its files and rows left in a shared
-    folder of its own, its log lines its own (``rows``: its history rows, by table, made for
-    the batch at once)."""
+    folder of its own, its log lines its own (``result``: its summary and ``rows``: its history
+    rows, by table, made for the batch at once)."""
     from msq.pipeline import batch_pair, log_setup
 
     with _kept_logs() as records:
         started = time.time()
         log_setup(mode, opts)  # what a single compare logs of itself
-        result = batch_pair(con, mode, part, opts, types)
+        batch_pair(con, mode, part, types)
         folder = _new_pair_folder(root)
         try:
             tables = _pair_tables(con, mode, "pytorch", job, opts, result, started, folder,

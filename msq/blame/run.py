@@ -93,7 +93,7 @@ def batch_blame(con: duckdb.DuckDBPyConnection, mode: str, dumps: list[tuple[int
     """Blame of a batch of pairs (msq.pipeline.compute_batch), once for all of them
     (:func:`msq.blame.compute.run_batch_blame`); False when blame is off. ``dumps``: each pair's
     number, NPU and bench dump.json. Each pair's summary then comes of its own rows
-    (:func:`pair_summary`). The run has no noise bands (the batch refuses them)."""
+    (msq.blame.summary.summarize_batch). The run has no noise bands (the batch refuses them)."""
     if not blame_on(opts):
         return False
     run = opts.blame_run or BlameRun(new_run_id())
@@ -101,17 +101,6 @@ def batch_blame(con: duckdb.DuckDBPyConnection, mode: str, dumps: list[tuple[int
         raise ValueError("a batch of pairs has no noise bands")
     run_batch_blame(con, mode, dumps, run_id=run.run_id, views_made=views_made)
     return True
-
-
-def pair_summary(con: duckdb.DuckDBPyConnection, inp: SingleInput,
-                 opts: Options) -> BlameSummary:
-    """A batch's pair's blame summary, from its views of the batch's blame tables
-    (msq.pipeline.pair_views), as :func:`blame_compare` gives its own compare's."""
-    from msq.history.recorder import parse_rank_step
-
-    summary = summarize(con, bands=opts.blame_run is not None and opts.blame_run.bands_wanted)
-    summary.rank = parse_rank_step(Path(inp.npu_json))[0]
-    return summary
 
 
 class PendingBlame:

@@ -91,6 +91,58 @@ def summarize(con: duckdb.DuckDBPyConnection, bands: bool = True) -> BlameSummar
         if bands else [])
 
 
+def summarize_batch(con: duckdb.DuckDBPyConnection, places: list[tuple[int, int, int, int]],
+                    bands: bool = False) -> dict[int, BlameSummary]:
+    """Each pair's :func:`summarize` of a batch of pairs' blame tables at once (msq.pipeline
+    .batch_results; before the batch's tables are split by pair): one query a figure, grouped by
+    pair. ``places``: each pair's number, first and last out_seq and op_base (what its own
+    compare numbers from 0: the rows' out_seq and op_seq are given as its own compare's)."""
+    cases = " ".join(f"WHEN out_seq BETWEEN {lo} AND {hi} THEN {k}"
+                     for k, lo, hi, _ in places if hi >= lo)
+    of = f"(CASE {cases} END)" if cases else "NULL::INTEGER"
+    out_base = {k: lo for k, lo, _, _ in places}
+    op_base = {k: base for k, _, _, base in places}
+    cols = ", ".join(ROW_FIELDS)
+    rows = f"(SELECT {of} AS pair, * FROM blame_rows)"
+    counts: dict[int, dict[str, int]] = {k: {} for k, *_ in places}
+    for k, verdict, n in con.execute(
+            f"SELECT pair, verdict, count(*) FROM {rows} WHERE verdict IS NOT NULL "
+            f"GROUP BY pair, verdict ORDER BY pair, {VERDICT_ORDER}").fetchall():
+        counts[k][verdict] = int(n)
+    links: dict[int, dict[str, int]] = {k: {} for k, *_ in places}
+    for k, how, n in con.execute("SELECT pair, how, count(*) FROM blame_edges WHERE side = 'npu' "
+                                 "GROUP BY ALL ORDER BY pair, how").fetchall():
+        links[k][how] = int(n)
+    factor, limit, noise = con.execute(
+        "SELECT floor_factor, amp_limit, noise_source FROM blame_params").fetchone() or (0, 0, None)
+
+    def by_pair(sql: str) -> dict[int, list[dict[str, Any]]]:
+        found: dict[int, list[dict[str, Any]]] = {k: [] for k, *_ in places}
+        for row in _dicts(con, sql):
+            k = row.pop("pair")
+            row["out_seq"] -= out_base[k]
+            row["op_seq"] -= op_base[k]
+            found[k].append(row)
+        return found
+
+    sources = by_pair(f"SELECT pair, {cols} FROM {rows} WHERE verdict = 'local' QUALIFY "
+                      "row_number() OVER (PARTITION BY pair ORDER BY output_err DESC, op_seq, "
+                      f"out_seq) <= {MAX_SOURCES} ORDER BY pair, output_err DESC, op_seq, out_seq")
+    collectives = by_pair(f"SELECT pair, {cols} FROM {rows} WHERE collective "
+                          "ORDER BY pair, out_seq")
+    noise_bands: dict[int, list[tuple[str, float]]] = {k: [] for k, *_ in places}
+    if bands:
+        for k, name, band in con.execute(f"SELECT pair, npu_name, band FROM {rows} "
+                                         "WHERE band > 0 ORDER BY pair, out_seq").fetchall():
+            noise_bands[k].append((str(name), float(band)))
+    return {k: BlameSummary(
+        counts=counts[k], sources=sources[k], collectives=collectives[k],
+        inputs=int(sum(links[k].values())),
+        linked=int(sum(v for how, v in links[k].items() if how != "external")),
+        links=links[k], noise_source=noise, floor_factor=float(factor),
+        amp_limit=float(limit), bands=noise_bands[k]) for k, *_ in places}
+
+
 def summarize_recorded(con: duckdb.DuckDBPyConnection, catalog: str,
                        compare_id: int) -> tuple[BlameSummary, str] | None:
     """A recorded compare's summary and run id, from the history attached as ``catalog`` (what
