@@ -22,7 +22,7 @@ import statistics
 import subprocess
 import sys
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -82,7 +82,7 @@ def pick_op(msq: list[str], db: Path) -> str:
 
 def measure(msq: list[str], db: Path, runs_done: int, repeat: int, op: str | None = None) -> dict:
     op = op or pick_op(msq, db)
-    rec: dict = {"when": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    rec: dict = {"when": datetime.now(UTC).isoformat(timespec="seconds"),
                  "runs": runs_done, "db_mb": round(db.stat().st_size / 1e6, 1),
                  "wal_mb": round(db.with_suffix(".duckdb.wal").stat().st_size / 1e6, 1)
                  if db.with_suffix(".duckdb.wal").exists() else 0.0,

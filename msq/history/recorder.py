@@ -97,7 +97,7 @@ def _mapping_text(value: Any) -> str | None:
 
 
 def _now() -> dt.datetime:
-    return dt.datetime.now(dt.timezone.utc)
+    return dt.datetime.now(dt.UTC)
 
 
 def _abs(path: Path | None) -> str | None:
@@ -124,7 +124,7 @@ def compare_row(ctx: RecordContext, con: duckdb.DuckDBPyConnection | bool) -> di
     cross = con if isinstance(con, bool) else db.scalar(con, "SELECT cross_framework FROM settings")
     res, opts = ctx.result, ctx.opts
     return {
-        "started_at": dt.datetime.fromtimestamp(ctx.started, dt.timezone.utc),
+        "started_at": dt.datetime.fromtimestamp(ctx.started, dt.UTC),
         "seconds": round(time.time() - ctx.started, 3),
         "label": opts.label, "mode": res.mode, "framework": ctx.framework,
         "compat": opts.compat, "fuzzy": opts.fuzzy_match, "stack": opts.stack_mode,

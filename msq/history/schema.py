@@ -100,7 +100,7 @@ def ensure_schema(con: duckdb.DuckDBPyConnection, catalog: str, path: Path) -> i
     if version is None:
         db.run_schema(con, "history/schema")
         con.execute("INSERT INTO meta VALUES ('schema_version', ?), ('created_at', ?), "
-                    "('created_by', ?)", [str(SCHEMA_VERSION), dt.datetime.now(dt.timezone.utc).isoformat(),
+                    "('created_by', ?)", [str(SCHEMA_VERSION), dt.datetime.now(dt.UTC).isoformat(),
                                           f"msq {VERSION}"])
         return None
     if version < SCHEMA_VERSION:

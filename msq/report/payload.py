@@ -131,7 +131,7 @@ def build(source: ReportSource, title: str | None = None) -> Payload:
     compares = _compares_with_ranges(source, table)
     meta = {
         "format": 1, "title": title or default_title(source), "msq_version": __version__,
-        "generated_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "generated_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "origin": source.origin, "blame": source.blame,
         "compares": compares, "columns": columns,
         "findings": _records(con, "SELECT * FROM report_findings"),

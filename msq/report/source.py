@@ -174,7 +174,7 @@ def _text(value: Any) -> str | None:
 
 
 def _now() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
 
 
 # --------------------------------------------------------------------------------------------
