@@ -62,6 +62,14 @@ CASES = [
          {"Functional.relu.2.forward.output.0":
           "no bench op of this API at call 2 (bench has calls 0-1 of Functional.relu.forward)"},
          "NPU-only: 2 rows (2 no bench op at that call)"),
+    # an API of one word before its call count: the op's name and its API share only the text
+    # up to the first dot (the view joins the other side's calls on it)
+    Case("no bench op at that call, an API of one word",
+         {f"Torch.{i}.forward": op() for i in range(3)},
+         {f"Torch.{i}.forward": op() for i in range(2)},
+         {"Torch.2.forward.output.0":
+          "no bench op of this API at call 2 (bench has calls 0-1 of Torch.forward)"},
+         "NPU-only: 2 rows (2 no bench op at that call)"),
     Case("an API the bench lacks, a bench-only API",
          {"Functional.a.0.forward": op(), "Functional.hardtanh.0.forward": op()},
          {"Functional.a.0.forward": op(), "Tensor.flatten.0.forward": op()},
@@ -212,3 +220,22 @@ def test_bound_settings_give_the_shipped_views_rows(tmp_path: Path) -> None:
         finally:
             con.close()
     assert {"api", "call", "dtype", "shape", "args", "dm_missing", "dm_unnamed"} <= seen
+
+
+def test_an_ops_api_keeps_its_name_up_to_the_first_dot() -> None:
+    """unmatched_reasons' other_calls joins an API's calls on the other side by each op's name up
+    to its first dot ('' without one): op_api must never change it."""
+    con = db.connect()
+    db.run_schema(con)
+    names = ["Functional.relu.2.forward", "Functional.relu.forward.2", "Torch.3.backward",
+             "Tensor.__add__.0.forward", "Module.fc.Linear.forward.0", "Module.fc.Linear.backward.1",
+             "Distributed.all_reduce.7.forward", "X.forward", "X.3.forward", "X.forward.3",
+             ".3.forward", "3.forward", "relu", "a.b.c", "", "Functional.relu.forward"]
+    rows = con.execute(
+        "SELECT op, op_api(op) FROM unnest(?::VARCHAR[]) t(op) "
+        "WHERE left(op, instr(op, '.')) IS DISTINCT FROM left(op_api(op), instr(op_api(op), '.'))",
+        [names]).fetchall()
+    assert rows == []
+    # names op_api rewrites and names it keeps
+    assert con.execute("SELECT count(DISTINCT op_api(op) <> op) FROM unnest(?::VARCHAR[]) t(op)",
+                       [names]).fetchall() == [(2,)]

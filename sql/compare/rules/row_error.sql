@@ -27,18 +27,22 @@ WITH j AS (
   LEFT JOIN tensors b ON b.side = 'bench' AND b.row_seq = r.bench_row
   LEFT JOIN tensor_metrics tm ON tm.out_seq = r.out_seq
 ),
-parts AS (
+scales AS (  -- each scale once a row (inside blame_rel's CASE it was made at each use)
   SELECT j.*,
+    greatest(blame_fin(n_norm), blame_fin(b_norm)) AS norm_scale,
+    greatest(blame_fin(n_max), blame_fin(n_min), blame_fin(b_max), blame_fin(b_min))
+      AS extreme_scale
+  FROM j
+),
+parts AS (
+  SELECT scales.*,
     n_norm IS NULL OR b_norm IS NULL OR n_max IS NULL OR b_max IS NULL
       OR n_min IS NULL OR b_min IS NULL OR n_mean IS NULL OR b_mean IS NULL AS stat_missing,
-    blame_rel(n_norm, b_norm, greatest(blame_fin(n_norm), blame_fin(b_norm))) AS e_norm,
-    blame_rel(n_mean, b_mean, greatest(blame_fin(n_norm), blame_fin(b_norm)) / sqrt(numel))
-      AS e_mean,
-    blame_rel(n_max, b_max, greatest(blame_fin(n_max), blame_fin(n_min),
-                                     blame_fin(b_max), blame_fin(b_min))) AS e_max,
-    blame_rel(n_min, b_min, greatest(blame_fin(n_max), blame_fin(n_min),
-                                     blame_fin(b_max), blame_fin(b_min))) AS e_min
-  FROM j
+    blame_rel(n_norm, b_norm, norm_scale) AS e_norm,
+    blame_rel(n_mean, b_mean, norm_scale / sqrt(numel)) AS e_mean,
+    blame_rel(n_max, b_max, extreme_scale) AS e_max,
+    blame_rel(n_min, b_min, extreme_scale) AS e_min
+  FROM scales
 ),
 stat AS (
   SELECT parts.*,
@@ -56,10 +60,15 @@ SELECT
   CASE
     WHEN kind <> 'matched' THEN NULL
     WHEN NOT coalesce(tensors, false) THEN
-      -- a value's text, for the non-tensor rows only (a cast of every row's number was a
-      -- quarter of this view's time)
-      CASE WHEN coalesce(n_max_str, CAST(n_max AS VARCHAR))
-                IS NOT DISTINCT FROM coalesce(b_max_str, CAST(b_max AS VARCHAR)) THEN 0.0
+      -- the values' texts equal: two numbers' texts are equal where the numbers are and
+      -- their signs too (0.0 and -0.0, nan and -nan print apart), without printing them
+      -- (~1,400 instructions a number); a text's, printed for the rows that have one
+      CASE WHEN CASE WHEN n_max_str IS NULL AND b_max_str IS NULL
+                     THEN n_max IS NOT DISTINCT FROM b_max
+                          AND coalesce(signbit(n_max) = signbit(b_max), true)
+                     ELSE coalesce(n_max_str, CAST(n_max AS VARCHAR))
+                          IS NOT DISTINCT FROM coalesce(b_max_str, CAST(b_max AS VARCHAR)) END
+             THEN 0.0
            WHEN n_num THEN blame_rel(n_max, b_max, greatest(blame_fin(n_max), blame_fin(b_max)))
            ELSE 1.0 END
     WHEN empty THEN 0.0

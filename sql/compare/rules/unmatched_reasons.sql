@@ -20,16 +20,6 @@ matched_rows AS (
   SELECT npu_row AS row_seq, 'npu' AS side FROM compare_rows WHERE kind = 'matched'
   UNION ALL SELECT bench_row, 'bench' FROM compare_rows WHERE kind = 'matched'
 ),
-same AS (  -- the other side's row of the same (matching) name; the first when there are several
-  SELECT u.out_seq,
-         arg_min(ms_to_torch_dtype(o.dtype), o.row_seq) AS o_dtype,
-         arg_min(o.shape, o.row_seq) AS o_shape,
-         bool_or(m.row_seq IS NOT NULL) AS o_taken
-  FROM u
-  JOIN tensors o ON o.side <> u.side AND o.pair = u.pair AND o.match_name = u.name
-  LEFT JOIN matched_rows m ON m.side = o.side AND m.row_seq = o.row_seq
-  GROUP BY u.out_seq
-),
 op_names AS (  -- each op's name as the matching sees it (MindSpore -am/-cm rewrite row names)
   SELECT side, op_seq, op_name AS op, n_rows, pair FROM ops
   WHERE NOT coalesce((SELECT api_mapping OR cell_mapping FROM s), false)
@@ -51,6 +41,9 @@ u_apis AS (SELECT DISTINCT side, pair, api, regexp_replace(api, '\.[^.]*$', '') 
 other_calls AS (  -- the calls of those APIs on the other side
   SELECT u.side, u.pair, u.api, op_call(o.op) AS call
   FROM u_apis u JOIN op_names o ON o.side <> u.side AND o.pair = u.pair
+   -- op_api keeps an op's name up to its first dot: a key of the join (on the pair alone,
+   -- each API met every op of the pair)
+   AND left(o.op, instr(o.op, '.')) = left(u.api, instr(u.api, '.'))
    AND CASE WHEN starts_with(o.op, u.stem) THEN op_api(o.op) = u.api ELSE false END
 ),
 other_op AS (  -- the other side's op of the same name
@@ -60,7 +53,28 @@ other_op AS (  -- the other side's op of the same name
 ),
 u_op_rows AS MATERIALIZED (  -- the rows of the unmatched ops (first: they are few)
   SELECT uo.side, uo.op_seq, t.match_name, t.dtype, t.shape, t.row_in_op, t.pair
-  FROM u_ops uo JOIN tensors t ON t.side = uo.side AND t.op_seq = uo.op_seq
+  FROM u_ops uo
+  -- the semi join filters the scan of tensors by the few ops (joined to all rows, every row's
+  -- texts were read)
+  JOIN (SELECT * FROM tensors WHERE op_seq IN (SELECT op_seq FROM u_ops)) t
+    ON t.side = uo.side AND t.op_seq = uo.op_seq
+),
+-- the rows of the names the unmatched rows and their ops' rows have, on either side: what same
+-- and first_diff look for there (one scan of every row's name, a semi join on the few names;
+-- joined to every row, first_diff's LEFT JOIN built its hash table of all of them)
+named AS MATERIALIZED (
+  SELECT * FROM tensors
+  WHERE match_name IN (SELECT name FROM u UNION ALL SELECT match_name FROM u_op_rows)
+),
+same AS (  -- the other side's row of the same (matching) name; the first when there are several
+  SELECT u.out_seq,
+         arg_min(ms_to_torch_dtype(o.dtype), o.row_seq) AS o_dtype,
+         arg_min(o.shape, o.row_seq) AS o_shape,
+         bool_or(m.row_seq IS NOT NULL) AS o_taken
+  FROM u
+  JOIN named o ON o.side <> u.side AND o.pair = u.pair AND o.match_name = u.name
+  LEFT JOIN matched_rows m ON m.side = o.side AND m.row_seq = o.row_seq
+  GROUP BY u.out_seq
 ),
 first_diff AS (  -- the first row of an unmatched op that the other side's same-named row rejects
   SELECT side, op_seq,
@@ -76,8 +90,8 @@ first_diff AS (  -- the first row of an unmatched op that the other side's same-
                dtype_compatible(ms_to_torch_dtype(t.dtype), ms_to_torch_dtype(o.dtype),
                                 (SELECT compat FROM s)) AS compatible
         FROM u_op_rows t
-        LEFT JOIN tensors o ON o.side <> t.side AND o.pair = t.pair
-                            AND o.match_name = t.match_name)
+        LEFT JOIN named o
+          ON o.side <> t.side AND o.pair = t.pair AND o.match_name = t.match_name)
   WHERE o_row IS NULL OR NOT compatible OR shape IS DISTINCT FROM o_shape
   GROUP BY side, op_seq
 ),
