@@ -842,11 +842,120 @@ static int flatten_doc(Flat *f, yyjson_doc *doc, int compat, DocInfo *info) {
 /* ---------------------------------------------------------------------------------------- */
 /* results as Python objects                                                                 */
 
-/* bytes of a buffer, which is freed */
+/* Memory of this module's handed to Python without a copy: a finished column buffer (read-only;
+ * a bytes object of it was a copy of every column, ~14 M instructions a 24,500-row pair), or a
+ * buffer for a dump.json's bytes (input_buffer: writable, and not zeroed first as bytearray(n)
+ * is, ~7 M instructions an 8 MB dump). malloc'd memory, freed with the last reference; len() and
+ * the buffer protocol read it; pickled as bytes. */
+typedef struct {
+    PyObject_HEAD
+    char *p;
+    size_t len;
+    int writable;
+} Buffer;
+
+static long long buffers_live;  /* bytes of Buffers alive (under the GIL): live_bytes() */
+
+static void buffer_dealloc(PyObject *o) {
+    Buffer *m = (Buffer *)o;
+    free(m->p);
+    buffers_live -= (long long)m->len;
+    Py_TYPE(o)->tp_free(o);
+}
+
+static int buffer_getbuffer(PyObject *o, Py_buffer *view, int flags) {
+    Buffer *m = (Buffer *)o;
+    return PyBuffer_FillInfo(view, o, m->p, (Py_ssize_t)m->len, !m->writable, flags);
+}
+
+static Py_ssize_t buffer_length(PyObject *o) { return (Py_ssize_t)((Buffer *)o)->len; }
+
+static PyObject *buffer_reduce(PyObject *o, PyObject *unused) {
+    (void)unused;
+    Buffer *m = (Buffer *)o;
+    return Py_BuildValue("(O(N))", (PyObject *)&PyBytes_Type,
+                         PyBytes_FromStringAndSize(m->p, (Py_ssize_t)m->len));
+}
+
+static PyBufferProcs BUFFER_PROCS = {buffer_getbuffer, NULL};
+static PySequenceMethods BUFFER_SEQUENCE = {.sq_length = buffer_length};
+static PyMethodDef BUFFER_METHODS[] = {
+    {"__reduce__", buffer_reduce, METH_NOARGS, "pickled as bytes"}, {NULL, NULL, 0, NULL}};
+
+static PyTypeObject BufferType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "msq._flatten.Buffer",
+    .tp_basicsize = sizeof(Buffer),
+    .tp_dealloc = buffer_dealloc,
+    .tp_as_sequence = &BUFFER_SEQUENCE,
+    .tp_as_buffer = &BUFFER_PROCS,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "memory of msq._flatten's: a column buffer (read-only) or a dump's bytes",
+    .tp_methods = BUFFER_METHODS,
+};
+
+/* a Buffer taking over p (malloc'd, len bytes); p is freed if it cannot be made */
+static PyObject *buffer_of(char *p, size_t len, int writable) {
+    Buffer *m = PyObject_New(Buffer, &BufferType);
+    if (!m) {
+        free(p);
+        return NULL;
+    }
+    m->p = p;
+    m->len = len;
+    m->writable = writable;
+    buffers_live += (long long)len;
+    return (PyObject *)m;
+}
+
+/* the bytes of a buffer, which is taken over (a large one, as a Buffer) or freed (a small one,
+ * copied into a bytes object) */
 static PyObject *take_bytes(Buf *b) {
+    if (b->len >= 4096) {
+        char *p = realloc(b->p, b->len);  /* the unused tail back (in place: no copy) */
+        p = p ? p : b->p;
+        size_t len = b->len;
+        b->p = NULL;
+        b->len = b->cap = 0;
+        return buffer_of(p, len, 0);
+    }
     PyObject *out = PyBytes_FromStringAndSize(b->p ? b->p : "", (Py_ssize_t)b->len);
     buf_free(b);
     return out;
+}
+
+/* the bytes of a column buffer: a bytes object or a Buffer; 0 if it is neither */
+static int column_bytes(PyObject *o, const char **p, Py_ssize_t *n) {
+    if (PyBytes_Check(o)) {
+        *p = PyBytes_AS_STRING(o);
+        *n = PyBytes_GET_SIZE(o);
+        return 1;
+    }
+    if (Py_IS_TYPE(o, &BufferType)) {
+        *p = ((Buffer *)o)->p;
+        *n = (Py_ssize_t)((Buffer *)o)->len;
+        return 1;
+    }
+    return 0;
+}
+
+/* input_buffer(n, padding) -> a writable Buffer of n + padding bytes, the last padding of them
+ * zero (the first n are for the file's bytes: not zeroed) */
+static PyObject *input_buffer(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_ssize_t n, padding;
+    if (!PyArg_ParseTuple(args, "nn", &n, &padding)) return NULL;
+    if (n < 0 || padding < 0 || n > PY_SSIZE_T_MAX - padding - 1)
+        return PyErr_Format(PyExc_ValueError, "input_buffer: n >= 0 and padding >= 0");
+    char *p = malloc((size_t)(n + padding) + 1);
+    if (!p) return PyErr_NoMemory();
+    memset(p + n, 0, (size_t)padding + 1);
+    return buffer_of(p, (size_t)(n + padding), 1);
+}
+
+static PyObject *live_bytes(PyObject *self, PyObject *unused) {
+    (void)self, (void)unused;
+    return PyLong_FromLongLong(buffers_live);
 }
 
 /* one byte per value -> an Arrow bitmap, in place */
@@ -1225,8 +1334,11 @@ static int scol_from(PyObject *t, SCol *c, int *kind, const char **name) {
                                                 &data, &offs))
         return -1;
     *kind = kind_of(kname);
-    if (*kind < 0 || n < 0 || nulls < 0 || nulls > n || !PyBytes_Check(data) ||
-        (valid != Py_None && !PyBytes_Check(valid)) || (offs != Py_None && !PyBytes_Check(offs)) ||
+    const char *vp = NULL, *dp = NULL, *op = NULL;
+    Py_ssize_t vn = 0, dn = 0, on = 0;
+    if (*kind < 0 || n < 0 || nulls < 0 || nulls > n || !column_bytes(data, &dp, &dn) ||
+        (valid != Py_None && !column_bytes(valid, &vp, &vn)) ||
+        (offs != Py_None && !column_bytes(offs, &op, &on)) ||
         ((*kind == K_STR) != (offs != Py_None)) || (nulls && valid == Py_None)) {
         PyErr_SetString(PyExc_ValueError, "arrow_stream: a malformed column");
         return -1;
@@ -1234,26 +1346,26 @@ static int scol_from(PyObject *t, SCol *c, int *kind, const char **name) {
     Py_ssize_t bits = (Py_ssize_t)((n + 7) / 8);
     Py_ssize_t need = *kind == K_BOOL ? bits : *kind == K_I32 ? (Py_ssize_t)(4 * n)
                       : *kind == K_STR ? 0 : (Py_ssize_t)(8 * n);
-    if (PyBytes_GET_SIZE(data) < need || (valid != Py_None && PyBytes_GET_SIZE(valid) < bits)) {
+    if (dn < need || (valid != Py_None && vn < bits)) {
         PyErr_SetString(PyExc_ValueError, "arrow_stream: a column shorter than its length");
         return -1;
     }
     if (*kind == K_STR) {
-        if (PyBytes_GET_SIZE(offs) < (Py_ssize_t)(4 * (n + 1))) {
+        if (on < (Py_ssize_t)(4 * (n + 1))) {
             PyErr_SetString(PyExc_ValueError, "arrow_stream: string offsets too short");
             return -1;
         }
-        const int32_t *o = (const int32_t *)PyBytes_AS_STRING(offs);
-        if (o[0] < 0 || o[n] < o[0] || (Py_ssize_t)o[n] > PyBytes_GET_SIZE(data)) {
+        const int32_t *o = (const int32_t *)op;
+        if (o[0] < 0 || o[n] < o[0] || (Py_ssize_t)o[n] > dn) {
             PyErr_SetString(PyExc_ValueError, "arrow_stream: string offsets out of range");
             return -1;
         }
     }
     c->n = n;
     c->nulls = nulls;
-    c->valid = valid == Py_None ? NULL : PyBytes_AS_STRING(valid);
-    c->data = PyBytes_AS_STRING(data);
-    c->offs = offs == Py_None ? NULL : PyBytes_AS_STRING(offs);
+    c->valid = vp;
+    c->data = dp;
+    c->offs = op;
     return 0;
 }
 
@@ -1615,6 +1727,9 @@ static PyMethodDef METHODS[] = {
      "arrow_stream(batches) -> PyCapsule of an ArrowArrayStream over column tuples"},
     {"read_stream", read_stream, METH_O,
      "read_stream(capsule) -> [(name, format, n, nulls, validity, offsets, data)] | reason"},
+    {"input_buffer", input_buffer, METH_VARARGS,
+     "input_buffer(n, padding) -> a writable buffer of n + padding bytes, the padding zero"},
+    {"live_bytes", live_bytes, METH_NOARGS, "live_bytes() -> bytes of this module's buffers alive"},
     {"stable_order", stable_order, METH_O, "stable_order(int64 bytes) -> int64 indices bytes"},
     {"arithmetic", arithmetic, METH_VARARGS,
      "arithmetic(n, width, step) -> bytes of n native int32/int64: 0, step, 2 * step, ..."},
@@ -1650,6 +1765,7 @@ PyMODINIT_FUNC PyInit__flatten(void) {
                         "MSQ_PYTHON_LITERALS (reinstall msq: pip install -e .)");
         return NULL;
     }
+    if (PyType_Ready(&BufferType) < 0) return NULL;
     PyObject *m = PyModule_Create(&MODULE);
     if (m && (PyModule_AddIntConstant(m, "PADDING", YYJSON_PADDING_SIZE) || msq_add_source_crc(m))) {
         Py_DECREF(m);

@@ -260,6 +260,15 @@ def reader() -> str:
 #: Spare bytes the C reader needs after the file's bytes (it parses in place); None without it.
 C_PADDING: int | None = _c.PADDING if _c is not None else None
 
+
+def input_buffer(size: int, padding: int) -> Any:
+    """A writable buffer for a dump's ``size`` bytes and ``padding`` zero bytes more, for
+    :func:`flatten_c` (msq.jsonio.read_padded's ``make``): the C reader's own memory, not
+    zeroed first as a bytearray is; a bytearray without the C reader."""
+    if _c is None:
+        return bytearray(size + padding)
+    return _c.input_buffer(size, padding)
+
 #: One column as the C reader returns it: (name, kind, n, null_count, validity bytes or None,
 #: data bytes, offsets bytes or None); kind is str, i32, i64, f64 or bool.
 CColumn = tuple[str, str, int, int, "bytes | None", bytes, "bytes | None"]
@@ -368,7 +377,7 @@ class FastDump:
     rows: Columns          # the tensors table of RowBuffer.to_arrow, without side and row_seq
 
 
-def flatten_c(buf: bytearray, compat: bool) -> FastDump | str:
+def flatten_c(buf: Any, compat: bool) -> FastDump | str:
     """Parse and flatten a dump.json in C (both sides can run at once: it releases the GIL).
 
     ``buf`` holds the file and :data:`C_PADDING` spare bytes; it is parsed in place, so its
@@ -383,7 +392,7 @@ def flatten_c(buf: bytearray, compat: bool) -> FastDump | str:
     return FastDump(task, has_md5, looks_ms, Columns([op_cols]), Columns([row_cols]))
 
 
-def check_stack_c(buf: bytearray) -> str | None:
+def check_stack_c(buf: Any) -> str | None:
     """None when a stack.json (in ``buf``, as for :func:`flatten_c`) is an object of lists, else
     why the C reader cannot tell (the Python reader then checks it)."""
     assert _c is not None

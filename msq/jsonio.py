@@ -13,6 +13,7 @@ import logging
 import os
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -104,14 +105,18 @@ def checked_size(path: Path, what: str) -> int:
     return size
 
 
-def read_padded(path: Path, what: str, padding: int) -> bytearray | None:
+def read_padded(path: Path, what: str, padding: int,
+                make: Callable[[int, int], Any] | None = None) -> Any:
     """The file's bytes and ``padding`` zero bytes more, for the C reader (which parses in
-    place); None when the file changed while it was read (the Python reader then reads it)."""
+    place); None when the file changed while it was read (the Python reader then reads it).
+
+    ``make(size, padding)`` gives the writable buffer (msq.flatten.input_buffer: its first
+    ``size`` bytes not zeroed first, as bytearray's are); a bytearray without it.
+    """
     size = checked_size(path, what)
-    buf = bytearray(size + padding)  # zero-filled: the padding must be zeros
+    buf = make(size, padding) if make is not None else bytearray(size + padding)
     try:
-        with open(path, "rb", buffering=0) as handle:
-            view = memoryview(buf)
+        with open(path, "rb", buffering=0) as handle, memoryview(buf) as view:
             got = 0
             while got < size:
                 n = handle.readinto(view[got:size])

@@ -25,6 +25,7 @@ from msq.flatten import (
     Flattener,
     constant_column,
     flatten_c,
+    input_buffer,
     sequence_column,
 )
 from msq.jsonio import check_pair_size, read_dump, read_padded
@@ -103,7 +104,7 @@ def read_side(side: str, path: Path, compat: bool) -> SideData:
 def _read_side_c(side: str, path: Path, compat: bool, quiet: bool = False) -> SideData | None:
     if C_PADDING is None:
         return None
-    buf = read_padded(path, "dump.json", C_PADDING)
+    buf = read_padded(path, "dump.json", C_PADDING, input_buffer)
     if buf is None:
         return None
     out = flatten_c(buf, compat)

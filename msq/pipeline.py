@@ -32,7 +32,7 @@ from msq.config import Options, SingleInput, input_from_api, options_from_kwargs
 from msq.errors import DumpError, InputError, NothingComparedError, UsageError
 from msq.export.outputs import MARK_REASON, ensure_output_dir, result_table, write_outputs
 from msq.export.xlsx import deflate, renderer
-from msq.flatten import C_PADDING, check_stack_c, concat_columns, reader
+from msq.flatten import C_PADDING, check_stack_c, concat_columns, input_buffer, reader
 from msq.highlight import write_windows
 from msq.history import (
     RecordContext,
@@ -127,7 +127,7 @@ def load_stacks(con: duckdb.DuckDBPyConnection, stack_json: Path | None, stack_m
 def check_stack_json(stack_json: Path) -> None:
     """Read and check a stack.json whose texts are not kept (no -s)."""
     if C_PADDING is not None:
-        buf = read_padded(stack_json, "stack.json", C_PADDING)
+        buf = read_padded(stack_json, "stack.json", C_PADDING, input_buffer)
         if buf is not None and check_stack_c(buf) is None:
             return  # an object of lists: what check_stack accepts, checked in C
     with gc_paused():

@@ -320,6 +320,54 @@ def test_arrow_stream_refuses_malformed_columns(bad: list[Any]) -> None:
         flatten_mod._c.arrow_stream(bad)
 
 
+def _buffer(data: bytes) -> Any:
+    """The C reader's own buffer holding ``data`` (msq._flatten.Buffer, writable)."""
+    buf = flatten_mod.input_buffer(len(data), 0)
+    memoryview(buf)[:] = data
+    return buf
+
+
+def test_arrow_stream_checks_the_readers_buffers_too() -> None:
+    """Columns held in the C reader's buffers (not bytes) are read, and checked, as bytes are."""
+    short = [[("a", "i32", 3, 0, None, _buffer(bytes(8)), None)]]
+    with pytest.raises(ValueError, match="shorter than its length"):
+        flatten_mod._c.arrow_stream(short)
+    wild = [[("a", "str", 2, 0, None, _buffer(b"ab"), _buffer(b"\0\0\0\0\1\0\0\0\5\0\0\0"))]]
+    with pytest.raises(ValueError, match="out of range"):
+        flatten_mod._c.arrow_stream(wild)
+    with pytest.raises(ValueError, match="malformed"):
+        flatten_mod._c.arrow_stream([[("a", "i64", 1, 0, None, bytearray(8), None)]])
+    good = Columns([[("a", "i64", 2, 0, None, _buffer((7).to_bytes(8, "little") * 2), None),
+                     ("s", "str", 2, 0, None, _buffer(b"xyz"), _buffer(b"\0\0\0\0\1\0\0\0\3\0\0\0"))]])
+    con = duckdb.connect()
+    con.register("good", good)
+    assert con.sql("SELECT * FROM good").fetchall() == [(7, "x"), (7, "yz")]
+
+
+def test_large_columns_are_the_readers_buffers(tmp_path: Path) -> None:
+    """A dump's large columns come in the C reader's read-only buffers (not copied into bytes),
+    which read, measure and pickle as the same bytes; the input buffer's padding is zero."""
+    import pickle
+
+    path = write_dump(tmp_path, {f"Functional.op_{i}.0.forward": fwd(t(mx=float(i)))
+                                 for i in range(600)})
+    buf = read_padded(path, "dump.json", C_PADDING or 0, flatten_mod.input_buffer)
+    size = path.stat().st_size
+    assert len(buf) == size + (C_PADDING or 0) and bytes(memoryview(buf)[size:]) == bytes(C_PADDING or 0)
+    assert bytes(memoryview(buf)[:size]) == path.read_bytes()
+    out = flatten_c(buf, False)
+    assert not isinstance(out, str), out
+    cols = {c[0]: c for c in out.rows._batches[0]}
+    data = cols["name"][5]
+    assert type(data).__name__ == "Buffer" and len(data) >= 4096
+    with pytest.raises(TypeError):
+        memoryview(data)[0] = 0  # read-only
+    assert pickle.loads(pickle.dumps(data)) == bytes(memoryview(data))
+    assert isinstance(cols["is_tensor"][5], bytes)  # 1,200 bits: small columns are bytes
+    assert bytes(memoryview(cols["io"][5])).startswith(b"inputoutput")  # 1,200 rows: a Buffer
+    assert pa.table(out.rows)["name"].to_pylist() == [r["name"] for r in out.rows.to_pylist()]
+
+
 @pytest.mark.parametrize("n", [0, 1, 2, 7, 8192, 100_003])
 @pytest.mark.parametrize("step", [0, 1, 3, 17])
 def test_arithmetic_columns_are_arrays_bytes(n: int, step: int) -> None:

@@ -2,7 +2,8 @@
 
 A directory compare's pool worker reads two dump.json files a pair, for dozens of pairs: a
 reference the reader kept would grow the worker by the dump's columns every pair (it did: ~12 MB
-a 5,000-op pair). The columns are Python bytes objects, so tracemalloc sees them.
+a 5,000-op pair). Small columns are Python bytes objects, which tracemalloc sees; large ones
+(and the dump's own bytes) are the reader's Buffers, whose bytes msq._flatten.live_bytes counts.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from msq import flatten as flatten_mod
 from msq.flatten import C_PADDING, flatten_c
 from msq.jsonio import read_padded
 from tests.dumps import fwd, t, write_dump
@@ -22,7 +24,7 @@ pytestmark = pytest.mark.skipif(C_PADDING is None, reason="msq._flatten is not b
 
 def _read_and_drop(path: Path) -> int:
     """Read the dump in C, drop the result; return the bytes its columns took meanwhile."""
-    buf = read_padded(path, "dump.json", C_PADDING or 0)
+    buf = read_padded(path, "dump.json", C_PADDING or 0, flatten_mod.input_buffer)
     assert buf is not None
     out = flatten_c(buf, False)
     assert not isinstance(out, str), out
@@ -37,6 +39,7 @@ def test_reading_a_dump_keeps_none_of_its_columns(tmp_path: Path) -> None:
             for i in range(2000)}
     path = write_dump(tmp_path, data)
     _read_and_drop(path)  # first call: whatever the module caches once
+    live = flatten_mod._c.live_bytes()
     tracemalloc.start()
     try:
         before = tracemalloc.get_traced_memory()[0]
@@ -49,3 +52,20 @@ def test_reading_a_dump_keeps_none_of_its_columns(tmp_path: Path) -> None:
     assert size > 200_000  # the columns are large enough to see
     # a leak keeps all of them, three times; a few KB of interpreter noise is allowed
     assert kept < size // 10, (kept, size)
+    assert flatten_mod._c.live_bytes() == live  # every Buffer freed
+
+
+def test_the_readers_buffers_are_counted_while_alive(tmp_path: Path) -> None:
+    """live_bytes sees the reader's Buffers (so the test above would see one kept)."""
+    path = write_dump(tmp_path, {f"Functional.op_{i}.0.forward": fwd(t(mx=float(i)))
+                                 for i in range(2000)})
+    live = flatten_mod._c.live_bytes()
+    buf = read_padded(path, "dump.json", C_PADDING or 0, flatten_mod.input_buffer)
+    assert flatten_mod._c.live_bytes() - live == len(buf)
+    out = flatten_c(buf, False)
+    del buf
+    assert not isinstance(out, str)
+    assert flatten_mod._c.live_bytes() - live > 200_000  # the large columns
+    del out
+    gc.collect()
+    assert flatten_mod._c.live_bytes() == live
