@@ -82,8 +82,12 @@ linked AS (
   SELECT side, row_seq, p_pos, 'reshape', n FROM r WHERE row_seq IS NOT NULL AND p_pos IS NOT NULL
 )
 SELECT i.side, i.row_seq AS consumer_row, i.op_seq AS consumer_op,
-       o.row_seq AS producer_row, o.op_seq AS producer_op,
+       l.producer_row, l.producer_op,
        coalesce(l.how, 'external') AS how, coalesce(l.n, 0) AS candidates, i.pair
 FROM ins i
-LEFT JOIN linked l ON l.side = i.side AND l.row_seq = i.row_seq
-LEFT JOIN blame_keys o ON o.side = l.side AND o.pos = l.p_pos
+-- each link with its producer's row, joined from the links' side: a join of every row's keys
+-- hashed them all, where nothing links when the dump's inputs are external
+LEFT JOIN (
+  SELECT l.side, l.row_seq, l.how, l.n, o.row_seq AS producer_row, o.op_seq AS producer_op
+  FROM linked l JOIN blame_keys o ON o.side = l.side AND o.pos = l.p_pos
+) l ON l.side = i.side AND l.row_seq = i.row_seq

@@ -10,12 +10,20 @@ WITH own AS (
 -- each NPU input's link, with the producer's name and error for the linked ones
 edges AS (
   SELECT ed.consumer_row, ed.how, ed.candidates, ed.producer_row,
-         pt.disp_name AS producer_name, pr.out_seq AS producer_seq, pe.err AS producer_err,
+         p.producer_name, p.producer_seq, p.producer_err,
          ed.how = 'external' AND ed.consumer_row IN (SELECT row_seq FROM own) AS own_output
   FROM blame_edges ed
-  LEFT JOIN tensors pt ON pt.side = 'npu' AND pt.row_seq = ed.producer_row
-  LEFT JOIN compare_rows pr ON pr.npu_row = ed.producer_row AND pr.kind = 'matched'
-  LEFT JOIN row_error pe ON pe.out_seq = pr.out_seq
+  -- the producers' names, compared rows and errors, of the producers alone (few where most
+  -- inputs are external: joined on every NPU row, each join hashed all of them)
+  LEFT JOIN (
+    SELECT pt.row_seq, pt.disp_name AS producer_name, pr.out_seq AS producer_seq,
+           pe.err AS producer_err
+    FROM tensors pt
+    LEFT JOIN compare_rows pr ON pr.npu_row = pt.row_seq AND pr.kind = 'matched'
+    LEFT JOIN row_error pe ON pe.out_seq = pr.out_seq
+    WHERE pt.side = 'npu'
+      AND pt.row_seq IN (SELECT producer_row FROM blame_edges WHERE side = 'npu')
+  ) p ON p.row_seq = ed.producer_row
   WHERE ed.side = 'npu'
 )
 SELECT
