@@ -1041,19 +1041,22 @@ def batch_results(con: duckdb.DuckDBPyConnection, mode: str, pairs: list[BatchPa
 #: The schema's tables whose rows are the batch's (its settings; blame's, msq.blame.run.batch_blame).
 _BATCH_ROWS = ("settings", "blame_params", "blame_nesting", "blame_bands")
 
-#: The catalog as :func:`end_batch_pair` restores it between the pairs of a batch.
-_BATCH_CATALOG = ("SELECT (SELECT list(view_name ORDER BY view_name) FROM duckdb_views() "
+#: The catalog as :func:`end_batch_pair` restores it between the pairs of a batch: each view's
+#: ('v') and table's ('t') name, in one plain query (two list aggregates in subqueries cost
+#: DuckDB's optimiser ~2x the time: ~2.1 against ~1.3 ms, three calls a pair)
+_BATCH_CATALOG = ("SELECT 'v', view_name FROM duckdb_views() "
                   "WHERE database_name = current_database() AND schema_name = 'main' "
-                  "AND NOT internal AND NOT temporary), "
-                  "(SELECT list(table_name ORDER BY table_name) FROM duckdb_tables() "
+                  "AND NOT internal AND NOT temporary "
+                  "UNION ALL SELECT 't', table_name FROM duckdb_tables() "
                   "WHERE database_name = current_database() AND schema_name = 'main' "
-                  "AND NOT temporary)")
+                  "AND NOT temporary")
 
 
 def batch_catalog(con: duckdb.DuckDBPyConnection) -> tuple[list[str], list[str]]:
-    """The views' and the tables' names (for :func:`end_batch_pair`)."""
-    views, tables = con.execute(_BATCH_CATALOG).fetchall()[0]
-    return list(views or []), list(tables or [])
+    """The views' and the tables' names, each sorted (for :func:`end_batch_pair`)."""
+    rows = con.execute(_BATCH_CATALOG).fetchall()
+    return (sorted(name for kind, name in rows if kind == "v"),
+            sorted(name for kind, name in rows if kind == "t"))
 
 
 def end_batch_pair(con: duckdb.DuckDBPyConnection, before: tuple[list[str], list[str]]) -> None:
