@@ -159,7 +159,7 @@ enum {
 /* columns of the ops table; row_key: the op's rows' disp_name in order, joined by U+001F;
  * n_in_rows / n_out_rows: its rows whose io is input / output (what op_keys aggregates) */
 enum { O_NAME, O_N_ROWS, O_N_ARGS, O_N_INPUT, O_N_OUTPUT, O_ROW_KEY, O_N_IN_ROWS, O_N_OUT_ROWS,
-       N_OP_COLS };
+       O_STRUCT_KEY, N_OP_COLS };
 
 static const char *ROW_NAMES[N_ROW_COLS] = {
     "op_seq", "row_in_op", "name", "disp_name", "io", "disp_io", "dtype", "shape", "md5",
@@ -167,7 +167,8 @@ static const char *ROW_NAMES[N_ROW_COLS] = {
     "max_num", "max_kind", "max_str", "min_num", "min_kind", "min_str",
     "mean_num", "mean_kind", "mean_str", "norm_num", "norm_kind", "norm_str", "io_k"};
 static const char *OP_NAMES[N_OP_COLS] = {"op_name", "n_rows", "n_input_args", "n_input",
-                                          "n_output", "row_key", "n_in_rows", "n_out_rows"};
+                                          "n_output", "row_key", "n_in_rows", "n_out_rows",
+                                          "struct_key"};
 
 typedef struct {
     Col rows[N_ROW_COLS];
@@ -588,9 +589,22 @@ static int list_length(Flat *f, yyjson_val *v, int32_t *out) {
     return 0;
 }
 
+/* One string field of row r into a struct_key: "-" when null, else its byte length, ":" and its
+ * bytes (a length prefix: any text, control characters included, keeps keys apart). */
+static int key_field(Buf *b, const Col *c, int64_t r) {
+    if (!c->valid.p[r]) return buf_put(b, "-", 1);
+    const int32_t *offs = (const int32_t *)c->offs.p;
+    char len[16];
+    int n = snprintf(len, sizeof len, "%d:", (int)(offs[r + 1] - offs[r]));
+    return buf_put(b, len, (size_t)n) || buf_put(b, c->data.p + offs[r], (size_t)(offs[r + 1] - offs[r]));
+}
+
 /* The op's row_key, n_in_rows and n_out_rows from its rows (start .. the last): what op_keys'
  * string_agg(match_name, chr(31) ORDER BY row_in_op) and count(*) FILTER (WHERE io = ...) give
- * before any name is renamed for matching, without a sort per op in DuckDB. */
+ * before any name is renamed for matching, without a sort per op in DuckDB. And its struct_key:
+ * its rows' dtype, shape and md5 in order (key_field each), so that two ops of one row_key
+ * whose struct_keys are equal have rows of equal structure, row by row (op_candidates' exact
+ * test, which then needs no join of their rows: msq.pipeline.op_pairs_select). */
 static int op_key(Flat *f, int64_t start) {
     const Col *dn = &f->rows[C_DISP_NAME], *io = &f->rows[C_IO];
     const int32_t *offs = (const int32_t *)dn->offs.p, *io_offs = (const int32_t *)io->offs.p;
@@ -606,6 +620,13 @@ static int op_key(Flat *f, int64_t start) {
     Col *o = f->ops;
     MEM(col_str(&o[O_ROW_KEY], f->tmp.p ? f->tmp.p : "", f->tmp.len)
         || col_i32(&o[O_N_IN_ROWS], n_in) || col_i32(&o[O_N_OUT_ROWS], n_out));
+    f->tmp.len = 0;
+    for (int64_t r = start; r < dn->n; r++)
+        if (key_field(&f->tmp, &f->rows[C_DTYPE], r) || key_field(&f->tmp, &f->rows[C_SHAPE], r)
+            || key_field(&f->tmp, &f->rows[C_MD5], r))
+            f->nomem = 1;
+    if (f->nomem) return -1;
+    MEM(col_str(&o[O_STRUCT_KEY], f->tmp.p ? f->tmp.p : "", f->tmp.len));
     return 0;
 }
 
@@ -1021,7 +1042,8 @@ static int flat_init(Flat *f) {
     int err = 0;
     for (int i = 0; i < N_ROW_COLS; i++) err |= col_init(&f->rows[i], kinds[i], 1);
     err |= col_init(&f->ops[O_NAME], K_STR, 0);
-    for (int i = 1; i < N_OP_COLS; i++) err |= col_init(&f->ops[i], i == O_ROW_KEY ? K_STR : K_I32, 0);
+    for (int i = 1; i < N_OP_COLS; i++)
+        err |= col_init(&f->ops[i], i == O_ROW_KEY || i == O_STRUCT_KEY ? K_STR : K_I32, 0);
     return err;
 }
 

@@ -115,7 +115,7 @@ def _read_side_c(side: str, path: Path, compat: bool, quiet: bool = False) -> Si
         return None
     n_ops, n_rows = out.ops.num_rows, out.rows.num_rows
     ops = out.ops.select(["op_name", "n_rows", "n_input_args", "n_input", "n_output",
-                          "row_key", "n_in_rows", "n_out_rows"]) \
+                          "row_key", "n_in_rows", "n_out_rows", "struct_key"]) \
         .with_columns([constant_column("side", side, n_ops), sequence_column("op_seq", n_ops, "i32")])
     rows = out.rows.with_columns([constant_column("side", side, n_rows),
                                   sequence_column("row_seq", n_rows)])
@@ -130,7 +130,7 @@ def _read_side(side: str, path: Path, compat: bool) -> SideData:
     names: list[str] = []
     counts: list[int] = []
     lengths: list[tuple[int, int, int]] = []
-    keys: list[tuple[str, int, int]] = []
+    keys: list[tuple[str, int, int, str]] = []
     for seq, (op_name, entry) in enumerate(doc["data"].items()):
         names.append(op_name)
         count = flat.add_op(seq, op_name, entry)
@@ -139,7 +139,7 @@ def _read_side(side: str, path: Path, compat: bool) -> SideData:
                         _length(entry.get("output"))))
         keys.append(_op_key(flat.buf.rows[len(flat.buf.rows) - count:]))
     n_args, n_input, n_output = zip(*lengths) if lengths else ((), (), ())
-    row_keys, n_in_rows, n_out_rows = zip(*keys) if keys else ((), (), ())
+    row_keys, n_in_rows, n_out_rows, struct_keys = zip(*keys) if keys else ((), (), (), ())
     import pyarrow as pa  # the Python reader's path only: the C reader's needs none
 
     ops = pa.table({"side": pa.array([side] * len(names), pa.string()),
@@ -151,17 +151,25 @@ def _read_side(side: str, path: Path, compat: bool) -> SideData:
                     "n_output": pa.array(n_output, pa.int32()),
                     "row_key": pa.array(row_keys, pa.string()),
                     "n_in_rows": pa.array(n_in_rows, pa.int32()),
-                    "n_out_rows": pa.array(n_out_rows, pa.int32())})
+                    "n_out_rows": pa.array(n_out_rows, pa.int32()),
+                    "struct_key": pa.array(struct_keys, pa.string())})
     return SideData(side, path, task, (side == "npu" or not compat) and _has_md5(doc["data"]),
                     looks_like_mindspore(doc), ops, flat.buf.to_arrow())
 
 
-def _op_key(rows: list[tuple[Any, ...]]) -> tuple[str, int, int]:
+def _op_key(rows: list[tuple[Any, ...]]) -> tuple[str, int, int, str]:
     """An op's ``row_key`` (its rows' disp_name in order, joined by U+001F), and its rows whose
     io is input and output: the ops columns op_keys reads instead of aggregating the rows
-    (msq.pipeline.pair_rows), as the C reader makes them."""
+    (msq.pipeline.pair_rows), as the C reader makes them; and its ``struct_key``, its rows'
+    dtype, shape and md5 in order (:func:`_key_field` each: msq.pipeline.op_pairs_select)."""
     return ("\x1f".join(r[3] for r in rows), sum(r[4] == "input" for r in rows),
-            sum(r[4] == "output" for r in rows))
+            sum(r[4] == "output" for r in rows),
+            "".join(_key_field(r[6]) + _key_field(r[7]) + _key_field(r[8]) for r in rows))
+
+
+def _key_field(text: str | None) -> str:
+    """A field of a struct_key: "-" for None, else its UTF-8 length, ":" and the text."""
+    return "-" if text is None else f"{len(text.encode('utf-8', 'surrogatepass'))}:{text}"
 
 
 def _length(value: Any) -> int:

@@ -425,8 +425,9 @@ def test_stable_order_every_path() -> None:
 def test_reader_keys_give_the_views_rows(tmp_path: Path, pair: tuple[dict[str, Any], dict[str, Any]],
                                          task: str, compat: bool, python_reader: bool) -> None:
     """op_keys from the readers' ops columns (pipeline.READER_OP_KEYS) holds the op_keys view's
-    rows and types, and row_pairs reading tensors.io_k (pipeline.row_pairs_select) the
-    row_pairs view's, on random dump pairs read by either reader, both modes."""
+    rows and types, op_pairs_default over the readers' struct_keys (pipeline.op_pairs_select)
+    its pairs, and row_pairs reading tensors.io_k (pipeline.row_pairs_select) the row_pairs
+    view's, on random dump pairs read by either reader, both modes."""
     from msq import db, pipeline
     from msq.config import Options, SingleInput
     from msq.errors import MsqError
@@ -467,6 +468,10 @@ def test_reader_keys_give_the_views_rows(tmp_path: Path, pair: tuple[dict[str, A
         if compat:
             pipeline.write_compat_pairs(con)
         else:
+            # and op_candidates' exact test from the readers' struct_keys: the same pairs
+            assert con.execute(f"SELECT * FROM ({pipeline.op_pairs_select()}) ORDER BY ord"
+                               ).fetchall() == \
+                con.execute("SELECT * FROM op_pairs_default ORDER BY ord").fetchall()
             con.execute("INSERT INTO op_pairs SELECT * FROM op_pairs_default")
         assert con.execute(f"SELECT * FROM ({pipeline.row_pairs_select()}) ORDER BY out_seq"
                            ).fetchall() == \

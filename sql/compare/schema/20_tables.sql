@@ -18,6 +18,10 @@ CREATE TABLE IF NOT EXISTS ops (
   -- and the rows whose io is input / output (msq.pipeline.pair_rows reads them instead of a
   -- sorted string_agg over the rows, when no name is renamed for matching)
   row_key VARCHAR, n_in_rows INTEGER, n_out_rows INTEGER,
+  -- the readers' key of its rows' structure: each row's dtype, shape and md5 in order, each as
+  -- '-' (NULL) or its byte length, ':' and the text (msq.pipeline.op_pairs_select: two ops whose
+  -- keys are equal have rows of equal structure, with no join of their rows)
+  struct_key VARCHAR,
   -- which pair of dumps the op is of, when a pool worker compares several at once (from 0;
   -- op_seq and row_seq then run on across them): what relates ops and rows by name or order
   -- relates them within a pair only. A single compare has pair 0 alone.
