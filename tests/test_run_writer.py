@@ -147,6 +147,12 @@ def _names(path: Path) -> tuple[list[tuple[int, str | None]], list[tuple]]:
                             "ORDER BY ALL").fetchall()
         rows += con.execute("SELECT * EXCLUDE (run_id) FROM blame_rows ORDER BY ALL").fetchall()
         rows += con.execute("SELECT * EXCLUDE (run_id) FROM blame_runs ORDER BY ALL").fetchall()
+        # the short texts as keys into terms (schema version 8): the same terms, the same keys
+        rows += con.execute("SELECT * FROM terms ORDER BY term_id").fetchall()
+        rows += con.execute("SELECT compare_id, out_seq, COLUMNS('_id$') FROM result_data "
+                            "ORDER BY ALL").fetchall()
+        rows += con.execute("SELECT compare_id, out_seq, COLUMNS('_id$') FROM blame_data "
+                            "ORDER BY ALL").fetchall()
     return names, rows
 
 

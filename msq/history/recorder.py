@@ -432,7 +432,7 @@ class Recorder:
                 continue
             cur.register("hist_blame_stream", db.SelectStream(self._side, sql))
             try:
-                if table == "blame_rows":  # read thrice (names, runs, rows): held once
+                if table == "blame_rows":  # read four times (names, terms, runs, rows): held once
                     cur.execute("CREATE OR REPLACE TEMP TABLE hist_blame AS "
                                 "SELECT * FROM hist_blame_stream")
                     insert_blame_table(cur, table, "temp.hist_blame", compare_id)
@@ -549,16 +549,50 @@ _INSERT_NEW_NAMES = (f"INSERT INTO {ALIAS}.names SELECT name_id, name FROM hist_
 # The rows with their names' keys (0: NULL, the absent side), from hist_keys' positions.
 _KEYED_ROWS = f"""
 INSERT INTO {ALIAS}.result_data BY NAME
-SELECT ?::BIGINT AS compare_id, r.* EXCLUDE (op_name, npu_name, bench_name),
+SELECT ?::BIGINT AS compare_id, r.* EXCLUDE (op_name, npu_name, bench_name, {{terms}}),
        coalesce(k.op_id, 0) AS op_id, coalesce(k.npu_id, 0) AS npu_id,
-       coalesce(k.bench_id, 0) AS bench_id
+       coalesce(k.bench_id, 0) AS bench_id, {{term_ids}}
 FROM {{rows}} r
 LEFT JOIN (SELECT pos // 3 AS out_seq, max(name_id) FILTER (pos % 3 = 0) AS op_id,
                   max(name_id) FILTER (pos % 3 = 1) AS npu_id,
                   max(name_id) FILTER (pos % 3 = 2) AS bench_id
            FROM (SELECT unnest(positions) AS pos, name_id FROM hist_keys)
            GROUP BY ALL) k USING (out_seq)
+{{term_joins}}
 """
+
+#: The columns of result_rows and of blame_rows the history keeps as keys into its ``terms``
+#: (schema version 8: ``<column>_id`` in result_data and blame_data; docs/schema.md)
+RESULT_TERMS = ("kind", "npu_dtype", "bench_dtype", "npu_shape", "bench_shape", "result",
+                "verdict", "err_message", "mark", "mark_rules")
+BLAME_TERMS = ("io", "role", "direction", "err_kind", "floor_source", "verdict", "link")
+
+# A compare's terms the history lacks, keyed after the largest in their sorted order (as
+# run_recorder._Terms keys them); read from the rows' term columns alone (the rows' other
+# columns are not computed for it)
+_NEW_TERMS = f"""
+INSERT INTO {ALIAS}.terms
+SELECT (SELECT coalesce(max(term_id), 0) FROM {ALIAS}.terms)
+         + (row_number() OVER (ORDER BY term))::INTEGER, term
+FROM (SELECT DISTINCT unnest([{{terms}}]) AS term FROM {{rows}}) u
+WHERE term IS NOT NULL AND NOT EXISTS (SELECT 1 FROM {ALIAS}.terms h WHERE h.term = u.term)
+"""
+
+
+def _keyed_terms(rows: str, columns: tuple[str, ...]) -> dict[str, str]:
+    """What :data:`_KEYED_ROWS` and :data:`_KEYED_BLAME` take of ``columns`` (of ``rows``,
+    their alias in the query): their list, their keys as ``<column>_id`` and the joins to
+    ``terms`` that find them."""
+    return {"terms": ", ".join(columns),
+            "term_ids": ", ".join(f"t_{c}.term_id AS {c}_id" for c in columns),
+            "term_joins": "\n".join(f"LEFT JOIN {ALIAS}.terms t_{c} ON t_{c}.term = {rows}.{c}"
+                                    for c in columns)}
+
+
+def insert_terms(con: duckdb.DuckDBPyConnection, rows: str, columns: tuple[str, ...]) -> None:
+    """The terms of ``columns`` of the relation ``rows`` that the history lacks, keyed into its
+    ``terms``. Inside the caller's transaction."""
+    con.execute(_NEW_TERMS.format(terms=", ".join(columns), rows=rows))
 
 
 # Blame's rows (schema version 6: blame_rows is a view of blame_runs and blame_data): the names
@@ -583,11 +617,12 @@ BLAME_RUN_COLUMNS = ("run_id", "floor_factor", "amp_limit", "noise_source")
 _KEYED_BLAME = f"""
 INSERT INTO {ALIAS}.blame_data BY NAME
 SELECT ?::BIGINT AS compare_id,
-       b.* EXCLUDE (op_name, npu_name, {", ".join(BLAME_RUN_COLUMNS)}),
-       coalesce(o.name_id, 0) AS op_id, coalesce(n.name_id, 0) AS npu_id
+       b.* EXCLUDE (op_name, npu_name, {", ".join(BLAME_RUN_COLUMNS)}, {{terms}}),
+       coalesce(o.name_id, 0) AS op_id, coalesce(n.name_id, 0) AS npu_id, {{term_ids}}
 FROM {{rows}} b
 LEFT JOIN {ALIAS}.names o ON o.name = b.op_name
 LEFT JOIN {ALIAS}.names n ON n.name = b.npu_name
+{{term_joins}}
 """
 
 
@@ -602,8 +637,9 @@ def insert_blame_table(con: duckdb.DuckDBPyConnection, table: str, rows: str,
                     f"FROM {rows}", [compare_id])
         return
     con.execute(_NEW_BLAME_NAMES.format(rows=rows))
+    insert_terms(con, rows, BLAME_TERMS)
     con.execute(_BLAME_RUN.format(rows=rows), [compare_id])
-    con.execute(_KEYED_BLAME.format(rows=rows), [compare_id])
+    con.execute(_KEYED_BLAME.format(rows=rows, **_keyed_terms("b", BLAME_TERMS)), [compare_id])
 
 
 def names_query(source: str) -> str:
@@ -627,15 +663,17 @@ def insert_names(con: duckdb.DuckDBPyConnection, names: str) -> None:
 def insert_result_rows(con: duckdb.DuckDBPyConnection, rows: str, compare_id: int,
                        names: str | None = None, new_names: bool = True) -> None:
     """Append one compare's output rows (the relation ``rows``, in ``result_rows``' shape
-    without compare_id) to the attached history: new names into ``names``, the rows with
-    their names' keys into ``result_data``. Inside the caller's transaction.
+    without compare_id) to the attached history: new names into ``names`` and new terms into
+    ``terms``, the rows with their names' and terms' keys into ``result_data``. Inside the
+    caller's transaction.
 
     ``names``: a cheaper relation of the rows' names alone (out_seq, op_name, npu_name,
     bench_name) to find the new ones in; ``rows`` by default. ``new_names``: False when the
     caller has keyed them already (:func:`insert_names`, on this connection)."""
     if new_names:
         insert_names(con, names or rows)
-    con.execute(_KEYED_ROWS.format(rows=rows), [compare_id])
+    insert_terms(con, rows, RESULT_TERMS)
+    con.execute(_KEYED_ROWS.format(rows=rows, **_keyed_terms("r", RESULT_TERMS)), [compare_id])
     con.execute("DROP TABLE IF EXISTS temp.hist_keys")
 
 

@@ -25,7 +25,7 @@ from msq.version import VERSION
 
 log = logging.getLogger("msq")
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 #: A history of this many result rows or more is told before it is migrated, on stderr: the
 #: migration rewrites every row (version 3 to 4: 31M rows took 100 s and 11 GB of memory here)

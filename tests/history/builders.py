@@ -136,10 +136,54 @@ def count(db: Path, query: str = "SELECT count(*) FROM compares") -> int:
         con.close()
 
 
+def terms_as_version_7(con: duckdb.DuckDBPyConnection) -> None:
+    """Rewrite a history (open in ``con``) into the layout schema version 7 wrote: result_data's
+    and blame_data's short texts as text columns (no ``terms``), the same rows in recording
+    order, and the views result_rows and blame_rows reading them (sql/history/migrate/v7.sql's,
+    v6.sql's). Nothing to do on a file without terms."""
+    from msq import db as db_sql
+    from msq.history.recorder import BLAME_TERMS, RESULT_TERMS
+
+    if not con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'terms'"
+                       ).fetchall()[0][0]:
+        return
+    v7 = db_sql.sql_file("history/migrate/v7.sql").text
+    v6 = db_sql.sql_file("history/migrate/v6.sql").text
+    start = v7.index("CREATE TABLE result_data_v7 (")
+    con.execute(v7[start:v7.index("\n);", start) + 3].replace("result_data_v7", "v7_data"))
+    start = v6.index("CREATE TABLE blame_data (")
+    con.execute(v6[start:v6.index("\n);", start) + 3].replace("blame_data", "v7_blame"))
+    for table, stored, columns in (("v7_data", "result_data", RESULT_TERMS),
+                                   ("v7_blame", "blame_data", BLAME_TERMS)):
+        texts = ", ".join(f"t.terms[d.{c}_id] AS {c}" for c in columns)
+        ids = ", ".join(f"{c}_id" for c in columns)
+        con.execute(f"INSERT INTO {table} BY NAME SELECT d.* EXCLUDE ({ids}), {texts} "
+                    f"FROM {stored} d, (SELECT list(term ORDER BY term_id) AS terms FROM terms) t "
+                    "ORDER BY d.compare_id, d.out_seq")
+    con.execute("DROP VIEW result_rows")
+    con.execute("DROP VIEW blame_rows")
+    con.execute("DROP TABLE result_data")
+    con.execute("DROP TABLE blame_data")
+    con.execute("DROP TABLE terms")
+    con.execute("ALTER TABLE v7_data RENAME TO result_data")
+    con.execute("ALTER TABLE v7_blame RENAME TO blame_data")
+    con.execute(v7.split("ALTER TABLE result_data_v7 RENAME TO result_data;\n")[1])
+    con.execute(v6[v6.index("CREATE VIEW blame_rows AS"):])
+
+
+def as_version_7(db: Path) -> None:
+    """Rewrite a history into the layout schema version 7 wrote (:func:`terms_as_version_7`)."""
+    con = duckdb.connect(str(db))
+    terms_as_version_7(con)
+    con.execute("UPDATE meta SET value = '7' WHERE key = 'schema_version'")
+    con.close()
+
+
 def blame_as_version_5(con: duckdb.DuckDBPyConnection) -> None:
     """Rewrite the blame rows of a history (open in ``con``) into the layout schema versions
     3 to 5 wrote: ``blame_rows`` a table of names (no ``blame_data``, no ``blame_runs``), the
-    same rows in recording order."""
+    same rows in recording order (and its result rows as version 7 wrote them)."""
+    terms_as_version_7(con)
     con.execute("CREATE TABLE v5_blame AS SELECT * FROM blame_rows ORDER BY compare_id, out_seq")
     con.execute("DROP VIEW blame_rows")
     con.execute("DROP TABLE blame_data")
@@ -154,6 +198,7 @@ def result_as_version_6(con: duckdb.DuckDBPyConnection) -> None:
     result_rows reading them (sql/history/migrate/v5.sql's)."""
     from msq import db as db_sql
 
+    terms_as_version_7(con)
     v5 = db_sql.sql_file("history/migrate/v5.sql").text
     start = v5.index("CREATE TABLE result_data_v5 (")
     ddl = v5[start:v5.index("\n);", start) + 3]

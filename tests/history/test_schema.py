@@ -316,3 +316,59 @@ def test_a_version_6_file_gets_other_modes_columns_in_lists(made: tuple[Path, Pa
         assert history.query(fresh, query).columns == history.query(db, query).columns
     assert history.query(fresh, "SELECT * EXCLUDE (compare_id) FROM result_rows "
                                 "ORDER BY out_seq").rows == new
+
+
+def test_a_version_7_file_gets_its_short_texts_as_terms(made: tuple[Path, Path],
+                                                        tmp_path: Path) -> None:
+    """Version 8 keeps result_data's and blame_data's short texts (kind, dtypes, shapes, result,
+    verdict, ...; blame's io, role, ...) once each in ``terms`` and the rows their keys: a
+    version-7 file is migrated at its next recording, its result_rows and blame_rows the same
+    columns and rows as before (a NULL text, a text on one row alone), the terms keyed 1, 2, 3,
+    ... in their sorted order, the new compare's new terms after them; a new file's tables
+    and views are laid out as the migration makes them."""
+    from msq.history.recorder import BLAME_TERMS, RESULT_TERMS
+    from tests.history.builders import as_version_7
+
+    cj, db = made
+    as_version_7(db)
+    con = duckdb.connect(str(db))
+    assert not con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'terms'"
+                           ).fetchall()[0][0]
+    con.execute("UPDATE result_data SET npu_shape = 'a shape of its own' WHERE out_seq = 3")
+    con.execute("UPDATE result_data SET err_message = NULL WHERE out_seq = 4")
+    con.execute("UPDATE blame_data SET link = 'a link of its own' WHERE out_seq = 2")
+    con.close()
+    queries = ("SELECT * FROM result_rows ORDER BY compare_id, out_seq",
+               "SELECT * FROM blame_rows ORDER BY compare_id, out_seq, io, op_seq")
+    before = [history.query(db, query) for query in queries]
+    assert before[1].rows
+    run_api(cj, tmp_path / "out", db=db)
+    assert history.query(db, "SELECT value FROM meta WHERE key = 'schema_version'").rows == [
+        (str(schema.SCHEMA_VERSION),)]
+    for query, old in zip(queries, before, strict=True):
+        after = history.query(db, query.replace("ORDER BY", "WHERE compare_id = 1 ORDER BY"))
+        assert after.columns == old.columns
+        assert repr(after.rows) == repr(old.rows)  # NaN equal to NaN
+    terms = history.query(db, "SELECT term_id, term FROM terms ORDER BY term_id").rows
+    assert [key for key, _ in terms] == list(range(1, len(terms) + 1))
+    migrated = [term for _, term in terms]
+    texts = {t for (t,) in history.query(
+        db, "SELECT DISTINCT unnest([" + ", ".join(RESULT_TERMS) + "]) FROM result_rows "
+            "WHERE compare_id = 1 UNION SELECT DISTINCT unnest([" + ", ".join(BLAME_TERMS) +
+            "]) FROM blame_rows WHERE compare_id = 1").rows if t is not None}
+    assert "a shape of its own" in texts and "a link of its own" in texts
+    assert sorted(migrated[:len(texts)]) == migrated[:len(texts)] == sorted(texts)
+    # the new compare recorded alike (its rows the first one's but the three changed cells)
+    assert history.query(db, "SELECT count(*) FROM result_rows WHERE compare_id = 2").rows == [
+        (len(before[0].rows),)]
+    assert history.query(db, "SELECT count(*) FROM result_data WHERE compare_id = 2 "
+                             "AND err_message_id IS NULL").rows == [(0,)]
+    fresh = tmp_path / "fresh.duckdb"
+    run_api(cj, tmp_path / "out2", db=fresh)
+    for table in ("result_rows", "result_data", "blame_rows", "blame_data", "terms"):
+        query = f"SELECT * FROM {table}"
+        assert history.query(fresh, query).columns == history.query(db, query).columns
+    assert history.query(fresh, "SELECT * EXCLUDE (compare_id) FROM result_rows "
+                                "ORDER BY out_seq").rows == history.query(
+        db, "SELECT * EXCLUDE (compare_id) FROM result_rows WHERE compare_id = 2 "
+            "ORDER BY out_seq").rows

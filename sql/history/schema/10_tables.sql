@@ -1,4 +1,4 @@
--- The history database (schema version 7): every compare msq recorded, and every output row.
+-- The history database (schema version 8): every compare msq recorded, and every output row.
 -- Executed inside the history file (USE) in one transaction; see docs/schema.md.
 CREATE TABLE IF NOT EXISTS meta (
   key VARCHAR PRIMARY KEY,   -- schema_version | created_at | created_by
@@ -47,6 +47,18 @@ CREATE TABLE IF NOT EXISTS names (
   name VARCHAR                    -- an op_name, npu_name or bench_name; each name once
 );
 INSERT INTO names SELECT 0, NULL WHERE NOT EXISTS (SELECT 1 FROM names WHERE name_id = 0);
+-- The terms (schema version 8): the short texts that repeat from row to row (a row's kind, dtypes,
+-- shapes, result, verdict, error message, mark and its rules; blame's io, role, direction,
+-- err_kind, floor_source, verdict and link), each once with its key. result_data and blame_data
+-- hold the keys (<column>_id; NULL: NULL), and the views result_rows and blame_rows read the
+-- texts back from one list of them all (a term's key is its place in that list): a directory
+-- compare's driver appended, scanned back, analysed and dictionary-compressed each such cell,
+-- ~30 % of its CPU. The keys run 1, 2, 3, ... without a gap: a compare's new terms take the next
+-- ones after the largest, in their sorted (byte) order.
+CREATE TABLE IF NOT EXISTS terms (
+  term_id INTEGER,                -- 1, 2, 3, ...
+  term VARCHAR                    -- each text once
+);
 -- One row per output line of each compare: every metric as a typed column, the verdict and the
 -- colour; its names are keys into names (read them through the view result_rows). A metric cell
 -- that is text in the workbook ("N/A", "None", "nan", "unsupported") keeps its number column NULL
@@ -57,11 +69,12 @@ INSERT INTO names SELECT 0, NULL WHERE NOT EXISTS (SELECT 1 FROM names WHERE nam
 CREATE TABLE IF NOT EXISTS result_data (
   compare_id BIGINT,
   out_seq BIGINT,                 -- 0-based line in the workbook (the advisor's "Line")
-  kind VARCHAR,                   -- matched | npu_only | bench_only | npu_extra | mapped
+  -- terms.term_id of kind (schema version 8; so are every <column>_id below but the names'):
+  kind_id INTEGER,                -- matched | npu_only | bench_only | npu_extra | mapped
   op_id INTEGER,                  -- names.name_id of op_name (0: NULL)
   npu_id INTEGER, bench_id INTEGER,  -- of npu_name and bench_name (0 on the absent side)
-  npu_dtype VARCHAR, bench_dtype VARCHAR,
-  npu_shape VARCHAR, bench_shape VARCHAR,
+  npu_dtype_id INTEGER, bench_dtype_id INTEGER,
+  npu_shape_id INTEGER, bench_shape_id INTEGER,
   -- statistics mode
   max_diff DOUBLE,
   min_diff DOUBLE,
@@ -92,22 +105,32 @@ CREATE TABLE IF NOT EXISTS result_data (
   -- NULL when all four are
   mode_texts VARCHAR[],
   -- verdict
-  result VARCHAR,                 -- Result (statistics, md5) or Accuracy Reached or Not (tensor), as written
-  verdict VARCHAR,                -- pass | warning | fail | unmatched | none
+  result_id INTEGER,              -- Result (statistics, md5) or Accuracy Reached or Not (tensor), as written
+  verdict_id INTEGER,             -- pass | warning | fail | unmatched | none
   failing BOOLEAN,                -- the advisor's test: Warning (statistics), Different (md5), No (tensor)
-  err_message VARCHAR,
-  mark VARCHAR,                   -- red | yellow | NULL
-  mark_rules VARCHAR,             -- the highlight rules that fired
+  err_message_id INTEGER,
+  mark_id INTEGER,                -- red | yellow | NULL
+  mark_rules_id INTEGER,          -- the highlight rules that fired
   severity SMALLINT,              -- 0 pass, 1 yellow, 2 red or failing; NULL when not compared
   reason VARCHAR                  -- Reason (default mode, schema version 2): the rule that marked the
                                   -- row and its numbers, a dtype note, or why it is unmatched
 );
--- result_rows: result_data with its names and texts (the table of schema versions 1-3, same
--- columns, same order): op_name is the dump.json entry (NPU side; bench side for bench-only rows), npu_name and
--- bench_name are NULL on the absent side. Stored in the file, like a table (docs/schema.md).
+-- result_rows: result_data with its names, terms and texts (the table of schema versions 1-3,
+-- same columns, same order): op_name is the dump.json entry (NPU side; bench side for bench-only
+-- rows), npu_name and bench_name are NULL on the absent side. Stored in the file, like a table
+-- (docs/schema.md).
 CREATE VIEW IF NOT EXISTS result_rows AS
-SELECT r.compare_id, r.out_seq, r.kind, o.name AS op_name, n.name AS npu_name,
-       b.name AS bench_name, r.npu_dtype, r.bench_dtype, r.npu_shape, r.bench_shape, r.max_diff,
+-- a term is read from the list of every term at its key's place (the keys have no gap): one
+-- scalar subquery a column, which DuckDB runs once a query, and not at all for a column the
+-- query does not read (a join, or a cross join of the list, cost a lookup a row either way)
+SELECT r.compare_id, r.out_seq,
+       (SELECT list(term ORDER BY term_id) FROM terms)[r.kind_id] AS kind,
+       o.name AS op_name, n.name AS npu_name, b.name AS bench_name,
+       (SELECT list(term ORDER BY term_id) FROM terms)[r.npu_dtype_id] AS npu_dtype,
+       (SELECT list(term ORDER BY term_id) FROM terms)[r.bench_dtype_id] AS bench_dtype,
+       (SELECT list(term ORDER BY term_id) FROM terms)[r.npu_shape_id] AS npu_shape,
+       (SELECT list(term ORDER BY term_id) FROM terms)[r.bench_shape_id] AS bench_shape,
+       r.max_diff,
        r.texts[1] AS max_diff_text, r.min_diff,
        r.texts[2] AS min_diff_text, r.mean_diff,
        r.texts[3] AS mean_diff_text, r.norm_diff,
@@ -130,16 +153,20 @@ SELECT r.compare_id, r.out_seq, r.kind, o.name AS op_name, n.name AS npu_name,
        r.texts[19] AS bench_min_text, r.bench_mean,
        r.texts[20] AS bench_mean_text, r.bench_norm,
        r.texts[21] AS bench_norm_text,
-       r.mode_texts[1] AS npu_md5, r.mode_texts[2] AS bench_md5, r.result, r.verdict,
-       r.failing, r.err_message, r.mark, r.mark_rules, r.severity,
+       r.mode_texts[1] AS npu_md5, r.mode_texts[2] AS bench_md5,
+       (SELECT list(term ORDER BY term_id) FROM terms)[r.result_id] AS result,
+       (SELECT list(term ORDER BY term_id) FROM terms)[r.verdict_id] AS verdict, r.failing,
+       (SELECT list(term ORDER BY term_id) FROM terms)[r.err_message_id] AS err_message,
+       (SELECT list(term ORDER BY term_id) FROM terms)[r.mark_id] AS mark,
+       (SELECT list(term ORDER BY term_id) FROM terms)[r.mark_rules_id] AS mark_rules, r.severity,
        r.mode_texts[3] AS npu_stack, r.mode_texts[4] AS data_name, r.reason,
-       -- a column a later version adds to result_data (none in version 7)
-       r.* EXCLUDE (compare_id, out_seq, kind, op_id, npu_id, bench_id, npu_dtype, bench_dtype,
-                   npu_shape, bench_shape, max_diff, min_diff, mean_diff, norm_diff, max_rel_pct,
-                   min_rel_pct, mean_rel_pct, norm_rel_pct, npu_max, npu_min, npu_mean, npu_norm,
-                   bench_max, bench_min, bench_mean, bench_norm, texts, tensor_metrics,
-                   mode_texts, result, verdict, failing, err_message, mark, mark_rules, severity,
-                   reason)
+       -- a column a later version adds to result_data (none in version 8)
+       r.* EXCLUDE (compare_id, out_seq, kind_id, op_id, npu_id, bench_id, npu_dtype_id,
+                   bench_dtype_id, npu_shape_id, bench_shape_id, max_diff, min_diff, mean_diff,
+                   norm_diff, max_rel_pct, min_rel_pct, mean_rel_pct, norm_rel_pct, npu_max,
+                   npu_min, npu_mean, npu_norm, bench_max, bench_min, bench_mean, bench_norm,
+                   texts, tensor_metrics, mode_texts, result_id, verdict_id, failing,
+                   err_message_id, mark_id, mark_rules_id, severity, reason)
 FROM result_data r
 JOIN names o ON o.name_id = r.op_id
 JOIN names n ON n.name_id = r.npu_id

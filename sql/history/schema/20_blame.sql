@@ -18,30 +18,41 @@ CREATE TABLE IF NOT EXISTS blame_data (
   op_seq INTEGER,                 -- the NPU op's place in its dump (execution order)
   op_id INTEGER,                  -- names.name_id of op_name, the dump.json entry (0: NULL)
   npu_id INTEGER,                 -- names.name_id of npu_name (0: NULL)
-  io VARCHAR,                     -- input | output
-  role VARCHAR,                   -- output | linked input | external input | in-place input | constant input
-  direction VARCHAR,              -- forward | backward | '' (neither)
+  -- terms.term_id of io (schema version 8; so are role_id, direction_id, err_kind_id,
+  -- floor_source_id, verdict_id and link_id: NULL for NULL)
+  io_id INTEGER,                  -- input | output
+  role_id INTEGER,                -- output | linked input | external input | in-place input | constant input
+  direction_id INTEGER,           -- forward | backward | '' (neither)
   is_module BOOLEAN,
   collective BOOLEAN,             -- a Distributed.* op (weighed across ranks by the view blame)
-  err_kind VARCHAR,               -- how output_err was computed (row_error.err_kind)
+  err_kind_id INTEGER,            -- how output_err was computed (row_error.err_kind)
   input_err DOUBLE,               -- what the inputs bring (an output: its op's worst input)
   output_err DOUBLE,              -- the row's own error (row_error.err)
   floor DOUBLE,                   -- the error its dtype (or the noise run) explains
-  floor_source VARCHAR,           -- 'dtype <name>', 'noise run', 'md5 (equal or not)'
+  floor_source_id INTEGER,        -- 'dtype <name>', 'noise run', 'md5 (equal or not)'
   amplification DOUBLE,           -- output_err / input_err (inf: equal inputs, different output)
-  verdict VARCHAR,                -- local | inherited | clean, on its own rank (see the view blame)
+  verdict_id INTEGER,             -- local | inherited | clean, on its own rank (see the view blame)
   reason VARCHAR,
-  link VARCHAR,                   -- an input's link to its producer: hash, md5, statistics, reshape, external, constant
+  link_id INTEGER,                -- an input's link to its producer: hash, md5, statistics, reshape, external, constant
   candidates INTEGER,             -- earlier outputs with that content (the nearest one is taken)
   via VARCHAR,                    -- the producer of an input, or the worst input of an output
   band DOUBLE                     -- what the row adds over its inputs: its noise band when this compare is a noise run
 );
--- blame_rows: the table of schema versions 3-5 (same columns, same order), a view since 6.
+-- blame_rows: the table of schema versions 3-5 (same columns, same order), a view since 6 (its
+-- short texts keys into terms since 8, read as result_rows reads them).
 CREATE VIEW IF NOT EXISTS blame_rows AS
-SELECT d.compare_id, r.run_id, d.out_seq, d.op_seq, o.name AS op_name, n.name AS npu_name, d.io,
-       d.role, d.direction, d.is_module, d.collective, d.err_kind, d.input_err, d.output_err,
-       d.floor, d.floor_source, r.floor_factor, r.amp_limit, d.amplification, d.verdict, d.reason,
-       d.link, d.candidates, d.via, d.band, r.noise_source
+SELECT d.compare_id, r.run_id, d.out_seq, d.op_seq, o.name AS op_name, n.name AS npu_name,
+       (SELECT list(term ORDER BY term_id) FROM terms)[d.io_id] AS io,
+       (SELECT list(term ORDER BY term_id) FROM terms)[d.role_id] AS role,
+       (SELECT list(term ORDER BY term_id) FROM terms)[d.direction_id] AS direction,
+       d.is_module, d.collective,
+       (SELECT list(term ORDER BY term_id) FROM terms)[d.err_kind_id] AS err_kind,
+       d.input_err, d.output_err, d.floor,
+       (SELECT list(term ORDER BY term_id) FROM terms)[d.floor_source_id] AS floor_source,
+       r.floor_factor, r.amp_limit, d.amplification,
+       (SELECT list(term ORDER BY term_id) FROM terms)[d.verdict_id] AS verdict, d.reason,
+       (SELECT list(term ORDER BY term_id) FROM terms)[d.link_id] AS link,
+       d.candidates, d.via, d.band, r.noise_source
 FROM blame_data d
 JOIN blame_runs r ON r.compare_id = d.compare_id
 JOIN names o ON o.name_id = d.op_id
