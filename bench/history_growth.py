@@ -124,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     if db.exists():  # resume: continue the label numbering of the runs already recorded
         p = subprocess.run([*msq, "sql", "--db", str(db), "--format", "csv",
                             "SELECT count(DISTINCT label) FROM compares"], capture_output=True, text=True, check=False)
-        start = int(p.stdout.splitlines()[-1]) + 1 if p.returncode == 0 else 1
+        start = int(p.stdout.splitlines()[-1].strip().strip('"')) + 1 if p.returncode == 0 else 1
     for i in range(start, a.runs + 1):
         res = run.run_tool("msq", wdir.name, wdir, msq,
                            ["--db", str(db), "--label", f"run{i:02d}"], a.timeout)
