@@ -252,10 +252,7 @@ def row_pairs_select() -> str:
     """sql/compare/match/row_pairs.sql reading ``tensors.io_k`` for its window (see
     :data:`ROW_PAIRS_K`); an error names the file when the window is no longer written so."""
     file = db.sql_file("compare/match/row_pairs.sql")
-    window, column = ROW_PAIRS_K
-    if file.body.count(window) != 1:
-        raise AssertionError(f"{file.origin}: {window!r} is no longer its rows' place")
-    return file.body.replace(window, column)
+    return _replaced(file.origin, file.body, (ROW_PAIRS_K,))
 
 
 def pair_rows(con: duckdb.DuckDBPyConnection, inp: SingleInput, opts: Options, framework: str,
