@@ -2,92 +2,94 @@
 -- For each kind of key, one window over the inputs to link and the producers, in dump order (pos):
 -- the last producer before an input with its key. An input sorts before its own op's outputs.
 -- (A key includes its row's pair, blame_keys: a batch's pairs never link to each other.)
-WITH ins AS (SELECT * FROM blame_keys WHERE io = 'input'),
+WITH ins AS (SELECT * FROM blame_keys WHERE is_input),
 -- the outputs, a module's (or cell's) told from an op's (by the op's name: outputs only)
 outs AS (
-  SELECT k.side, k.pos, k.ckey, k.skey, k.rkey,
+  SELECT k.npu, k.pos, k.ckey, k.skey, k.rkey,
     starts_with(o.op_name, 'Module.') OR starts_with(o.op_name, 'Cell.') AS is_module
-  FROM blame_keys k JOIN ops o ON o.side = k.side AND o.op_seq = k.op_seq
-  WHERE k.io = 'output'
+  FROM blame_keys k JOIN ops o ON (o.side = 'npu') = k.npu AND o.op_seq = k.op_seq
+  WHERE NOT k.is_input
 ),
 api AS (SELECT * FROM outs WHERE NOT is_module),
 prod AS (
   -- a module's output that an op already produced only repeats it: the op is the producer
-  SELECT side, pos, ckey, skey, rkey FROM api
+  SELECT npu, pos, ckey, skey, rkey FROM api
   UNION ALL
-  SELECT m.side, m.pos, m.ckey, m.skey, m.rkey FROM outs m
-  ANTI JOIN api a ON a.side = m.side AND coalesce(a.ckey, a.skey) = coalesce(m.ckey, m.skey)
+  SELECT m.npu, m.pos, m.ckey, m.skey, m.rkey FROM outs m
+  ANTI JOIN api a ON a.npu = m.npu AND coalesce(a.ckey, a.skey) = coalesce(m.ckey, m.skey)
   WHERE m.is_module
 ),
 -- 1. exact content: the hash of the metrics pass, or md5 (with dtype and shape)
 -- (each over the keys that both an input and a producer have: a window over the others links
 -- nothing, and on random statistics that is nearly every row)
 c_rows AS (
-  SELECT i.side, i.row_seq, i.pos, i.ckey AS key, i.chow AS how
-  FROM ins i SEMI JOIN prod p ON p.side = i.side AND p.ckey = i.ckey
+  SELECT i.npu, i.row_seq, i.pos, i.ckey AS key, i.chow AS how
+  FROM ins i SEMI JOIN prod p ON p.npu = i.npu AND p.ckey = i.ckey
   UNION ALL
-  SELECT p.side, NULL, p.pos, p.ckey, NULL
-  FROM prod p SEMI JOIN ins i ON i.side = p.side AND i.ckey = p.ckey
+  SELECT p.npu, NULL, p.pos, p.ckey, NULL
+  FROM prod p SEMI JOIN ins i ON i.npu = p.npu AND i.ckey = p.ckey
 ),
 c AS (
-  SELECT side, row_seq, how,
+  SELECT npu, row_seq, how,
     last_value(CASE WHEN row_seq IS NULL THEN pos END IGNORE NULLS) OVER w AS p_pos,
     count(CASE WHEN row_seq IS NULL THEN 1 END) OVER w AS n
   FROM c_rows
-  WINDOW w AS (PARTITION BY side, key ORDER BY pos ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
+  WINDOW w AS (PARTITION BY npu, key ORDER BY pos ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
 ),
-c_linked AS (SELECT side, row_seq, p_pos, how, n FROM c WHERE row_seq IS NOT NULL AND p_pos IS NOT NULL),
+c_linked AS (SELECT npu, row_seq, p_pos, how, n FROM c WHERE row_seq IS NOT NULL AND p_pos IS NOT NULL),
 -- 2. the exact statistics (dtype, shape, max, min, mean, norm) where an input has no content key
-s_ins AS (SELECT side, row_seq, pos, skey AS key FROM ins WHERE ckey IS NULL AND skey IS NOT NULL),
+s_ins AS (SELECT npu, row_seq, pos, skey AS key FROM ins WHERE ckey IS NULL AND skey IS NOT NULL),
 s_rows AS (
-  SELECT i.* FROM s_ins i SEMI JOIN prod p ON p.side = i.side AND p.skey = i.key
+  SELECT i.* FROM s_ins i SEMI JOIN prod p ON p.npu = i.npu AND p.skey = i.key
   UNION ALL
-  SELECT p.side, NULL, p.pos, p.skey
-  FROM prod p SEMI JOIN s_ins i ON i.side = p.side AND i.key = p.skey
+  SELECT p.npu, NULL, p.pos, p.skey
+  FROM prod p SEMI JOIN s_ins i ON i.npu = p.npu AND i.key = p.skey
 ),
 s AS (
-  SELECT side, row_seq,
+  SELECT npu, row_seq,
     last_value(CASE WHEN row_seq IS NULL THEN pos END IGNORE NULLS) OVER w AS p_pos,
     count(CASE WHEN row_seq IS NULL THEN 1 END) OVER w AS n
   FROM s_rows
-  WINDOW w AS (PARTITION BY side, key ORDER BY pos ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
+  WINDOW w AS (PARTITION BY npu, key ORDER BY pos ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
 ),
 s_linked AS (
-  SELECT side, row_seq, p_pos, 'statistics' AS how, n FROM s
+  SELECT npu, row_seq, p_pos, 'statistics' AS how, n FROM s
   WHERE row_seq IS NOT NULL AND p_pos IS NOT NULL
 ),
 exact AS (SELECT * FROM c_linked UNION ALL SELECT * FROM s_linked),
 -- 3. the same content under another shape (a view or reshape the dump does not record)
 r_ins AS (
-  SELECT i.side, i.row_seq, i.pos, i.rkey AS key FROM ins i
-  ANTI JOIN exact e ON e.side = i.side AND e.row_seq = i.row_seq
+  SELECT i.npu, i.row_seq, i.pos, i.rkey AS key FROM ins i
+  ANTI JOIN exact e ON e.npu = i.npu AND e.row_seq = i.row_seq
   WHERE i.rkey IS NOT NULL
 ),
 r_rows AS (
-  SELECT i.* FROM r_ins i SEMI JOIN prod p ON p.side = i.side AND p.rkey = i.key
+  SELECT i.* FROM r_ins i SEMI JOIN prod p ON p.npu = i.npu AND p.rkey = i.key
   UNION ALL
-  SELECT p.side, NULL, p.pos, p.rkey
-  FROM prod p SEMI JOIN r_ins i ON i.side = p.side AND i.key = p.rkey
+  SELECT p.npu, NULL, p.pos, p.rkey
+  FROM prod p SEMI JOIN r_ins i ON i.npu = p.npu AND i.key = p.rkey
 ),
 r AS (
-  SELECT side, row_seq,
+  SELECT npu, row_seq,
     last_value(CASE WHEN row_seq IS NULL THEN pos END IGNORE NULLS) OVER w AS p_pos,
     count(CASE WHEN row_seq IS NULL THEN 1 END) OVER w AS n
   FROM r_rows
-  WINDOW w AS (PARTITION BY side, key ORDER BY pos ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
+  WINDOW w AS (PARTITION BY npu, key ORDER BY pos ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
 ),
 linked AS (
   SELECT * FROM exact
   UNION ALL
-  SELECT side, row_seq, p_pos, 'reshape', n FROM r WHERE row_seq IS NOT NULL AND p_pos IS NOT NULL
+  SELECT npu, row_seq, p_pos, 'reshape', n FROM r WHERE row_seq IS NOT NULL AND p_pos IS NOT NULL
 )
-SELECT i.side, i.row_seq AS consumer_row, i.op_seq AS consumer_op,
+-- (the side's text from blame_keys' npu: a tensor row's side is npu or bench)
+SELECT CASE WHEN i.npu THEN 'npu' ELSE 'bench' END AS side,
+       i.row_seq AS consumer_row, i.op_seq AS consumer_op,
        l.producer_row, l.producer_op,
        coalesce(l.how, 'external') AS how, coalesce(l.n, 0) AS candidates, i.pair
 FROM ins i
 -- each link with its producer's row, joined from the links' side: a join of every row's keys
 -- hashed them all, where nothing links when the dump's inputs are external
 LEFT JOIN (
-  SELECT l.side, l.row_seq, l.how, l.n, o.row_seq AS producer_row, o.op_seq AS producer_op
-  FROM linked l JOIN blame_keys o ON o.side = l.side AND o.pos = l.p_pos
-) l ON l.side = i.side AND l.row_seq = i.row_seq
+  SELECT l.npu, l.row_seq, l.how, l.n, o.row_seq AS producer_row, o.op_seq AS producer_op
+  FROM linked l JOIN blame_keys o ON o.npu = l.npu AND o.pos = l.p_pos
+) l ON l.npu = i.npu AND l.row_seq = i.row_seq

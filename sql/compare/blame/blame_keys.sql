@@ -28,8 +28,11 @@ k AS (
 -- keys are 64-bit hashes of what must be equal (a collision could only link a wrong producer);
 -- the pair is part of each key: every join and window on a key keeps to the row's pair (in a
 -- batch, the pairs' equal statistics must not link a row to another pair's producer)
+-- the side and io as booleans (npu: the NPU side's row; is_input: an input row): the readers
+-- (blame_edges, blame_tensors) join, partition and filter on them, and a table's VARCHAR column
+-- costs DuckDB ~150 instructions a row to append (bench/README "Session 19: blame")
 SELECT
-  side, row_seq, op_seq, io,
+  side = 'npu' AS npu, row_seq, op_seq, io = 'input' AS is_input,
   -- rows of one op sort after every row of the ops before it
   op_seq::BIGINT * 1048576 + row_in_op AS pos,
   CASE WHEN content IS NOT NULL THEN hash(dtype, shape, content, pair) END AS ckey,

@@ -11,7 +11,7 @@ out_err AS (
   -- the largest output error of each op (compared output rows)
   SELECT op_seq, max(err) AS err
   FROM blame_tensors
-  WHERE io = 'output'
+  WHERE NOT is_input
   GROUP BY op_seq
 ),
 prior AS (
@@ -29,7 +29,7 @@ contrib AS (
     CASE WHEN i.own_output AND p.direction = 'forward' THEN p.prior_err
          ELSE coalesce(i.err, i.producer_err) END AS err
   FROM blame_tensors i JOIN prior p USING (op_seq)
-  WHERE i.io = 'input'
+  WHERE i.is_input
   UNION ALL
   -- a backward op: the tensors of its forward record (inputs and outputs; compared ones)
   SELECT b.op_seq, t.npu_name, t.err
@@ -44,7 +44,7 @@ contrib AS (
   FROM ops_n m
   JOIN blame_nesting n ON n.side = 'npu' AND n.pair = m.pair AND n.ancestor = m.op_name
   JOIN ops_n c ON c.pair = n.pair AND c.op_name = n.op_name
-  JOIN blame_tensors t ON t.op_seq = c.op_seq AND t.io = 'output'
+  JOIN blame_tensors t ON t.op_seq = c.op_seq AND NOT t.is_input
   WHERE m.is_module AND t.out_seq IS NOT NULL
 ),
 worst AS (

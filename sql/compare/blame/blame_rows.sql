@@ -53,20 +53,22 @@ FROM (
       AS dtype_floor
   FROM (
   SELECT
-    t.out_seq, t.op_seq, bo.op_name, t.npu_name, t.io, t.npu_dtype, t.bench_dtype,
+    t.out_seq, t.op_seq, bo.op_name, t.npu_name,
+    -- (a tensor row's io is input or output: blame_tensors keeps it as is_input)
+    CASE WHEN t.is_input THEN 'input' ELSE 'output' END AS io, t.npu_dtype, t.bench_dtype,
     blame_row_floor(t.npu_dtype) AS npu_floor, blame_row_floor(t.bench_dtype) AS bench_floor,
     t.err AS output_err, t.err_kind,
     bo.is_module, bo.has_inner, bo.direction, bo.collective, bo.prior_err,
     t.link, t.candidates, t.producer_name, t.producer_err,
     t.own_output AND bo.direction = 'forward' AS in_place,
-    CASE WHEN t.io = 'output' THEN bo.input_err
+    CASE WHEN NOT t.is_input THEN bo.input_err
          WHEN t.own_output AND bo.direction = 'forward' THEN bo.input_err
          WHEN t.link IN ('external', 'constant') THEN NULL
          ELSE t.producer_err END AS input_err,
-    CASE WHEN t.io = 'output' THEN bo.worst_input
+    CASE WHEN NOT t.is_input THEN bo.worst_input
          WHEN t.own_output AND bo.direction = 'forward' THEN bo.worst_input
          ELSE t.producer_name END AS via,
-    CASE WHEN t.io = 'output' THEN 'output'
+    CASE WHEN NOT t.is_input THEN 'output'
          WHEN t.own_output AND bo.direction = 'forward' THEN 'in-place input'
          WHEN t.link = 'constant' THEN 'constant input'
          WHEN t.link = 'external' THEN 'external input'

@@ -3,9 +3,9 @@
 WITH own AS (
   SELECT i.row_seq
   FROM blame_keys i
-  SEMI JOIN blame_keys o ON o.side = 'npu' AND o.io = 'output' AND o.op_seq = i.op_seq
+  SEMI JOIN blame_keys o ON o.npu AND NOT o.is_input AND o.op_seq = i.op_seq
     AND coalesce(o.ckey, o.skey) = coalesce(i.ckey, i.skey)
-  WHERE i.side = 'npu' AND i.io = 'input'
+  WHERE i.npu AND i.is_input
 ),
 -- each NPU input's link, with the producer's name and error for the linked ones
 edges AS (
@@ -26,8 +26,9 @@ edges AS (
   ) p ON p.row_seq = ed.producer_row
   WHERE ed.side = 'npu'
 )
+-- (is_input: the io as a boolean, as in blame_keys; blame_rows gives back its text)
 SELECT
-  t.row_seq, t.op_seq, t.io, t.disp_name AS npu_name,
+  t.row_seq, t.op_seq, t.io = 'input' AS is_input, t.disp_name AS npu_name,
   t.dtype AS npu_dtype, b.dtype AS bench_dtype,
   r.out_seq, e.err, e.err_kind,
   CASE WHEN t.io <> 'input' THEN NULL
