@@ -35,8 +35,12 @@ FROM (
     greatest(dtype_floor, coalesce(band, 0.0)) AS floor,
     CASE WHEN coalesce(band, 0.0) > dtype_floor THEN 'noise run'
          WHEN md5 THEN 'md5 (equal or not)'
-         ELSE 'dtype ' || replace(CASE WHEN npu_floor >= bench_floor
-                                       THEN npu_dtype ELSE bench_dtype END, 'torch.', '')
+         -- 'dtype ' and the floor's dtype without 'torch.', the commonest dtypes as constants
+         WHEN floor_dtype = 'torch.float32' THEN 'dtype float32'
+         WHEN floor_dtype = '<class ''int''>' THEN 'dtype <class ''int''>'
+         WHEN floor_dtype = 'torch.float16' THEN 'dtype float16'
+         WHEN floor_dtype = 'torch.bfloat16' THEN 'dtype bfloat16'
+         ELSE 'dtype ' || replace(floor_dtype, 'torch.', '')
     END AS floor_source,
     output_err > floor_factor * greatest(dtype_floor, coalesce(band, 0.0))
       AS beyond_floor,
@@ -50,7 +54,8 @@ FROM (
   SELECT rows.*,
     CASE WHEN md5 THEN 0.0
          ELSE greatest(npu_floor, bench_floor) END
-      AS dtype_floor
+      AS dtype_floor,
+    CASE WHEN npu_floor >= bench_floor THEN npu_dtype ELSE bench_dtype END AS floor_dtype
   FROM (
   SELECT
     t.out_seq, t.op_seq, bo.op_name, t.npu_name,
