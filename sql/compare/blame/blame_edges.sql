@@ -21,13 +21,16 @@ prod AS (
 ),
 -- 1. exact content: the hash of the metrics pass, or md5 (with dtype and shape)
 -- (each over the keys that both an input and a producer have: a window over the others links
--- nothing, and on random statistics that is nearly every row)
+-- nothing, and on random statistics that is nearly every row; the content keys' IS NOT NULL
+-- lets the scans of blame_keys skip them where no row has one: a statistics compare)
 c_rows AS (
   SELECT i.npu, i.row_seq, i.pos, i.ckey AS key, i.chow AS how
   FROM ins i SEMI JOIN prod p ON p.npu = i.npu AND p.ckey = i.ckey
+  WHERE i.ckey IS NOT NULL
   UNION ALL
   SELECT p.npu, NULL, p.pos, p.ckey, NULL
   FROM prod p SEMI JOIN ins i ON i.npu = p.npu AND i.ckey = p.ckey
+  WHERE p.ckey IS NOT NULL
 ),
 c AS (
   SELECT npu, row_seq, how,
