@@ -52,16 +52,13 @@ FROM (
          ELSE true END AS explained
   FROM (
   SELECT rows.*,
-    CASE WHEN md5 THEN 0.0
-         ELSE greatest(npu_floor, bench_floor) END
-      AS dtype_floor,
-    CASE WHEN npu_floor >= bench_floor THEN npu_dtype ELSE bench_dtype END AS floor_dtype
+    CASE WHEN md5 THEN 0.0 ELSE dtypes_floor END AS dtype_floor
   FROM (
   SELECT
     t.out_seq, t.op_seq, bo.op_name, t.npu_name,
     -- (a tensor row's io is input or output: blame_tensors keeps it as is_input)
-    CASE WHEN t.is_input THEN 'input' ELSE 'output' END AS io, t.npu_dtype, t.bench_dtype,
-    blame_row_floor(t.npu_dtype) AS npu_floor, blame_row_floor(t.bench_dtype) AS bench_floor,
+    CASE WHEN t.is_input THEN 'input' ELSE 'output' END AS io,
+    t.dtype_floor AS dtypes_floor, t.floor_dtype,  -- (blame_tensors: the larger dtype floor)
     t.err AS output_err, t.err_kind,
     bo.is_module, bo.has_inner, bo.direction, bo.collective, bo.prior_err,
     t.link, t.candidates, t.producer_name, t.producer_err,
@@ -79,7 +76,7 @@ FROM (
          WHEN t.link = 'external' THEN 'external input'
          ELSE 'linked input' END AS role,
     bd.band, p.floor_factor, p.amp_limit, p.md5
-  -- the compared rows (blame_tensors has their errors, dtypes and links)
+  -- the compared rows (blame_tensors has their errors, dtype floors and links)
   FROM blame_tensors t
   JOIN blame_ops bo ON bo.op_seq = t.op_seq
   CROSS JOIN p

@@ -1,4 +1,4 @@
--- description: Blame: every NPU tensor row, input or output, with its compared row (out_seq, its error and the bench row's dtype; NULL when unmatched) and, for an input, its link to a producer (blame_edges, with the producer's name and error) and whether it equals one of its own op's outputs while no earlier output produced it (own_output: a forward op's such input is an in-place op's, which msprobe records after the op ran; blame_ops and blame_rows tell forward ops). blame_ops and blame_rows read it instead of joining the compare's rows again.
+-- description: Blame: every NPU tensor row, input or output, with its compared row (out_seq and its error; NULL when unmatched), the dtype floor of its own and the bench row's dtype (dtype_floor: blame_row_floor of each, the larger) and the dtype it is of (floor_dtype) and, for an input, its link to a producer (blame_edges, with the producer's name and error) and whether it equals one of its own op's outputs while no earlier output produced it (own_output: a forward op's such input is an in-place op's, which msprobe records after the op ran; blame_ops and blame_rows tell forward ops). blame_ops and blame_rows read it instead of joining the compare's rows again.
 -- the inputs that equal an output of their own op
 WITH own AS (
   SELECT i.row_seq
@@ -27,9 +27,20 @@ edges AS (
   WHERE ed.side = 'npu'
 )
 -- (is_input: the io as a boolean, as in blame_keys; blame_rows gives back its text)
+-- blame_rows' dtype floor (before an md5 compare's 0) and its dtype, computed here: the two
+-- dtypes' texts were one more string column to store, and on the rows of one dtype (all but
+-- unmatched ones and NULL dtypes) the bench dtype's floor is the NPU dtype's
+SELECT * EXCLUDE (npu_dtype, bench_dtype, npu_floor),
+  CASE WHEN npu_dtype = bench_dtype THEN npu_floor
+       ELSE greatest(npu_floor, blame_row_floor(bench_dtype)) END AS dtype_floor,
+  CASE WHEN npu_dtype = bench_dtype THEN npu_dtype
+       WHEN npu_floor >= blame_row_floor(bench_dtype) THEN npu_dtype ELSE bench_dtype END
+    AS floor_dtype
+FROM (
 SELECT
   t.row_seq, t.op_seq, t.io = 'input' AS is_input, t.disp_name AS npu_name,
   t.dtype AS npu_dtype, b.dtype AS bench_dtype,
+  blame_row_floor(t.dtype) AS npu_floor,
   r.out_seq, e.err, e.err_kind,
   CASE WHEN t.io <> 'input' THEN NULL
        WHEN t.is_tensor THEN coalesce(ed.how, 'external') ELSE 'constant' END AS link,
@@ -41,3 +52,4 @@ LEFT JOIN tensors b ON b.side = 'bench' AND b.row_seq = r.bench_row
 LEFT JOIN row_error e ON e.out_seq = r.out_seq
 LEFT JOIN edges ed ON ed.consumer_row = t.row_seq
 WHERE t.side = 'npu'
+)
