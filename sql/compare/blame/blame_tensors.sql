@@ -29,18 +29,19 @@ edges AS (
 -- (is_input: the io as a boolean, as in blame_keys; blame_rows gives back its text)
 -- blame_rows' dtype floor (before an md5 compare's 0) and its dtype, computed here: the two
 -- dtypes' texts were one more string column to store, and on the rows of one dtype (all but
--- unmatched ones and NULL dtypes) the bench dtype's floor is the NPU dtype's
-SELECT * EXCLUDE (npu_dtype, bench_dtype, npu_floor),
+-- unmatched ones and NULL dtypes) the bench dtype's floor is the NPU dtype's, not computed again
+-- (bench_floor NULL there)
+SELECT * EXCLUDE (npu_dtype, bench_dtype, npu_floor, bench_floor),
   CASE WHEN npu_dtype = bench_dtype THEN npu_floor
-       ELSE greatest(npu_floor, blame_row_floor(bench_dtype)) END AS dtype_floor,
+       ELSE greatest(npu_floor, bench_floor) END AS dtype_floor,
   CASE WHEN npu_dtype = bench_dtype THEN npu_dtype
-       WHEN npu_floor >= blame_row_floor(bench_dtype) THEN npu_dtype ELSE bench_dtype END
-    AS floor_dtype
+       WHEN npu_floor >= bench_floor THEN npu_dtype ELSE bench_dtype END AS floor_dtype
 FROM (
 SELECT
   t.row_seq, t.op_seq, t.io = 'input' AS is_input, t.disp_name AS npu_name,
   t.dtype AS npu_dtype, b.dtype AS bench_dtype,
   blame_row_floor(t.dtype) AS npu_floor,
+  CASE WHEN t.dtype = b.dtype THEN NULL ELSE blame_row_floor(b.dtype) END AS bench_floor,
   r.out_seq, e.err, e.err_kind,
   CASE WHEN t.io <> 'input' THEN NULL
        WHEN t.is_tensor THEN coalesce(ed.how, 'external') ELSE 'constant' END AS link,
