@@ -258,6 +258,74 @@ def test_blame_names_take_their_output_rows_keys_and_new_ones_follow_their_first
     assert none is None and again.equals(data)
 
 
+def test_terms_keyed_by_the_rule_the_single_card_recorder_follows():
+    """_Terms.key (all of a pair's term columns looked up together): each column replaced in
+    its place by ``<column>_id``, its terms' keys: known terms keep theirs, a pair's new terms
+    (from any column, repeated within and across columns) are keyed after the largest in
+    their sorted byte order, each once; NULL stays NULL. Checked against that rule written out
+    in Python over pairs of new, known and mixed terms."""
+    from msq.history.run_recorder import _Terms
+
+    def reference(known: list[str], rows: list[tuple]) -> tuple[list[tuple], list[str]]:
+        added = sorted({t for row in rows for t in row if t is not None and t not in known},
+                       key=lambda t: t.encode())
+        keys = {t: i + 1 for i, t in enumerate(known + added)}
+        return [tuple(None if t is None else keys[t] for t in row) for row in rows], added
+
+    terms = _Terms.__new__(_Terms)
+    terms.terms = pa.array([], pa.string())
+    known: list[str] = []
+    columns = ("kind", "verdict", "mark")
+    pairs = [
+        [("matched", "pass", None), ("npu_only", "unmatched", "red"), ("matched", "b", "a")],
+        [("matched", "warning", "yellow"), (None, "pass", "Zed"), ("é", "pass", "a")],
+        [("matched", "pass", None), ("npu_only", "warning", "yellow")],  # nothing new
+        [(None, None, None)],
+    ]
+    for rows in pairs:
+        table = pa.table({"out_seq": pa.array(range(len(rows)), pa.int64()),
+                          **{c: pa.array([r[i] for r in rows], pa.string())
+                             for i, c in enumerate(columns)},
+                          "reason": pa.array(["x"] * len(rows))})
+        keyed, new = terms.key(table, columns)
+        want_rows, want_new = reference(known, rows)
+        assert keyed.column_names == ["out_seq", "kind_id", "verdict_id", "mark_id", "reason"]
+        assert all(keyed.schema.field(f"{c}_id").type == pa.int32() for c in columns)
+        assert list(zip(*(keyed.column(f"{c}_id").to_pylist() for c in columns))) == want_rows
+        if want_new:
+            assert new is not None and new.column("term").to_pylist() == want_new
+            assert new.column("term_id").to_pylist() == list(
+                range(len(known) + 1, len(known) + 1 + len(want_new)))
+        else:
+            assert new is None
+        known += want_new
+    assert terms.terms.to_pylist() == known and len(known) == 11
+
+
+def test_blame_rows_places_among_their_output_rows():
+    """key_blame's first step: each blame row's place among the output rows (_places: by an
+    inverse permutation when the out_seqs are 0 .. n-1, else by a lookup; -1 where there is
+    none), against the same written out in Python, over out_seqs in order, shuffled, with gaps,
+    missing and NULL."""
+    import random
+
+    from msq.history.run_recorder import _places
+
+    rng = random.Random(19)
+    for case in range(40):
+        n = rng.randrange(0, 60)
+        seqs = list(range(n)) if case % 4 else rng.sample(range(2 * n + 1), n)  # dense or gaps
+        if case % 3 == 0:
+            rng.shuffle(seqs)
+        blame = [s for s in seqs if rng.random() < 0.9] + [None, 10 ** 6, -1][: case % 4]
+        if case % 5 == 0:
+            rng.shuffle(blame)
+        at = _places(pa.chunked_array([pa.array(blame, pa.int64())]),
+                     pa.chunked_array([pa.array(seqs, pa.int64())]))
+        want = [seqs.index(b) if b in seqs else -1 for b in blame]
+        assert at.tolist() == want
+
+
 def test_names_of_a_dropped_pair_are_dropped_too(pairs, tmp_path):
     """A pair that cannot be recorded drops its transaction, the names it brought included:
     the next pair's names get the keys they would have had without it."""

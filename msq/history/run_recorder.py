@@ -305,8 +305,8 @@ class _Names:
         names = pa.concat_arrays([_strings(rows, c) for c in self.BLAME_COLUMNS])
         ids = pa.nulls(2 * count, pa.int32())
         if result is not None and keyed is not None:
-            at = pc.index_in(rows.column("out_seq").combine_chunks(),
-                             value_set=result.column("out_seq").combine_chunks())
+            at = _places(rows.column("out_seq"), result.column("out_seq"))
+            at = pa.array(at, pa.int64(), mask=at < 0)
             theirs = pa.concat_arrays([_strings(result, c).take(at) for c in self.BLAME_COLUMNS])
             keys = pa.concat_arrays([keyed.column(k).combine_chunks().cast(pa.int32()).take(at)
                                      for k in self.BLAME_KEYS])
@@ -344,9 +344,10 @@ class _Names:
         self.ids = pa.concat_arrays([self.ids, keys])
         self.top += len(added)
         # the new names' keys from their place among the added ones alone: not a second
-        # lookup in the whole dictionary (~40,000 names hashed again, ~4 ms a pair)
-        place = pc.index_in(names, value_set=added)
-        ids = pc.coalesce(ids, pc.cast(pc.add(place, top + 1), pa.int32()))
+        # lookup in the whole dictionary (~40,000 names hashed again, ~4 ms a pair), and of
+        # the new names alone
+        place = pc.index_in(candidates, value_set=added)
+        ids = pc.replace_with_mask(ids, fresh, pc.add(place, _int32(top + 1)))
         return ids, pa.table({"name_id": keys, "name": added})
 
 
@@ -379,28 +380,33 @@ class _Terms:
     def key(self, rows: pa.Table, columns: tuple[str, ...]) -> tuple[pa.Table, pa.Table | None]:
         """``rows`` with each of ``columns`` replaced by its keys (``<column>_id``, INTEGER;
         NULL for NULL, in the column's place), and the table (term_id, term) of the terms new to
-        the history (None: none), which this dictionary now holds."""
+        the history (None: none), which this dictionary now holds.
+
+        The columns are looked up together, one array of them all: the terms' hash set is built
+        once, not once a column, and one pass adds 1 to the places (~20 M instructions less a
+        24,500-row pair than a lookup a column; bench/README, "Session 19: hist")."""
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        texts = [_strings(rows, c) for c in columns]
-        # each text looked up in the terms (a few dozen: a small hash set a column)
-        found = [pc.index_in(t, value_set=self.terms) for t in texts]
+        count = rows.num_rows
+        texts = pa.concat_arrays([_strings(rows, c) for c in columns])
+        found = pc.index_in(texts, value_set=self.terms)
+        fresh = pc.and_(pc.is_null(found), pc.is_valid(texts))
         new = None
-        fresh = [pc.and_(pc.is_null(f), pc.is_valid(t)) for f, t in zip(found, texts, strict=True)]
-        if any(pc.any(f).as_py() for f in fresh):
-            seen = pc.unique(pa.concat_arrays([t.filter(f) for t, f in zip(texts, fresh,
-                                                                           strict=True)]))
+        if pc.any(fresh).as_py():
+            seen = pc.unique(texts.filter(fresh))
             added = seen.take(pc.array_sort_indices(seen))
             top = len(self.terms)
             self.terms = pa.concat_arrays([self.terms, added])
             new = pa.table({"term_id": pa.array(range(top + 1, top + 1 + len(added)),
                                                 pa.int32()), "term": added})
-            found = [pc.index_in(t, value_set=self.terms) if pc.any(f).as_py() else i
-                     for t, f, i in zip(texts, fresh, found, strict=True)]
-        for column, place in zip(columns, found, strict=True):
+            # the new terms' places from the added ones alone (the others were found)
+            place = pc.index_in(texts.filter(fresh), value_set=added)
+            found = pc.replace_with_mask(found, fresh, pc.add(place, _int32(top)))
+        keys = pc.add(found, _int32(1))
+        for i, column in enumerate(columns):
             at = rows.schema.get_field_index(column)
-            rows = rows.set_column(at, f"{column}_id", pc.add(place, 1).cast(pa.int32()))
+            rows = rows.set_column(at, f"{column}_id", keys.slice(i * count, count))
         return rows, new
 
 
@@ -413,8 +419,41 @@ def _strings(rows: pa.Table, column: str) -> pa.Array:
 def _first_rows(rows: pa.Table, slots: int) -> pa.Array:
     """Each name's place in row order when a row's ``slots`` names are laid out column after
     column (as :meth:`_Names.key` concatenates them): ``out_seq * slots + slot``."""
+    import numpy as np
+    import pyarrow as pa
+
+    seq = rows.column("out_seq").combine_chunks().cast(pa.int64()).to_numpy() * slots
+    return pa.array(np.concatenate([seq + slot for slot in range(slots)]))
+
+
+def _places(seqs: pa.ChunkedArray, of: pa.ChunkedArray) -> Any:
+    """Where each of ``seqs`` is in ``of`` (a numpy int64 array; -1: not there, or NULL), ``of``
+    being unique. By an inverse permutation when ``of`` is 0 .. n-1 in any order (a pair's
+    out_seqs: ~2 M instructions a 24,500-row pair), else by a lookup (~6 M)."""
+    import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    seq = rows.column("out_seq").combine_chunks().cast(pa.int64())
-    return pa.concat_arrays([pc.add(pc.multiply(seq, slots), slot) for slot in range(slots)])
+    want = pc.fill_null(seqs.combine_chunks().cast(pa.int64()), -1).to_numpy()
+    have = of.combine_chunks().cast(pa.int64())
+    n = len(have)
+    if n and not have.null_count:
+        pos = have.to_numpy()
+        if pos.min() >= 0 and pos.max() < n:
+            inverse = np.full(n, -1, np.int64)
+            inverse[pos] = np.arange(n)
+            if (inverse >= 0).all():  # each of 0 .. n-1 once
+                inside = (want >= 0) & (want < n)
+                return np.where(inside, inverse[np.where(inside, want, 0)], -1)
+    found = pc.index_in(seqs.combine_chunks().cast(pa.int64()), value_set=have)
+    return pc.fill_null(found, -1).to_numpy().astype(np.int64)
+
+
+def _int32(value: int) -> pa.Scalar:
+    """``value`` as an Arrow int32 scalar, made from numpy: pyarrow's conversion of a Python
+    value tries to import dateutil each time where it is not installed (~0.4 M instructions, a
+    dozen stat calls), 24 times a pair in the driver."""
+    import numpy as np
+    import pyarrow as pa
+
+    return pa.array(np.array([value], np.int32))[0]
