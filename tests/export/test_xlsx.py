@@ -3,6 +3,7 @@ the read-only one), every row full width, control characters escaped, formulas n
 
 from __future__ import annotations
 
+import math
 import zipfile
 from pathlib import Path
 
@@ -257,6 +258,11 @@ def test_c_number_format_is_printf(tmp_path):
     # the 17th digit, a tie the C code rounds from the number's bits (to even, as printf)
     values += [struct.unpack("f", struct.pack("I", rng.getrandbits(32)))[0] for _ in range(20000)]
     values += [k * 2.0 ** -e for k in range(1, 400, 7) for e in range(0, 80, 2)]
+    # the edges of the exact 128-bit path (_sheetxml.c's digits16: ~1e-17 .. ~1e15) and of each
+    # decade, where the decimal exponent is one off on the way in and a rounding carries over
+    edges = [10.0 ** e * f for e in range(-20, 18) for f in (1.0, 9.999999999999999, 5.0)]
+    values += [math.nextafter(x, toward) for x in edges for toward in (0.0, math.inf)] + edges
+    values += [float(2 ** 52 + k) for k in range(-3, 4)] + [float(2 ** 53 + 2 * k) for k in range(3)]
     con = duckdb.connect()
     con.register("v", pa.table({"i": pa.array(range(len(values)), pa.int64()),
                                 "x": pa.array(values, pa.float64())}))
