@@ -348,6 +348,7 @@ def _batch_shared(jobs: list[PairJob], opts: Options, output_dir: Path,
     :func:`compute_pair_shared` leaves them. Raises when anything fails (the folders made
     removed, the database discarded): the caller compares the pairs one by one."""
     from msq.config import SingleInput
+    from msq.export.xlsx import same_shapes
     from msq.pipeline import (
         NotBatchable,
         batch_catalog,
@@ -377,10 +378,13 @@ def _batch_shared(jobs: list[PairJob], opts: Options, output_dir: Path,
         if any(record.levelno >= logging.WARNING for record in shared_logs):
             raise NotBatchable("a pair's dump warned: its lines are its own compare's")
         before = batch_catalog(con)
-        for job, part, result, pair_rows in zip(jobs, parts, results, rows, strict=True):
-            outs.append(_batch_pair_shared(con, mode, job, part, result, opts, types, root,
-                                           pair_rows))
-            end_batch_pair(con, before)
+        # each pair's views are the batch's tables' columns (pair_views): its sheets' column
+        # types are the first pair's
+        with same_shapes():
+            for job, part, result, pair_rows in zip(jobs, parts, results, rows, strict=True):
+                outs.append(_batch_pair_shared(con, mode, job, part, result, opts, types, root,
+                                               pair_rows))
+                end_batch_pair(con, before)
     except BaseException:
         for out in outs:
             if isinstance(out, PairTables):

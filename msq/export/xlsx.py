@@ -17,7 +17,7 @@ import contextlib
 import functools
 import re
 import zipfile
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -166,10 +166,35 @@ def _cell_sql(column: str, type_name: str, pandas_style: bool = False) -> str:
     return _text_cell_sql(f"CAST({col} AS VARCHAR)")
 
 
+#: Inside :func:`same_shapes`: the column types of each sheet query asked there, by its text.
+_SHAPES: dict[str, dict[str, str]] | None = None
+
+
+@contextlib.contextmanager
+def same_shapes() -> Iterator[None]:
+    """Inside the block, a sheet query's column types are asked once (DESCRIBE binds the whole
+    query: ~10 M instructions of a 24,500-row pair's workbook, ~13 M of its blame sheet's) and
+    taken as asked for every later sheet of the same query text. For a caller whose tables
+    keep their columns and types throughout: the pairs of a batch, whose views differ only in
+    the constants that pick their rows (msq.pipeline.pair_views)."""
+    global _SHAPES
+    kept, _SHAPES = _SHAPES, {}
+    try:
+        yield
+    finally:
+        _SHAPES = kept
+
+
 def _types(con: duckdb.DuckDBPyConnection, spec: SheetSpec) -> dict[str, str]:
     """The sheet's column types (a percent column's: its text's, VARCHAR)."""
-    return dict(con.execute(f"SELECT column_name, column_type FROM (DESCRIBE {_text_query(spec)})")
-                .fetchall())
+    query = _text_query(spec)
+    known = _SHAPES.get(query) if _SHAPES is not None else None
+    if known is None:
+        known = dict(con.execute(f"SELECT column_name, column_type FROM (DESCRIBE {query})")
+                     .fetchall())
+        if _SHAPES is not None:
+            _SHAPES[query] = known
+    return dict(known)
 
 
 def _rows_query(con: duckdb.DuckDBPyConnection, spec: SheetSpec,

@@ -3,6 +3,7 @@ the read-only one), every row full width, control characters escaped, formulas n
 
 from __future__ import annotations
 
+import contextlib
 import math
 import zipfile
 from pathlib import Path
@@ -475,3 +476,31 @@ def test_percent_columns_write_the_workbook_of_their_texts(browse: bool, tmp_pat
         with zipfile.ZipFile(path) as zf:
             books[name] = {n: zf.read(n) for n in zf.namelist()}
     assert books["c"] == books["c-texts"] == books["c-pyarrow"] == books["sql"]
+
+
+def test_same_shapes_asks_a_sheet_querys_types_once(tmp_path: Path) -> None:
+    """Inside same_shapes (a batch's pairs, whose views keep their columns' types) a sheet
+    query's column types are asked once and the first answer serves its later sheets; outside,
+    each sheet asks."""
+    from msq.export import xlsx
+
+    con = duckdb.connect()
+    con.execute("CREATE TABLE t AS SELECT 1::BIGINT AS out_seq, 'a' AS x")
+    spec = SheetSpec("SELECT * FROM t", ["x"], ["x"], None)
+    with xlsx.same_shapes():
+        assert xlsx._types(con, spec)["x"] == "VARCHAR"
+        con.execute("CREATE OR REPLACE TABLE t AS SELECT 1::BIGINT AS out_seq, 2.5::DOUBLE AS x")
+        assert xlsx._types(con, spec)["x"] == "VARCHAR"  # as first asked
+        other = SheetSpec("SELECT out_seq, x FROM t", ["x"], ["x"], None)
+        assert xlsx._types(con, other)["x"] == "DOUBLE"  # another query asks for itself
+    assert xlsx._types(con, spec)["x"] == "DOUBLE"
+    # and a workbook written inside the block is the one written outside it
+    books = []
+    for inside in (True, False):
+        path = tmp_path / f"{inside}.xlsx"
+        with xlsx.same_shapes() if inside else contextlib.nullcontext():
+            write_xlsx(con, spec, path)
+            write_xlsx(con, spec, path.with_suffix(".2.xlsx"))
+        with zipfile.ZipFile(path.with_suffix(".2.xlsx")) as zf:
+            books.append({n: zf.read(n) for n in zf.namelist()})
+    assert books[0] == books[1]
