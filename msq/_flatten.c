@@ -594,9 +594,18 @@ static int list_length(Flat *f, yyjson_val *v, int32_t *out) {
 static int key_field(Buf *b, const Col *c, int64_t r) {
     if (!c->valid.p[r]) return buf_put(b, "-", 1);
     const int32_t *offs = (const int32_t *)c->offs.p;
+    /* "%d:" of the byte length (never negative), its digits written here: snprintf took ~1,100
+     * instructions a field, ~100 M of a 24,500-row pair's three fields a row */
+    uint32_t n = (uint32_t)(offs[r + 1] - offs[r]);
     char len[16];
-    int n = snprintf(len, sizeof len, "%d:", (int)(offs[r + 1] - offs[r]));
-    return buf_put(b, len, (size_t)n) || buf_put(b, c->data.p + offs[r], (size_t)(offs[r + 1] - offs[r]));
+    int k = (int)sizeof len - 1;
+    len[k] = ':';
+    do {
+        len[--k] = (char)('0' + n % 10);
+        n /= 10;
+    } while (n);
+    return buf_put(b, len + k, sizeof len - (size_t)k)
+           || buf_put(b, c->data.p + offs[r], (size_t)(offs[r + 1] - offs[r]));
 }
 
 /* The op's row_key, n_in_rows and n_out_rows from its rows (start .. the last): what op_keys'

@@ -105,3 +105,19 @@ def test_op_pairs_select_names_the_file_it_no_longer_fits(monkeypatch: pytest.Mo
     monkeypatch.setattr(db, "sql_file", rewritten)
     with pytest.raises(AssertionError, match="op_candidates.sql"):
         pipeline.op_pairs_select()
+
+
+def test_both_readers_prefix_every_length_alike(tmp_path: Path) -> None:
+    """A field's length prefix, written by hand in C (msq/_flatten.c key_field), is the Python
+    reader's for lengths of one to five digits and for an empty text."""
+    lengths = [0, 1, 9, 10, 99, 100, 101, 1000, 12345]
+    npu = {f"Functional.a{k}.0.forward": fwd(t([2], dtype="x" * n)) for k, n in enumerate(lengths)}
+    keys = {}
+    for python_reader in (False, True):
+        con = _prepared(tmp_path / str(python_reader), npu, npu, python_reader=python_reader)
+        keys[python_reader] = con.execute("SELECT side, op_seq, struct_key FROM ops "
+                                          "ORDER BY side, op_seq").fetchall()
+    assert keys[False] == keys[True]
+    got = [key for side, _, key in keys[False] if side == "npu"]
+    # each op's input row (the dtype of n bytes), then fwd's output row
+    assert got == [f"{n}:{'x' * n}3:[2]-13:torch.float326:[2, 3]-" for n in lengths]
