@@ -399,28 +399,17 @@ static int fmt_repr(char *buf, double x) {
     uint64_t digits;
     int e, nd;
     if (!repr_fast(a, &digits, &nd, &e)) repr_slow(a, &digits, &nd, &e);
-    /* the nd digits, two a division (a digit a division and their reversal were ~300
-     * instructions a number), then without their trailing zeros; d and buf have room for whole
-     * copies of 24 bytes (the caller's buf: 48 bytes), which a variable length made library
+    /* the nd digits (at most 17): all seventeen places of the number written (eight_digits
+     * twice and one digit: a loop of divisions by 100 took ~100 instructions a number), d the
+     * last nd of them; then without their trailing zeros. all has room for whole copies of 24
+     * bytes from any digit (the caller's buf: 48 bytes), which a variable length made library
      * calls */
-    char d[48];
-    int i = nd;
-    if (nd > 8) {  /* the last eight in 32 bits (a 64-bit division a pair took twice as long) */
-        uint32_t low = (uint32_t)(digits % 100000000U);
-        digits /= 100000000U;
-        for (int j = 0; j < 4; j++) {
-            i -= 2;
-            memcpy(d + i, DIGIT_PAIRS + 2 * (low % 100), 2);
-            low /= 100;
-        }
-    }
-    uint32_t high = (uint32_t)digits;  /* at most nine digits */
-    while (i >= 2) {
-        i -= 2;
-        memcpy(d + i, DIGIT_PAIRS + 2 * (high % 100), 2);
-        high /= 100;
-    }
-    if (i == 1) d[0] = (char)('0' + high);
+    char all[48];
+    uint64_t top = digits / 100000000U;  /* < 10^9 */
+    all[0] = (char)('0' + top / 100000000U);
+    eight_digits(all + 1, (uint32_t)(top % 100000000U));
+    eight_digits(all + 9, (uint32_t)(digits % 100000000U));
+    const char *d = all + 17 - nd;
     while (nd > 1 && d[nd - 1] == '0') nd--;
     if (e >= -4 && e < 16) {  /* positional */
         if (e < 0) {
