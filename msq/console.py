@@ -123,7 +123,8 @@ def _print_blame(res: Any) -> None:
         # the first source in execution order may be a small one (e.g. a rounding that enters
         # early); the worst one, which the advisor and blame_rank 1 name, is said too
         worst = summary.sources[0]
-        if worst is not first:
+        if worst["out_seq"] != first["out_seq"]:  # another row (a packed summary's rows are
+            # new dicts on each read: not the same object even when the same row)
             click.echo(f"  worst local source: {printable(source_line(worst))}")
     click.echo(f"  blame: {counts_line(summary)}; {linked_line(summary)}")
     run = getattr(res, "run_blame", None)

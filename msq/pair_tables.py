@@ -323,6 +323,8 @@ def _pair_tables(con: Any, mode: str, framework: str, job: PairJob, opts: Option
                             for path in _render(con, mode, job, opts, result, started, tmp)]
     if opts.record:
         tables.history = _history_rows(con, mode, rows)
+    if tables.blame is not None:  # the driver keeps it to the run's end: as bytes (PackedRows)
+        tables.blame = tables.blame.packed()
     return tables
 
 

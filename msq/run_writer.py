@@ -48,8 +48,10 @@ if TYPE_CHECKING:
 log = logging.getLogger("msq")
 
 #: DuckDB's memory limit in the driver (it appends each pair's rows, ~20 MB of Arrow a 24,000-row
-#: pair with blame, in one transaction)
-DRIVER_MEMORY = "384MB"
+#: pair with blame, a few pairs a transaction; what does not fit is written to the file as it
+#: is appended). 384 MB let its cache of written blocks hold ~300 MB more than 160 MB does on
+#: root-8x8-5000, for no CPU saved (bench/README "Session 19: lead")
+DRIVER_MEMORY = "160MB"
 
 #: DuckDB's compressions the driver does not try on the history's columns: ALP (and ALP-RD) on
 #: its DOUBLE columns (23 a pair's row; statistics that are neither decimals nor alike) was

@@ -262,3 +262,21 @@ def test_blame_says_where_the_error_enters_first_and_its_worst_source(tmp_path: 
     single = single_card(tmp_path / "one", {LINEAR1_OUT: {"Max": 3.0}})
     one = run("compare", str(single), "-o", str(tmp_path / "one_out"), "--no-history")
     assert "error enters at: " in one.stdout and "worst local source" not in one.stdout
+
+
+def test_a_directory_compare_names_a_worst_source_only_where_it_is_another_row(
+        tmp_path: Path) -> None:
+    """fixtures/ranks: rank 0 has one local source (the first is the worst: one line), rank 1
+    two (the worst named too). The pool's pairs reach the console with their blame rows packed
+    (msq.blame.summary.PackedRows: new dicts on each read), so the first and the worst are
+    told apart by their row, not by being one object."""
+    demo = Path(__file__).resolve().parents[1] / "fixtures" / "ranks" / "compare.json"
+    result = run("compare", str(demo), "-o", str(tmp_path / "out"), "--no-history")
+    assert result.exit_code == 0, result.output
+    blocks = re.split(r"^msq compare ", result.stdout, flags=re.MULTILINE)
+    by_rank = {b.split(":", 1)[0]: b for b in blocks if b.startswith("rank")}
+    assert set(by_rank) == {"rank0-rank0", "rank1-rank1"}, result.stdout
+    assert "error enters at: " in by_rank["rank0-rank0"]
+    assert "worst local source" not in by_rank["rank0-rank0"]
+    assert "  worst local source: Functional.linear.1.forward.output.0 (sheet row 11)" in \
+        by_rank["rank1-rank1"]

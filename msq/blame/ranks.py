@@ -118,7 +118,7 @@ def _rows_table(parts: list[RankBlame], run_id: str) -> pa.Table:
     for compare_id, part in enumerate(parts, start=1):
         seen: set[int] = set()
         rows = []
-        for row in part.summary.sources + part.summary.collectives:
+        for row in [*part.summary.sources, *part.summary.collectives]:
             if row["out_seq"] not in seen:
                 seen.add(row["out_seq"])
                 rows.append(row)

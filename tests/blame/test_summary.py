@@ -26,3 +26,36 @@ def test_an_external_input_says_what_it_is_instead_of_empty_figures() -> None:
     assert line == ("Tensor.__add__.0.forward.input.0 (sheet row 2): external input with error "
                     "4.77e-05, floor 1.3e-06 (dtype float32)")
     assert "-> output error" not in line and "(x-)" not in line
+
+
+def test_packed_rows_read_back_as_the_rows_given() -> None:
+    """A directory compare's pairs hand the driver their summaries packed (PackedRows): every
+    way the driver and the run's blame read the rows gives the rows, values and types as given
+    (inf, NaN, None, ints, texts), and the packed summary pickles as bytes."""
+    import math
+    import pickle
+
+    from msq.blame.summary import BlameSummary, PackedRows
+
+    rows = [_source(out_seq=7, op_seq=2, amplification=math.inf),
+            _source(out_seq=3, op_seq=1, band=None, output_err=math.nan, reason="ünïcode")]
+    packed = PackedRows(rows)
+    assert len(packed) == 2 and repr(packed) == repr(rows)  # NaN: equal as any copy is
+    assert PackedRows(rows[:1]) == rows[:1] and rows[:1] == PackedRows(rows[:1])
+    assert packed[0] == rows[0] and packed[-1]["reason"] == "ünïcode"
+    assert packed[:1] == rows[:1] and repr(list(packed)) == repr(rows)
+    assert repr([*packed, *PackedRows([])]) == repr(packed + []) == repr([] + packed) == \
+        repr(rows)
+    assert math.isnan(packed[1]["output_err"]) and packed[0]["amplification"] == math.inf
+    assert packed != PackedRows(rows[:1]) and packed != rows[::-1]
+    assert type(packed[0]["out_seq"]) is int and packed[1]["band"] is None
+    assert packed[0] is not packed[0]  # new dicts on each read: compare rows by out_seq
+    summary = BlameSummary(counts={"local": 2}, sources=rows, collectives=rows[1:])
+    small = summary.packed()
+    assert isinstance(small.sources, PackedRows) and repr(small.sources) == repr(rows)
+    assert repr(small.collectives) == repr(rows[1:])
+    assert repr(small.first) == repr(summary.first) == repr(rows[1])
+    assert summary.sources is rows  # packing makes a new summary: the worker's stays as it was
+    again = pickle.loads(pickle.dumps(small))
+    assert repr(again) == repr(summary)
+    assert PackedRows(small.sources)._blob is small.sources._blob  # packed once only
