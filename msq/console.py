@@ -117,14 +117,12 @@ def _print_blame(res: Any) -> None:
         return
     from msq.blame.summary import counts_line, linked_line, source_line
 
-    first = summary.first
-    if first is not None:
+    first, worst = summary.first_and_worst()
+    if first is not None and worst is not None:
         click.echo(f"  error enters at: {printable(source_line(first))}")
         # the first source in execution order may be a small one (e.g. a rounding that enters
         # early); the worst one, which the advisor and blame_rank 1 name, is said too
-        worst = summary.sources[0]
-        if worst["out_seq"] != first["out_seq"]:  # another row (a packed summary's rows are
-            # new dicts on each read: not the same object even when the same row)
+        if worst["out_seq"] != first["out_seq"]:  # another row than the first
             click.echo(f"  worst local source: {printable(source_line(worst))}")
     click.echo(f"  blame: {counts_line(summary)}; {linked_line(summary)}")
     run = getattr(res, "run_blame", None)

@@ -52,7 +52,14 @@ class BlameSummary:
     @property
     def first(self) -> dict[str, Any] | None:
         """The local source that comes first in execution order (None when there is none)."""
-        return min(self.sources, key=lambda s: (s["op_seq"], s["out_seq"]), default=None)
+        return self.first_and_worst()[0]
+
+    def first_and_worst(self) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+        """:attr:`first` and the worst local source (the first of :attr:`sources`), from one
+        read of the rows (a packed summary's are unpickled on each read)."""
+        rows = list(self.sources)
+        first = min(rows, key=lambda s: (s["op_seq"], s["out_seq"]), default=None)
+        return first, rows[0] if rows else None
 
     def packed(self) -> BlameSummary:
         """This summary with its rows packed (:class:`PackedRows`): what a pair of a directory

@@ -55,6 +55,8 @@ def test_packed_rows_read_back_as_the_rows_given() -> None:
     assert isinstance(small.sources, PackedRows) and repr(small.sources) == repr(rows)
     assert repr(small.collectives) == repr(rows[1:])
     assert repr(small.first) == repr(summary.first) == repr(rows[1])
+    assert repr(small.first_and_worst()) == repr((rows[1], rows[0]))
+    assert BlameSummary().first_and_worst() == (None, None)
     assert summary.sources is rows  # packing makes a new summary: the worker's stays as it was
     again = pickle.loads(pickle.dumps(small))
     assert repr(again) == repr(summary)
