@@ -724,6 +724,12 @@ _PAIR = "hist_batch_pair"
 
 #: At most this many runs of rows a part is cut from, put together from slices (more: taken)
 _SLICED_RUNS = 64
+#: A part of at most this many runs goes to the driver as its slices (Arrow chunks), not copied
+#: into one: a batch's result rows come in ~2 runs a pair, whose copy was ~8 M instructions a
+#: 24,500-row pair, and DuckDB's scan in the driver takes two chunks as one. Blame's rows (10-25
+#: runs a pair) are copied: the driver's scan of many short chunks cost more than the copy
+#: (bench/README, "Session 19: hist").
+_CHUNKED_RUNS = 4
 
 
 def split_rows(rows: pa.Table, ranges: list[tuple[int, int]], key: str = "out_seq",
@@ -751,7 +757,9 @@ def split_rows(rows: pa.Table, ranges: list[tuple[int, int]], key: str = "out_se
         if len(starts) <= _SLICED_RUNS:
             part = pa.concat_tables([rows.slice(int(where[a]), int(b - a))
                                      for a, b in zip(starts, ends, strict=True)]
-                                    or [rows.slice(0, 0)]).combine_chunks()
+                                    or [rows.slice(0, 0)])
+            if len(starts) > _CHUNKED_RUNS:
+                part = part.combine_chunks()
         else:
             part = rows.take(pa.array(where))
         for column, bases in shifts.items():

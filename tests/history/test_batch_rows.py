@@ -19,10 +19,13 @@ def rows(seqs: list[int], kind: pa.DataType | None = None) -> pa.Table:
                                        pa.list_(pa.string()))})
 
 
-@pytest.mark.parametrize("runs", [64, 0])  # put together from slices; taken
+@pytest.mark.parametrize(("runs", "chunked"), [(64, 4), (64, 0), (0, 4)])  # put together
+# from slices: left as chunks, copied into one; taken
 @pytest.mark.parametrize("kind", [pa.int64(), pa.int32()])
-def test_each_range_its_rows_in_their_order_numbered_from_its_first(kind, runs, monkeypatch):
+def test_each_range_its_rows_in_their_order_numbered_from_its_first(kind, runs, chunked,
+                                                                     monkeypatch):
     monkeypatch.setattr(pair_tables, "_SLICED_RUNS", runs)
+    monkeypatch.setattr(pair_tables, "_CHUNKED_RUNS", chunked)
     # as a join gives them: each pair's rows in runs, some of every pair last, out of order
     table = pa.concat_tables([rows([0, 1, 5, 3, 6, 7], kind), rows([2, 8, 4], kind)])
     got = split_rows(table, [(0, 2), (3, 5), (6, 8), (0, -1)])
@@ -33,7 +36,9 @@ def test_each_range_its_rows_in_their_order_numbered_from_its_first(kind, runs, 
     assert got[1].column("texts").to_pylist() == [["5"], ["3"], None]
     for part in got:
         assert part.schema == table.schema
-        assert part.column("name").num_chunks <= 1
+    # a part of a few runs is its slices, not copied into one chunk (more runs: one chunk)
+    assert [part.column("name").num_chunks for part in got] == (
+        [2, 2, 2, 1] if runs and chunked else [1, 1, 1, 1])
 
 
 def test_a_range_of_one_run_of_rows_is_the_same_rows_as_taken():
