@@ -453,6 +453,21 @@ def _percent_spec(con: duckdb.DuckDBPyConnection, browse: bool) -> tuple[SheetSp
     return spec, texts
 
 
+def test_column_types_are_those_of_the_rows_written() -> None:
+    """_types gives each column the type _text_query writes it as (a percent column's text),
+    from the query's own DESCRIBE."""
+    from msq.export import xlsx
+
+    con = duckdb.connect()
+    for spec, _ in (_percent_spec(con, False),):
+        written = dict(con.execute(
+            f"SELECT column_name, column_type FROM (DESCRIBE {xlsx._text_query(spec)})").fetchall())
+        types = xlsx._types(con, spec)
+        assert {c: types[c] for c in written} == written
+        assert any(types[c] != t for c, t in con.execute(
+            f"SELECT column_name, column_type FROM (DESCRIBE {spec.query})").fetchall())
+
+
 @pytest.mark.skipif(xlsx_c() is None, reason="msq.export._sheetxml is not built")
 @pytest.mark.parametrize("browse", [False, True], ids=["msprobe-layout", "browse-layout"])
 def test_percent_columns_write_the_workbook_of_their_texts(browse: bool, tmp_path: Path,
