@@ -145,11 +145,14 @@ def _write_workbook(con: duckdb.DuckDBPyConnection, mode: str, cols: list[str],
     # the writer puts the rows in order itself, after rendering them
     rows = f"SELECT * FROM {result_view(mode)}"
     percents: tuple[str, ...] = ()
+    cells: dict[str, tuple[str, str | None]] = {}
     result_is_table, compat, blame = _workbook_facts(con, mode)
     if mode in RESULT_TABLES and not result_is_table:
         # the result view is ours, over the materialised stat_result (a user's or --compat's is
-        # a table by now): its relative errors are printed by the renderer from their numbers
-        rows, percents = f"SELECT * FROM {result_table(mode)}", PERCENT_COLUMNS
+        # a table by now): its relative errors are printed by the renderer from their numbers,
+        # its statistics and differences are read from their plain columns (PLAIN_CELLS)
+        rows, percents, cells = (f"SELECT * FROM {result_table(mode)}", PERCENT_COLUMNS,
+                                 PLAIN_CELLS)
 
     shown = final_name(path)  # the writers write a temporary (see write_outputs)
 
@@ -160,7 +163,7 @@ def _write_workbook(con: duckdb.DuckDBPyConnection, mode: str, cols: list[str],
     browse = not compat
     extra = _blame_sheet() if blame else []
     sheets = write_xlsx(con, SheetSpec(rows, cols, cols, marks, browse=browse,
-                                       percents=percents), path,
+                                       percents=percents, cells=cells), path,
                         on_extra_sheet=extra_sheet, extra=extra) - len(extra)
     if sheets > 1:
         log.warning("%s holds %d sheets (Excel's row limit)", shown.name, sheets)
@@ -251,6 +254,13 @@ MARK_COLUMNS = (("Mark", "m.mark"), ("Mark_rules", f"m.{MARK_REASON}"))
 #: their number (12.5), as the history's max_rel_pct ... columns do. stat_result holds them as
 #: numbers (rel_pct: in percent, or a fixed text's code), printed by the workbook's renderer.
 PERCENT_COLUMNS = ("MaxRelativeErr", "MinRelativeErr", "MeanRelativeErr", "NormRelativeErr")
+
+#: stat_result's cells as plain columns (sql/compare/reports/statistics/stat_result.sql): each
+#: workbook column, its text column and its boolean one (None: a difference has none);
+#: result_statistics makes the cells of them (plain_cell), the workbook's C renderer reads them.
+PLAIN_CELLS: dict[str, tuple[str, str | None]] = {
+    **{c: (f"{c} (text)", None) for c in ("Max diff", "Min diff", "Mean diff", "L2norm diff")},
+    **{c: (f"{c} (text)", f"{c} (bool)") for c in _STATS}}
 
 
 def table_columns(cols: list[str]) -> list[str]:

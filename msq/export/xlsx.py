@@ -17,9 +17,9 @@ import contextlib
 import functools
 import re
 import zipfile
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -67,6 +67,11 @@ class SheetSpec:
     # percent, or -1, -2, -3 for N/A, ' ', 0.0%), written as their texts (rel_text): printed by
     # the C renderer, in SQL by the others (see _text_query)
     percents: Sequence[str] = ()
+    # columns of cells the query holds as plain columns (stat_result's: the number "<col>", the
+    # text and the boolean column named here, None where it has none), each written as its
+    # cell (plain_cell): the C renderer reads them as they are, the others read the cell made
+    # in SQL (see _text_query)
+    cells: Mapping[str, tuple[str, str | None]] = field(default_factory=dict)
 
 
 def _col_letter(index: int) -> str:
@@ -80,14 +85,22 @@ def _col_letter(index: int) -> str:
 
 def _text_query(spec: SheetSpec) -> str:
     """The sheet's query with each of its :attr:`SheetSpec.percents` as the text it shows (as
-    the rel_text macro prints it; msq/export/_sheetxml.c's percent_texts in C)."""
-    if not spec.percents:
+    the rel_text macro prints it; msq/export/_sheetxml.c's percent_texts in C) and each of its
+    :attr:`SheetSpec.cells` as its cell (as the plain_cell macro makes it)."""
+    if not spec.percents and not spec.cells:
         return spec.query
-    shown = ", ".join(
+    shown = [
         f'CASE "{col}" WHEN -1 THEN \'N/A\' WHEN -2 THEN \' \' WHEN -3 THEN \'0.0%\' '
         f'ELSE CASE WHEN isnan("{col}") THEN \'nan\' ELSE CAST("{col}" AS VARCHAR) END '
-        f'|| \'%\' END AS "{col}"' for col in spec.percents)
-    return f"SELECT * REPLACE ({shown}) FROM ({spec.query})"
+        f'|| \'%\' END AS "{col}"' for col in spec.percents]
+    for col, (text, flag) in spec.cells.items():
+        boolean = f'"{flag}"' if flag else "NULL::BOOLEAN"
+        shown.append(f'CASE WHEN "{col}" IS NOT NULL THEN union_value(n := "{col}")::{_CELL_TYPE} '
+                     f'WHEN "{text}" IS NOT NULL THEN union_value(s := "{text}")::{_CELL_TYPE} '
+                     f'ELSE union_value(b := {boolean})::{_CELL_TYPE} END AS "{col}"')
+    plain = [f'"{c}"' for text, flag in spec.cells.values() for c in (text, flag) if c]
+    dropped = f" EXCLUDE ({', '.join(plain)})" if plain else ""
+    return f"SELECT *{dropped} REPLACE ({', '.join(shown)}) FROM ({spec.query})"
 
 
 def _escape_sql(expr: str) -> str:
@@ -187,15 +200,17 @@ def same_shapes() -> Iterator[None]:
 
 def _types(con: duckdb.DuckDBPyConnection, spec: SheetSpec) -> dict[str, str]:
     """The sheet's column types as :func:`_text_query` writes them (a percent column's: its
-    text's, VARCHAR), from the query's own: DuckDB parsing and binding _text_query's
-    expressions took ~6 M instructions a sheet."""
+    text's, VARCHAR; a cell's of plain columns: the cell's), from the query's own: DuckDB
+    parsing and binding _text_query's expressions took ~6 M instructions a sheet, ~40 M with
+    stat_result's twelve cells."""
     known = _SHAPES.get(spec.query) if _SHAPES is not None else None
     if known is None:
         known = dict(con.execute(f"SELECT column_name, column_type FROM (DESCRIBE {spec.query})")
                      .fetchall())
         if _SHAPES is not None:
             _SHAPES[spec.query] = known
-    return {**known, **dict.fromkeys(spec.percents, "VARCHAR")}
+    return {**known, **dict.fromkeys(spec.percents, "VARCHAR"),
+            **dict.fromkeys(spec.cells, _CELL_TYPE)}
 
 
 def _rows_query(con: duckdb.DuckDBPyConnection, spec: SheetSpec,
@@ -601,6 +616,10 @@ def _c_rows(con: duckdb.DuckDBPyConnection, spec: SheetSpec,
         if i in percented:
             texts.append(i)
             select.append(f"CAST({col} AS DOUBLE) AS p{i}")
+        elif column in spec.cells:  # a cell's plain columns, as they are
+            shown, flag = spec.cells[column]
+            boolean = f'q."{flag}"' if flag else "NULL::BOOLEAN"
+            select += [f"{col} AS n{i}", f'q."{shown}" AS s{i}', f"{boolean} AS b{i}"]
         elif type_name == _CELL_TYPE:
             select += [f"union_extract({col}, 'n') AS n{i}", f"union_extract({col}, 's') AS s{i}",
                        f"union_extract({col}, 'b') AS b{i}"]

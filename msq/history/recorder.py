@@ -704,7 +704,10 @@ def prepare_rows(con: duckdb.DuckDBPyConnection, mode: str, ops: bool = True) ->
     """
     if ops:
         prepare_ops(con)
-    source = db.sql_file(f"history/record/hist_source_{mode}.sql")
+    # statistics: the rows of stat_result, its cells as plain columns; those of result_statistics
+    # where that is a table (--compat's, a user's --sql-dir result: stat_result is a view then)
+    cells = "_cells" if mode == "statistics" and db.has_table(con, "result_statistics") else ""
+    source = db.sql_file(f"history/record/hist_source_{mode}{cells}.sql")
     try:
         con.execute(f"CREATE OR REPLACE TEMP VIEW hist_result AS {source.body}")
     except duckdb.Error as err:

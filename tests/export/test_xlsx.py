@@ -453,13 +453,72 @@ def _percent_spec(con: duckdb.DuckDBPyConnection, browse: bool) -> tuple[SheetSp
     return spec, texts
 
 
-def test_column_types_are_those_of_the_rows_written() -> None:
-    """_types gives each column the type _text_query writes it as (a percent column's text),
-    from the query's own DESCRIBE."""
+_CELL = "UNION(n DOUBLE, s VARCHAR, b BOOLEAN)"
+
+
+def _cells_spec(con: duckdb.DuckDBPyConnection, browse: bool) -> tuple[SheetSpec, SheetSpec]:
+    """A sheet whose columns c (a statistic: number, text or boolean) and d (a difference: number
+    or text) are cells held as plain columns (SheetSpec.cells), and the same sheet of the cells
+    themselves."""
+    kinds = [(1.5, None, None), (None, "N/A", None), (None, None, True), (None, None, False),
+             (-2.0e-300, None, None), (None, "inf\t", None), (None, "=x", None), (None, "", None),
+             (None, None, None)]
+    rows = [(i, *kinds[i % len(kinds)], *kinds[(i + 4) % len(kinds)][:2], f"t{i}")
+            for i in range(2500)]
+    con.execute("CREATE TABLE plain (out_seq BIGINT, c DOUBLE, \"c (text)\" VARCHAR, "
+                "\"c (bool)\" BOOLEAN, d DOUBLE, \"d (text)\" VARCHAR, t VARCHAR)")
+    con.executemany("INSERT INTO plain VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+    marks = "SELECT out_seq, 'yellow' AS mark FROM plain WHERE out_seq % 3 = 0"
+    spec = SheetSpec("SELECT * FROM plain", ["t", "c", "d"], ["T", "C", "D"], marks,
+                     browse=browse, cells={"c": ("c (text)", "c (bool)"), "d": ("d (text)", None)})
+    made = ", ".join(
+        f"CASE WHEN {x} IS NOT NULL THEN union_value(n := {x})::{_CELL} "
+        f"WHEN \"{x} (text)\" IS NOT NULL THEN union_value(s := \"{x} (text)\")::{_CELL} "
+        f"ELSE union_value(b := {b})::{_CELL} END AS {x}"
+        for x, b in (("c", '"c (bool)"'), ("d", "NULL::BOOLEAN")))
+    cells = SheetSpec(f"SELECT out_seq, t, {made} FROM plain", ["t", "c", "d"], ["T", "C", "D"],
+                      marks, browse=browse)
+    return spec, cells
+
+
+@pytest.mark.skipif(xlsx_c() is None, reason="msq.export._sheetxml is not built")
+@pytest.mark.parametrize("browse", [False, True], ids=["msprobe-layout", "browse-layout"])
+def test_cells_of_plain_columns_write_the_workbook_of_the_cells(
+        browse: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Cells held as plain columns (SheetSpec.cells, stat_result's statistics and differences)
+    write the same package, column widths included, as the cells themselves, by the C renderer
+    (with the C stream reader and with pyarrow) and the SQL one."""
     from msq.export import xlsx
 
     con = duckdb.connect()
-    for spec, _ in (_percent_spec(con, False),):
+    spec, cells = _cells_spec(con, browse)
+    books = {}
+    for name, sheet in (("c", spec), ("c-cells", cells), ("c-pyarrow", spec), ("sql", spec),
+                        ("sql-cells", cells)):
+        if name == "c-pyarrow":  # the columns read by pyarrow (no C stream reader)
+            monkeypatch.setattr(xlsx, "arrow_columns", lambda _stream: None)
+        if name == "sql":
+            monkeypatch.setattr(xlsx, "_sheetxml", None)
+        assert (xlsx._c_rows(con, sheet) is None) == name.startswith("sql")
+        path = tmp_path / f"{name}.xlsx"
+        assert write_xlsx(con, sheet, path, max_rows=1000) > 1
+        with zipfile.ZipFile(path) as zf:
+            books[name] = {n: zf.read(n) for n in zf.namelist()}
+    assert books["c"] == books["c-cells"] == books["c-pyarrow"] == books["sql"] \
+        == books["sql-cells"]
+    # each kind of cell is in the sheet: a number, a text, a boolean and an empty cell
+    sheet = books["c"]["xl/worksheets/sheet1.xml"].decode()
+    assert all(part in sheet for part in ("<v>1.5</v>", "t=\"b\"><v>1</v>", "t=\"b\"><v>0</v>",
+                                          "N/A", "inf\t", "<c/>"))
+
+
+def test_column_types_are_those_of_the_rows_written() -> None:
+    """_types gives each column the type _text_query writes it as (a percent column's text, a
+    cell of plain columns), from the query's own DESCRIBE."""
+    from msq.export import xlsx
+
+    con = duckdb.connect()
+    for spec, _ in (_percent_spec(con, False), _cells_spec(con, False)):
         written = dict(con.execute(
             f"SELECT column_name, column_type FROM (DESCRIBE {xlsx._text_query(spec)})").fetchall())
         types = xlsx._types(con, spec)

@@ -378,9 +378,11 @@ def _stat_arg(mx: Any, mn: Any, mean: Any, norm: Any) -> dict[str, Any]:
 def test_typed_statistics_columns_are_what_the_displayed_cells_read_as(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, compat: bool, c_reader: bool) -> None:
     """hist_rows_statistics computes the relative errors from the statistics' numbers and reads
-    each cell's text once: every typed column (and its NaN, to the bit) is what hist_num,
-    hist_text, hist_pct and hist_pct_text read from the workbook's cells, for every pair of
-    statistic kinds, on matched, NPU-only and bench-only rows."""
+    each cell's text once, from the cells' plain columns (stat_result's in the default mode,
+    result_statistics' cells taken apart under --compat): every typed column (and its NaN, to
+    the bit) is what hist_num, hist_text, hist_pct and hist_pct_text read from the workbook's
+    cells (result_statistics), for every pair of statistic kinds, on matched, NPU-only and
+    bench-only rows."""
     import json
     import struct
 
@@ -428,7 +430,7 @@ def test_typed_statistics_columns_are_what_the_displayed_cells_read_as(
                           for c in _TYPED_FROM_CELLS)
         got = con.execute(f"SELECT out_seq, {typed} FROM ({rows_sql}) ORDER BY out_seq").fetchall()
         want = con.execute(f"SELECT out_seq, {', '.join(_TYPED_FROM_CELLS.values())} "
-                           "FROM hist_result ORDER BY out_seq").fetchall()
+                           "FROM result_statistics ORDER BY out_seq").fetchall()
     finally:
         con.close()
 

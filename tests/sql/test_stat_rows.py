@@ -1,8 +1,9 @@
-"""``stat_rows`` (sql/compare/rules/statistics/stat_rows.sql) writes shown_diff's and shown_rel's
-cases out (sql/compare/schema/10_macros.sql), with each statistic's "both sides are numbers" test
-made once a row: on every combination of numbers, kinds and row kinds its differences and
-relative errors are the macros' cells and texts (member and value; a relative error is a number,
-<stat>_rel_pct, whose text rel_text prints)."""
+"""``stat_rows`` (sql/compare/rules/statistics/stat_rows.sql) writes shown_stat's, shown_diff's and
+shown_rel's cases out (sql/compare/schema/10_macros.sql), each cell as plain columns, with each
+statistic's "both sides are numbers" test made once a row: on every combination of numbers, kinds,
+texts and row kinds its statistics and differences are the macros' cells once plain_cell makes
+them again (member and value), and its relative errors the macros' texts (a relative error is a
+number, <stat>_rel_pct, whose text rel_text prints)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,10 @@ _NUMS = ["1.5", "0.0", "1.0", "-2.0", "NULL", "'nan'", "'inf'", "'-inf'", "1e308
 _KINDS = ["'f'", "'i'", "'b'", "'s'", "'o'", "'n'", "NULL"]
 _ROW_KINDS = ["'matched'", "'npu_only'", "'bench_only'", "'mapped'"]
 _STATS = ("max", "min", "mean", "norm")
+_SHOWN = {"max": "max", "min": "min", "mean": "mean", "norm": "l2norm"}
+#: a statistic's text (its <stat>_str) by the row's place: a string, strings that read as
+#: non-finite numbers, none
+_TEXTS = ["'x'", "'inf'", "'nan'", "'-inf'", "NULL"]
 
 
 def _values(name: str, items: list[str], cast: str) -> str:
@@ -33,14 +38,16 @@ def _grid() -> str:
         shift = f"(row_number() OVER () + {i * 997}) % count(*) OVER ()"
         stats.append(f"{shift} AS r_{stat}")
     rows = f"SELECT row_number() OVER () - 1 AS r, *, {', '.join(stats)} FROM {source}"
+    texts = ", ".join(_TEXTS)
     cols = ", ".join(
-        f"g{i}.n AS n_{stat}, g{i}.nk AS n_{stat}_k, g{i}.b AS b_{stat}, g{i}.bk AS b_{stat}_k"
+        f"g{i}.n AS n_{stat}, g{i}.nk AS n_{stat}_k, g{i}.b AS b_{stat}, g{i}.bk AS b_{stat}_k, "
+        f"[{texts}][(a.r + {i}) % {len(_TEXTS)} + 1] AS n_{stat}_s, "
+        f"[{texts}][(a.r + {i} + 2) % {len(_TEXTS)} + 1] AS b_{stat}_s"
         for i, stat in enumerate(_STATS))
     joins = " ".join(f"JOIN g g{i} ON g{i}.r = a.r_{stat}" for i, stat in enumerate(_STATS))
     names = ", ".join(f"'x' AS \"{c}\"" for c in (
         "NPU Name", "Bench Name", "NPU Dtype", "Bench Dtype", "NPU Tensor Shape",
-        "Bench Tensor Shape", "NPU max", "NPU min", "NPU mean", "NPU l2norm", "Bench max",
-        "Bench min", "Bench mean", "Bench l2norm"))
+        "Bench Tensor Shape"))
     return (f"WITH g AS ({rows}) SELECT a.r AS out_seq, a.kind, 'None' AS stack, {names}, "
             f"{cols} FROM g a {joins}")
 
@@ -54,11 +61,20 @@ def test_stat_rows_differences_and_relative_errors_are_the_macros() -> None:
     con.execute(f"CREATE OR REPLACE VIEW display_rows AS {_grid()}")
     n_rows = len(_ROW_KINDS) * len(_NUMS) ** 2 * len(_KINDS) ** 2
     checks = []
+    def differs(want: str, got: str) -> str:
+        return (f"union_tag({want}) IS DISTINCT FROM union_tag({got}) OR "
+                f"CAST({want} AS VARCHAR) IS DISTINCT FROM CAST({got} AS VARCHAR)")
+
     for stat in _STATS:
         args = f"d.kind = 'matched', n_{stat}, n_{stat}_k, b_{stat}, b_{stat}_k"
-        want_diff, got_diff = f"shown_diff({args})", f"s.{stat}_diff"
-        checks.append(f"union_tag({want_diff}) IS DISTINCT FROM union_tag({got_diff}) OR "
-                      f"CAST({want_diff} AS VARCHAR) IS DISTINCT FROM CAST({got_diff} AS VARCHAR)")
+        checks.append(differs(f"shown_diff({args})",
+                              f"plain_cell(s.{stat}_diff, s.{stat}_diff_text, NULL)"))
+        for side, name, absent in (("n", "NPU", "bench_only"), ("b", "Bench", "npu_only")):
+            col = f'{name} {_SHOWN[stat]}'
+            checks.append(differs(
+                f"shown_stat(d.kind = '{absent}', d.{side}_{stat}, d.{side}_{stat}_k, "
+                f"d.{side}_{stat}_s)",
+                f'plain_cell(s."{col}", s."{col} (text)", s."{col} (bool)")'))
         # the relative error as a number (in percent, or its fixed text's code)
         checks.append(f"shown_rel({args}) IS DISTINCT FROM rel_text(s.{stat}_rel_pct)")
     query = (f"FROM stat_rows s JOIN display_rows d USING (out_seq) WHERE {' OR '.join(checks)}")
@@ -67,9 +83,15 @@ def test_stat_rows_differences_and_relative_errors_are_the_macros() -> None:
     # the inputs reach every case: each member and text of the differences, each kind of
     # relative error text
     texts = {t for (t,) in con.execute(
-        "SELECT DISTINCT coalesce(union_extract(max_diff, 's'), union_tag(max_diff)::VARCHAR) "
+        "SELECT DISTINCT coalesce(max_diff_text, CASE WHEN max_diff IS NOT NULL THEN 'n' END) "
         "FROM stat_rows").fetchall()}
     assert texts == {"n", "N/A", "None", "nan\t", "inf\t", "-inf\t"}
+    # each member of a statistic, each text, and a boolean statistic without a number (all
+    # three columns NULL)
+    shown = {t for (t,) in con.execute(
+        'SELECT DISTINCT coalesce("NPU max (text)", CASE WHEN "NPU max" IS NOT NULL THEN \'n\' '
+        'WHEN "NPU max (bool)" IS NOT NULL THEN \'b\' ELSE \'none\' END) FROM stat_rows').fetchall()}
+    assert shown == {"n", "b", "none", "N/A", "None", "nan\t", "inf\t", "-inf\t", "x"}
     rels = {t if t in ("N/A", " ", "0.0%", "nan%", "inf%") else "number" for (t,) in con.execute(
         "SELECT DISTINCT rel_text(max_rel_pct) FROM stat_rows").fetchall()}
     assert rels == {"N/A", " ", "0.0%", "nan%", "inf%", "number"}

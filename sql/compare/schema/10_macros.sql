@@ -17,6 +17,19 @@ CREATE OR REPLACE MACRO text_cell(t) AS (
     WHEN t IN ('inf', '-inf', 'nan') THEN union_value(s := t || chr(9))::cell
     ELSE union_value(s := t)::cell
   END);
+-- The text of a statistic that is neither a finite number nor a boolean (shown_stat's, and
+-- stat_rows' "<statistic> (text)"): None, a non-finite number as num_cell writes it, a string as
+-- text_cell writes it.
+CREATE OR REPLACE MACRO stat_text(num, kind, txt) AS (
+  CASE
+    WHEN kind IN ('f', 'i') THEN CASE WHEN num IS NULL THEN 'None'
+                                      WHEN isnan(num) THEN 'nan' || chr(9)
+                                      WHEN num = 'inf'::DOUBLE THEN 'inf' || chr(9)
+                                      ELSE '-inf' || chr(9) END
+    WHEN kind IN ('s', 'o') THEN CASE WHEN txt IS NULL THEN 'None'
+                                      WHEN txt IN ('inf', '-inf', 'nan') THEN txt || chr(9)
+                                      ELSE txt END
+    ELSE 'None' END);
 -- A statistic as displayed: N/A when its side is absent (an unmatched row), else its cell: a
 -- finite number, a boolean, or a text (None, a non-finite number as num_cell writes it, a string
 -- as text_cell writes it). One CASE of cells whose texts come from one inner CASE of VARCHARs:
@@ -27,16 +40,16 @@ CREATE OR REPLACE MACRO shown_stat(absent, num, kind, txt) AS (
     WHEN absent THEN union_value(s := 'N/A')::cell
     WHEN kind IN ('f', 'i') AND isfinite(num) THEN union_value(n := num)::cell
     WHEN kind = 'b' THEN union_value(b := num = 1)::cell
-    ELSE union_value(s := CASE
-      WHEN kind IN ('f', 'i') THEN CASE WHEN num IS NULL THEN 'None'
-                                        WHEN isnan(num) THEN 'nan' || chr(9)
-                                        WHEN num = 'inf'::DOUBLE THEN 'inf' || chr(9)
-                                        ELSE '-inf' || chr(9) END
-      WHEN kind IN ('s', 'o') THEN CASE WHEN txt IS NULL THEN 'None'
-                                        WHEN txt IN ('inf', '-inf', 'nan') THEN txt || chr(9)
-                                        ELSE txt END
-      ELSE 'None' END)::cell
+    ELSE union_value(s := stat_text(num, kind, txt))::cell
   END);
+-- A cell from its plain columns (stat_rows' and stat_result's "<cell>", "<cell> (text)" and
+-- "<cell> (bool)": the number, the text, the boolean, at most one of them not NULL): the cell
+-- they were made from (all three NULL: the boolean member NULL, as shown_stat makes it of a
+-- boolean statistic without a number).
+CREATE OR REPLACE MACRO plain_cell(n, s, b) AS (
+  CASE WHEN n IS NOT NULL THEN union_value(n := n)::cell
+       WHEN s IS NOT NULL THEN union_value(s := s)::cell
+       ELSE union_value(b := b)::cell END);
 -- Python's repr() of a float; DuckDB prints the same shortest round-trip text except for -nan.
 CREATE OR REPLACE MACRO py_float(x) AS (CASE WHEN isnan(x) THEN 'nan' ELSE CAST(x AS VARCHAR) END);
 -- Numbers, as msprobe's highlight rules see them: ints, floats and booleans.

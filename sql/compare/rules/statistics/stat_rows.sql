@@ -1,4 +1,4 @@
--- description: Statistics mode: each row's displayed cells (names, dtypes, shapes, the eight statistics), its four differences, its four relative errors (numbers in percent, or their fixed texts' codes, which rel_text prints; N/A on an unmatched row) and its Warning flag (spec §4.1, §5.4; --compat only, NULL in the default mode).
+-- description: Statistics mode: each row's displayed cells (names, dtypes, shapes, the eight statistics and the four differences, each cell as plain columns: "<cell>" its number, "<cell> (text)" its text, a statistic's "<cell> (bool)" its boolean, exactly one not NULL), its four relative errors (numbers in percent, or their fixed texts' codes, which rel_text prints; N/A on an unmatched row) and its Warning flag (spec §4.1, §5.4; --compat only, NULL in the default mode).
 -- Only what result_statistics shows: the default mode makes this view a table (beside the
 -- verdicts), and copying the raw columns of display_rows too took a fifth of its time.
 -- The differences and relative errors are shown_diff's and shown_rel's cases
@@ -6,67 +6,130 @@
 -- numbers (is_num) tested once a row in d, not in each of the two macros and their branches:
 -- DuckDB repeats an IN list in every CASE that holds it (each use of a macro is its own
 -- expression), and those sixteen tests a row were ~19 M instructions of a 24,524-row pair.
+-- The cells as plain columns, not the cell union (plain_cell makes the cell again,
+-- sql/compare/schema/10_macros.sql; result_statistics does): a CASE whose result is a union copies
+-- its struct at each level and the table insert appends four vectors a cell; the plain columns
+-- cost ~54 M instructions less a 24,500-row pair (bench/README, "Session 19: rows"), and the
+-- history and the workbook's C renderer read them directly. Each number first (a statistic:
+-- shown_stat's finite number of kind f or i, its boolean of kind b; a difference: shown_diff's
+-- finite difference), each text from whether they are NULL (shown_stat's and shown_diff's other
+-- branches, in their order).
 -- tests/sql/test_stat_rows.py checks these columns against the macros.
 SELECT
   out_seq, kind, stack,
   "NPU Name", "Bench Name", "NPU Dtype", "Bench Dtype", "NPU Tensor Shape", "Bench Tensor Shape",
-  "NPU max", "NPU min", "NPU mean", "NPU l2norm",
-  "Bench max", "Bench min", "Bench mean", "Bench l2norm",
+  -- shown_stat: N/A on the absent side, the finite number (f, i), the boolean (b), else its text
+  -- (a boolean statistic without a number: all three NULL, plain_cell's boolean NULL)
+  n_max_v AS "NPU max",
+  CASE WHEN n_max_v IS NOT NULL THEN NULL WHEN n_absent THEN 'N/A' WHEN n_max_k = 'b' THEN NULL
+       ELSE stat_text(n_max, n_max_k, n_max_s) END AS "NPU max (text)",
+  n_max_bool AS "NPU max (bool)",
+  n_min_v AS "NPU min",
+  CASE WHEN n_min_v IS NOT NULL THEN NULL WHEN n_absent THEN 'N/A' WHEN n_min_k = 'b' THEN NULL
+       ELSE stat_text(n_min, n_min_k, n_min_s) END AS "NPU min (text)",
+  n_min_bool AS "NPU min (bool)",
+  n_mean_v AS "NPU mean",
+  CASE WHEN n_mean_v IS NOT NULL THEN NULL WHEN n_absent THEN 'N/A' WHEN n_mean_k = 'b' THEN NULL
+       ELSE stat_text(n_mean, n_mean_k, n_mean_s) END AS "NPU mean (text)",
+  n_mean_bool AS "NPU mean (bool)",
+  n_norm_v AS "NPU l2norm",
+  CASE WHEN n_norm_v IS NOT NULL THEN NULL WHEN n_absent THEN 'N/A' WHEN n_norm_k = 'b' THEN NULL
+       ELSE stat_text(n_norm, n_norm_k, n_norm_s) END AS "NPU l2norm (text)",
+  n_norm_bool AS "NPU l2norm (bool)",
+  b_max_v AS "Bench max",
+  CASE WHEN b_max_v IS NOT NULL THEN NULL WHEN b_absent THEN 'N/A' WHEN b_max_k = 'b' THEN NULL
+       ELSE stat_text(b_max, b_max_k, b_max_s) END AS "Bench max (text)",
+  b_max_bool AS "Bench max (bool)",
+  b_min_v AS "Bench min",
+  CASE WHEN b_min_v IS NOT NULL THEN NULL WHEN b_absent THEN 'N/A' WHEN b_min_k = 'b' THEN NULL
+       ELSE stat_text(b_min, b_min_k, b_min_s) END AS "Bench min (text)",
+  b_min_bool AS "Bench min (bool)",
+  b_mean_v AS "Bench mean",
+  CASE WHEN b_mean_v IS NOT NULL THEN NULL WHEN b_absent THEN 'N/A' WHEN b_mean_k = 'b' THEN NULL
+       ELSE stat_text(b_mean, b_mean_k, b_mean_s) END AS "Bench mean (text)",
+  b_mean_bool AS "Bench mean (bool)",
+  b_norm_v AS "Bench l2norm",
+  CASE WHEN b_norm_v IS NOT NULL THEN NULL WHEN b_absent THEN 'N/A' WHEN b_norm_k = 'b' THEN NULL
+       ELSE stat_text(b_norm, b_norm_k, b_norm_s) END AS "Bench l2norm (text)",
+  b_norm_bool AS "Bench l2norm (bool)",
   -- shown_diff: N/A unmatched, the finite difference, else its text (None where a side is not
   -- a number)
-  CASE WHEN matched AND max_nums AND isfinite(n_max - b_max) THEN union_value(n := n_max - b_max)::cell
-       WHEN NOT matched THEN union_value(s := 'N/A')::cell
-       ELSE union_value(s := CASE WHEN NOT coalesce(max_nums, false) OR n_max - b_max IS NULL THEN 'None'
-                                  WHEN isnan(n_max - b_max) THEN 'nan' || chr(9)
-                                  WHEN n_max - b_max > 0 THEN 'inf' || chr(9)
-                                  ELSE '-inf' || chr(9) END)::cell END AS max_diff,
-  CASE WHEN matched AND min_nums AND isfinite(n_min - b_min) THEN union_value(n := n_min - b_min)::cell
-       WHEN NOT matched THEN union_value(s := 'N/A')::cell
-       ELSE union_value(s := CASE WHEN NOT coalesce(min_nums, false) OR n_min - b_min IS NULL THEN 'None'
-                                  WHEN isnan(n_min - b_min) THEN 'nan' || chr(9)
-                                  WHEN n_min - b_min > 0 THEN 'inf' || chr(9)
-                                  ELSE '-inf' || chr(9) END)::cell END AS min_diff,
-  CASE WHEN matched AND mean_nums AND isfinite(n_mean - b_mean) THEN union_value(n := n_mean - b_mean)::cell
-       WHEN NOT matched THEN union_value(s := 'N/A')::cell
-       ELSE union_value(s := CASE WHEN NOT coalesce(mean_nums, false) OR n_mean - b_mean IS NULL THEN 'None'
-                                  WHEN isnan(n_mean - b_mean) THEN 'nan' || chr(9)
-                                  WHEN n_mean - b_mean > 0 THEN 'inf' || chr(9)
-                                  ELSE '-inf' || chr(9) END)::cell END AS mean_diff,
-  CASE WHEN matched AND norm_nums AND isfinite(n_norm - b_norm) THEN union_value(n := n_norm - b_norm)::cell
-       WHEN NOT matched THEN union_value(s := 'N/A')::cell
-       ELSE union_value(s := CASE WHEN NOT coalesce(norm_nums, false) OR n_norm - b_norm IS NULL THEN 'None'
-                                  WHEN isnan(n_norm - b_norm) THEN 'nan' || chr(9)
-                                  WHEN n_norm - b_norm > 0 THEN 'inf' || chr(9)
-                                  ELSE '-inf' || chr(9) END)::cell END AS norm_diff,
-  -- shown_rel as a number (rel_text prints it, sql/compare/schema/10_macros.sql): the relative
-  -- error in percent, or its fixed text's code (-1 N/A: unmatched, or bench is 0; -2 ' ': a side is not a
-  -- number; -3 0.0%: both are equal). result_statistics prints it (rel_text), the workbook's C
-  -- renderer too (msq/export/_sheetxml.c): DuckDB's CAST(x AS VARCHAR) took ~1,400 instructions
-  -- a number, and a text column more to write than a DOUBLE.
-  CASE WHEN NOT matched THEN -1 WHEN NOT max_nums THEN -2 WHEN b_max = 0 THEN -1
-       WHEN n_max = b_max AND isfinite(b_max) THEN -3
-       ELSE abs(((n_max - b_max) / b_max) * 100) END AS max_rel_pct,
-  CASE WHEN NOT matched THEN -1 WHEN NOT min_nums THEN -2 WHEN b_min = 0 THEN -1
-       WHEN n_min = b_min AND isfinite(b_min) THEN -3
-       ELSE abs(((n_min - b_min) / b_min) * 100) END AS min_rel_pct,
-  CASE WHEN NOT matched THEN -1 WHEN NOT mean_nums THEN -2 WHEN b_mean = 0 THEN -1
-       WHEN n_mean = b_mean AND isfinite(b_mean) THEN -3
-       ELSE abs(((n_mean - b_mean) / b_mean) * 100) END AS mean_rel_pct,
-  CASE WHEN NOT matched THEN -1 WHEN NOT norm_nums THEN -2 WHEN b_norm = 0 THEN -1
-       WHEN n_norm = b_norm AND isfinite(b_norm) THEN -3
-       ELSE abs(((n_norm - b_norm) / b_norm) * 100) END AS norm_rel_pct,
-  -- msprobe's Warning flag, which only --compat shows (the default mode warns on the rows its
-  -- rules colour): NULL in the default mode, where its four tests per row cost ~40 M
-  -- instructions of a 24,500-row pair (a CASE computes its THEN for the rows its WHEN selects)
-  CASE WHEN (SELECT compat FROM settings) THEN
-    stat_flag(n_max, n_max_k, b_max, b_max_k) OR stat_flag(n_min, n_min_k, b_min, b_min_k)
-    OR stat_flag(n_mean, n_mean_k, b_mean, b_mean_k)
-    OR stat_flag(n_norm, n_norm_k, b_norm, b_norm_k) END AS flagged
+  max_diff,
+  CASE WHEN max_diff IS NOT NULL THEN NULL WHEN NOT matched THEN 'N/A'
+       WHEN NOT coalesce(max_nums, false) OR max_d IS NULL THEN 'None'
+       WHEN isnan(max_d) THEN 'nan' || chr(9) WHEN max_d > 0 THEN 'inf' || chr(9)
+       ELSE '-inf' || chr(9) END AS max_diff_text,
+  min_diff,
+  CASE WHEN min_diff IS NOT NULL THEN NULL WHEN NOT matched THEN 'N/A'
+       WHEN NOT coalesce(min_nums, false) OR min_d IS NULL THEN 'None'
+       WHEN isnan(min_d) THEN 'nan' || chr(9) WHEN min_d > 0 THEN 'inf' || chr(9)
+       ELSE '-inf' || chr(9) END AS min_diff_text,
+  mean_diff,
+  CASE WHEN mean_diff IS NOT NULL THEN NULL WHEN NOT matched THEN 'N/A'
+       WHEN NOT coalesce(mean_nums, false) OR mean_d IS NULL THEN 'None'
+       WHEN isnan(mean_d) THEN 'nan' || chr(9) WHEN mean_d > 0 THEN 'inf' || chr(9)
+       ELSE '-inf' || chr(9) END AS mean_diff_text,
+  norm_diff,
+  CASE WHEN norm_diff IS NOT NULL THEN NULL WHEN NOT matched THEN 'N/A'
+       WHEN NOT coalesce(norm_nums, false) OR norm_d IS NULL THEN 'None'
+       WHEN isnan(norm_d) THEN 'nan' || chr(9) WHEN norm_d > 0 THEN 'inf' || chr(9)
+       ELSE '-inf' || chr(9) END AS norm_diff_text,
+  max_rel_pct, min_rel_pct, mean_rel_pct, norm_rel_pct, flagged
 FROM (
-  SELECT d.*, kind = 'matched' AS matched,
-         is_num(n_max_k) AND is_num(b_max_k) AS max_nums,
-         is_num(n_min_k) AND is_num(b_min_k) AS min_nums,
-         is_num(n_mean_k) AND is_num(b_mean_k) AS mean_nums,
-         is_num(n_norm_k) AND is_num(b_norm_k) AS norm_nums
-  FROM display_rows d
+  SELECT d.*,
+    CASE WHEN NOT n_absent AND n_max_k IN ('f', 'i') AND isfinite(n_max) THEN n_max END AS n_max_v,
+    CASE WHEN NOT n_absent AND n_max_k = 'b' THEN n_max = 1 END AS n_max_bool,
+    CASE WHEN NOT n_absent AND n_min_k IN ('f', 'i') AND isfinite(n_min) THEN n_min END AS n_min_v,
+    CASE WHEN NOT n_absent AND n_min_k = 'b' THEN n_min = 1 END AS n_min_bool,
+    CASE WHEN NOT n_absent AND n_mean_k IN ('f', 'i') AND isfinite(n_mean) THEN n_mean END AS n_mean_v,
+    CASE WHEN NOT n_absent AND n_mean_k = 'b' THEN n_mean = 1 END AS n_mean_bool,
+    CASE WHEN NOT n_absent AND n_norm_k IN ('f', 'i') AND isfinite(n_norm) THEN n_norm END AS n_norm_v,
+    CASE WHEN NOT n_absent AND n_norm_k = 'b' THEN n_norm = 1 END AS n_norm_bool,
+    CASE WHEN NOT b_absent AND b_max_k IN ('f', 'i') AND isfinite(b_max) THEN b_max END AS b_max_v,
+    CASE WHEN NOT b_absent AND b_max_k = 'b' THEN b_max = 1 END AS b_max_bool,
+    CASE WHEN NOT b_absent AND b_min_k IN ('f', 'i') AND isfinite(b_min) THEN b_min END AS b_min_v,
+    CASE WHEN NOT b_absent AND b_min_k = 'b' THEN b_min = 1 END AS b_min_bool,
+    CASE WHEN NOT b_absent AND b_mean_k IN ('f', 'i') AND isfinite(b_mean) THEN b_mean END AS b_mean_v,
+    CASE WHEN NOT b_absent AND b_mean_k = 'b' THEN b_mean = 1 END AS b_mean_bool,
+    CASE WHEN NOT b_absent AND b_norm_k IN ('f', 'i') AND isfinite(b_norm) THEN b_norm END AS b_norm_v,
+    CASE WHEN NOT b_absent AND b_norm_k = 'b' THEN b_norm = 1 END AS b_norm_bool,
+    CASE WHEN matched AND max_nums AND isfinite(max_d) THEN max_d END AS max_diff,
+    CASE WHEN matched AND min_nums AND isfinite(min_d) THEN min_d END AS min_diff,
+    CASE WHEN matched AND mean_nums AND isfinite(mean_d) THEN mean_d END AS mean_diff,
+    CASE WHEN matched AND norm_nums AND isfinite(norm_d) THEN norm_d END AS norm_diff,
+    -- shown_rel as a number (rel_text prints it, sql/compare/schema/10_macros.sql): the relative
+    -- error in percent, or its fixed text's code (-1 N/A: unmatched, or bench is 0; -2 ' ': a side is not a
+    -- number; -3 0.0%: both are equal). result_statistics prints it (rel_text), the workbook's C
+    -- renderer too (msq/export/_sheetxml.c): DuckDB's CAST(x AS VARCHAR) took ~1,400 instructions
+    -- a number, and a text column more to write than a DOUBLE.
+    CASE WHEN NOT matched THEN -1 WHEN NOT max_nums THEN -2 WHEN b_max = 0 THEN -1
+         WHEN n_max = b_max AND isfinite(b_max) THEN -3
+         ELSE abs(((n_max - b_max) / b_max) * 100) END AS max_rel_pct,
+    CASE WHEN NOT matched THEN -1 WHEN NOT min_nums THEN -2 WHEN b_min = 0 THEN -1
+         WHEN n_min = b_min AND isfinite(b_min) THEN -3
+         ELSE abs(((n_min - b_min) / b_min) * 100) END AS min_rel_pct,
+    CASE WHEN NOT matched THEN -1 WHEN NOT mean_nums THEN -2 WHEN b_mean = 0 THEN -1
+         WHEN n_mean = b_mean AND isfinite(b_mean) THEN -3
+         ELSE abs(((n_mean - b_mean) / b_mean) * 100) END AS mean_rel_pct,
+    CASE WHEN NOT matched THEN -1 WHEN NOT norm_nums THEN -2 WHEN b_norm = 0 THEN -1
+         WHEN n_norm = b_norm AND isfinite(b_norm) THEN -3
+         ELSE abs(((n_norm - b_norm) / b_norm) * 100) END AS norm_rel_pct,
+    -- msprobe's Warning flag, which only --compat shows (the default mode warns on the rows its
+    -- rules colour): NULL in the default mode, where its four tests per row cost ~40 M
+    -- instructions of a 24,500-row pair (a CASE computes its THEN for the rows its WHEN selects)
+    CASE WHEN (SELECT compat FROM settings) THEN
+      stat_flag(n_max, n_max_k, b_max, b_max_k) OR stat_flag(n_min, n_min_k, b_min, b_min_k)
+      OR stat_flag(n_mean, n_mean_k, b_mean, b_mean_k)
+      OR stat_flag(n_norm, n_norm_k, b_norm, b_norm_k) END AS flagged
+  FROM (
+    SELECT d.*, kind = 'matched' AS matched, kind = 'bench_only' AS n_absent,
+           kind = 'npu_only' AS b_absent,
+           is_num(n_max_k) AND is_num(b_max_k) AS max_nums,
+           is_num(n_min_k) AND is_num(b_min_k) AS min_nums,
+           is_num(n_mean_k) AND is_num(b_mean_k) AS mean_nums,
+           is_num(n_norm_k) AND is_num(b_norm_k) AS norm_nums,
+           n_max - b_max AS max_d, n_min - b_min AS min_d, n_mean - b_mean AS mean_d,
+           n_norm - b_norm AS norm_d
+    FROM display_rows d
+  ) d
 )

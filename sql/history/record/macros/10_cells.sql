@@ -23,12 +23,16 @@ CREATE OR REPLACE MACRO hist_pct_text(t) AS (CASE WHEN hist_pct(t) IS NULL THEN 
 CREATE OR REPLACE MACRO hist_severity(mark, failing, verdict) AS (
   CASE WHEN mark = 'red' OR failing THEN 2 WHEN mark = 'yellow' THEN 1
        WHEN verdict = 'pass' THEN 0 END);
--- Statistics mode: the number of a cell that num_cell, shown_stat or shown_diff made (their number
--- member is always finite, so hist_num's NaN test is not needed), given its text t = hist_text(c)
--- (computed once for both columns: replace() over every row was a third of the typed columns)
-CREATE OR REPLACE MACRO hist_cell_num(c, t) AS (coalesce(
-  union_extract(c, 'n'), CAST(union_extract(c, 'b') AS DOUBLE),
+-- Statistics mode: the number of a cell that shown_stat or shown_diff made, from its plain
+-- columns (stat_result's: n the number, b the boolean, NULL for a difference), given its text
+-- t = hist_plain_text of its text column (computed once for both columns: replace() over every
+-- row was a third of the typed columns): what hist_num gives of the cell (its number member is
+-- always finite, so hist_num's NaN test is not needed).
+CREATE OR REPLACE MACRO hist_plain_num(n, b, t) AS (coalesce(
+  n, CAST(b AS DOUBLE),
   CASE t WHEN 'inf' THEN 'inf'::DOUBLE WHEN '-inf' THEN '-inf'::DOUBLE WHEN 'nan' THEN 'nan'::DOUBLE END));
+-- Statistics mode: the text of a cell's text column (hist_text of the cell).
+CREATE OR REPLACE MACRO hist_plain_text(t) AS (replace(t, chr(9), ''));
 -- Statistics mode: a relative error as hist_pct/hist_pct_text read shown_rel's text, from the two
 -- statistics it is computed from (n, b: each side's <stat>_num, hist_row_ops), not from the text:
 -- parsing 24,500 rows' four texts back was ~130 M instructions of a pair's history rows. Case by
