@@ -42,6 +42,23 @@ CREATE OR REPLACE MACRO shown_stat(absent, num, kind, txt) AS (
     WHEN kind = 'b' THEN union_value(b := num = 1)::cell
     ELSE union_value(s := stat_text(num, kind, txt))::cell
   END);
+-- stat_rows' plain columns of a statistic (stat_result's "<cell>", "<cell> (bool)", "<cell>
+-- (text)"), as shown_stat decides: the finite number, else the boolean, else the text (N/A on
+-- the absent side; NULL where the number or the boolean is the cell).
+CREATE OR REPLACE MACRO plain_stat_num(absent, num, kind) AS (
+  CASE WHEN NOT absent AND kind IN ('f', 'i') AND isfinite(num) THEN num END);
+CREATE OR REPLACE MACRO plain_stat_bool(absent, num, kind) AS (
+  CASE WHEN NOT absent AND kind = 'b' THEN num = 1 END);
+CREATE OR REPLACE MACRO plain_stat_text(num_v, absent, num, kind, txt) AS (
+  CASE WHEN num_v IS NOT NULL THEN NULL WHEN absent THEN 'N/A' WHEN kind = 'b' THEN NULL
+       ELSE stat_text(num, kind, txt) END);
+-- A difference's text where it is not a finite number (shown_diff's): N/A unmatched, None where
+-- a side is not a number, a non-finite difference as num_cell writes it.
+CREATE OR REPLACE MACRO plain_diff_text(diff, matched, nums, d) AS (
+  CASE WHEN diff IS NOT NULL THEN NULL WHEN NOT matched THEN 'N/A'
+       WHEN NOT coalesce(nums, false) OR d IS NULL THEN 'None'
+       WHEN isnan(d) THEN 'nan' || chr(9) WHEN d > 0 THEN 'inf' || chr(9)
+       ELSE '-inf' || chr(9) END);
 -- A cell from its plain columns (stat_rows' and stat_result's "<cell>", "<cell> (text)" and
 -- "<cell> (bool)": the number, the text, the boolean, at most one of them not NULL): the cell
 -- they were made from (all three NULL: the boolean member NULL, as shown_stat makes it of a

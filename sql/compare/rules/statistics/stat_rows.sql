@@ -21,78 +21,58 @@ SELECT
   -- shown_stat: N/A on the absent side, the finite number (f, i), the boolean (b), else its text
   -- (a boolean statistic without a number: all three NULL, plain_cell's boolean NULL)
   n_max_v AS "NPU max",
-  CASE WHEN n_max_v IS NOT NULL THEN NULL WHEN n_absent THEN 'N/A' WHEN n_max_k = 'b' THEN NULL
-       ELSE stat_text(n_max, n_max_k, n_max_s) END AS "NPU max (text)",
+  plain_stat_text(n_max_v, n_absent, n_max, n_max_k, n_max_s) AS "NPU max (text)",
   n_max_bool AS "NPU max (bool)",
   n_min_v AS "NPU min",
-  CASE WHEN n_min_v IS NOT NULL THEN NULL WHEN n_absent THEN 'N/A' WHEN n_min_k = 'b' THEN NULL
-       ELSE stat_text(n_min, n_min_k, n_min_s) END AS "NPU min (text)",
+  plain_stat_text(n_min_v, n_absent, n_min, n_min_k, n_min_s) AS "NPU min (text)",
   n_min_bool AS "NPU min (bool)",
   n_mean_v AS "NPU mean",
-  CASE WHEN n_mean_v IS NOT NULL THEN NULL WHEN n_absent THEN 'N/A' WHEN n_mean_k = 'b' THEN NULL
-       ELSE stat_text(n_mean, n_mean_k, n_mean_s) END AS "NPU mean (text)",
+  plain_stat_text(n_mean_v, n_absent, n_mean, n_mean_k, n_mean_s) AS "NPU mean (text)",
   n_mean_bool AS "NPU mean (bool)",
   n_norm_v AS "NPU l2norm",
-  CASE WHEN n_norm_v IS NOT NULL THEN NULL WHEN n_absent THEN 'N/A' WHEN n_norm_k = 'b' THEN NULL
-       ELSE stat_text(n_norm, n_norm_k, n_norm_s) END AS "NPU l2norm (text)",
+  plain_stat_text(n_norm_v, n_absent, n_norm, n_norm_k, n_norm_s) AS "NPU l2norm (text)",
   n_norm_bool AS "NPU l2norm (bool)",
   b_max_v AS "Bench max",
-  CASE WHEN b_max_v IS NOT NULL THEN NULL WHEN b_absent THEN 'N/A' WHEN b_max_k = 'b' THEN NULL
-       ELSE stat_text(b_max, b_max_k, b_max_s) END AS "Bench max (text)",
+  plain_stat_text(b_max_v, b_absent, b_max, b_max_k, b_max_s) AS "Bench max (text)",
   b_max_bool AS "Bench max (bool)",
   b_min_v AS "Bench min",
-  CASE WHEN b_min_v IS NOT NULL THEN NULL WHEN b_absent THEN 'N/A' WHEN b_min_k = 'b' THEN NULL
-       ELSE stat_text(b_min, b_min_k, b_min_s) END AS "Bench min (text)",
+  plain_stat_text(b_min_v, b_absent, b_min, b_min_k, b_min_s) AS "Bench min (text)",
   b_min_bool AS "Bench min (bool)",
   b_mean_v AS "Bench mean",
-  CASE WHEN b_mean_v IS NOT NULL THEN NULL WHEN b_absent THEN 'N/A' WHEN b_mean_k = 'b' THEN NULL
-       ELSE stat_text(b_mean, b_mean_k, b_mean_s) END AS "Bench mean (text)",
+  plain_stat_text(b_mean_v, b_absent, b_mean, b_mean_k, b_mean_s) AS "Bench mean (text)",
   b_mean_bool AS "Bench mean (bool)",
   b_norm_v AS "Bench l2norm",
-  CASE WHEN b_norm_v IS NOT NULL THEN NULL WHEN b_absent THEN 'N/A' WHEN b_norm_k = 'b' THEN NULL
-       ELSE stat_text(b_norm, b_norm_k, b_norm_s) END AS "Bench l2norm (text)",
+  plain_stat_text(b_norm_v, b_absent, b_norm, b_norm_k, b_norm_s) AS "Bench l2norm (text)",
   b_norm_bool AS "Bench l2norm (bool)",
   -- shown_diff: N/A unmatched, the finite difference, else its text (None where a side is not
   -- a number)
   max_diff,
-  CASE WHEN max_diff IS NOT NULL THEN NULL WHEN NOT matched THEN 'N/A'
-       WHEN NOT coalesce(max_nums, false) OR max_d IS NULL THEN 'None'
-       WHEN isnan(max_d) THEN 'nan' || chr(9) WHEN max_d > 0 THEN 'inf' || chr(9)
-       ELSE '-inf' || chr(9) END AS max_diff_text,
+  plain_diff_text(max_diff, matched, max_nums, max_d) AS max_diff_text,
   min_diff,
-  CASE WHEN min_diff IS NOT NULL THEN NULL WHEN NOT matched THEN 'N/A'
-       WHEN NOT coalesce(min_nums, false) OR min_d IS NULL THEN 'None'
-       WHEN isnan(min_d) THEN 'nan' || chr(9) WHEN min_d > 0 THEN 'inf' || chr(9)
-       ELSE '-inf' || chr(9) END AS min_diff_text,
+  plain_diff_text(min_diff, matched, min_nums, min_d) AS min_diff_text,
   mean_diff,
-  CASE WHEN mean_diff IS NOT NULL THEN NULL WHEN NOT matched THEN 'N/A'
-       WHEN NOT coalesce(mean_nums, false) OR mean_d IS NULL THEN 'None'
-       WHEN isnan(mean_d) THEN 'nan' || chr(9) WHEN mean_d > 0 THEN 'inf' || chr(9)
-       ELSE '-inf' || chr(9) END AS mean_diff_text,
+  plain_diff_text(mean_diff, matched, mean_nums, mean_d) AS mean_diff_text,
   norm_diff,
-  CASE WHEN norm_diff IS NOT NULL THEN NULL WHEN NOT matched THEN 'N/A'
-       WHEN NOT coalesce(norm_nums, false) OR norm_d IS NULL THEN 'None'
-       WHEN isnan(norm_d) THEN 'nan' || chr(9) WHEN norm_d > 0 THEN 'inf' || chr(9)
-       ELSE '-inf' || chr(9) END AS norm_diff_text,
+  plain_diff_text(norm_diff, matched, norm_nums, norm_d) AS norm_diff_text,
   max_rel_pct, min_rel_pct, mean_rel_pct, norm_rel_pct, flagged
 FROM (
   SELECT d.*,
-    CASE WHEN NOT n_absent AND n_max_k IN ('f', 'i') AND isfinite(n_max) THEN n_max END AS n_max_v,
-    CASE WHEN NOT n_absent AND n_max_k = 'b' THEN n_max = 1 END AS n_max_bool,
-    CASE WHEN NOT n_absent AND n_min_k IN ('f', 'i') AND isfinite(n_min) THEN n_min END AS n_min_v,
-    CASE WHEN NOT n_absent AND n_min_k = 'b' THEN n_min = 1 END AS n_min_bool,
-    CASE WHEN NOT n_absent AND n_mean_k IN ('f', 'i') AND isfinite(n_mean) THEN n_mean END AS n_mean_v,
-    CASE WHEN NOT n_absent AND n_mean_k = 'b' THEN n_mean = 1 END AS n_mean_bool,
-    CASE WHEN NOT n_absent AND n_norm_k IN ('f', 'i') AND isfinite(n_norm) THEN n_norm END AS n_norm_v,
-    CASE WHEN NOT n_absent AND n_norm_k = 'b' THEN n_norm = 1 END AS n_norm_bool,
-    CASE WHEN NOT b_absent AND b_max_k IN ('f', 'i') AND isfinite(b_max) THEN b_max END AS b_max_v,
-    CASE WHEN NOT b_absent AND b_max_k = 'b' THEN b_max = 1 END AS b_max_bool,
-    CASE WHEN NOT b_absent AND b_min_k IN ('f', 'i') AND isfinite(b_min) THEN b_min END AS b_min_v,
-    CASE WHEN NOT b_absent AND b_min_k = 'b' THEN b_min = 1 END AS b_min_bool,
-    CASE WHEN NOT b_absent AND b_mean_k IN ('f', 'i') AND isfinite(b_mean) THEN b_mean END AS b_mean_v,
-    CASE WHEN NOT b_absent AND b_mean_k = 'b' THEN b_mean = 1 END AS b_mean_bool,
-    CASE WHEN NOT b_absent AND b_norm_k IN ('f', 'i') AND isfinite(b_norm) THEN b_norm END AS b_norm_v,
-    CASE WHEN NOT b_absent AND b_norm_k = 'b' THEN b_norm = 1 END AS b_norm_bool,
+    plain_stat_num(n_absent, n_max, n_max_k) AS n_max_v,
+    plain_stat_bool(n_absent, n_max, n_max_k) AS n_max_bool,
+    plain_stat_num(n_absent, n_min, n_min_k) AS n_min_v,
+    plain_stat_bool(n_absent, n_min, n_min_k) AS n_min_bool,
+    plain_stat_num(n_absent, n_mean, n_mean_k) AS n_mean_v,
+    plain_stat_bool(n_absent, n_mean, n_mean_k) AS n_mean_bool,
+    plain_stat_num(n_absent, n_norm, n_norm_k) AS n_norm_v,
+    plain_stat_bool(n_absent, n_norm, n_norm_k) AS n_norm_bool,
+    plain_stat_num(b_absent, b_max, b_max_k) AS b_max_v,
+    plain_stat_bool(b_absent, b_max, b_max_k) AS b_max_bool,
+    plain_stat_num(b_absent, b_min, b_min_k) AS b_min_v,
+    plain_stat_bool(b_absent, b_min, b_min_k) AS b_min_bool,
+    plain_stat_num(b_absent, b_mean, b_mean_k) AS b_mean_v,
+    plain_stat_bool(b_absent, b_mean, b_mean_k) AS b_mean_bool,
+    plain_stat_num(b_absent, b_norm, b_norm_k) AS b_norm_v,
+    plain_stat_bool(b_absent, b_norm, b_norm_k) AS b_norm_bool,
     CASE WHEN matched AND max_nums AND isfinite(max_d) THEN max_d END AS max_diff,
     CASE WHEN matched AND min_nums AND isfinite(min_d) THEN min_d END AS min_diff,
     CASE WHEN matched AND mean_nums AND isfinite(mean_d) THEN mean_d END AS mean_diff,
