@@ -350,7 +350,8 @@ def _batch_shared(jobs: list[PairJob], opts: Options, output_dir: Path,
     :func:`compute_pair_shared` leaves them. Raises when anything fails (the folders made
     removed, the database discarded): the caller compares the pairs one by one."""
     from msq.config import SingleInput
-    from msq.export.xlsx import same_shapes
+    from msq.export.outputs import batch_workbook_queries
+    from msq.export.xlsx import batch_sheets, same_shapes
     from msq.pipeline import (
         NotBatchable,
         batch_catalog,
@@ -381,9 +382,11 @@ def _batch_shared(jobs: list[PairJob], opts: Options, output_dir: Path,
             raise NotBatchable("a pair's dump warned: its lines are its own compare's")
         before = batch_catalog(con)
         # each pair's views are the batch's tables' columns (pair_views): its sheets' column
-        # types are the first pair's
-        with same_shapes():
+        # types are the first pair's, and its main sheet's rows are its slice of the batch's,
+        # fetched once for the batch
+        with same_shapes(), batch_sheets(batch_workbook_queries(mode)) as sheets:
             for job, part, result, pair_rows in zip(jobs, parts, results, rows, strict=True):
+                sheets.pair(part.place.out_range)
                 outs.append(_batch_pair_shared(con, mode, job, part, result, opts, types, root,
                                                pair_rows))
                 end_batch_pair(con, before)

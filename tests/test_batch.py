@@ -137,8 +137,17 @@ def contents(tables: PairTables) -> dict[str, Any]:
             "blame": repr(tables.blame), "mode": tables.mode}
 
 
-def test_each_pair_of_a_batch_is_its_own_compare(jobs, opts, tmp_path):
+def test_each_pair_of_a_batch_is_its_own_compare(jobs, opts, tmp_path, monkeypatch):
+    from msq.export import xlsx
+
+    asked: list[str] = []  # the main sheet's rows: fetched once, over the batch (batch_sheets)
+    queried = xlsx._c_rows_queried
+    monkeypatch.setattr(xlsx, "_c_rows_queried", lambda con, spec, *a, **k: (
+        asked.append(spec.query), queried(con, spec, *a, **k))[1])
     outs = pair_tables._batch_shared(jobs, opts, tmp_path)  # raises unless batched
+    assert asked.count("SELECT * FROM batch_stat_result") == 1
+    assert "SELECT * FROM stat_result" not in asked
+    monkeypatch.undo()
     assert len(outs) == len(jobs)
     batched = [contents(out) for out in outs if isinstance(out, PairTables)]
     assert len(batched) == len(jobs)

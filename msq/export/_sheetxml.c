@@ -843,39 +843,53 @@ done:
     return result;
 }
 
-/* max_chars(text, count) -> int or None
+/* max_chars(text, count[, order, start]) -> int or None
  *
  * The most characters (Unicode code points, as DuckDB's length() counts them) among the first
- * count strings of a text array (validity, offsets, data, offset) that are not NULL; None when
- * every one is (DuckDB's max(length(x)) of the same rows). The workbook's column widths are
- * taken from the rows already fetched for rendering instead of a second query over the sheet. */
+ * count strings of a text array (validity, offsets, data, offset) that are not NULL (with
+ * order, int64 row indices: among rows order[start:start+count]); None when every one is
+ * (DuckDB's max(length(x)) of the same rows). The workbook's column widths are taken from the
+ * rows already fetched for rendering instead of a second query over the sheet. */
 static PyObject *max_chars(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *text;
-    long long count;
-    if (!PyArg_ParseTuple(args, "OL", &text, &count)) return NULL;
-    Py_buffer views[3];
+    PyObject *text, *order_obj = Py_None;
+    long long count, start = 0;
+    if (!PyArg_ParseTuple(args, "OL|OL", &text, &count, &order_obj, &start)) return NULL;
+    Py_buffer views[4];
     int nviews = 0;
     Arr a;
     long long best = -1;
+    const int64_t *order = NULL;
     if (parse_arr(text, &a, views, &nviews) == 0 && count > 0) {
+        if (order_obj != Py_None) {
+            if (PyObject_GetBuffer(order_obj, &views[nviews], PyBUF_SIMPLE)) goto done;
+            order = views[nviews].buf;
+            if (start < 0 || (start + count) * (long long)sizeof(int64_t) > views[nviews].len) {
+                nviews++;
+                PyErr_SetString(PyExc_ValueError, "rows past the order's end");
+                goto done;
+            }
+            nviews++;
+        }
         if (!a.offs || !a.data) {
             PyErr_SetString(PyExc_ValueError, "a text array has offsets and data");
         } else {
             Py_BEGIN_ALLOW_THREADS
-            for (long long r = 0; r < count; r++) {
+            for (long long k = 0; k < count; k++) {
+                int64_t r = order ? order[start + k] : k;
                 if (!is_valid(&a, r)) continue;
                 int64_t j = a.offset + r;
                 int32_t from = a.offs[j], to = a.offs[j + 1];
                 if (to - from <= best) continue;  /* no more characters than bytes */
                 long long n = 0;
-                for (int32_t k = from; k < to; k++)
-                    n += ((unsigned char)a.data[k] & 0xC0) != 0x80;  /* not a continuation byte */
+                for (int32_t b = from; b < to; b++)
+                    n += ((unsigned char)a.data[b] & 0xC0) != 0x80;  /* not a continuation byte */
                 if (n > best) best = n;
             }
             Py_END_ALLOW_THREADS
         }
     }
+done:
     for (int k = 0; k < nviews; k++) PyBuffer_Release(&views[k]);
     if (PyErr_Occurred()) return NULL;
     if (best < 0) Py_RETURN_NONE;
@@ -986,7 +1000,7 @@ static PyMethodDef METHODS[] = {
     {"percent_texts", percent_texts, METH_VARARGS,
      "percent_texts(numbers, count) -> a text array of relative errors as rel_text prints them"},
     {"max_chars", max_chars, METH_VARARGS,
-     "max_chars(text, count) -> the most characters of a non-NULL string, or None"},
+     "max_chars(text, count[, order, start]) -> the most characters of a non-NULL string, or None"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef MODULE = {PyModuleDef_HEAD_INIT, "_sheetxml",

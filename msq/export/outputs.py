@@ -139,9 +139,21 @@ def write_outputs(con: duckdb.DuckDBPyConnection, mode: str, out_dir: Path, opts
                                               stamp=stamp))
 
 
+_MARKS = "SELECT out_seq, mark FROM marks"
+
+
+def batch_workbook_queries(mode: str) -> dict[str, str]:
+    """The main sheet's queries of a batch's pair's workbook (:func:`_write_workbook`, its
+    result a view over the materialised result table) and the same rows over the batch's
+    tables (msq.pipeline.split_batch's ``batch_<name>``), for msq.export.xlsx.batch_sheets."""
+    table = result_table(mode)
+    return {f"SELECT * FROM {table}": f"SELECT * FROM batch_{table}",
+            _MARKS: "SELECT out_seq, mark FROM batch_marks"}
+
+
 def _write_workbook(con: duckdb.DuckDBPyConnection, mode: str, cols: list[str],
                     path: Path) -> None:
-    marks = None if mode == "md5" else "SELECT out_seq, mark FROM marks"
+    marks = None if mode == "md5" else _MARKS
     # the writer puts the rows in order itself, after rendering them
     rows = f"SELECT * FROM {result_view(mode)}"
     percents: tuple[str, ...] = ()

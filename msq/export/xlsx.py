@@ -13,7 +13,9 @@ Text that starts like a formula also gets Excel's quote-prefix style, so editing
 
 from __future__ import annotations
 
+import bisect
 import contextlib
+import dataclasses
 import functools
 import re
 import zipfile
@@ -196,6 +198,44 @@ def same_shapes() -> Iterator[None]:
         yield
     finally:
         _SHAPES = kept
+
+
+@dataclass
+class _BatchSheets:
+    """What :func:`batch_sheets` keeps for a batch's pairs."""
+
+    queries: Mapping[str, str]   # a pair's sheet or marks query -> the same over the batch
+    #: each batched sheet's rows over the whole batch (None: not for the C renderer), by
+    #: (query, marks query, columns, percents, cells); with each row's out_seq
+    sources: dict[tuple[Any, ...], tuple[_CRows, memoryview] | None]
+    rows: tuple[int, int] | None = None  # the pair's out_seq range in the batch (inclusive)
+
+    def pair(self, out_range: tuple[int, int]) -> None:
+        """The next sheets are those of the pair whose rows are the batch's ``out_range``
+        (msq.pipeline.BatchPlace.out_range: lo > hi for none)."""
+        self.rows = out_range
+
+
+#: Inside :func:`batch_sheets`: the batch's sheet rows and the current pair.
+_BATCH: _BatchSheets | None = None
+
+
+@contextlib.contextmanager
+def batch_sheets(queries: Mapping[str, str]) -> Iterator[_BatchSheets]:
+    """Inside the block, the C renderer's rows of a sheet whose query and marks query are keys
+    of ``queries`` are fetched once, by the queries they map to (the same rows over a whole
+    batch of pairs, out_seq the batch's), and each pair's workbook renders its slice of them:
+    the rows whose out_seq is in the range given by ``pair()`` before its workbook (a pair's
+    views are the batch tables' rows of its range, msq.pipeline.pair_views), in out_seq
+    order, its column widths counted in that slice. One query, Arrow stream and percent-text
+    pass a batch instead of one a pair (~43 M instructions a 24,500-row pair); the batch's
+    columns (~7 MB a pair) are held until the block ends."""
+    global _BATCH
+    kept, _BATCH = _BATCH, _BatchSheets(queries, {})
+    try:
+        yield _BATCH
+    finally:
+        _BATCH = kept
 
 
 def _types(con: duckdb.DuckDBPyConnection, spec: SheetSpec) -> dict[str, str]:
@@ -394,8 +434,8 @@ def _widths(con: duckdb.DuckDBPyConnection, spec: SheetSpec,
 def _longest_texts(spec: SheetSpec, texts: list[str],
                    source: _CRows | None) -> dict[str, int] | None:
     """The characters of each text column's longest value (0 when all are NULL), counted in C
-    in the C renderer's columns, as DuckDB's ``max(length(...))`` counts them; None without
-    those columns."""
+    in the C renderer's columns (a batch's: in the pair's rows), as DuckDB's
+    ``max(length(...))`` counts them; None without those columns."""
     if source is None or _sheetxml is None:
         return None
     longest: dict[str, int] = {}
@@ -403,7 +443,11 @@ def _longest_texts(spec: SheetSpec, texts: list[str],
         column = source.columns[spec.columns.index(name)]
         if column[0] != "t":
             return None
-        longest[name] = int(_sheetxml.max_chars(column[1], source.n_rows) or 0)
+        if source.base is None:
+            most = _sheetxml.max_chars(column[1], source.n_rows)
+        else:
+            most = _sheetxml.max_chars(column[1], source.n_rows, source.order, source.base)
+        longest[name] = int(most or 0)
     return longest
 
 
@@ -558,12 +602,14 @@ class _CRows:
     marks: pa.Buffer | bytes | None
     order: pa.Buffer | bytes
     n_rows: int
+    #: a pair's rows of a batch's (:func:`batch_sheets`): order[base:base + n_rows]
+    base: int | None = None
 
     def render(self, start: int, offset: int, count: int, first_row: int) -> bytes:
         """Rows ``start + offset`` .. ``+ count`` of the sheet order, numbered from ``first_row``."""
         assert _sheetxml is not None
-        data: bytes = _sheetxml.render(self.columns, self.marks, self.order, start + offset,
-                                       count, first_row)
+        data: bytes = _sheetxml.render(self.columns, self.marks, self.order,
+                                       (self.base or 0) + start + offset, count, first_row)
         return data
 
 
@@ -606,6 +652,48 @@ def _c_rows(con: duckdb.DuckDBPyConnection, spec: SheetSpec,
     types = types or _types(con, spec)
     if any(t.startswith("UNION") and t != _CELL_TYPE for t in types.values()):
         return None  # a union of fewer members (the SQL renderer writes each member it has)
+    batched = _batch_slice(con, spec, types)
+    if batched is not None:
+        return batched
+    return _c_rows_queried(con, spec, types)
+
+
+def _batch_slice(con: duckdb.DuckDBPyConnection, spec: SheetSpec,
+                 types: dict[str, str]) -> _CRows | None:
+    """The pair's rows of its batch's sheet (:func:`batch_sheets`), fetched with the first pair;
+    None outside a batch, for a sheet it does not map, or where the batch's rows cannot be read
+    in C (the caller then asks the pair's own)."""
+    batch = _BATCH
+    if batch is None or batch.rows is None or spec.query not in batch.queries or (
+            spec.marks_query is not None and spec.marks_query not in batch.queries):
+        return None
+    key = (spec.query, spec.marks_query, tuple(spec.columns), tuple(spec.percents),
+           tuple(spec.cells.items()))
+    if key not in batch.sources:
+        whole = _c_rows_queried(con, dataclasses.replace(
+            spec, query=batch.queries[spec.query],
+            marks_query=batch.queries[spec.marks_query] if spec.marks_query else None),
+            types, fast_only=True)
+        batch.sources[key] = None if whole is None or not isinstance(whole.table, dict) else (
+            whole, memoryview(whole.table["_out_seq"][4] if whole.n_rows else b"").cast("q"))
+    found = batch.sources[key]
+    if found is None:
+        return None
+    whole, seq = found
+    if whole.n_rows == 0:
+        return dataclasses.replace(whole, base=0)
+    order = memoryview(whole.order).cast("q")
+    lo, hi = batch.rows
+    # the pair's rows are those of its out_seq range: a slice of the batch's out_seq order
+    first = bisect.bisect_left(range(whole.n_rows), lo, key=lambda k: seq[order[k]])
+    end = bisect.bisect_right(range(first, whole.n_rows), hi, key=lambda k: seq[order[k]]) + first
+    return dataclasses.replace(whole, n_rows=max(0, end - first), base=first)
+
+
+def _c_rows_queried(con: duckdb.DuckDBPyConnection, spec: SheetSpec, types: dict[str, str],
+                    fast_only: bool = False) -> _CRows | None:
+    """:func:`_c_rows` by the sheet's own query (``fast_only``: None where DuckDB's Arrow
+    stream cannot be read in C, without reading it with pyarrow)."""
     select = []
     texts = []  # columns written as text cells (any type but numbers, booleans and cells)
     # the percent columns: their numbers' texts printed in C
@@ -643,6 +731,8 @@ def _c_rows(con: duckdb.DuckDBPyConnection, spec: SheetSpec,
         fast = arrow_columns(SelectStream(con.cursor(), query))
         if fast is not None:
             return _c_rows_of(*fast, len(spec.columns), texts, percented)
+        if fast_only:
+            return None
         table = con.cursor().sql(query).to_arrow_table().combine_chunks()
     except duckdb.Error as err:
         raise ExportError(f"cannot render the workbook rows: {err}") from err

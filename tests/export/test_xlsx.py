@@ -578,3 +578,62 @@ def test_same_shapes_asks_a_sheet_querys_types_once(tmp_path: Path) -> None:
         with zipfile.ZipFile(path.with_suffix(".2.xlsx")) as zf:
             books.append({n: zf.read(n) for n in zf.namelist()})
     assert books[0] == books[1]
+
+
+@pytest.mark.skipif(xlsx_c() is None, reason="msq.export._sheetxml is not built")
+def test_batch_sheets_write_each_pairs_workbook_from_the_batchs_rows(tmp_path: Path) -> None:
+    """Inside batch_sheets a pair's sheet whose queries it maps is its slice of the batch's
+    rows (fetched once, in any stored order): the same package, widths, marks and percent texts
+    included, as the pair's own query writes, for a pair of no rows too; a sheet it does not map
+    asks its own query."""
+    from msq.export import xlsx
+
+    con = duckdb.connect()
+    n = 3000
+    # three pairs' rows (out_seq 0-999, 1000-2999; none in 3000-3099), stored scrambled; the
+    # first pair's texts are the longest (its widths are not the others')
+    con.execute(f"""CREATE TABLE batch_res AS SELECT (range * 7919) % {n} AS out_seq,
+        repeat('w', CASE WHEN (range * 7919) % {n} < 1000 THEN 30 ELSE 5 END) || range AS s,
+        CASE range % 5 WHEN 0 THEN -1.0 WHEN 1 THEN NULL ELSE range / 7.0 END AS p,
+        union_value(n := range * 0.5)::UNION(n DOUBLE, s VARCHAR, b BOOLEAN) AS c
+        FROM range({n})""")
+    con.execute("CREATE TABLE batch_mk AS SELECT out_seq, CASE WHEN out_seq % 3 = 0 THEN 'red' "
+                "ELSE 'yellow' END AS mark FROM batch_res WHERE out_seq % 4 = 0")
+    spec = SheetSpec("SELECT * FROM res", ["s", "p", "c"], ["S", "P", "C"],
+                     "SELECT out_seq, mark FROM mk", browse=True, percents=["p"])
+    other = SheetSpec("SELECT out_seq, s FROM res", ["s"], ["S"], None, browse=True)
+    ranges = [(0, 999), (3000, 3099), (1000, 2999)]
+
+    def pair_views(lo: int, hi: int) -> None:  # as msq.pipeline.pair_views numbers a pair
+        con.execute(f"CREATE OR REPLACE VIEW res AS SELECT * REPLACE (out_seq - {lo} AS out_seq) "
+                    f"FROM batch_res WHERE out_seq BETWEEN {lo} AND {hi}; "
+                    f"CREATE OR REPLACE VIEW mk AS SELECT * REPLACE (out_seq - {lo} AS out_seq) "
+                    f"FROM batch_mk WHERE out_seq BETWEEN {lo} AND {hi}")
+
+    def book(path: Path) -> dict[str, bytes]:
+        with zipfile.ZipFile(path) as zf:
+            return {name: zf.read(name) for name in zf.namelist()}
+
+    want, got = [], []
+    for lo, hi in ranges:
+        pair_views(lo, hi)
+        write_xlsx(con, spec, tmp_path / "want.xlsx", max_rows=1500)
+        write_xlsx(con, other, tmp_path / "want-other.xlsx")
+        want.append((book(tmp_path / "want.xlsx"), book(tmp_path / "want-other.xlsx")))
+    with xlsx.batch_sheets({"SELECT * FROM res": "SELECT * FROM batch_res",
+                            "SELECT out_seq, mark FROM mk": "SELECT * FROM batch_mk"}) as sheets:
+        for lo, hi in ranges:
+            pair_views(lo, hi)
+            sheets.pair((lo, hi))
+            rows = xlsx._c_rows(con, spec)
+            assert rows is not None and rows.base is not None
+            assert rows.n_rows == max(0, min(hi, n - 1) - lo + 1)
+            assert xlsx._c_rows(con, other).base is None  # not mapped: its own query
+            write_xlsx(con, spec, tmp_path / "got.xlsx", max_rows=1500)
+            write_xlsx(con, other, tmp_path / "got-other.xlsx")
+            got.append((book(tmp_path / "got.xlsx"), book(tmp_path / "got-other.xlsx")))
+        assert len(sheets.sources) == 1
+    assert got == want
+    assert want[0][0]["xl/worksheets/sheet1.xml"] != want[2][0]["xl/worksheets/sheet1.xml"]
+    widths = [w[0]["xl/worksheets/sheet1.xml"].split(b"<sheetData>")[0] for w in want]
+    assert widths[0] != widths[2]  # the first pair's longer texts
