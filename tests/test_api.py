@@ -140,3 +140,27 @@ def test_one_compares_files_share_its_time_stamp(tmp_path: Path, compat: bool) -
     names = sorted(p.name for p in tmp_path.iterdir() if p.suffix != ".duckdb")
     assert len(names) == (3 if compat else 5), names  # the default mode adds blame CSV, JSON
     assert {re.search(r"_(\d{14})\.", n).group(1) for n in names} == {result.stamp}, names
+
+
+def test_directory_results_hand_back_blame_rows_as_plain_lists(tmp_path: Path) -> None:
+    """A directory compare's pairs send their blame rows to the driver packed (PackedRows, to
+    keep the driver's memory flat); the API hands them back as lists of dicts, which a caller
+    can change and dump as JSON, equal to the rows a single compare of the pair gives."""
+    import dataclasses
+
+    from msq.blame.summary import PackedRows
+
+    demo = Path(__file__).resolve().parents[1] / "fixtures" / "ranks"
+    res = msq.compare_distributed(demo / "npu" / "step0", demo / "bench" / "step0",
+                                  tmp_path / "out", record=False, workers=2)
+    via_json = msq.compare_json(demo / "compare.json", tmp_path / "out2", record=False)
+    assert [r.rank for r in res] == [r.rank for r in via_json] == [0, 1]
+    for r in [*res, *via_json]:
+        assert r.blame is not None
+        assert type(r.blame.sources) is list and type(r.blame.collectives) is list
+        assert not isinstance(r.blame.sources, PackedRows)
+        json.dumps(dataclasses.asdict(r.blame), default=str)
+    one = msq.compare({"npu_json_path": str(demo / "npu/step0/rank1/dump.json"),
+                       "bench_json_path": str(demo / "bench/step0/rank1/dump.json")},
+                      tmp_path / "one", record=False)
+    assert repr(res[1].blame.sources) == repr(one.blame.sources) and res[1].blame.sources

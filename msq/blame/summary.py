@@ -67,6 +67,14 @@ class BlameSummary:
         return replace(self, sources=PackedRows(self.sources),
                        collectives=PackedRows(self.collectives))
 
+    def unpacked(self) -> BlameSummary:
+        """This summary with plain lists of rows (what the Python API hands back: a caller may
+        change them or turn the summary into JSON); itself when nothing is packed."""
+        if not isinstance(self.sources, PackedRows) and \
+                not isinstance(self.collectives, PackedRows):
+            return self
+        return replace(self, sources=list(self.sources), collectives=list(self.collectives))
+
 
 class PackedRows(Sequence[dict[str, Any]]):
     """A summary's rows (dicts of :data:`ROW_FIELDS`) kept as one pickled blob, read back on
