@@ -135,6 +135,28 @@ def _rss_kb(pid: int) -> int:
         return 0
 
 
+def _pss_kb(pid: int) -> int:
+    """The process's proportional share of its anonymous and file-backed pages (a library
+    mapped by three processes counts a third in each), less /dev/shm's (counted once in
+    :func:`_shm_kb`)."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            fields = dict(line.split(":", 1) for line in f if ":" in line)
+        return int(fields["Pss_Anon"].split()[0]) + int(fields["Pss_File"].split()[0])
+    except (OSError, KeyError, IndexError, ValueError):
+        return 0
+
+
+def _shm_kb() -> int:
+    """/dev/shm's used size: where msq's pool workers hand each pair's files and rows over
+    (memory that no process's RSS holds until it is mapped)."""
+    try:
+        st = os.statvfs("/dev/shm")
+    except OSError:
+        return 0
+    return (st.f_blocks - st.f_bfree) * st.f_frsize // 1024
+
+
 _TICK = os.sysconf("SC_CLK_TCK")
 
 
@@ -160,10 +182,15 @@ class TreePoller(threading.Thread):
     rusage. Here each process's own user+system time is taken at its last poll (a process that
     lives less than the poll interval, or the last 100 ms of one, is missed)."""
 
-    def __init__(self, pid: int, interval: float = 0.1):
+    def __init__(self, pid: int, interval: float = 0.1, pss: bool = False):
         super().__init__(daemon=True)
         self.pid, self.interval = pid, interval
         self.peak_kb = 0
+        #: ``pss``: also the peak of the tree's PSS plus /dev/shm's growth since the start, the
+        #: machine's memory the run holds (the summed RSS counts each shared library once a
+        #: process and misses the handover folders on /dev/shm); reading smaps_rollup costs
+        #: the kernel a page-table walk a process a poll, so it is asked for
+        self.pss, self.peak_pss_kb, self._shm0 = pss, 0, _shm_kb()
         self.peak_procs = 0
         self.cpu: dict[tuple[int, int], int] = {}  # (pid, start time) -> ticks last seen
         self._halt = threading.Event()
@@ -187,6 +214,9 @@ class TreePoller(threading.Thread):
                     self.cpu[(p, ticks[0])] = ticks[1]
             if total > self.peak_kb:
                 self.peak_kb, self.peak_procs = total, len(seen)
+            if self.pss:
+                held = sum(_pss_kb(p) for p in seen) + max(0, _shm_kb() - self._shm0)
+                self.peak_pss_kb = max(self.peak_pss_kb, held)
             self._halt.wait(self.interval)
 
     def stop(self) -> None:
@@ -215,9 +245,10 @@ def parse_time_v(text: str) -> dict:
 
 
 def run_tool(tool: str, name: str, wdir: Path, base: list[str], extra: list[str],
-             timeout: float, runs: Path | None = None) -> dict:
+             timeout: float, runs: Path | None = None, pss: bool = False) -> dict:
     """``runs``: where the run's folder (logs, ``out``) goes; default ``wdir/runs``. A shared
-    workload folder can stay read-only when several people time it at once."""
+    workload folder can stay read-only when several people time it at once. ``pss``: also
+    the peak memory as PSS + /dev/shm (:class:`TreePoller`)."""
     # microseconds: a compare of under a second ran twice in the same second's folder
     ts = datetime.now().strftime("%Y%m%d-%H%M%S-%f")
     rdir = (runs if runs is not None else wdir / "runs") / f"{tool}-{ts}"
@@ -241,7 +272,7 @@ def run_tool(tool: str, name: str, wdir: Path, base: list[str], extra: list[str]
         except OSError as e:
             res.update(rc=None, error=f"cannot start: {e}")
             return res
-        poller = TreePoller(proc.pid)
+        poller = TreePoller(proc.pid, pss=pss)
         poller.start()
         try:
             rc = proc.wait(timeout=timeout)
@@ -253,6 +284,7 @@ def run_tool(tool: str, name: str, wdir: Path, base: list[str], extra: list[str]
         poller.stop()
     res.update(rc=rc, wall_s=round(wall, 3), peak_tree_rss_mb=round(poller.peak_kb / 1024, 1),
                tree_cpu_s=round(poller.cpu_s, 2),
+               **({"peak_pss_shm_mb": round(poller.peak_pss_kb / 1024, 1)} if pss else {}),
                loadavg_before=round(load_before, 2), loadavg_after=round(os.getloadavg()[0], 2))
     if have_time and timev.exists():
         tv = parse_time_v(timev.read_text(errors="replace"))
@@ -282,7 +314,9 @@ def run_line(res: dict) -> str:
     load before/after, and the error if any."""
     return (f"rc={res.get('rc')} wall {res.get('wall_s')} s, cpu {res.get('cpu_s')} s "
             f"(tree {res.get('tree_cpu_s')} s), peak tree RSS {res.get('peak_tree_rss_mb')} MB, "
-            f"load {res.get('loadavg_before')}/{res.get('loadavg_after')}"
+            + (f"peak PSS + /dev/shm {res['peak_pss_shm_mb']} MB, " if "peak_pss_shm_mb" in res
+               else "")
+            + f"load {res.get('loadavg_before')}/{res.get('loadavg_after')}"
             + (f"  {res['error']}" if res.get("error") else ""))
 
 

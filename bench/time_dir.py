@@ -70,6 +70,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=Path,
                     help="folder for each run's logs and outputs (default: WORKDIR/runs); the "
                          "workload folder is then only read")
+    ap.add_argument("--pss", action="store_true",
+                    help="also the peak of the tree's PSS plus /dev/shm's growth (the machine's "
+                         "memory; costs the poller a page-table walk a process a poll)")
     ap.add_argument("--discard", action="store_true",
                     help="delete each run's folder once it is timed (a ranks x steps run "
                          "writes ~0.6 GB)")
@@ -82,7 +85,8 @@ def main(argv: list[str] | None = None) -> int:
         extra += ["--db", str(wdir / "history.duckdb")]
     results = []
     for i in range(a.repeat):
-        res = run.run_tool("msq", wdir.name, wdir, base, extra, a.timeout, runs=a.runs)
+        res = run.run_tool("msq", wdir.name, wdir, base, extra, a.timeout, runs=a.runs,
+                           pss=a.pss)
         if a.discard and res.get("run_dir"):
             shutil.rmtree(res["run_dir"], ignore_errors=True)
         results.append(res)
