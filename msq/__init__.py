@@ -120,7 +120,7 @@ def compare_distributed(npu_dump_dir: PathLike, bench_dump_dir: PathLike, output
     if suffix is not None:
         raise UsageError("argument 'suffix' is not supported by compare_distributed")
 
-    return _plain_blame(_distributed(npu_dump_dir, bench_dump_dir, output_path, stack_mode=stack_mode,
+    return _distributed(npu_dump_dir, bench_dump_dir, output_path, stack_mode=stack_mode,
                         auto_analyze=auto_analyze, fuzzy_match=fuzzy_match,
                         **_options(compat=compat, framework=framework,
                                    data_mapping=data_mapping, api_mapping=api_mapping,
@@ -128,7 +128,7 @@ def compare_distributed(npu_dump_dir: PathLike, bench_dump_dir: PathLike, output
                                    formats=formats, label=label, db=db, record=record,
                                    workers=workers, sql_dir=sql_dir, noise=noise,
                                    noise_label=noise_label, blame=blame, engine=engine,
-                                   ray_address=ray_address, ray_place=ray_place, resume=resume)))
+                                   ray_address=ray_address, ray_place=ray_place, resume=resume))
 
 
 def compare_json(path: PathLike, output_path: PathLike, stack_mode: bool = False,
@@ -165,25 +165,18 @@ def compare_json(path: PathLike, output_path: PathLike, stack_mode: bool = False
     """
     from pathlib import Path
 
-    from msq.runner import run_from_compare_json  # lazy: as compare
+    from msq.blame.summary import unpack_blame  # lazy: as compare
+    from msq.runner import run_from_compare_json
 
-    return _plain_blame(run_from_compare_json(
+    results = run_from_compare_json(
         Path(path), Path(output_path), framework=framework, stack_mode=stack_mode,
         auto_analyze=auto_analyze, fuzzy_match=fuzzy_match,
         **_options(compat=compat, data_mapping=data_mapping, api_mapping=api_mapping,
                    cell_mapping=cell_mapping, layer_mapping=layer_mapping, formats=formats,
                    label=label, db=db, record=record, workers=workers, sql_dir=sql_dir,
                    noise=noise, noise_label=noise_label, blame=blame, engine=engine,
-                   ray_address=ray_address, ray_place=ray_place, resume=resume)))
-
-
-def _plain_blame(results: list[CompareResult]) -> list[CompareResult]:
-    """The results with their blame summaries' rows as plain lists: a directory compare's
-    pairs hand their rows to the driver packed (msq.blame.summary.PackedRows), which a caller
-    could read but not change or turn into JSON."""
-    for result in results:
-        if result.blame is not None:
-            result.blame = result.blame.unpacked()
+                   ray_address=ray_address, ray_place=ray_place, resume=resume))
+    unpack_blame(results)  # a directory's pairs' rows reach here packed
     return results
 
 

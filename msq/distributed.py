@@ -21,6 +21,7 @@ from typing import Any
 
 from msq import interrupts
 from msq.blame.run import finish_run, resume_run, start_run
+from msq.blame.summary import unpack_blame
 from msq.config import Options, SingleInput, options_from_kwargs
 from msq.db import remove_stale_temporaries
 from msq.errors import InputError, NothingComparedError, UsageError
@@ -467,6 +468,7 @@ def compare_distributed(npu_dump_dir: str | os.PathLike[str], bench_dump_dir: st
         if not path.is_dir():
             raise InputError(f"{path}: not a directory; compare_distributed takes step directories")
     results = run_dir_compare(npu, bench, Path(output_path), opts)
+    unpack_blame(results)  # the caller's to change or dump: plain lists, not PackedRows
     empty = [r for r in results if r.nothing_compared]
     if empty:  # not a pass: the caller must not read it as one
         raise NothingComparedError(f"{empty[0].title}: {empty[0].nothing_compared}"

@@ -76,6 +76,15 @@ class BlameSummary:
         return replace(self, sources=list(self.sources), collectives=list(self.collectives))
 
 
+def unpack_blame(results: Sequence[Any]) -> None:
+    """Each result's blame summary (``result.blame``) with plain lists of rows, in place: what
+    the Python API hands back (a directory compare's pairs send their rows to the driver as
+    :class:`PackedRows`, which a caller could read but not change or turn into JSON)."""
+    for result in results:
+        if getattr(result, "blame", None) is not None:
+            result.blame = result.blame.unpacked()
+
+
 class PackedRows(Sequence[dict[str, Any]]):
     """A summary's rows (dicts of :data:`ROW_FIELDS`) kept as one pickled blob, read back on
     each use: a list of new dicts, equal to the rows given (a NaN as in any copy: not equal to
