@@ -11,6 +11,7 @@ from pathlib import Path
 
 import duckdb
 
+from msq.blame.summary import WORST_FIRST
 from msq.config import Options
 from msq.db import csv_guard, new_file, quote_ident, quote_str
 from msq.export.xlsx import SheetSpec
@@ -58,7 +59,7 @@ def _sheet_cell(col: str) -> str:
 
 #: blame_rank of a local row: the view ``blame``'s (sql/compare/blame/blame.sql), numbered over
 #: the local rows alone, as there.
-_RANK = "row_number() OVER (ORDER BY output_err DESC, op_seq, out_seq)"
+_RANK = f"row_number() OVER (ORDER BY {WORST_FIRST})"
 
 
 def sheet_query() -> str:

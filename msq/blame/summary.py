@@ -19,6 +19,9 @@ MAX_SOURCES = 1000
 ROW_FIELDS = ("out_seq", "op_seq", "op_name", "npu_name", "io", "role", "direction", "is_module",
               "collective", "err_kind", "input_err", "output_err", "floor", "floor_source",
               "amplification", "verdict", "reason", "link", "candidates", "via", "band")
+#: The local sources' order, worst first: blame_rank's (sql/compare/blame/blame.sql), the
+#: summary's and blame's workbook sheet's (msq.blame.export).
+WORST_FIRST = "output_err DESC, op_seq, out_seq"
 
 
 @dataclass
@@ -178,7 +181,7 @@ def summarize(con: duckdb.DuckDBPyConnection, bands: bool = True) -> BlameSummar
     return BlameSummary(
         counts={k: int(v) for k, v in counts.items()},
         sources=_dicts(con, f"SELECT {cols} FROM blame_rows WHERE verdict = 'local' "
-                            f"ORDER BY output_err DESC, op_seq, out_seq LIMIT {MAX_SOURCES}"),
+                            f"ORDER BY {WORST_FIRST} LIMIT {MAX_SOURCES}"),
         collectives=_dicts(con, f"SELECT {cols} FROM blame_rows WHERE collective "
                                 "ORDER BY out_seq"),
         inputs=int(sum(links.values())), linked=int(sum(v for k, v in links.items()
@@ -225,8 +228,8 @@ def summarize_batch(con: duckdb.DuckDBPyConnection, places: list[tuple[int, int,
         return found
 
     sources = by_pair(f"SELECT pair, {cols} FROM {rows} WHERE verdict = 'local' QUALIFY "
-                      "row_number() OVER (PARTITION BY pair ORDER BY output_err DESC, op_seq, "
-                      f"out_seq) <= {MAX_SOURCES} ORDER BY pair, output_err DESC, op_seq, out_seq")
+                      f"row_number() OVER (PARTITION BY pair ORDER BY {WORST_FIRST}) "
+                      f"<= {MAX_SOURCES} ORDER BY pair, {WORST_FIRST}")
     collectives = by_pair(f"SELECT pair, {cols} FROM {rows} WHERE collective "
                           "ORDER BY pair, out_seq")
     noise_bands: dict[int, list[tuple[str, float]]] = {k: [] for k, *_ in places}
@@ -262,7 +265,7 @@ def summarize_recorded(con: duckdb.DuckDBPyConnection, catalog: str,
     summary = BlameSummary(
         counts={k: int(v) for k, v in counts.items()},
         sources=_dicts(con, f"SELECT {cols} {where} AND verdict = 'local' "
-                            f"ORDER BY output_err DESC, op_seq, out_seq LIMIT {MAX_SOURCES}"),
+                            f"ORDER BY {WORST_FIRST} LIMIT {MAX_SOURCES}"),
         collectives=_dicts(con, f"SELECT {cols} {where} AND collective ORDER BY out_seq"),
         inputs=int(sum(links.values())), linked=int(sum(v for k, v in links.items()
                                                         if k != "external")),
