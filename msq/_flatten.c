@@ -39,8 +39,8 @@ typedef struct {
     size_t len, cap;
 } Buf;
 
-static int buf_reserve(Buf *b, size_t extra) {
-    if (b->len + extra <= b->cap) return 0;
+/* growing a buffer (the rare path: buf_reserve's check is inlined in every append) */
+static __attribute__((noinline)) int buf_grow(Buf *b, size_t extra) {
     size_t cap = b->cap ? b->cap : 256;
     while (cap < b->len + extra) cap *= 2;
     char *p = realloc(b->p, cap);
@@ -50,10 +50,22 @@ static int buf_reserve(Buf *b, size_t extra) {
     return 0;
 }
 
-static int buf_put(Buf *b, const void *data, size_t n) {
+static inline int buf_reserve(Buf *b, size_t extra) {
+    if (__builtin_expect(b->len + extra <= b->cap, 1)) return 0;
+    return buf_grow(b, extra);
+}
+
+/* inlined: an append of a constant size is a store, not a call of memcpy */
+static inline int buf_put(Buf *b, const void *data, size_t n) {
     if (buf_reserve(b, n)) return -1;
     memcpy(b->p + b->len, data, n);
     b->len += n;
+    return 0;
+}
+
+static inline int buf_byte(Buf *b, char v) {
+    if (buf_reserve(b, 1)) return -1;
+    b->p[b->len++] = v;
     return 0;
 }
 
@@ -96,14 +108,13 @@ static void col_free(Col *c) {
     buf_free(&c->valid);
 }
 
-static int col_valid(Col *c, int ok) {
-    char v = ok ? 1 : 0;
+static inline int col_valid(Col *c, int ok) {
     if (!ok) c->nulls++;
     c->n++;
-    return buf_put(&c->valid, &v, 1);
+    return buf_byte(&c->valid, ok ? 1 : 0);
 }
 
-static int col_str(Col *c, const char *s, size_t n) {
+static inline int col_str(Col *c, const char *s, size_t n) {
     /* Arrow's string type: int32 offsets (2 GiB a column; a dump.json is at most 1 GiB) */
     if (c->data.len + n > INT32_MAX || buf_put(&c->data, s, n)) return -1;
     int32_t end = (int32_t)c->data.len;
@@ -111,9 +122,15 @@ static int col_str(Col *c, const char *s, size_t n) {
     return col_valid(c, 1);
 }
 
-static int col_cstr(Col *c, const char *s) { return col_str(c, s, strlen(s)); }
+/* a one-character string (the statistics' kinds) */
+static inline int col_char(Col *c, char ch) {
+    if (c->data.len + 1 > INT32_MAX || buf_byte(&c->data, ch)) return -1;
+    int32_t end = (int32_t)c->data.len;
+    if (buf_put(&c->offs, &end, sizeof end)) return -1;
+    return col_valid(c, 1);
+}
 
-static int col_null(Col *c) {
+static inline int col_null(Col *c) {
     if (c->kind == K_STR) {
         int32_t end = (int32_t)c->data.len;
         if (buf_put(&c->offs, &end, sizeof end)) return -1;
@@ -125,12 +142,77 @@ static int col_null(Col *c) {
     return col_valid(c, 0);
 }
 
-static int col_i32(Col *c, int32_t v) { return buf_put(&c->data, &v, 4) || col_valid(c, 1); }
-static int col_i64(Col *c, int64_t v) { return buf_put(&c->data, &v, 8) || col_valid(c, 1); }
-static int col_f64(Col *c, double v) { return buf_put(&c->data, &v, 8) || col_valid(c, 1); }
-static int col_bool(Col *c, int v) {
-    char b = v ? 1 : 0;
-    return buf_put(&c->data, &b, 1) || col_valid(c, 1);
+static inline int col_i32(Col *c, int32_t v) { return buf_put(&c->data, &v, 4) || col_valid(c, 1); }
+static inline int col_i64(Col *c, int64_t v) { return buf_put(&c->data, &v, 8) || col_valid(c, 1); }
+static inline int col_f64(Col *c, double v) { return buf_put(&c->data, &v, 8) || col_valid(c, 1); }
+static inline int col_bool(Col *c, int v) { return buf_byte(&c->data, v ? 1 : 0) || col_valid(c, 1); }
+
+/* A row's appends to the tensors columns (emit_row, stat_cols) check no room of their own:
+ * rows_room made room for one more value in every row column first (its validity byte, its
+ * offset or fixed-width value, and a one-byte string's byte), so only a string's bytes are
+ * checked (r_str). The same buffers and bytes as the col_ appends above. */
+static inline void r_valid(Col *c, int ok) {
+    c->valid.p[c->valid.len++] = ok ? 1 : 0;
+    c->n++;
+    if (!ok) c->nulls++;
+}
+
+static inline void r_end(Col *c) {
+    int32_t end = (int32_t)c->data.len;
+    memcpy(c->offs.p + c->offs.len, &end, sizeof end);
+    c->offs.len += sizeof end;
+}
+
+static inline int r_str(Col *c, const char *s, size_t n) {
+    if (c->data.len + n > INT32_MAX || buf_put(&c->data, s, n)) return -1;
+    r_end(c);
+    r_valid(c, 1);
+    return 0;
+}
+
+static inline void r_char(Col *c, char ch) {  /* a one-byte string: data.len <= n here */
+    c->data.p[c->data.len++] = ch;
+    r_end(c);
+    r_valid(c, 1);
+}
+
+static inline void r_null(Col *c) {
+    if (c->kind == K_STR) {
+        r_end(c);
+    } else {
+        size_t width = c->kind == K_I32 ? 4 : c->kind == K_BOOL ? 1 : 8;
+        memset(c->data.p + c->data.len, 0, width);
+        c->data.len += width;
+    }
+    r_valid(c, 0);
+}
+
+static inline void r_i32(Col *c, int32_t v) {
+    memcpy(c->data.p + c->data.len, &v, 4);
+    c->data.len += 4;
+    r_valid(c, 1);
+}
+
+static inline void r_i64(Col *c, int64_t v) {
+    memcpy(c->data.p + c->data.len, &v, 8);
+    c->data.len += 8;
+    r_valid(c, 1);
+}
+
+static inline void r_f64(Col *c, double v) {
+    memcpy(c->data.p + c->data.len, &v, 8);
+    c->data.len += 8;
+    r_valid(c, 1);
+}
+
+static inline void r_bool(Col *c, int v) {
+    c->data.p[c->data.len++] = v ? 1 : 0;
+    r_valid(c, 1);
+}
+
+/* b's capacity at least `total` bytes */
+static int buf_room(Buf *b, size_t total) {
+    return total > b->len ? buf_reserve(b, total - b->len) : 0;
 }
 
 static ColMark col_mark(Col *c) {
@@ -173,6 +255,8 @@ static const char *OP_NAMES[N_OP_COLS] = {"op_name", "n_rows", "n_input_args", "
 typedef struct {
     Col rows[N_ROW_COLS];
     Col ops[N_OP_COLS];
+    int64_t row_cap;    /* every row column has room for this many values (rows_room) */
+    int64_t row_hint;   /* the rows first made room for: the document's rows as guessed */
     int real_data, fix_direction;
     int32_t op_seq, row_in_op;
     int32_t k_in, k_out;  /* the op's rows so far whose disp_io is input / output */
@@ -181,6 +265,7 @@ typedef struct {
     size_t op_len;
     Buf name;           /* the argument name being built */
     Buf tmp;
+    Buf shape;          /* a row's shape text (list_text), reused row after row */
     int nomem;          /* allocation failed */
     const char *why;    /* why the fast path gave up (NULL: it did not) */
 } Flat;
@@ -197,7 +282,9 @@ typedef struct {
     double d;
 } Num;
 
-static int read_num(Flat *f, yyjson_val *v, Num *out) {
+static int read_num_other(Flat *f, yyjson_val *v, Num *out);
+
+static inline int read_num(Flat *f, yyjson_val *v, Num *out) {
     /* yyjson read the number as it parsed the document (the same correctly rounded double as
      * its yyjson_read_number gives the text); an int of more than 18 digits is left to Python,
      * as before (its |value| is 10^18 or more: JSON has no leading zeros) */
@@ -206,6 +293,11 @@ static int read_num(Flat *f, yyjson_val *v, Num *out) {
         out->d = yyjson_get_real(v);
         return 0;
     }
+    return read_num_other(f, v, out);
+}
+
+/* read_num's ints and raw texts (a statistics dump's floats take the inlined path above) */
+static __attribute__((noinline)) int read_num_other(Flat *f, yyjson_val *v, Num *out) {
     if (yyjson_is_uint(v) || yyjson_is_sint(v)) {
         int64_t i;
         if (yyjson_is_uint(v)) {
@@ -264,11 +356,26 @@ static int read_num(Flat *f, yyjson_val *v, Num *out) {
 static int is_number(yyjson_val *v) { return yyjson_is_num(v) || yyjson_is_raw(v); }
 
 /* str(value) of an int, or of a list of ints/bools (Python's repr), into f->tmp */
+static const char DIGIT_PAIRS[201] =
+    "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+    "8081828384858687888990919293949596979899";
+
 static int int_text(Buf *b, int64_t i) {
     char text[24];
     char *end = text + sizeof text, *p = end;
     uint64_t u = i < 0 ? (uint64_t)0 - (uint64_t)i : (uint64_t)i;
-    do { *--p = (char)('0' + u % 10); u /= 10; } while (u);
+    while (u >= 100) {  /* two digits at a time */
+        p -= 2;
+        memcpy(p, DIGIT_PAIRS + 2 * (u % 100), 2);
+        u /= 100;
+    }
+    if (u >= 10) {
+        p -= 2;
+        memcpy(p, DIGIT_PAIRS + 2 * u, 2);
+    } else {
+        *--p = (char)('0' + u);
+    }
     if (i < 0) *--p = '-';
     return buf_put(b, p, (size_t)(end - p));
 }
@@ -325,21 +432,31 @@ static int has_dup_keys(Flat *f, yyjson_val *obj) {
 static int stat_cols(Flat *f, int s, yyjson_val *v) {
     Col *num = &f->rows[C_STATS + 3 * s], *kind = num + 1, *str = num + 2;
     if (!v || yyjson_is_null(v)) {
-        MEM(col_null(num) || col_cstr(kind, "n") || col_null(str));
+        r_null(num);
+        r_char(kind, 'n');
+        r_null(str);
     } else if (yyjson_is_bool(v)) {
-        MEM(col_f64(num, yyjson_get_bool(v) ? 1.0 : 0.0) || col_cstr(kind, "b") || col_null(str));
+        r_f64(num, yyjson_get_bool(v) ? 1.0 : 0.0);
+        r_char(kind, 'b');
+        r_null(str);
     } else if (is_number(v)) {
         Num n;
         if (read_num(f, v, &n)) return -1;
         if (n.is_int) {
             f->tmp.len = 0;
             MEM(int_text(&f->tmp, n.i));
-            MEM(col_f64(num, n.d) || col_cstr(kind, "i") || col_str(str, f->tmp.p, f->tmp.len));
+            r_f64(num, n.d);
+            r_char(kind, 'i');
+            MEM(r_str(str, f->tmp.p, f->tmp.len));
         } else {
-            MEM(col_f64(num, n.d) || col_cstr(kind, "f") || col_null(str));
+            r_f64(num, n.d);
+            r_char(kind, 'f');
+            r_null(str);
         }
     } else if (yyjson_is_str(v)) {
-        MEM(col_null(num) || col_cstr(kind, "s") || col_str(str, yyjson_get_str(v), yyjson_get_len(v)));
+        r_null(num);
+        r_char(kind, 's');
+        MEM(r_str(str, yyjson_get_str(v), yyjson_get_len(v)));
     } else {
         GIVE_UP(f, "a statistic that is a list or an object");
     }
@@ -372,6 +489,29 @@ static int dotted_has(Flat *f, const char *text, size_t n, const char *word) {
     return contains(f->tmp.p, f->tmp.len, word);
 }
 
+/* room for one more row in every row column (the r_ appends), made for twice as many rows at
+ * a time */
+static __attribute__((noinline)) int rows_room(Flat *f) {
+    /* a string column's bytes a row, as a statistics dump's rows have them (an average name is
+     * ~40 bytes; r_str grows a column whose texts are longer) */
+    static const unsigned char TEXT_BYTES[N_ROW_COLS] = {
+        [C_NAME] = 48, [C_DISP_NAME] = 48, [C_IO] = 6, [C_DISP_IO] = 6, [C_DTYPE] = 16,
+        [C_SHAPE] = 16, [C_MD5] = 1, [C_DATA_NAME] = 2, [C_STATS + 1] = 1, [C_STATS + 2] = 1,
+        [C_STATS + 4] = 1, [C_STATS + 5] = 1, [C_STATS + 7] = 1, [C_STATS + 8] = 1,
+        [C_STATS + 10] = 1, [C_STATS + 11] = 1};
+    int64_t cap = f->row_cap ? 2 * f->row_cap : f->row_hint;
+    for (int i = 0; i < N_ROW_COLS; i++) {
+        Col *c = &f->rows[i];
+        size_t width = c->kind == K_STR ? TEXT_BYTES[i] : c->kind == K_BOOL ? 1
+                       : c->kind == K_I32 ? 4 : 8;
+        if (buf_room(&c->valid, (size_t)cap) || buf_room(&c->data, (size_t)cap * width)
+            || (c->kind == K_STR && buf_room(&c->offs, (size_t)(cap + 1) * 4)))
+            return -1;
+    }
+    f->row_cap = cap;
+    return 0;
+}
+
 /* one row: flatten.Flattener._row; stats[4] may be NULL (no statistic) */
 static int emit_row(Flat *f, const char *dtype, size_t dtype_len, const char *shape,
                     size_t shape_len, yyjson_val *md5, yyjson_val **stats,
@@ -397,21 +537,28 @@ static int emit_row(Flat *f, const char *dtype, size_t dtype_len, const char *sh
         if (f->nomem) return -1;
     }
     Col *c = f->rows;
-    MEM(col_i32(&c[C_OP_SEQ], f->op_seq) || col_i32(&c[C_ROW_IN_OP], f->row_in_op));
+    if (c[0].n >= f->row_cap) MEM(rows_room(f));
+    r_i32(&c[C_OP_SEQ], f->op_seq);
+    r_i32(&c[C_ROW_IN_OP], f->row_in_op);
     f->row_in_op++;
-    MEM(col_i32(&c[C_IO_K], disp_io[0] == 'i' ? ++f->k_in : ++f->k_out));
-    MEM(col_str(&c[C_NAME], name, name_len) || col_str(&c[C_DISP_NAME], disp, disp_len)
-        || col_cstr(&c[C_IO], io) || col_cstr(&c[C_DISP_IO], disp_io));
-    MEM(dtype ? col_str(&c[C_DTYPE], dtype, dtype_len) : col_null(&c[C_DTYPE]));
-    MEM(shape ? col_str(&c[C_SHAPE], shape, shape_len) : col_null(&c[C_SHAPE]));
+    r_i32(&c[C_IO_K], disp_io[0] == 'i' ? ++f->k_in : ++f->k_out);
+    MEM(r_str(&c[C_NAME], name, name_len) || r_str(&c[C_DISP_NAME], disp, disp_len)
+        || r_str(&c[C_IO], io, io[0] == 'i' ? 5 : 6)
+        || r_str(&c[C_DISP_IO], disp_io, disp_io[0] == 'i' ? 5 : 6));
+    if (dtype) MEM(r_str(&c[C_DTYPE], dtype, dtype_len));
+    else r_null(&c[C_DTYPE]);
+    if (shape) MEM(r_str(&c[C_SHAPE], shape, shape_len));
+    else r_null(&c[C_SHAPE]);
     if (md5 && !yyjson_is_null(md5)) {
         if (!yyjson_is_str(md5)) GIVE_UP(f, "an md5 that is not a string");
-        MEM(col_str(&c[C_MD5], yyjson_get_str(md5), yyjson_get_len(md5)));
+        MEM(r_str(&c[C_MD5], yyjson_get_str(md5), yyjson_get_len(md5)));
     } else {
-        MEM(col_null(&c[C_MD5]));
+        r_null(&c[C_MD5]);
     }
-    MEM(col_str(&c[C_DATA_NAME], data_name, dn_len) || col_bool(&c[C_IS_TENSOR], is_tensor));
-    MEM(has_numel ? col_i64(&c[C_NUMEL], numel) : col_null(&c[C_NUMEL]));
+    MEM(r_str(&c[C_DATA_NAME], data_name, dn_len));
+    r_bool(&c[C_IS_TENSOR], is_tensor);
+    if (has_numel) r_i64(&c[C_NUMEL], numel);
+    else r_null(&c[C_NUMEL]);
     for (int s = 0; s < 4; s++)
         if (stat_cols(f, s, stats ? stats[s] : NULL)) return -1;
     return 0;
@@ -459,24 +606,18 @@ static int tensor_row(Flat *f, yyjson_val *item) {
         dn = yyjson_get_str(data_name);
         dn_len = yyjson_get_len(data_name);
     }
-    Buf shape_text = {0};
+    Buf *shape_text = &f->shape;
     int all_int, overflow;
     int64_t prod;
-    int r = list_text(f, shape, &shape_text, &all_int, &prod, &overflow);
+    int r = list_text(f, shape, shape_text, &all_int, &prod, &overflow);
     if (r) {
-        buf_free(&shape_text);
         if (r == -2) f->nomem = 1;
         return -1;
     }
-    if (all_int && overflow) {
-        buf_free(&shape_text);
-        GIVE_UP(f, "a shape whose element count overflows");
-    }
+    if (all_int && overflow) GIVE_UP(f, "a shape whose element count overflows");
     int has_dtype = dtype && yyjson_is_str(dtype);
-    r = emit_row(f, has_dtype ? yyjson_get_str(dtype) : NULL, has_dtype ? yyjson_get_len(dtype) : 0,
-                 shape_text.p, shape_text.len, md5, stats, all_int, prod, dn, dn_len, 1);
-    buf_free(&shape_text);
-    return r;
+    return emit_row(f, has_dtype ? yyjson_get_str(dtype) : NULL, has_dtype ? yyjson_get_len(dtype) : 0,
+                    shape_text->p, shape_text->len, md5, stats, all_int, prod, dn, dn_len, 1);
 }
 
 static int typed_row(Flat *f, yyjson_val *item) {
@@ -591,21 +732,34 @@ static int list_length(Flat *f, yyjson_val *v, int32_t *out) {
 
 /* One string field of row r into a struct_key: "-" when null, else its byte length, ":" and its
  * bytes (a length prefix: any text, control characters included, keeps keys apart). */
-static int key_field(Buf *b, const Col *c, int64_t r) {
-    if (!c->valid.p[r]) return buf_put(b, "-", 1);
+static char *key_field(char *w, const Col *c, int64_t r) {
+    if (!c->valid.p[r]) {
+        *w = '-';
+        return w + 1;
+    }
     const int32_t *offs = (const int32_t *)c->offs.p;
     /* "%d:" of the byte length (never negative), its digits written here: snprintf took ~1,100
      * instructions a field, ~100 M of a 24,500-row pair's three fields a row */
-    uint32_t n = (uint32_t)(offs[r + 1] - offs[r]);
+    uint32_t n = (uint32_t)(offs[r + 1] - offs[r]), m = n;
     char len[16];
     int k = (int)sizeof len - 1;
     len[k] = ':';
     do {
-        len[--k] = (char)('0' + n % 10);
-        n /= 10;
-    } while (n);
-    return buf_put(b, len + k, sizeof len - (size_t)k)
-           || buf_put(b, c->data.p + offs[r], (size_t)(offs[r + 1] - offs[r]));
+        len[--k] = (char)('0' + m % 10);
+        m /= 10;
+    } while (m);
+    memcpy(w, len + k, sizeof len - (size_t)k);
+    w += sizeof len - (size_t)k;
+    memcpy(w, c->data.p + offs[r], n);
+    return w + n;
+}
+
+/* a string value of `len` bytes written at the end of c's data (its room was made) ends */
+static int col_end_str(Col *c, size_t len) {
+    if (len > INT32_MAX) return -1;
+    c->data.len = len;
+    int32_t end = (int32_t)len;
+    return buf_put(&c->offs, &end, sizeof end) || col_valid(c, 1);
 }
 
 /* The op's row_key, n_in_rows and n_out_rows from its rows (start .. the last): what op_keys'
@@ -617,25 +771,33 @@ static int key_field(Buf *b, const Col *c, int64_t r) {
 static int op_key(Flat *f, int64_t start) {
     const Col *dn = &f->rows[C_DISP_NAME], *io = &f->rows[C_IO];
     const int32_t *offs = (const int32_t *)dn->offs.p, *io_offs = (const int32_t *)io->offs.p;
+    int64_t end = dn->n;
     int32_t n_in = 0, n_out = 0;
-    f->tmp.len = 0;
-    for (int64_t r = start; r < dn->n; r++) {
-        if (r > start && buf_put(&f->tmp, "\x1f", 1)) f->nomem = 1;
-        if (buf_put(&f->tmp, dn->data.p + offs[r], (size_t)(offs[r + 1] - offs[r]))) f->nomem = 1;
+    Col *o = f->ops, *rk = &o[O_ROW_KEY], *sk = &o[O_STRUCT_KEY];
+    /* each key written into its column at once, its room made first */
+    MEM(buf_reserve(&rk->data, (size_t)(offs[end] - offs[start]) + (size_t)(end - start)));
+    char *w = rk->data.p + rk->data.len;
+    for (int64_t r = start; r < end; r++) {
+        if (r > start) *w++ = '\x1f';
+        size_t n = (size_t)(offs[r + 1] - offs[r]);
+        memcpy(w, dn->data.p + offs[r], n);
+        w += n;
         if (io->data.p[io_offs[r]] == 'i') n_in++;
         else n_out++;
     }
-    if (f->nomem) return -1;
-    Col *o = f->ops;
-    MEM(col_str(&o[O_ROW_KEY], f->tmp.p ? f->tmp.p : "", f->tmp.len)
+    MEM(col_end_str(rk, (size_t)(w - rk->data.p))
         || col_i32(&o[O_N_IN_ROWS], n_in) || col_i32(&o[O_N_OUT_ROWS], n_out));
-    f->tmp.len = 0;
-    for (int64_t r = start; r < dn->n; r++)
-        if (key_field(&f->tmp, &f->rows[C_DTYPE], r) || key_field(&f->tmp, &f->rows[C_SHAPE], r)
-            || key_field(&f->tmp, &f->rows[C_MD5], r))
-            f->nomem = 1;
-    if (f->nomem) return -1;
-    MEM(col_str(&o[O_STRUCT_KEY], f->tmp.p ? f->tmp.p : "", f->tmp.len));
+    const Col *keyed[3] = {&f->rows[C_DTYPE], &f->rows[C_SHAPE], &f->rows[C_MD5]};
+    size_t room = (size_t)(end - start) * 3 * 11;  /* "4294967295:" at most a field, or "-" */
+    for (int j = 0; j < 3; j++) {
+        const int32_t *o2 = (const int32_t *)keyed[j]->offs.p;
+        room += (size_t)(o2[end] - o2[start]);
+    }
+    MEM(buf_reserve(&sk->data, room));
+    w = sk->data.p + sk->data.len;
+    for (int64_t r = start; r < end; r++)
+        for (int j = 0; j < 3; j++) w = key_field(w, keyed[j], r);
+    MEM(col_end_str(sk, (size_t)(w - sk->data.p)));
     return 0;
 }
 
@@ -656,7 +818,7 @@ static int add_op(Flat *f, yyjson_val *key, yyjson_val *entry) {
     /* directions: flatten.Flattener._directions */
     const char *op = f->op;
     size_t n = f->op_len;
-    int fwd = contains(op, n, "forward"), bwd = contains(op, n, "backward");
+    int fwd = -1, bwd = -1;  /* -1: "forward" in op_name (and "backward"), found only if asked */
     if (f->fix_direction) {
         const char *last = op, *prev = NULL;
         for (size_t j = 0; j < n; j++)
@@ -674,6 +836,10 @@ static int add_op(Flat *f, yyjson_val *key, yyjson_val *entry) {
         }
         if (tail_len == 7 && memcmp(tail, "forward", 7) == 0) { fwd = 1; bwd = 0; }
         else if (tail_len == 8 && memcmp(tail, "backward", 8) == 0) { fwd = 0; bwd = 1; }
+    }
+    if (fwd < 0) {
+        fwd = contains(op, n, "forward");
+        bwd = contains(op, n, "backward");
     }
     if (fwd) {
         f->io = "input";
@@ -736,7 +902,6 @@ static int check_document(Flat *f, yyjson_doc *doc) {
     yyjson_val *ends[MAX_JSON_NESTING + 1];
     int depth = 0;
     for (size_t i = 0; i < count; i++, v++) {
-        while (depth && v >= ends[depth - 1]) depth--;
         if (yyjson_is_raw(v)) {
             const char *raw = yyjson_get_raw(v);
             size_t len = yyjson_get_len(v);
@@ -748,6 +913,9 @@ static int check_document(Flat *f, yyjson_doc *doc) {
                     GIVE_UP(f, "a non-finite literal Python does not read");
             }
         } else if (yyjson_is_ctn(v) && yyjson_get_len(v) > 0) {
+            /* the containers ended before v closed here, not at every value: only a container's
+             * own depth is checked */
+            while (depth && v >= ends[depth - 1]) depth--;
             if (depth == MAX_JSON_NESTING) GIVE_UP(f, "deep nesting");
             ends[depth++] = unsafe_yyjson_get_next(v);
         }
@@ -847,6 +1015,22 @@ static int flatten_doc(Flat *f, yyjson_doc *doc, int compat, DocInfo *info) {
     else GIVE_UP(f, "a task other than statistics or tensor");
     if (has_dup_ops(f, data)) return -1;
     f->real_data = info->task_tensor;
+    /* room for the rows made once, not by doubling from a few (each doubling a copy of every
+     * column, ~50 MB of copies for 8 x 5 MB dumps): a statistics dump has ~15.5 JSON values a
+     * row (a tensor's object), so ~1.3x its rows; a dump of fewer values a row grows as before */
+    f->row_hint = (int64_t)(yyjson_doc_get_val_count(doc) / 12) + 1024;
+    /* and the ops' columns for their known count (texts: as rows_room's guesses) */
+    size_t n_ops = yyjson_obj_size(data) + 1;
+    for (int i = 0; i < N_OP_COLS; i++) {
+        Col *c = &f->ops[i];
+        size_t text = i == O_NAME ? n_ops * 64 : i == O_ROW_KEY ? (size_t)f->row_hint * 48
+                      : i == O_STRUCT_KEY ? (size_t)f->row_hint * 40 : n_ops * 4;
+        if (buf_room(&c->valid, n_ops) || buf_room(&c->data, text)
+            || (c->kind == K_STR && buf_room(&c->offs, (n_ops + 1) * 4))) {
+            f->nomem = 1;
+            return -1;
+        }
+    }
     f->fix_direction = !compat;
     int32_t seq = 0;
     yyjson_obj_foreach(data, idx, max, k, v) {
@@ -991,8 +1175,16 @@ static PyObject *live_bytes(PyObject *self, PyObject *unused) {
 /* one byte per value -> an Arrow bitmap, in place */
 static void pack_bits(Buf *b, int64_t n) {
     unsigned char *p = (unsigned char *)b->p;
-    size_t bytes = (size_t)((n + 7) / 8);
-    for (size_t i = 0; i < bytes; i++) {
+    size_t bytes = (size_t)((n + 7) / 8), whole = (size_t)(n / 8), i = 0;
+    for (; i < whole; i++) {  /* eight bytes of 0 or 1 at a time: byte j's bit to bit j */
+        uint64_t x;
+        memcpy(&x, p + i * 8, 8);
+#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+        x = __builtin_bswap64(x);
+#endif
+        p[i] = (unsigned char)((x * 0x0102040810204080ULL) >> 56);
+    }
+    for (; i < bytes; i++) {
         unsigned char bits = 0;
         for (int j = 0; j < 8 && (int64_t)(i * 8 + j) < n; j++)
             if (p[i * 8 + j]) bits |= (unsigned char)(1u << j);
@@ -1041,6 +1233,7 @@ static void flat_free(Flat *f) {
     for (int i = 0; i < N_OP_COLS; i++) col_free(&f->ops[i]);
     buf_free(&f->name);
     buf_free(&f->tmp);
+    buf_free(&f->shape);
 }
 
 static int flat_init(Flat *f) {

@@ -130,6 +130,24 @@ def test_compact_and_unicode_layouts(tmp_path: Path) -> None:
     check_same(path, True)
 
 
+def test_columns_grow_past_the_readers_first_room(tmp_path: Path) -> None:
+    """The C reader makes room for the rows it guesses from the document's JSON values (a
+    statistics tensor's ~15), and for names of ~48 bytes: a dump of far more rows a value (null
+    arguments, one value a row) and of longer names and data_names grows every column past it,
+    and still reads the Python reader's rows."""
+    long = "Functional." + "x" * 300
+    data = {f"{long}.{i}.forward": {"input_args": [None] * 40 + [{}] * 10 + [
+                t([i, 2], data_name=f"{long}.{i}.forward.input.0.pt")],
+                "output": [{"type": "int", "value": i}] * 5}
+            for i in range(120)}
+    for task in ("statistics", "tensor"):
+        path = write_dump(tmp_path / task, data, task=task)
+        fast = c_side(path, False)
+        assert fast is not None and fast.rows.num_rows == 120 * 56
+        for compat in (False, True):
+            check_same(path, compat)
+
+
 @st.composite
 def real_ints(draw: st.DrawFn) -> Any:
     return draw(st.one_of(st.integers(-(10**18) + 1, 10**18 - 1), st.floats(allow_nan=True)))
