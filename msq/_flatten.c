@@ -1687,6 +1687,35 @@ static void copy_bits(uint8_t *dst, int64_t dpos, const uint8_t *src, int64_t sp
     }
 }
 
+/* the set bits of a 64-bit word */
+static inline int64_t ones64(uint64_t x) {
+#if defined(__GNUC__) || defined(__clang__)
+    return __builtin_popcountll(x);
+#else
+    x = x - ((x >> 1) & 0x5555555555555555ULL);
+    x = (x & 0x3333333333333333ULL) + ((x >> 2) & 0x3333333333333333ULL);
+    x = (x + (x >> 4)) & 0x0F0F0F0F0F0F0F0FULL;
+    return (int64_t)((x * 0x0101010101010101ULL) >> 56);
+#endif
+}
+
+/* the zero bits (an Arrow validity bitmap's NULLs) among bits off .. off + len - 1 of v, 64 a
+ * step: a bit a step took ~13 instructions a value, ~60 M of a 96,600-row workbook query's
+ * ~50 columns */
+static int64_t zero_bits(const uint8_t *v, int64_t off, int64_t len) {
+    int64_t ones = 0, i = 0;
+    for (; i < len && ((off + i) & 7); i++) ones += (v[(off + i) >> 3] >> ((off + i) & 7)) & 1;
+    const uint8_t *p = v + ((off + i) >> 3);  /* i is len, or off + i a whole byte */
+    for (; i + 64 <= len; i += 64, p += 8) {
+        uint64_t w;
+        memcpy(&w, p, sizeof w);
+        ones += ones64(w);
+    }
+    for (; i + 8 <= len; i += 8, p++) ones += ones64(*p);
+    for (; i < len; i++) ones += (v[(off + i) >> 3] >> ((off + i) & 7)) & 1;
+    return len - ones;
+}
+
 static int fixed_width(const char *format) {
     if (!strcmp(format, "g") || !strcmp(format, "l")) return 8;
     if (!strcmp(format, "i")) return 4;
@@ -1741,9 +1770,7 @@ static PyObject *concat_columns(struct ArrowSchema *schema, struct ArrowArray *b
             int64_t off = a->offset + batches[b].offset, len = batches[b].length;
             const uint8_t *v = a->buffers[0];
             if (vbits) copy_bits(vbits, pos, v, off, len);
-            if (v)
-                for (int64_t i = 0; i < len; i++)
-                    null_count += !((v[(off + i) >> 3] >> ((off + i) & 7)) & 1);
+            if (v) null_count += zero_bits(v, off, len);
             if (is_str) {
                 const int32_t *o = a->buffers[1];
                 const char *chars_src = a->buffers[2];

@@ -60,3 +60,42 @@ def test_arrow_columns_reads_it_as_the_relation() -> None:
         assert plain[0] == 300000
     finally:
         con.close()
+
+
+def test_arrow_columns_counts_nulls_and_keeps_validity_at_any_offset() -> None:
+    """Each column's NULL count and validity bits, read from batches whose arrays start at any
+    bit of their buffers (pyarrow's slices) and end anywhere in a byte or a 64-bit word, are
+    pyarrow's own; a column without NULLs has no validity."""
+    import itertools
+    import random
+
+    import pyarrow as pa
+
+    rng = random.Random(15)
+    n = 1000
+    valid = [rng.random() < 0.7 for _ in range(n)]
+    sparse = [rng.random() < 0.02 for _ in range(n)]  # a NULL a word at most, many words none
+    table = pa.table({
+        "x": pa.array([float(i) if v else None for i, v in enumerate(valid)], pa.float64()),
+        "s": pa.array([str(i) if v else None for i, v in enumerate(sparse)], pa.string()),
+        "full": pa.array(range(n), pa.int64()),
+    })
+    for start, stop in ((0, n), (1, n), (7, 993), (63, 64), (64, 200), (3, 4), (130, 130),
+                        (5, 517)):
+        cuts = sorted({start, stop, *rng.sample(range(start, stop + 1), min(3, stop - start))})
+        batches = [b for a, z in itertools.pairwise(cuts) for b in table.slice(a, z - a).to_batches()]
+        part = table.slice(start, stop - start)
+        got = arrow_columns(pa.RecordBatchReader.from_batches(table.schema, batches))
+        if got is None:  # the C helpers are not built
+            return
+        count, columns = got
+        assert count == stop - start
+        for name in ("x", "s", "full"):
+            want = part.column(name).combine_chunks()
+            _kind, nulls, validity, _offsets, _data = columns[name]
+            assert nulls == want.null_count, (name, start, stop)
+            if want.null_count == 0:
+                assert validity is None
+            else:
+                bits = [bool((validity[i >> 3] >> (i & 7)) & 1) for i in range(count)]
+                assert bits == [v is not None for v in want.to_pylist()]
