@@ -382,9 +382,10 @@ def _batch_shared(jobs: list[PairJob], opts: Options, output_dir: Path,
             raise NotBatchable("a pair's dump warned: its lines are its own compare's")
         before = batch_catalog(con)
         # each pair's views are the batch's tables' columns (pair_views): its sheets' column
-        # types are the first pair's, and its main sheet's rows are its slice of the batch's,
-        # fetched once for the batch
-        with same_shapes(), batch_sheets(batch_workbook_queries(mode)) as sheets:
+        # types are the first pair's, and its sheets' rows (main and blame) are its slice of the
+        # batch's, fetched once for the batch
+        with same_shapes(), batch_sheets(batch_workbook_queries(
+                mode, [part.place.out_range for part in parts])) as sheets:
             for job, part, result, pair_rows in zip(jobs, parts, results, rows, strict=True):
                 sheets.pair(part.place.out_range)
                 outs.append(_batch_pair_shared(con, mode, job, part, result, opts, types, root,

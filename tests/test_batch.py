@@ -147,6 +147,9 @@ def test_each_pair_of_a_batch_is_its_own_compare(jobs, opts, tmp_path, monkeypat
     outs = pair_tables._batch_shared(jobs, opts, tmp_path)  # raises unless batched
     assert asked.count("SELECT * FROM batch_stat_result") == 1
     assert "SELECT * FROM stat_result" not in asked
+    # blame's sheet too: once, over batch_blame_rows (blame.export.batch_sheet_query)
+    blame = [query for query in asked if "blame_rows" in query]
+    assert len(blame) == 1 and "FROM batch_blame_rows" in blame[0], blame
     monkeypatch.undo()
     assert len(outs) == len(jobs)
     batched = [contents(out) for out in outs if isinstance(out, PairTables)]
@@ -158,6 +161,12 @@ def test_each_pair_of_a_batch_is_its_own_compare(jobs, opts, tmp_path, monkeypat
             assert got["files"][name] == want["files"][name], (job.title, name)
         assert got["history"] == want["history"], job.title
         assert got == want, job.title
+    # blame's sheets differ between pairs, and more than one has rows: a pair given another's
+    # slice, ranks or rows would differ from its own compare
+    sheets = [got["files"][name]["xl/worksheets/sheet2.xml"] for got in batched
+              for name in got["files"] if name.endswith(".xlsx")]
+    assert len(sheets) == len(jobs) and len(set(sheets)) >= 3
+    assert sum(b"<row r=\"3\"" in sheet for sheet in sheets) >= 2
     # the collisions made a difference: had a pair read another's rows, these would not hold
     summaries = [eval_summary(out) for out in outs]
     assert summaries[0]["red"] != summaries[1]["red"]  # "changed": its far-off Max

@@ -7,6 +7,7 @@ The msprobe-format sheet is left as it is; blame goes beside it (the compare's `
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from pathlib import Path
 
 import duckdb
@@ -72,6 +73,24 @@ def sheet_query() -> str:
     # the writer puts rows in out_seq order: the rank is the order here
     return (f"SELECT blame_rank - 1 AS out_seq, * "
             f"FROM (SELECT {cols} FROM blame_rows WHERE verdict = 'local')")
+
+
+def batch_sheet_query(ranges: Sequence[tuple[int, int]]) -> str:
+    """:func:`sheet_query` of every pair of a batch in one query over ``batch_blame_rows``
+    (msq.export.xlsx.batch_sheets), ``ranges`` each pair's out_seq range in the batch (lo > hi:
+    none). A pair's rows are those its own query gives, with its own ranks and rows (its
+    out_seq less its range's start, as msq.pipeline.pair_views numbers it; a constant does not
+    change the rank's order), numbered ``lo + blame_rank - 1``: a pair's slice of the batch's
+    out_seq order is its sheet, in rank order (a pair has no more local rows than rows)."""
+    starts = " ".join(f"WHEN out_seq BETWEEN {lo} AND {hi} THEN {lo}"
+                      for lo, hi in ranges if lo <= hi)
+    start = f"CASE {starts} END" if starts else "NULL::BIGINT"
+    cols = ", ".join(f"{_RANK.replace('OVER (', 'OVER (PARTITION BY _lo ')} AS blame_rank"
+                     if c == "blame_rank" else _sheet_cell(c) for c in SHEET_COLUMNS)
+    return (f"SELECT _lo + blame_rank - 1 AS out_seq, * EXCLUDE (_lo) "
+            f"FROM (SELECT _lo, {cols} FROM (SELECT * REPLACE (out_seq - _lo AS out_seq) "
+            f"FROM (SELECT *, {start} AS _lo FROM batch_blame_rows WHERE verdict = 'local') "
+            f"WHERE _lo IS NOT NULL))")
 
 
 def sheet_spec() -> SheetSpec:

@@ -9,7 +9,7 @@ import re
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 import duckdb
@@ -142,13 +142,18 @@ def write_outputs(con: duckdb.DuckDBPyConnection, mode: str, out_dir: Path, opts
 _MARKS = "SELECT out_seq, mark FROM marks"
 
 
-def batch_workbook_queries(mode: str) -> dict[str, str]:
-    """The main sheet's queries of a batch's pair's workbook (:func:`_write_workbook`, its
-    result a view over the materialised result table) and the same rows over the batch's
-    tables (msq.pipeline.split_batch's ``batch_<name>``), for msq.export.xlsx.batch_sheets."""
+def batch_workbook_queries(mode: str, ranges: Sequence[tuple[int, int]]) -> dict[str, str]:
+    """The sheets' queries of a batch's pair's workbook (:func:`_write_workbook`: the main
+    sheet's, its result a view over the materialised result table, and blame's) and the same
+    rows over the batch's tables (msq.pipeline.split_batch's ``batch_<name>``), for
+    msq.export.xlsx.batch_sheets; ``ranges``: each pair's out_seq range in the batch
+    (msq.pipeline.BatchPlace.out_range)."""
+    from msq.blame.export import batch_sheet_query, sheet_query
+
     table = result_table(mode)
     return {f"SELECT * FROM {table}": f"SELECT * FROM batch_{table}",
-            _MARKS: "SELECT out_seq, mark FROM batch_marks"}
+            _MARKS: "SELECT out_seq, mark FROM batch_marks",
+            sheet_query(): batch_sheet_query(ranges)}
 
 
 def _write_workbook(con: duckdb.DuckDBPyConnection, mode: str, cols: list[str],
