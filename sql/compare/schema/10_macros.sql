@@ -44,13 +44,17 @@ CREATE OR REPLACE MACRO shown_stat(absent, num, kind, txt) AS (
   END);
 -- stat_rows' plain columns of a statistic (stat_result's "<cell>", "<cell> (bool)", "<cell>
 -- (text)"), as shown_stat decides: the finite number, else the boolean, else the text (N/A on
--- the absent side; NULL where the number or the boolean is the cell).
-CREATE OR REPLACE MACRO plain_stat_num(absent, num, kind) AS (
-  CASE WHEN NOT absent AND kind IN ('f', 'i') AND isfinite(num) THEN num END);
-CREATE OR REPLACE MACRO plain_stat_bool(absent, num, kind) AS (
-  CASE WHEN NOT absent AND kind = 'b' THEN num = 1 END);
-CREATE OR REPLACE MACRO plain_stat_text(num_v, absent, num, kind, txt) AS (
-  CASE WHEN num_v IS NOT NULL THEN NULL WHEN absent THEN 'N/A' WHEN kind = 'b' THEN NULL
+-- the absent side; NULL where the number or the boolean is the cell). fi and b are its kind's
+-- tests, made once a row by stat_rows (fi: kind IN ('f', 'i'), b: kind = 'b'): each test of a
+-- VARCHAR kind is a string comparison of every row: the three macros and the "both sides are
+-- numbers" tests made 48 a row, now 24 (a 4-pair batch's stat_result, 96,623 rows: 1,405 -> 1,375 M
+-- instructions).
+CREATE OR REPLACE MACRO plain_stat_num(absent, num, fi) AS (
+  CASE WHEN NOT absent AND fi AND isfinite(num) THEN num END);
+CREATE OR REPLACE MACRO plain_stat_bool(absent, num, b) AS (
+  CASE WHEN NOT absent AND b THEN num = 1 END);
+CREATE OR REPLACE MACRO plain_stat_text(num_v, absent, num, kind, txt, b) AS (
+  CASE WHEN num_v IS NOT NULL THEN NULL WHEN absent THEN 'N/A' WHEN b THEN NULL
        ELSE stat_text(num, kind, txt) END);
 -- A difference's text where it is not a finite number (shown_diff's): N/A unmatched, None where
 -- a side is not a number, a non-finite difference as num_cell writes it.
