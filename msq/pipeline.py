@@ -1019,10 +1019,15 @@ def batch_results(con: duckdb.DuckDBPyConnection, mode: str, pairs: list[BatchPa
         results[part.place.pair] = result = new_result(mode, part.inp)
         result.compat = False
     of = pair_of("out_seq", places)
+    # the row counts _set_counts reads, by pair (grouped by pair alone: a group a kind's text
+    # cost ~15 % more); "" counts the rows of any other kind (their sum is the pair's rows)
     counts: dict[int, dict[str, int]] = {k: {} for k in results}
-    for k, kind, n in con.execute(f"SELECT {of} AS pair, kind, count(*) FROM compare_rows "
-                                  "GROUP BY ALL").fetchall():
-        counts[k][kind] = n
+    for k, n, matched, npu_only, bench_only in con.execute(
+            f"SELECT {of} AS pair, count(*), count(*) FILTER (kind = 'matched'), "
+            "count(*) FILTER (kind = 'npu_only'), count(*) FILTER (kind = 'bench_only') "
+            "FROM compare_rows GROUP BY ALL").fetchall():
+        counts[k].update({"matched": matched, "npu_only": npu_only, "bench_only": bench_only,
+                          "": n - matched - npu_only - bench_only})
     marks: dict[int, dict[str, int]] = {k: {} for k in results}
     if mode != "md5":
         for k, mark, n in con.execute(f"SELECT {of} AS pair, mark, count(*) FROM marks "
@@ -1032,12 +1037,14 @@ def batch_results(con: duckdb.DuckDBPyConnection, mode: str, pairs: list[BatchPa
         _set_counts(result, counts[k], marks[k])
     # each pair's first failing row (in out_seq order, as advisor_finding takes it), the count
     # of its failing rows and its verdict's reason
+    # (an aggregate a pair, not two windows over its failing rows; out_seq is unique, and
+    # arg_min_null keeps a NULL name as the window's row did)
     first: dict[int, tuple[int, str, int, str | None]] = {
         k: (int(out_seq), name, int(n), reason) for k, out_seq, name, n, reason in con.execute(
             "SELECT f.pair, f.out_seq, f.name, f.n, v.reason FROM ("
-            "  SELECT pair, out_seq, name, count(*) OVER (PARTITION BY pair) AS n"
-            f"  FROM (SELECT {of} AS pair, out_seq, name FROM failing_rows)"
-            "  QUALIFY row_number() OVER (PARTITION BY pair ORDER BY out_seq) = 1"
+            "  SELECT pair, min(out_seq) AS out_seq, arg_min_null(name, out_seq) AS name,"
+            "    count(*) AS n"
+            f"  FROM (SELECT {of} AS pair, out_seq, name FROM failing_rows) GROUP BY pair"
             ") f LEFT JOIN verdicts v USING (out_seq)").fetchall()}
     base = {p.pair: p.out_range[0] for p in places}
     body = db.sql_file("compare/reports/advisor_finding.sql").body
@@ -1054,13 +1061,18 @@ def batch_results(con: duckdb.DuckDBPyConnection, mode: str, pairs: list[BatchPa
         if result.suspect_line != "NA":
             result.suspect_reason = reason or ""
     if any(result.red for result in results.values()):
+        # each pair's first red mark found first, then its row's name and reason (not every
+        # red row joined to its result row and verdict, then ranked: the result table has a row
+        # for every compare row, so the first red row has its own)
         red = pair_of("m.out_seq", places)
         for k, out_seq, name, why in con.execute(
-                f'SELECT {red} AS pair, m.out_seq, r."NPU Name", '
-                f"coalesce(nullif(v.reason, ''), m.{MARK_REASON}) FROM marks m "
-                f"JOIN result_{mode} r USING (out_seq) LEFT JOIN verdicts v USING (out_seq) "
-                "WHERE m.mark = 'red' "
-                "QUALIFY row_number() OVER (PARTITION BY pair ORDER BY m.out_seq) = 1").fetchall():
+                f"WITH f AS (SELECT {red} AS pair, min(m.out_seq) AS out_seq FROM marks m "
+                "WHERE m.mark = 'red' GROUP BY pair) "
+                f'SELECT f.pair, m.out_seq, r."NPU Name", '
+                f"coalesce(nullif(v.reason, ''), m.{MARK_REASON}) FROM f "
+                "JOIN marks m USING (out_seq) "
+                f"JOIN result_{mode} r USING (out_seq) LEFT JOIN verdicts v USING (out_seq)"
+                ).fetchall():
             results[k].first_red = RowRef(int(out_seq) - base[k], str(name), str(why or ""))
     reasons: dict[int, list[tuple[str, str, int]]] = {k: [] for k in results}
     for k, kind, why, n in con.execute(
