@@ -25,7 +25,11 @@ from msq.version import VERSION
 
 log = logging.getLogger("msq")
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
+
+#: The migrations that rewrite every result or blame row (the others add a column or a table, or
+#: replace a view: instant at any size)
+ROW_REWRITES = frozenset({4, 5, 6, 7, 8})
 
 #: A history of this many result rows or more is told before it is migrated, on stderr: the
 #: migration rewrites every row (version 3 to 4: 31M rows took 100 s and 11 GB of memory here)
@@ -104,7 +108,11 @@ def ensure_schema(con: duckdb.DuckDBPyConnection, catalog: str, path: Path) -> i
                                           f"msq {VERSION}"])
         return None
     if version < SCHEMA_VERSION:
-        _announce_migration(con, version, path)
+        if ROW_REWRITES.intersection(range(version + 1, SCHEMA_VERSION + 1)):
+            _announce_migration(con, version, path)
+        else:
+            log.info("%s: migrating the history from schema version %d to %d (its views only)",
+                     path, version, SCHEMA_VERSION)
         with memory_capped(con, MIGRATION_MEMORY):
             for target in range(version + 1, SCHEMA_VERSION + 1):
                 _migrate(con, target, path)

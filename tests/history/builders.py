@@ -179,6 +179,21 @@ def as_version_7(db: Path) -> None:
     con.close()
 
 
+def as_version_8(db: Path) -> None:
+    """Put back the view ``blame_rows`` of schema version 8 (its short texts read from a list of
+    every term, sql/history/migrate/v8.sql's) and the version: the rows are stored as version 8
+    stored them."""
+    from msq import db as db_sql
+
+    v8 = db_sql.sql_file("history/migrate/v8.sql").text
+    start = v8.index("CREATE VIEW blame_rows AS")
+    con = duckdb.connect(str(db))
+    con.execute("DROP VIEW blame_rows")
+    con.execute(v8[start:v8.index(";", start) + 1])
+    con.execute("UPDATE meta SET value = '8' WHERE key = 'schema_version'")
+    con.close()
+
+
 def blame_as_version_5(con: duckdb.DuckDBPyConnection) -> None:
     """Rewrite the blame rows of a history (open in ``con``) into the layout schema versions
     3 to 5 wrote: ``blame_rows`` a table of names (no ``blame_data``, no ``blame_runs``), the

@@ -372,3 +372,39 @@ def test_a_version_7_file_gets_its_short_texts_as_terms(made: tuple[Path, Path],
                                 "ORDER BY out_seq").rows == history.query(
         db, "SELECT * EXCLUDE (compare_id) FROM result_rows WHERE compare_id = 2 "
             "ORDER BY out_seq").rows
+
+
+def test_a_version_8_file_gets_blame_rows_joined_to_its_terms(made: tuple[Path, Path],
+                                                               tmp_path: Path,
+                                                               caplog: pytest.LogCaptureFixture
+                                                               ) -> None:
+    """Version 9 replaces the view blame_rows alone (its terms joined by key, not read from a
+    list of every term): a version-8 file gives the same columns and rows after its next
+    recording, no row is rewritten (the migration says so, at -v only), and a new file's view
+    is the migration's."""
+    from tests.history.builders import as_version_8
+
+    cj, db = made
+    as_version_8(db)
+    old_view = history.query(db, "SELECT sql FROM duckdb_views() WHERE view_name = 'blame_rows'"
+                             ).rows[0][0]
+    assert "list(term" in old_view
+    query = "SELECT * FROM blame_rows ORDER BY compare_id, out_seq, io, op_seq"
+    before = history.query(db, query)
+    assert before.rows and {r[before.columns.index("verdict")] for r in before.rows} - {None}
+    with caplog.at_level("INFO", logger="msq"):
+        run_api(cj, tmp_path / "out", db=db)
+    told = [r for r in caplog.records if "migrating the history" in r.getMessage()]
+    assert [(r.levelname, "its views only" in r.getMessage()) for r in told] == [("INFO", True)]
+    assert history.query(db, "SELECT value FROM meta WHERE key = 'schema_version'").rows == [
+        (str(schema.SCHEMA_VERSION),)]
+    after = history.query(db, query.replace("ORDER BY", "WHERE compare_id = 1 ORDER BY"))
+    assert after.columns == before.columns
+    assert repr(after.rows) == repr(before.rows)  # NaN equal to NaN
+    new_view = history.query(db, "SELECT sql FROM duckdb_views() WHERE view_name = 'blame_rows'"
+                             ).rows[0][0]
+    assert "list(term" not in new_view and "LEFT JOIN terms" in new_view
+    fresh = tmp_path / "fresh.duckdb"
+    run_api(cj, tmp_path / "out2", db=fresh)
+    assert history.query(fresh, "SELECT sql FROM duckdb_views() WHERE view_name = 'blame_rows'"
+                         ).rows == [(new_view,)]
