@@ -115,20 +115,46 @@ def _print_blame(res: Any) -> None:
     summary = getattr(res, "blame", None)
     if summary is None:
         return
-    from msq.blame.summary import counts_line, linked_line, source_line
-
-    first, worst = summary.first_and_worst()
-    if first is not None and worst is not None:
-        click.echo(f"  error enters at: {printable(source_line(first))}")
-        # the first source in execution order may be a small one (e.g. a rounding that enters
-        # early); the worst one, which the advisor and blame_rank 1 name, is said too
-        if worst["out_seq"] != first["out_seq"]:  # another row than the first
-            click.echo(f"  worst local source: {printable(source_line(worst))}")
-    click.echo(f"  blame: {counts_line(summary)}; {linked_line(summary)}")
+    for line in blame_lines(summary):
+        click.echo(f"  {line}")
     run = getattr(res, "run_blame", None)
     # the JSON of a run of one compare (a run of several: after the run's line)
     if run is not None and run.compares < 2 and getattr(res, "blame_json", None) is not None:
         click.echo(f"  wrote {res.blame_json}")
+
+
+def blame_lines(summary: Any) -> list[str]:
+    """A compare's blame (a :class:`msq.blame.summary.BlameSummary`) in words: where the error
+    enters, the worst local source when it is another row, the verdict counts and links (what
+    ``msq compare`` prints of a compare, and ``msq show`` of a recorded one)."""
+    from msq.blame.summary import counts_line, linked_line, source_line
+
+    lines = []
+    first, worst = summary.first_and_worst()
+    if first is not None and worst is not None:
+        lines.append(f"error enters at: {printable(source_line(first))}")
+        # the first source in execution order may be a small one (e.g. a rounding that enters
+        # early); the worst one, which the advisor and blame_rank 1 name, is said too
+        if worst["out_seq"] != first["out_seq"]:  # another row than the first
+            lines.append(f"worst local source: {printable(source_line(worst))}")
+    lines.append(f"blame: {counts_line(summary)}; {linked_line(summary)}")
+    return lines
+
+
+def run_blame_line(run: Any) -> str:
+    """Where the error enters first over a run of several compares (a
+    :class:`msq.blame.ranks.RunBlame`), over every rank and step."""
+    from msq.blame.summary import source_line
+
+    first = run.first
+    if first is None:
+        return (f"blame over {run.compares} compares: no local source (every difference is "
+                "within its floor or explained by its inputs)")
+    rank = f"rank {first['rank']}" if first["rank"] is not None else "rank -"
+    step = f", step {first['step']}" if first["step"] is not None else ""
+    return (f"blame over {run.compares} compares: the error enters first at {rank}{step}: "
+            f"{printable(source_line(first))}; {run.n_sources} local "
+            f"source{'' if run.n_sources == 1 else 's'} in all")
 
 
 def _print_run_blame(results: Sequence[Any]) -> None:
@@ -137,19 +163,7 @@ def _print_run_blame(results: Sequence[Any]) -> None:
     runs = [r.run_blame for r in results if getattr(r, "run_blame", None) is not None]
     if not runs or runs[0].compares < 2:
         return
-    from msq.blame.summary import source_line
-
-    run = runs[0]
-    first = run.first
-    if first is None:
-        click.echo(f"blame over {run.compares} compares: no local source (every difference is "
-                   "within its floor or explained by its inputs)")
-    else:
-        rank = f"rank {first['rank']}" if first["rank"] is not None else "rank -"
-        step = f", step {first['step']}" if first["step"] is not None else ""
-        click.echo(f"blame over {run.compares} compares: the error enters first at {rank}{step}: "
-                   f"{printable(source_line(first))}; {run.n_sources} local "
-                   f"source{'' if run.n_sources == 1 else 's'} in all")
+    click.echo(run_blame_line(runs[0]))
     click.echo(f"  wrote {results[0].blame_json}")
 
 
@@ -307,6 +321,9 @@ def _compare_block(shown: ShownCompare, source: str) -> list[str]:
         lines += [f"  NPU:   {shown.npu_path}", f"  bench: {shown.bench_path}"]
     lines.append(f"  {_shown_counts(shown)}")
     lines += _wrap(f"first suspect: {_suspect_text(shown)}", "  ", "    ")
+    if shown.blame is not None:
+        for line in blame_lines(shown.blame):
+            lines += _wrap(line, "  ", "    ")
     for i, path in enumerate(shown.files):
         lines.append(f"  {'files:' if i == 0 else '      '} {path}")
     lines.append(f"  read from {source}")
@@ -326,8 +343,10 @@ def _run_block(run: ShownRun) -> list[str]:
     started = min((c.started_at for c in run.compares if c.started_at is not None), default=None)
     what = _what(ShownCompare(mode=first.mode, compat=first.compat, label=first.label,
                               started_at=started))
-    lines = [f"run of {len(run.compares)} compares{id_text}: {what}",
-             f"  {_shown_counts(total)}", f"  read from {run.source}", ""]
+    lines = [f"run of {len(run.compares)} compares{id_text}: {what}", f"  {_shown_counts(total)}"]
+    if run.blame is not None:
+        lines += _wrap(run_blame_line(run.blame), "  ", "    ")
+    lines += [f"  read from {run.source}", ""]
     head = ["step", "rank", "id", "rows", "red", "yellow"]
     cells = [[_num(c.step), _num(c.rank), _num(c.compare_id), str(c.rows), str(c.red),
               str(c.yellow)] for c in run.compares]

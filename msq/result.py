@@ -149,6 +149,7 @@ class ShownCompare:
     files: list[str] = field(default_factory=list)
     marked: list[MarkedRow] = field(default_factory=list)  # the first ones, in sheet order
     marked_total: int = 0                                  # every red and yellow row
+    blame: Any = None          # its msq.blame.summary.BlameSummary from the history (None: no blame)
 
     @property
     def suspect_label(self) -> str | None:
@@ -162,6 +163,7 @@ class ShownRun:
 
     source: str
     compares: list[ShownCompare]
+    blame: Any = None  # a run of several: its msq.blame.ranks.RunBlame (None: no blame recorded)
 
 
 def pair_title(step: int | None, rank: int | None) -> str:

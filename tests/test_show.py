@@ -223,3 +223,89 @@ def test_a_version_1_history_shows_the_rules(one_card: tuple[Path, Result]) -> N
     shown = shown_rows(result.stdout)
     assert shown and all(why in ("relative error", "error grows", "inf/nan")
                          for _, _, _, why in shown), shown
+
+
+def _unwrapped(text: str) -> str:
+    """``msq show``'s text with its wrapped lines joined again (a continuation is indented two
+    more columns than its line; the marked rows' blocks are left as they are)."""
+    return re.sub(r"\n    (?=\S)", " ", text)
+
+
+def _blame_lines(text: str) -> list[str]:
+    return [line.strip() for line in text.splitlines()
+            if re.match(r"^ *(error enters at: |worst local source: |blame: )", line)]
+
+
+def test_a_compare_shows_where_its_error_enters_as_the_compare_said(
+        one_card: tuple[Path, Result]) -> None:
+    """The blame lines ``msq compare`` printed for the compare (where the error enters, the
+    worst local source when it is another row, the verdict counts and links), read back from
+    the history's blame rows."""
+    out, compared = one_card
+    said = _blame_lines(compared.stdout)
+    assert said and said[0].startswith("error enters at: ") and said[-1].startswith("blame: ")
+    text = run("show", "1", "--db", str(out / "msq.duckdb")).stdout
+    fits(text)
+    assert _blame_lines(_unwrapped(text)) == said
+
+
+def test_a_directory_run_shows_where_the_error_enters_first_over_every_rank(
+        tmp_path: Path) -> None:
+    """The shipped multi-rank demo: the run's line (first local source over every rank and
+    step, and how many in all) as ``msq compare`` printed it, and each compare's own lines when
+    it is shown alone."""
+    demo = Path(__file__).resolve().parents[1] / "fixtures" / "ranks" / "compare.json"
+    out = tmp_path / "out"
+    compared = run("compare", str(demo), "-o", str(out))
+    assert compared.exit_code == 0, compared.output
+    run_line = [line for line in compared.stdout.splitlines() if line.startswith("blame over ")]
+    assert len(run_line) == 1 and "the error enters first at rank " in run_line[0]
+    text = run("show", str(out)).stdout
+    fits(text)
+    assert [line.strip() for line in _unwrapped(text).splitlines()
+            if line.strip().startswith("blame over ")] == run_line
+    # each pair's own lines, as its block of the compare's output has them
+    blocks = re.split(r"^msq compare ", compared.stdout, flags=re.MULTILINE)[1:]
+    ids = re.findall(r"recorded as compare (\d+) in ", compared.stdout)
+    assert len(ids) == len([b for b in blocks if "recorded as compare" in b]) >= 2
+    for block in blocks:
+        found = re.search(r"recorded as compare (\d+) in ", block)
+        if found is None:
+            continue
+        alone = run("show", found.group(1), "--db", str(out / "msq.duckdb")).stdout
+        assert _blame_lines(_unwrapped(alone)) == _blame_lines(block)
+
+
+def test_compat_mode_shows_no_blame(tmp_path: Path) -> None:
+    """``--compat msprobe-1.1`` records no blame: nothing to show, no line about it."""
+    cfg = single_card(tmp_path / "dumps", {LINEAR1_OUT: {"Max": 3.0}})
+    out = tmp_path / "out"
+    assert run("compare", str(cfg), "-o", str(out), "--compat", "msprobe-1.1").exit_code == 0
+    text = run("show", "1", "--db", str(out / "msq.duckdb")).stdout
+    assert text.startswith("compare 1 ") and _blame_lines(text) == []
+
+
+def test_a_version_8_history_reads_blame_rows_through_the_current_view(
+        one_card: tuple[Path, Result]) -> None:
+    """Reading never migrates: a version-8 file keeps its stored view, and the reader puts the
+    current one in front of it (the stored one copies a list of every term into each row of a
+    join: seconds on a large run). Same rows; ``msq show`` and ``msq sql`` both read it."""
+    from tests.history.builders import as_version_8
+
+    out, compared = one_card
+    db = out / "msq.duckdb"
+    query = "SELECT * FROM blame_rows ORDER BY compare_id, out_seq, io, op_seq"
+    current = run("sql", query, "--db", str(db), "--format", "json")
+    assert current.exit_code == 0, current.output
+    as_version_8(db)
+    older = run("sql", query, "--db", str(db), "--format", "json")
+    assert older.exit_code == 0, older.output
+    assert json.loads(older.stdout) == json.loads(current.stdout) and json.loads(older.stdout)
+    used = run("sql", "SELECT database_name, sql FROM duckdb_views() WHERE view_name = "
+               "'blame_rows' ORDER BY database_name", "--db", str(db), "--format", "json")
+    views = {v["database_name"]: v["sql"] for v in json.loads(used.stdout)}
+    assert "list(term" in views["msq"] and "LEFT JOIN terms" in views["temp"]
+    assert run("sql", "SELECT value FROM meta WHERE key = 'schema_version'", "--db", str(db),
+               "--format", "csv").stdout.splitlines()[1] == '"8"'
+    assert _blame_lines(_unwrapped(run("show", "1", "--db", str(db)).stdout)) == \
+        _blame_lines(compared.stdout)

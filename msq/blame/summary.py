@@ -249,29 +249,58 @@ def summarize_recorded(con: duckdb.DuckDBPyConnection, catalog: str,
                        compare_id: int) -> tuple[BlameSummary, str] | None:
     """A recorded compare's summary and run id, from the history attached as ``catalog`` (what
     ``--resume`` brings to the run's blame for the pairs it skips); None without blame rows."""
-    rows, edges = f"{catalog}.blame_rows", f"{catalog}.blame_edges"
-    head = con.execute(f"SELECT any_value(run_id), any_value(floor_factor), any_value(amp_limit), "
-                       f"any_value(noise_source), count(*) FROM {rows} WHERE compare_id = ?",
-                       [compare_id]).fetchall()
-    if not head or not head[0][4]:
-        return None
-    run_id, factor, limit, noise, _ = head[0]
+    return summarize_recorded_many(con, catalog, [compare_id]).get(compare_id)
+
+
+def summarize_recorded_many(con: duckdb.DuckDBPyConnection, catalog: str,
+                            compare_ids: Sequence[int]) -> dict[int, tuple[BlameSummary, str]]:
+    """:func:`summarize_recorded` of several compares at once (one query a figure, grouped by
+    compare: ``msq show`` of a directory run); the compares without blame rows are left out.
+    ``catalog`` empty: the tables and views the connection finds first."""
+    ids = ", ".join(str(int(i)) for i in compare_ids)
+    if not ids:
+        return {}
+    # no catalog: the connection's own (a reader's temp blame_rows first: msq.history.query)
+    prefix = f"{catalog}." if catalog else ""
+    rows, edges = f"{prefix}blame_rows", f"{prefix}blame_edges"
+    where = f"FROM {rows} WHERE compare_id IN ({ids})"
+    heads = {int(c): (run_id, factor, limit, noise) for c, run_id, factor, limit, noise in
+             con.execute(f"SELECT compare_id, any_value(run_id), any_value(floor_factor), "
+                         f"any_value(amp_limit), any_value(noise_source) {where} "
+                         "GROUP BY compare_id").fetchall()}
+    counts: dict[int, dict[str, int]] = {c: {} for c in heads}
+    for c, verdict, n in con.execute(f"SELECT compare_id, verdict, count(*) {where} AND verdict "
+                                     f"IS NOT NULL GROUP BY compare_id, verdict ORDER BY compare_id, "
+                                     f"{VERDICT_ORDER}").fetchall():
+        counts[int(c)][verdict] = int(n)
+    links: dict[int, dict[str, int]] = {c: {} for c in heads}
+    for c, how, n in con.execute(f"SELECT compare_id, how, count(*) FROM {edges} WHERE compare_id "
+                                 f"IN ({ids}) AND side = 'npu' GROUP BY ALL "
+                                 "ORDER BY compare_id, how").fetchall():
+        links.setdefault(int(c), {})[how] = int(n)
     cols = ", ".join(ROW_FIELDS)
-    where = f"FROM {rows} WHERE compare_id = {int(compare_id)}"
-    counts = dict(con.execute(f"SELECT verdict, count(*) {where} AND verdict IS NOT NULL "
-                              f"GROUP BY verdict ORDER BY {VERDICT_ORDER}").fetchall())
-    links = dict(con.execute(f"SELECT how, count(*) FROM {edges} WHERE compare_id = ? "
-                             "AND side = 'npu' GROUP BY how ORDER BY how", [compare_id]).fetchall())
-    summary = BlameSummary(
-        counts={k: int(v) for k, v in counts.items()},
-        sources=_dicts(con, f"SELECT {cols} {where} AND verdict = 'local' "
-                            f"ORDER BY {WORST_FIRST} LIMIT {MAX_SOURCES}"),
-        collectives=_dicts(con, f"SELECT {cols} {where} AND collective ORDER BY out_seq"),
-        inputs=int(sum(links.values())), linked=int(sum(v for k, v in links.items()
-                                                        if k != "external")),
-        links={k: int(v) for k, v in links.items()}, noise_source=noise,
-        floor_factor=float(factor or 0.0), amp_limit=float(limit or 0.0))
-    return summary, str(run_id)
+
+    def by_compare(sql: str) -> dict[int, list[dict[str, Any]]]:
+        found: dict[int, list[dict[str, Any]]] = {c: [] for c in heads}
+        for row in _dicts(con, sql):
+            found[int(row.pop("compare_id"))].append(row)
+        return found
+
+    sources = by_compare(f"SELECT compare_id, {cols} {where} AND verdict = 'local' QUALIFY "
+                         f"row_number() OVER (PARTITION BY compare_id ORDER BY {WORST_FIRST}) "
+                         f"<= {MAX_SOURCES} ORDER BY compare_id, {WORST_FIRST}")
+    collectives = by_compare(f"SELECT compare_id, {cols} {where} AND collective "
+                             "ORDER BY compare_id, out_seq")
+    found = {}
+    for c, (run_id, factor, limit, noise) in heads.items():
+        linked = links.get(c, {})
+        found[c] = (BlameSummary(
+            counts=counts[c], sources=sources[c], collectives=collectives[c],
+            inputs=int(sum(linked.values())),
+            linked=int(sum(v for k, v in linked.items() if k != "external")),
+            links=linked, noise_source=noise, floor_factor=float(factor or 0.0),
+            amp_limit=float(limit or 0.0)), str(run_id))
+    return found
 
 
 def fmt_err(value: float | None) -> str:

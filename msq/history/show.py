@@ -42,7 +42,7 @@ def show_compare(path: Path, compare_id: int, limit: int | None) -> ShownRun:
             last = con.execute("SELECT max(compare_id) FROM compares").fetchall()[0][0]
             raise HistoryError(f"{path}: no compare {compare_id} (the ids go from 1 to {last}); "
                                "msq runs lists them")
-        return ShownRun(str(path), _with_marks(con, rows, limit))
+        return _with_blame(con, ShownRun(str(path), _with_marks(con, rows, limit)))
     finally:
         con.close()
 
@@ -61,7 +61,7 @@ def show_latest_run(path: Path, output_dir: Path | None, limit: int | None) -> S
         run = _latest_run(candidates)
         run.sort(key=lambda c: (c["step"] if c["step"] is not None else -1,
                                 c["rank"] if c["rank"] is not None else -1, c["compare_id"]))
-        return ShownRun(str(path), _with_marks(con, run, limit))
+        return _with_blame(con, ShownRun(str(path), _with_marks(con, run, limit)))
     finally:
         con.close()
 
@@ -118,6 +118,36 @@ def _with_marks(con: duckdb.DuckDBPyConnection, compares: list[dict[str, Any]],
         marked[compare_id].append(MarkedRow(int(out_seq), mark, name or "", reason))
         totals[compare_id] = int(total)
     return [_shown(c, marked[c["compare_id"]], totals[c["compare_id"]]) for c in compares]
+
+
+def _with_blame(con: duckdb.DuckDBPyConnection, run: ShownRun) -> ShownRun:
+    """``run`` with each compare's blame summary and, for a run of several compares, where the
+    error enters first over all of them: what ``msq compare`` printed, read from the history's
+    blame rows (the same rows the compare summarized: its local sources, worst first, at most
+    :data:`msq.blame.summary.MAX_SOURCES` a compare, and its collectives)."""
+    if not _has_blame(con):  # compat mode and --no-blame record none; versions 1-2 had none
+        return run
+    from msq.blame.ranks import RankBlame, combine
+    from msq.blame.summary import summarize_recorded_many
+
+    found = summarize_recorded_many(con, "", [c.compare_id for c in run.compares if c.compare_id])
+    for shown in run.compares:
+        if shown.compare_id in found:
+            shown.blame = found[shown.compare_id][0]
+    parts = [RankBlame(c.rank, c.step, c.blame) for c in run.compares if c.blame is not None]
+    if len(run.compares) > 1 and parts:
+        run.blame = combine(parts)
+    return run
+
+
+def _has_blame(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether the history has blame's rows and edges (schema version 3 on; a table, or a view
+    since version 6)."""
+    return con.execute(
+        "SELECT count(DISTINCT name) FROM (SELECT view_name AS name FROM duckdb_views() "
+        "WHERE database_name = current_database() UNION ALL SELECT table_name FROM "
+        "duckdb_tables() WHERE database_name = current_database()) "
+        "WHERE name IN ('blame_rows', 'blame_edges')").fetchall()[0][0] == 2
 
 
 def _has_reason(con: duckdb.DuckDBPyConnection) -> bool:
