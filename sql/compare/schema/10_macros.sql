@@ -53,9 +53,19 @@ CREATE OR REPLACE MACRO plain_stat_num(absent, num, fi) AS (
   CASE WHEN NOT absent AND fi AND isfinite(num) THEN num END);
 CREATE OR REPLACE MACRO plain_stat_bool(absent, num, b) AS (
   CASE WHEN NOT absent AND b THEN num = 1 END);
-CREATE OR REPLACE MACRO plain_stat_text(num_v, absent, num, kind, txt, b) AS (
+-- plain_stat_text's last branches are stat_text's, its kind IN ('f', 'i') test the flag fi (a
+-- nested stat_text made each of its eight uses bind and test the kind again).
+-- tests/sql/test_stat_rows.py holds them to shown_stat's.
+CREATE OR REPLACE MACRO plain_stat_text(num_v, absent, num, kind, txt, fi, b) AS (
   CASE WHEN num_v IS NOT NULL THEN NULL WHEN absent THEN 'N/A' WHEN b THEN NULL
-       ELSE stat_text(num, kind, txt) END);
+       WHEN fi THEN CASE WHEN num IS NULL THEN 'None'
+                         WHEN isnan(num) THEN 'nan' || chr(9)
+                         WHEN num = 'inf'::DOUBLE THEN 'inf' || chr(9)
+                         ELSE '-inf' || chr(9) END
+       WHEN kind IN ('s', 'o') THEN CASE WHEN txt IS NULL THEN 'None'
+                                         WHEN txt IN ('inf', '-inf', 'nan') THEN txt || chr(9)
+                                         ELSE txt END
+       ELSE 'None' END);
 -- A difference's text where it is not a finite number (shown_diff's): N/A unmatched, None where
 -- a side is not a number, a non-finite difference as num_cell writes it.
 CREATE OR REPLACE MACRO plain_diff_text(diff, matched, nums, d) AS (
