@@ -138,18 +138,22 @@ def contents(tables: PairTables) -> dict[str, Any]:
 
 
 def test_each_pair_of_a_batch_is_its_own_compare(jobs, opts, tmp_path, monkeypatch):
-    from msq.export import xlsx
+    from msq.export import outputs, xlsx
 
     asked: list[str] = []  # the main sheet's rows: fetched once, over the batch (batch_sheets)
     queried = xlsx._c_rows_queried
     monkeypatch.setattr(xlsx, "_c_rows_queried", lambda con, spec, *a, **k: (
         asked.append(spec.query), queried(con, spec, *a, **k))[1])
+    facts = outputs._ask_workbook_facts  # what the workbook depends on: asked once a batch
+    monkeypatch.setattr(outputs, "_ask_workbook_facts", lambda *a: (asked.append("facts"),
+                                                                   facts(*a))[1])
     outs = pair_tables._batch_shared(jobs, opts, tmp_path)  # raises unless batched
     assert asked.count("SELECT * FROM batch_stat_result") == 1
     assert "SELECT * FROM stat_result" not in asked
     # blame's sheet too: once, over batch_blame_rows (blame.export.batch_sheet_query)
     blame = [query for query in asked if "blame_rows" in query]
     assert len(blame) == 1 and "FROM batch_blame_rows" in blame[0], blame
+    assert asked.count("facts") == 1
     monkeypatch.undo()
     assert len(outs) == len(jobs)
     batched = [contents(out) for out in outs if isinstance(out, PairTables)]

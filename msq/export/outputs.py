@@ -26,7 +26,7 @@ from msq.db import (
     remove_stale_temporaries,
 )
 from msq.errors import ExportError, UsageError
-from msq.export.xlsx import SheetSpec, write_xlsx
+from msq.export.xlsx import SheetSpec, same_fact, write_xlsx
 from msq.result import CompareResult, sheet_row
 
 log = logging.getLogger("msq")
@@ -188,10 +188,15 @@ def _write_workbook(con: duckdb.DuckDBPyConnection, mode: str, cols: list[str],
 
 def _workbook_facts(con: duckdb.DuckDBPyConnection, mode: str) -> tuple[bool, bool, bool]:
     """What the workbook's sheets depend on, asked in one query (three took ~9 M instructions
-    of a pair): whether the mode's result view is a table (a user's or --compat's), whether the
-    compare is --compat's (the settings), and whether it has blame (the default mode: blame's
-    sheet goes beside msprobe's), i.e. ``blame_rows`` or its batch's ``batch_blame_rows`` is a
-    table (msq.db.has_table with ``batched``)."""
+    of a pair), once a batch of pairs (msq.export.xlsx.same_fact): whether the mode's result
+    view is a table (a user's or --compat's), whether the compare is --compat's (the
+    settings), and whether it has blame (the default mode: blame's sheet goes beside
+    msprobe's), i.e. ``blame_rows`` or its batch's ``batch_blame_rows`` is a table
+    (msq.db.has_table with ``batched``)."""
+    return same_fact(f"workbook facts {mode}", lambda: _ask_workbook_facts(con, mode))
+
+
+def _ask_workbook_facts(con: duckdb.DuckDBPyConnection, mode: str) -> tuple[bool, bool, bool]:
     row = con.execute(
         "SELECT count(*) FILTER (WHERE table_name = ?) > 0, (SELECT compat FROM settings), "
         "count(*) FILTER (WHERE table_name IN ('blame_rows', 'batch_blame_rows')) > 0 "

@@ -23,7 +23,7 @@ from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 import duckdb
 
@@ -42,6 +42,8 @@ except ImportError:  # pragma: no cover (installed with msq; a bare source tree 
 
 if TYPE_CHECKING:  # imported where used: the C path reads DuckDB's Arrow stream without them
     import pyarrow as pa
+
+_T = TypeVar("_T")
 
 EXCEL_MAX_ROWS = 1_048_576
 #: zlib's level 1, the fastest it has: the sheets of a 100k-row compare are ~95 MB of XML
@@ -183,6 +185,8 @@ def _cell_sql(column: str, type_name: str, pandas_style: bool = False) -> str:
 
 #: Inside :func:`same_shapes`: the column types of each sheet query asked there, by its text.
 _SHAPES: dict[str, dict[str, str]] | None = None
+#: Inside :func:`same_shapes`: what :func:`same_fact` asked there, by its key.
+_FACTS: dict[str, Any] | None = None
 
 
 @contextlib.contextmanager
@@ -191,13 +195,26 @@ def same_shapes() -> Iterator[None]:
     query: ~10 M instructions of a 24,500-row pair's workbook, ~13 M of its blame sheet's) and
     taken as asked for every later sheet of the same query text. For a caller whose tables
     keep their columns and types throughout: the pairs of a batch, whose views differ only in
-    the constants that pick their rows (msq.pipeline.pair_views)."""
-    global _SHAPES
+    the constants that pick their rows (msq.pipeline.pair_views). :func:`same_fact` too."""
+    global _SHAPES, _FACTS
     kept, _SHAPES = _SHAPES, {}
+    kept_facts, _FACTS = _FACTS, {}
     try:
         yield
     finally:
-        _SHAPES = kept
+        _SHAPES, _FACTS = kept, kept_facts
+
+
+def same_fact(key: str, ask: Callable[[], _T]) -> _T:
+    """``ask()``: asked once for ``key`` inside :func:`same_shapes` (a fact of the catalog its
+    callers keep throughout, e.g. which of the workbook's sources are tables: one query, ~4.5 M
+    instructions of a 24,500-row pair's workbook), every time outside."""
+    if _FACTS is None:
+        return ask()
+    if key not in _FACTS:
+        _FACTS[key] = ask()
+    found: _T = _FACTS[key]
+    return found
 
 
 @dataclass

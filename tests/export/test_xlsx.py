@@ -580,6 +580,30 @@ def test_same_shapes_asks_a_sheet_querys_types_once(tmp_path: Path) -> None:
     assert books[0] == books[1]
 
 
+def test_same_fact_is_asked_once_a_key_inside_same_shapes() -> None:
+    """Inside same_shapes a fact is asked once for its key (another key asks for itself),
+    outside every time; the block's facts end with it, and a block inside another has its own."""
+    from msq.export import xlsx
+
+    asked: list[str] = []
+
+    def ask(key: str) -> str:
+        asked.append(key)
+        return f"{key}{len(asked)}"
+
+    assert xlsx.same_fact("a", lambda: ask("a")) == "a1"
+    assert xlsx.same_fact("a", lambda: ask("a")) == "a2"
+    with xlsx.same_shapes():
+        assert xlsx.same_fact("a", lambda: ask("a")) == "a3"
+        assert xlsx.same_fact("a", lambda: ask("a")) == "a3"
+        assert xlsx.same_fact("b", lambda: ask("b")) == "b4"
+        with xlsx.same_shapes():
+            assert xlsx.same_fact("a", lambda: ask("a")) == "a5"
+        assert xlsx.same_fact("a", lambda: ask("a")) == "a3"
+    assert xlsx.same_fact("a", lambda: ask("a")) == "a6"
+    assert asked == ["a", "a", "a", "b", "a", "a"]
+
+
 @pytest.mark.skipif(xlsx_c() is None, reason="msq.export._sheetxml is not built")
 def test_batch_sheets_write_each_pairs_workbook_from_the_batchs_rows(tmp_path: Path) -> None:
     """Inside batch_sheets a pair's sheet whose queries it maps is its slice of the batch's
