@@ -725,6 +725,40 @@ static int cell(Out *o, int mark, const Column *c, int64_t i) {
 /* ---------------------------------------------------------------------------------------- */
 /* Python */
 
+/* Rendered rows: the buffer render wrote, handed over as it is (a read-only buffer object,
+ * which zipfile, CRC-32 and deflate read as bytes) instead of copied into a bytes object: the
+ * copy and its fresh pages took ~1.6 ms of CPU a 20,000-row batch (~18 MB). */
+typedef struct {
+    PyObject_HEAD
+    char *p;
+    Py_ssize_t len;
+} Rendered;
+
+static void rendered_dealloc(PyObject *self) {
+    free(((Rendered *)self)->p);
+    PyObject_Free(self);
+}
+
+static int rendered_getbuffer(PyObject *self, Py_buffer *view, int flags) {
+    Rendered *r = (Rendered *)self;
+    return PyBuffer_FillInfo(view, self, r->p ? r->p : (char *)"", r->len, 1, flags);
+}
+
+static Py_ssize_t rendered_length(PyObject *self) { return ((Rendered *)self)->len; }
+
+static PyBufferProcs RENDERED_BUFFER = {rendered_getbuffer, NULL};
+static PySequenceMethods RENDERED_SEQUENCE = {.sq_length = rendered_length};
+static PyTypeObject RenderedType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "msq.export._sheetxml.Rendered",
+    .tp_basicsize = sizeof(Rendered),
+    .tp_dealloc = rendered_dealloc,
+    .tp_as_sequence = &RENDERED_SEQUENCE,
+    .tp_as_buffer = &RENDERED_BUFFER,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "rows render wrote: a read-only buffer (bytes(x) copies it)",
+};
+
 /* The buffers of an Arrow array: (validity or None, offsets or None, data, offset). */
 static int parse_arr(PyObject *t, Arr *a, Py_buffer *views, int *nviews) {
     PyObject *valid, *offs, *data;
@@ -748,7 +782,7 @@ static int parse_arr(PyObject *t, Arr *a, Py_buffer *views, int *nviews) {
 
 #define MAX_COLS 64
 
-/* render(columns, marks, order, start, count, first_row) -> bytes
+/* render(columns, marks, order, start, count, first_row) -> Rendered (a buffer of the bytes)
  *
  * columns: ("t", text) or ("c", n, s, b), each array as (validity, offsets, data, offset);
  * marks: one byte per row (0 none, 1 red, 2 yellow) or None; order: int64 row indices (the
@@ -836,8 +870,14 @@ static PyObject *render(PyObject *self, PyObject *args) {
         PyErr_NoMemory();
         goto done;
     }
-    result = PyBytes_FromStringAndSize(o.p ? o.p : "", (Py_ssize_t)o.len);
-    free(o.p);
+    Rendered *rendered = PyObject_New(Rendered, &RenderedType);
+    if (!rendered) {
+        free(o.p);
+        goto done;
+    }
+    rendered->p = o.p;  /* its own now */
+    rendered->len = (Py_ssize_t)o.len;
+    result = (PyObject *)rendered;
 done:
     for (int k = 0; k < nviews; k++) PyBuffer_Release(&views[k]);
     return result;
@@ -994,7 +1034,7 @@ static PyObject *py_fmt16g(PyObject *self, PyObject *arg) {
 
 static PyMethodDef METHODS[] = {
     {"render", render, METH_VARARGS,
-     "render(columns, marks, order, start, count, first_row) -> bytes of <row> elements"},
+     "render(columns, marks, order, start, count, first_row) -> a buffer of <row> elements"},
     {"fmt16g", py_fmt16g, METH_O, "fmt16g(x) -> printf('%.16g', x)"},
     {"fmt_repr", py_fmt_repr, METH_O, "fmt_repr(x) -> repr(x), any NaN 'nan'"},
     {"percent_texts", percent_texts, METH_VARARGS,
@@ -1014,6 +1054,7 @@ PyMODINIT_FUNC PyInit__sheetxml(void) {
 #if defined(__SIZEOF_INT128__)
     init_pow5();
 #endif
+    if (PyType_Ready(&RenderedType) < 0) return NULL;
     PyObject *m = PyModule_Create(&MODULE);
     if (m && msq_add_source_crc(m) < 0) Py_CLEAR(m);
     return m;

@@ -622,12 +622,12 @@ class _CRows:
     #: a pair's rows of a batch's (:func:`batch_sheets`): order[base:base + n_rows]
     base: int | None = None
 
-    def render(self, start: int, offset: int, count: int, first_row: int) -> bytes:
-        """Rows ``start + offset`` .. ``+ count`` of the sheet order, numbered from ``first_row``."""
+    def render(self, start: int, offset: int, count: int, first_row: int) -> memoryview:
+        """Rows ``start + offset`` .. ``+ count`` of the sheet order, numbered from ``first_row``
+        (the C renderer's own buffer, not copied into bytes)."""
         assert _sheetxml is not None
-        data: bytes = _sheetxml.render(self.columns, self.marks, self.order,
-                                       (self.base or 0) + start + offset, count, first_row)
-        return data
+        return memoryview(_sheetxml.render(self.columns, self.marks, self.order,
+                                           (self.base or 0) + start + offset, count, first_row))
 
 
 _CELL_TYPE = "UNION(n DOUBLE, s VARCHAR, b BOOLEAN)"
@@ -812,7 +812,7 @@ def _fast_entry(entry: IO[bytes]) -> bool:
         type(entry._compressor).__module__.startswith("isal")  # type: ignore[attr-defined]
 
 
-def _write_entry(entry: Any, data: bytes) -> None:
+def _write_entry(entry: Any, data: bytes | memoryview) -> None:
     """``entry.write(data)`` as zipfile's writer does it (size, CRC, deflate, write), with
     ISA-L's CRC-32 instead of zlib's (the same checksum; zipfile calls its module's ``crc32``,
     which cannot be chosen per entry): zlib's took ~90 M instructions of a 24,500-row pair's
@@ -891,7 +891,7 @@ class _Sheets:
             with contextlib.suppress(Exception):
                 self._sheet.close()
 
-    def add(self, count: int, render: Callable[[int, int, int], bytes]) -> None:
+    def add(self, count: int, render: Callable[[int, int, int], bytes | memoryview]) -> None:
         """``count`` rows; ``render(offset, n, first_row)`` gives the XML of n of them."""
         start = 0
         while start < count:
@@ -937,7 +937,7 @@ class _Sheets:
         self._sheet.write(self.layout.head(rows))
         self._rows = rows
 
-    def _write(self, data: bytes) -> None:
+    def _write(self, data: bytes | memoryview) -> None:
         assert self._sheet is not None
         if self._fast:
             _write_entry(self._sheet, data)
