@@ -901,10 +901,15 @@ static int check_document(Flat *f, yyjson_doc *doc) {
     size_t count = yyjson_doc_get_val_count(doc);
     yyjson_val *ends[MAX_JSON_NESTING + 1];
     int depth = 0;
-    for (size_t i = 0; i < count; i++, v++) {
-        if (yyjson_is_raw(v)) {
-            const char *raw = yyjson_get_raw(v);
-            size_t len = yyjson_get_len(v);
+    /* one load of each value's tag, most of them neither a raw text nor a container */
+    for (yyjson_val *last = v + count; v < last; v++) {
+        uint64_t tag = v->tag;
+        uint8_t type = (uint8_t)(tag & YYJSON_TYPE_MASK);
+        /* raw (1), array (6), object (7): the types looked at, as bits of one mask */
+        if (!((0xC2u >> type) & 1u)) continue;
+        if (type == YYJSON_TYPE_RAW) {
+            const char *raw = v->uni.str;
+            size_t len = (size_t)(tag >> YYJSON_TAG_BIT);
             if (len > MAX_RAW_NUMBER) GIVE_UP(f, "a huge number");
             if (is_letter(raw[0]) || (raw[0] == '-' && len > 1 && is_letter(raw[1]))) {
                 if (!((len == 3 && memcmp(raw, "NaN", 3) == 0)
@@ -912,7 +917,7 @@ static int check_document(Flat *f, yyjson_doc *doc) {
                       || (len == 9 && memcmp(raw, "-Infinity", 9) == 0)))
                     GIVE_UP(f, "a non-finite literal Python does not read");
             }
-        } else if (yyjson_is_ctn(v) && yyjson_get_len(v) > 0) {
+        } else if ((tag >> YYJSON_TAG_BIT) > 0) {  /* an array or object, not empty */
             /* the containers ended before v closed here, not at every value: only a container's
              * own depth is checked */
             while (depth && v >= ends[depth - 1]) depth--;
