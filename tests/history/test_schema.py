@@ -408,3 +408,51 @@ def test_a_version_8_file_gets_blame_rows_joined_to_its_terms(made: tuple[Path, 
     run_api(cj, tmp_path / "out2", db=fresh)
     assert history.query(fresh, "SELECT sql FROM duckdb_views() WHERE view_name = 'blame_rows'"
                          ).rows == [(new_view,)]
+
+
+#: The columns whose compression a new history's DDL names (sql/history/schema/), and the method:
+#: the one DuckDB picks for them itself on root-8x8-5000, bench stat and llama_port alike, named so
+#: that its checkpoint analyses no other (bench/README.md, "Session 20: hist")
+NAMED_COMPRESSION = {
+    **{("result_data", c): "RLE" for c in ("compare_id", "kind_id", "mark_id", "mark_rules_id")},
+    **{("result_data", c): "BitPacking" for c in (
+        "out_seq", "npu_id", "bench_id", "npu_dtype_id", "bench_dtype_id", "npu_shape_id",
+        "bench_shape_id")},
+    ("result_data", "reason"): "DICT_FSST",
+    **{("blame_data", c): "RLE" for c in ("compare_id", "direction_id")},
+    **{("blame_data", c): "BitPacking" for c in (
+        "out_seq", "op_seq", "op_id", "npu_id", "role_id", "err_kind_id", "floor_source_id",
+        "verdict_id", "link_id")},
+    **{("blame_data", c): "DICT_FSST" for c in ("reason", "via")},
+    ("blame_edges", "compare_id"): "RLE",
+    ("blame_edges", "consumer_seq"): "BitPacking",
+    **{("blame_edges", c): "DICT_FSST" for c in ("side", "how")},
+}
+
+
+def _named_compression(con: duckdb.DuckDBPyConnection, table: str) -> dict[tuple[str, str], str]:
+    ddl = con.execute("SELECT sql FROM duckdb_tables() WHERE table_name = ?", [table]).fetchall()
+    return {(table, col): method
+            for col, method in re.findall(r"(\w+) [A-Z]+(?:\[\])? USING COMPRESSION (\w+)",
+                                          ddl[0][0])}
+
+
+def test_a_new_history_names_the_compression_of_its_steady_columns(
+        hist: Path, one_compare: tuple[Path, Path]) -> None:
+    """Both recorders' files (a directory compare's driver, a single-card compare) name the
+    methods of NAMED_COMPRESSION and no other, and DuckDB wrote those columns with them (or as
+    Constant: a segment of one value is kept as its statistics, whatever the column names)."""
+    for db in (hist, one_compare[1]):
+        con = duckdb.connect(str(db), read_only=True)
+        try:
+            named: dict[tuple[str, str], str] = {}
+            for table in ("result_data", "blame_data", "blame_edges"):
+                named |= _named_compression(con, table)
+            assert named == NAMED_COMPRESSION
+            for (table, col), method in NAMED_COMPRESSION.items():
+                used = {r[0] for r in con.execute(
+                    "SELECT DISTINCT compression FROM pragma_storage_info(?) "
+                    "WHERE column_name = ? AND segment_type <> 'VALIDITY'", [table, col]).fetchall()}
+                assert used and used <= {method, "Constant"}, (db, table, col, used)
+        finally:
+            con.close()

@@ -66,15 +66,21 @@ CREATE TABLE IF NOT EXISTS terms (
 -- texts are one list column, texts (NULL on a row of numbers alone), which result_rows spreads
 -- into the <metric>_text columns: 21 mostly-NULL VARCHAR columns cost DuckDB ~450 instructions
 -- a NULL cell to append, scan, analyse and compress (a fifth of a directory compare's driver).
+-- USING COMPRESSION (new files since session 20; storage only, the same rows and types): the
+-- method DuckDB picks for the column on every workload measured, named so that its checkpoint
+-- skips analysing the others (~14 M instructions a 24,500-row pair in a directory compare's
+-- driver; docs/schema.md, "Recording internals"). Columns whose best method depends on the data
+-- (the other term keys, the numbers, the lists) are left to DuckDB.
 CREATE TABLE IF NOT EXISTS result_data (
-  compare_id BIGINT,
-  out_seq BIGINT,                 -- 0-based line in the workbook (the advisor's "Line")
+  compare_id BIGINT USING COMPRESSION rle,
+  out_seq BIGINT USING COMPRESSION bitpacking,  -- 0-based line in the workbook (the advisor's "Line")
   -- terms.term_id of kind (schema version 8; so are every <column>_id below but the names'):
-  kind_id INTEGER,                -- matched | npu_only | bench_only | npu_extra | mapped
-  op_id INTEGER,                  -- names.name_id of op_name (0: NULL)
-  npu_id INTEGER, bench_id INTEGER,  -- of npu_name and bench_name (0 on the absent side)
-  npu_dtype_id INTEGER, bench_dtype_id INTEGER,
-  npu_shape_id INTEGER, bench_shape_id INTEGER,
+  kind_id INTEGER USING COMPRESSION rle,        -- matched | npu_only | bench_only | npu_extra | mapped
+  op_id INTEGER,                                -- names.name_id of op_name (0: NULL)
+  -- of npu_name and bench_name (0 on the absent side)
+  npu_id INTEGER USING COMPRESSION bitpacking, bench_id INTEGER USING COMPRESSION bitpacking,
+  npu_dtype_id INTEGER USING COMPRESSION bitpacking, bench_dtype_id INTEGER USING COMPRESSION bitpacking,
+  npu_shape_id INTEGER USING COMPRESSION bitpacking, bench_shape_id INTEGER USING COMPRESSION bitpacking,
   -- statistics mode
   max_diff DOUBLE,
   min_diff DOUBLE,
@@ -109,10 +115,10 @@ CREATE TABLE IF NOT EXISTS result_data (
   verdict_id INTEGER,             -- pass | warning | fail | unmatched | none
   failing BOOLEAN,                -- the advisor's test: Warning (statistics), Different (md5), No (tensor)
   err_message_id INTEGER,
-  mark_id INTEGER,                -- red | yellow | NULL
-  mark_rules_id INTEGER,          -- the highlight rules that fired
+  mark_id INTEGER USING COMPRESSION rle,        -- red | yellow | NULL
+  mark_rules_id INTEGER USING COMPRESSION rle,  -- the highlight rules that fired
   severity SMALLINT,              -- 0 pass, 1 yellow, 2 red or failing; NULL when not compared
-  reason VARCHAR                  -- Reason (default mode, schema version 2): the rule that marked the
+  reason VARCHAR USING COMPRESSION dict_fsst  -- Reason (default mode, schema version 2): the rule that marked the
                                   -- row and its numbers, a dtype note, or why it is unmatched
 );
 -- result_rows: result_data with its names, terms and texts (the table of schema versions 1-3,

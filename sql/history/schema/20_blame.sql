@@ -12,30 +12,31 @@ CREATE TABLE IF NOT EXISTS blame_runs (
   amp_limit DOUBLE,               -- ... and > amp_limit x input_err
   noise_source VARCHAR            -- the reference noise run the floors came from (NULL: dtype floors)
 );
+-- USING COMPRESSION: as result_data's (10_tables.sql)
 CREATE TABLE IF NOT EXISTS blame_data (
-  compare_id BIGINT,
-  out_seq BIGINT,                 -- the row (result_rows.out_seq)
-  op_seq INTEGER,                 -- the NPU op's place in its dump (execution order)
-  op_id INTEGER,                  -- names.name_id of op_name, the dump.json entry (0: NULL)
-  npu_id INTEGER,                 -- names.name_id of npu_name (0: NULL)
+  compare_id BIGINT USING COMPRESSION rle,
+  out_seq BIGINT USING COMPRESSION bitpacking,  -- the row (result_rows.out_seq)
+  op_seq INTEGER USING COMPRESSION bitpacking,  -- the NPU op's place in its dump (execution order)
+  op_id INTEGER USING COMPRESSION bitpacking,   -- names.name_id of op_name, the dump.json entry (0: NULL)
+  npu_id INTEGER USING COMPRESSION bitpacking,  -- names.name_id of npu_name (0: NULL)
   -- terms.term_id of io (schema version 8; so are role_id, direction_id, err_kind_id,
   -- floor_source_id, verdict_id and link_id: NULL for NULL)
-  io_id INTEGER,                  -- input | output
-  role_id INTEGER,                -- output | linked input | external input | in-place input | constant input
-  direction_id INTEGER,           -- forward | backward | '' (neither)
+  io_id INTEGER,                                -- input | output
+  role_id INTEGER USING COMPRESSION bitpacking,  -- output | linked input | external input | in-place input | constant input
+  direction_id INTEGER USING COMPRESSION rle,   -- forward | backward | '' (neither)
   is_module BOOLEAN,
   collective BOOLEAN,             -- a Distributed.* op (weighed across ranks by the view blame)
-  err_kind_id INTEGER,            -- how output_err was computed (row_error.err_kind)
+  err_kind_id INTEGER USING COMPRESSION bitpacking,  -- how output_err was computed (row_error.err_kind)
   input_err DOUBLE,               -- what the inputs bring (an output: its op's worst input)
   output_err DOUBLE,              -- the row's own error (row_error.err)
   floor DOUBLE,                   -- the error its dtype (or the noise run) explains
-  floor_source_id INTEGER,        -- 'dtype <name>', 'noise run', 'md5 (equal or not)'
+  floor_source_id INTEGER USING COMPRESSION bitpacking,  -- 'dtype <name>', 'noise run', 'md5 (equal or not)'
   amplification DOUBLE,           -- output_err / input_err (inf: equal inputs, different output)
-  verdict_id INTEGER,             -- local | inherited | clean, on its own rank (see the view blame)
-  reason VARCHAR,
-  link_id INTEGER,                -- an input's link to its producer: hash, md5, statistics, reshape, external, constant
+  verdict_id INTEGER USING COMPRESSION bitpacking,  -- local | inherited | clean, on its own rank (see the view blame)
+  reason VARCHAR USING COMPRESSION dict_fsst,
+  link_id INTEGER USING COMPRESSION bitpacking,  -- an input's link to its producer: hash, md5, statistics, reshape, external, constant
   candidates INTEGER,             -- earlier outputs with that content (the nearest one is taken)
-  via VARCHAR,                    -- the producer of an input, or the worst input of an output
+  via VARCHAR USING COMPRESSION dict_fsst,  -- the producer of an input, or the worst input of an output
   band DOUBLE                     -- what the row adds over its inputs: its noise band when this compare is a noise run
 );
 -- blame_rows: the table of schema versions 3-5 (same columns, same order), a view since 6 (its
@@ -65,10 +66,10 @@ LEFT JOIN terms link ON link.term_id = d.link_id;
 -- Each tensor input linked to the earlier output that produced it, per side (rows by out_seq;
 -- NULL where a row is not in the compare's output, e.g. not matched).
 CREATE TABLE IF NOT EXISTS blame_edges (
-  compare_id BIGINT,
-  side VARCHAR,                   -- npu | bench
-  consumer_seq BIGINT,            -- the input's row
+  compare_id BIGINT USING COMPRESSION rle,
+  side VARCHAR USING COMPRESSION dict_fsst,     -- npu | bench
+  consumer_seq BIGINT USING COMPRESSION bitpacking,  -- the input's row
   producer_seq BIGINT,            -- the producing output's row (NULL: external)
-  how VARCHAR,                    -- hash | md5 | statistics | reshape | external
+  how VARCHAR USING COMPRESSION dict_fsst,      -- hash | md5 | statistics | reshape | external
   candidates INTEGER
 );
