@@ -152,16 +152,17 @@ class RunRecorder:
         with their names' keys into ``blame_data`` (as ``recorder.insert_blame_table``).
         ``runs``: what they share, one row, when the rows come without it (a pool worker's,
         ``msq.pair_tables._blame_rows``); else it is taken from their first row."""
-        import pyarrow as pa
-
         if rows.num_rows == 0:
             return
         shared = list(BLAME_RUN_COLUMNS)
         if runs is None:
             runs, rows = rows.select(shared), rows.drop_columns(shared)
-        run = runs.select(shared).slice(0, 1)
-        self._insert_arrow("blame_runs", run.add_column(0, "compare_id",
-                                                        pa.array([compare_id], pa.int64())), None)
+        # one row: its values as parameters (registering a one-row Arrow table and planning its
+        # INSERT cost ~3.5 M instructions, the VALUES ~1.7 M; bench/README, "Session 20: hist")
+        run = runs.select(shared).slice(0, 1).to_pylist()[0]
+        self.con.execute(f"INSERT INTO {ALIAS}.blame_runs (compare_id, {', '.join(shared)}) "
+                         f"VALUES (?::BIGINT, {', '.join('?' for _ in shared)})",
+                         [compare_id, *(run[c] for c in shared)])
         names, terms = self._load()
         data, new = names.key_blame(rows, result, keyed)
         if new is not None:
