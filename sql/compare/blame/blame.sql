@@ -4,5 +4,9 @@ WITH ranked AS (
   SELECT out_seq, row_number() OVER (ORDER BY output_err DESC, op_seq, out_seq) AS blame_rank
   FROM blame_rows WHERE verdict = 'local'
 )
-SELECT b.*, r.blame_rank
+-- (blame_rows' ENUMs, sql/compare/schema/40_blame.sql, as the texts they are: what the view's
+-- readers, its files and reports get)
+SELECT b.* REPLACE (io::VARCHAR AS io, role::VARCHAR AS role, direction::VARCHAR AS direction,
+                    verdict::VARCHAR AS verdict, link::VARCHAR AS link),
+       r.blame_rank
 FROM blame_rows b LEFT JOIN ranked r USING (out_seq)

@@ -56,7 +56,7 @@ s AS (
   WINDOW w AS (PARTITION BY npu, key ORDER BY pos ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
 ),
 s_linked AS (
-  SELECT npu, row_seq, p_pos, 'statistics' AS how, n FROM s
+  SELECT npu, row_seq, p_pos, 'statistics'::blame_link AS how, n FROM s
   WHERE row_seq IS NOT NULL AND p_pos IS NOT NULL
 ),
 exact AS (SELECT * FROM c_linked UNION ALL SELECT * FROM s_linked),
@@ -82,13 +82,13 @@ r AS (
 linked AS (
   SELECT * FROM exact
   UNION ALL
-  SELECT npu, row_seq, p_pos, 'reshape', n FROM r WHERE row_seq IS NOT NULL AND p_pos IS NOT NULL
+  SELECT npu, row_seq, p_pos, 'reshape'::blame_link, n FROM r WHERE row_seq IS NOT NULL AND p_pos IS NOT NULL
 )
 -- (the side's text from blame_keys' npu: a tensor row's side is npu or bench)
 SELECT CASE WHEN i.npu THEN 'npu' ELSE 'bench' END AS side,
        i.row_seq AS consumer_row, i.op_seq AS consumer_op,
        l.producer_row, l.producer_op,
-       coalesce(l.how, 'external') AS how, coalesce(l.n, 0) AS candidates, i.pair
+       coalesce(l.how, 'external'::blame_link) AS how, coalesce(l.n, 0) AS candidates, i.pair
 FROM ins i
 -- each link with its producer's row, joined from the links' side: a join of every row's keys
 -- hashed them all, where nothing links when the dump's inputs are external

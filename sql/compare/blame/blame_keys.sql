@@ -14,8 +14,8 @@ k AS (
     CASE WHEN h.h IS NOT NULL THEN hash('h', h.h)
          WHEN (SELECT mode FROM settings) = 'md5' AND t.md5 IS NOT NULL THEN hash('m', t.md5)
     END AS content,
-    CASE WHEN h.h IS NOT NULL THEN 'hash'
-         WHEN (SELECT mode FROM settings) = 'md5' AND t.md5 IS NOT NULL THEN 'md5'
+    CASE WHEN h.h IS NOT NULL THEN 'hash'::blame_link
+         WHEN (SELECT mode FROM settings) = 'md5' AND t.md5 IS NOT NULL THEN 'md5'::blame_link
     END AS chow,
     CASE WHEN t.max_num IS NOT NULL AND t.min_num IS NOT NULL AND t.mean_num IS NOT NULL
               AND t.norm_num IS NOT NULL

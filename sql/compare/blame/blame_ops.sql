@@ -4,7 +4,8 @@
 WITH ops_n AS (
   SELECT op_seq, op_name, pair,
     starts_with(op_name, 'Module.') OR starts_with(op_name, 'Cell.') AS is_module,
-    regexp_extract(op_name, '\.(forward|backward)(\.\d+)?$', 1) AS direction
+    -- ('', forward or backward: an ENUM, sql/compare/schema/40_blame.sql)
+    regexp_extract(op_name, '\.(forward|backward)(\.\d+)?$', 1)::blame_direction AS direction
   FROM ops WHERE side = 'npu'
 ),
 out_err AS (

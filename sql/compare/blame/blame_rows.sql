@@ -10,9 +10,9 @@ SELECT
        WHEN input_err = 0 THEN NULL
   END AS amplification,
   CASE WHEN output_err IS NULL THEN NULL
-       WHEN NOT beyond_floor THEN 'clean'
-       WHEN explained OR collective THEN 'inherited'
-       ELSE 'local' END AS verdict,
+       WHEN NOT beyond_floor THEN 'clean'::blame_verdict
+       WHEN explained OR collective THEN 'inherited'::blame_verdict
+       ELSE 'local'::blame_verdict END AS verdict,
   CASE WHEN output_err IS NULL THEN 'not comparable (' || err_kind || ')'
        WHEN NOT beyond_floor THEN 'within the floor'
        WHEN role = 'in-place input' THEN 'in-place op: msprobe records this input after the op; see its output'
@@ -56,8 +56,9 @@ FROM (
   FROM (
   SELECT
     t.out_seq, t.op_seq, bo.op_name, t.npu_name,
-    -- (a tensor row's io is input or output: blame_tensors keeps it as is_input)
-    CASE WHEN t.is_input THEN 'input' ELSE 'output' END AS io,
+    -- (a tensor row's io is input or output: blame_tensors keeps it as is_input; io, role and
+    -- verdict are ENUMs, sql/compare/schema/40_blame.sql: their constants typed, a byte a row)
+    CASE WHEN t.is_input THEN 'input'::blame_io ELSE 'output'::blame_io END AS io,
     t.dtype_floor AS dtypes_floor, t.floor_dtype,  -- (blame_tensors: the larger dtype floor)
     t.err AS output_err, t.err_kind,
     bo.is_module, bo.has_inner, bo.direction, bo.collective, bo.prior_err,
@@ -70,11 +71,11 @@ FROM (
     CASE WHEN NOT t.is_input THEN bo.worst_input
          WHEN t.own_output AND bo.direction = 'forward' THEN bo.worst_input
          ELSE t.producer_name END AS via,
-    CASE WHEN NOT t.is_input THEN 'output'
-         WHEN t.own_output AND bo.direction = 'forward' THEN 'in-place input'
-         WHEN t.link = 'constant' THEN 'constant input'
-         WHEN t.link = 'external' THEN 'external input'
-         ELSE 'linked input' END AS role,
+    CASE WHEN NOT t.is_input THEN 'output'::blame_role
+         WHEN t.own_output AND bo.direction = 'forward' THEN 'in-place input'::blame_role
+         WHEN t.link = 'constant' THEN 'constant input'::blame_role
+         WHEN t.link = 'external' THEN 'external input'::blame_role
+         ELSE 'linked input'::blame_role END AS role,
     bd.band, p.floor_factor, p.amp_limit, p.md5
   -- the compared rows (blame_tensors has their errors, dtype floors and links)
   FROM blame_tensors t

@@ -44,7 +44,8 @@ SELECT
   CASE WHEN t.dtype = b.dtype THEN NULL ELSE blame_row_floor(b.dtype) END AS bench_floor,
   r.out_seq, e.err, e.err_kind,
   CASE WHEN t.io <> 'input' THEN NULL
-       WHEN t.is_tensor THEN coalesce(ed.how, 'external') ELSE 'constant' END AS link,
+       WHEN t.is_tensor THEN coalesce(ed.how, 'external'::blame_link)
+       ELSE 'constant'::blame_link END AS link,
   ed.candidates, ed.producer_row, ed.producer_name, ed.producer_seq, ed.producer_err,
   coalesce(ed.own_output, false) AS own_output
 FROM tensors t

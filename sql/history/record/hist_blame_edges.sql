@@ -14,7 +14,9 @@ WITH seqs AS (
                       UNION ALL SELECT producer_row FROM blame_edges WHERE side = 'bench')
   GROUP BY ALL
 )
-SELECT e.side, c.out_seq AS consumer_seq, p.out_seq AS producer_seq, e.how, e.candidates
+-- (how: blame_edges' ENUM blame_link, sql/compare/schema/40_blame.sql, as its text)
+SELECT e.side, c.out_seq AS consumer_seq, p.out_seq AS producer_seq, e.how::VARCHAR AS how,
+       e.candidates
 FROM blame_edges e
 LEFT JOIN seqs c ON c.side = e.side AND c.row_seq = e.consumer_row
 LEFT JOIN seqs p ON p.side = e.side AND p.row_seq = e.producer_row
