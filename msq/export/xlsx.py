@@ -246,13 +246,21 @@ def batch_sheets(queries: Mapping[str, str]) -> Iterator[_BatchSheets]:
     views are the batch tables' rows of its range, msq.pipeline.pair_views), in out_seq
     order, its column widths counted in that slice. One query, Arrow stream and percent-text
     pass a batch instead of one a pair (~43 M instructions a 24,500-row pair); the batch's
-    columns (~7 MB a pair) are held until the block ends."""
+    columns (~7 MB a pair) are held until the block ends. The C renderer's buffers are kept
+    from one render to the next until then too (``_sheetxml.keep_buffers``: at most two, the
+    ones a sheet's batch of rows is rendered into and deflated from anyway; fresh ones took
+    ~4,400 page faults a 24,500-row pair)."""
     global _BATCH
     kept, _BATCH = _BATCH, _BatchSheets(queries, {})
+    outermost = kept is None and _sheetxml is not None
+    if outermost:
+        _sheetxml.keep_buffers(True)
     try:
         yield _BATCH
     finally:
         _BATCH = kept
+        if outermost:
+            _sheetxml.keep_buffers(False)
 
 
 def _types(con: duckdb.DuckDBPyConnection, spec: SheetSpec) -> dict[str, str]:

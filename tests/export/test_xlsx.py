@@ -212,6 +212,28 @@ def test_c_renderer_writes_the_sql_renderers_bytes():
 
 
 @pytest.mark.skipif(xlsx_c() is None, reason="msq.export._sheetxml is not built")
+def test_kept_render_buffers_hold_only_the_rows_rendered_into_them():
+    """Inside batch_sheets the C renderer's buffers are kept from one render to the next: rows
+    rendered into a kept buffer (a larger render's, or a smaller one's grown) are those a fresh
+    buffer gets, none of the bytes before them; after the block, as before it."""
+    from msq.export import xlsx
+
+    con = duckdb.connect()
+    spec = _all_cells(con)
+    rows = xlsx._c_rows(con, spec)
+    assert rows is not None and rows.n_rows > 3
+    counts = (rows.n_rows, 3, rows.n_rows, 1, 0, rows.n_rows - 1)
+    fresh = [bytes(rows.render(0, 0, n, 2)) for n in counts]
+    with xlsx.batch_sheets({}):
+        kept = [bytes(rows.render(0, 0, n, 2)) for n in counts]  # each let go at once: kept
+        held = [rows.render(0, 0, n, 2) for n in counts]  # all alive: two kept, then fresh
+        assert [bytes(h) for h in held] == fresh
+    assert kept == fresh
+    assert [bytes(rows.render(0, 0, n, 2)) for n in counts] == fresh
+    assert [bytes(h) for h in held] == fresh  # still theirs after the block
+
+
+@pytest.mark.skipif(xlsx_c() is None, reason="msq.export._sheetxml is not built")
 def test_c_renderer_escapes_texts_of_every_length_as_sql():
     """The C renderer looks for bytes to escape sixteen at a time (its last step overlapping the
     one before): every length from 0 to 50, with each escaped character (and TAB, LF, a
