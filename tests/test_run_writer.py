@@ -9,6 +9,7 @@ its files, and the pairs before it in its transaction are recorded without it.
 
 from __future__ import annotations
 
+import itertools
 import re
 from pathlib import Path
 
@@ -466,3 +467,46 @@ def test_a_full_shared_folder_is_told_from_a_failing_pair(tmp_path):
     assert out_of_room(failing(OSError(errno.EDQUOT, "Disk quota exceeded")))
     assert not out_of_room(failing(OSError(errno.ENOENT, "No such file or directory")))
     assert not out_of_room(failing(OSError(errno.EACCES, "Permission denied")))
+
+
+def _chunked(table: pa.Table, *cuts: int) -> pa.Table:
+    """``table`` with every column in chunks cut at ``cuts`` (an empty one among them)."""
+    bounds = [0, *cuts, table.num_rows]
+    return pa.concat_tables([table.slice(a, b - a) for a, b in itertools.pairwise(bounds)])
+
+
+def test_lookups_take_columns_of_several_chunks_as_one_array():
+    """A pair's rows come with their columns in a few chunks (msq.pair_tables.split_rows), which
+    the lookups take as the chunks of one array, not copied: _Names.key, key_blame and
+    _Terms.key give each a chunked table's rows what they give the same rows in one chunk, new
+    names and terms among them, with a name of one chunk equal to another's."""
+    from msq.history.run_recorder import _Names, _Terms
+
+    def fresh() -> tuple[_Names, _Terms]:
+        names = _Names.__new__(_Names)
+        names.names, names.ids, names.top = pa.array(["k"]), pa.array([1], pa.int32()), 1
+        terms = _Terms.__new__(_Terms)
+        terms.terms = pa.array(["pass"])
+        return names, terms
+
+    result = pa.table({"out_seq": pa.array(range(6), pa.int64()),
+                       "op_name": ["a", "a", "b", "k", None, "c"],
+                       "npu_name": ["x", "y", None, "a", "z", "x"],
+                       "bench_name": ["x", None, "w", "k", "z", None],
+                       "kind": ["matched", "npu_only", "bench_only", "matched", None, "matched"],
+                       "verdict": ["pass", "warning", None, "pass", "fail", "warning"]})
+    blame = pa.table({"out_seq": pa.array([1, 0, 7, 3, 2, 5], pa.int64()),
+                      "op_name": ["a", "a", "q", "k", "b", "c"],
+                      "npu_name": ["z", "x", None, "a", "w", "v"],
+                      "verdict": ["local", "clean", "clean", None, "local", "clean"]})
+    got = []
+    for res, bl in ((result, blame), (_chunked(result, 2, 2, 5), _chunked(blame, 1, 4))):
+        names, terms = fresh()
+        keyed, new = names.key(res)
+        data, new_blame = names.key_blame(bl, res, keyed)
+        keyed, new_terms = terms.key(keyed, ("kind", "verdict"))
+        data, new_blame_terms = terms.key(data, ("verdict",))
+        got.append([t.combine_chunks().to_pylist() if t is not None else None
+                    for t in (keyed, new, data, new_blame, new_terms, new_blame_terms)])
+    assert got[0] == got[1]
+    assert got[0][1] is not None and got[0][3] is not None and got[0][4] is not None

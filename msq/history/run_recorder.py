@@ -274,12 +274,12 @@ class _Names:
         """``rows`` (``result_rows``' shape without compare_id) with the three name columns
         replaced by their keys (0: NULL), and the table (name_id, name) of the names new to the
         history (None: none), which this dictionary now holds."""
-        import pyarrow as pa
         import pyarrow.compute as pc
 
         count = rows.num_rows
-        # every name of the pair in one array: the op names, then the NPU, then the bench names
-        names = pa.concat_arrays([_strings(rows, c) for c in self.COLUMNS])
+        # every name of the pair as one array's chunks: the op names, then the NPU, then the
+        # bench names
+        names = _texts(rows, self.COLUMNS)
         ids, new = self._lookup(names, _first_rows(rows, len(self.COLUMNS)))
         ids = pc.fill_null(ids, 0)
         keyed = rows.drop_columns(list(self.COLUMNS))
@@ -303,16 +303,17 @@ class _Names:
         import pyarrow.compute as pc
 
         count = rows.num_rows
-        names = pa.concat_arrays([_strings(rows, c) for c in self.BLAME_COLUMNS])
+        names = _texts(rows, self.BLAME_COLUMNS)
         ids = pa.nulls(2 * count, pa.int32())
         if result is not None and keyed is not None:
             at = _places(rows.column("out_seq"), result.column("out_seq"))
             at = pa.array(at, pa.int64(), mask=at < 0)
-            theirs = pa.concat_arrays([_strings(result, c).take(at) for c in self.BLAME_COLUMNS])
-            keys = pa.concat_arrays([keyed.column(k).combine_chunks().cast(pa.int32()).take(at)
+            theirs = _texts(pa.table({c: result.column(c).take(at) for c in self.BLAME_COLUMNS}),
+                            self.BLAME_COLUMNS)
+            keys = pa.concat_arrays([_whole(keyed.column(k).cast(pa.int32()).take(at))
                                      for k in self.BLAME_KEYS])
-            ids = pc.if_else(pc.fill_null(pc.equal(names, theirs), False), keys, ids)
-        rest = pc.and_(pc.is_null(ids), pc.is_valid(names))
+            ids = pc.if_else(_whole(pc.fill_null(pc.equal(names, theirs), False)), keys, ids)
+        rest = pc.and_(pc.is_null(ids), _whole(pc.is_valid(names)))
         new = None
         if pc.any(rest).as_py():
             found, new = self._lookup(names.filter(rest), _first_rows(rows, 2).filter(rest))
@@ -323,16 +324,16 @@ class _Names:
             data = data.append_column(key, ids.slice(i * count, count))
         return data, new
 
-    def _lookup(self, names: pa.Array, first: pa.Array) -> tuple[pa.Array, pa.Table | None]:
+    def _lookup(self, names: pa.ChunkedArray, first: pa.Array) -> tuple[pa.Array, pa.Table | None]:
         """The keys of ``names`` (NULL for a NULL name), the names new to the history keyed
         after the largest in the order of ``first`` (each name's row order), and the table
         (name_id, name) of those new ones (None: none), which this dictionary now holds."""
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        found = pc.index_in(names, value_set=self.names)
+        found = _whole(pc.index_in(names, value_set=self.names))
         ids = pc.take(self.ids, found)
-        fresh = pc.and_(pc.is_null(found), pc.is_valid(names))
+        fresh = pc.and_(pc.is_null(found), _whole(pc.is_valid(names)))
         if not pc.any(fresh).as_py():
             return ids, None
         candidates, firsts = names.filter(fresh), first.filter(fresh)
@@ -347,7 +348,7 @@ class _Names:
         # the new names' keys from their place among the added ones alone: not a second
         # lookup in the whole dictionary (~40,000 names hashed again, ~4 ms a pair), and of
         # the new names alone
-        place = pc.index_in(candidates, value_set=added)
+        place = _whole(pc.index_in(candidates, value_set=added))
         ids = pc.replace_with_mask(ids, fresh, pc.add(place, _int32(top + 1)))
         return ids, pa.table({"name_id": keys, "name": added})
 
@@ -390,9 +391,9 @@ class _Terms:
         import pyarrow.compute as pc
 
         count = rows.num_rows
-        texts = pa.concat_arrays([_strings(rows, c) for c in columns])
-        found = pc.index_in(texts, value_set=self.terms)
-        fresh = pc.and_(pc.is_null(found), pc.is_valid(texts))
+        texts = _texts(rows, columns)
+        found = _whole(pc.index_in(texts, value_set=self.terms))
+        fresh = pc.and_(pc.is_null(found), _whole(pc.is_valid(texts)))
         new = None
         if pc.any(fresh).as_py():
             seen = pc.unique(texts.filter(fresh))
@@ -402,7 +403,7 @@ class _Terms:
             new = pa.table({"term_id": pa.array(range(top + 1, top + 1 + len(added)),
                                                 pa.int32()), "term": added})
             # the new terms' places from the added ones alone (the others were found)
-            place = pc.index_in(texts.filter(fresh), value_set=added)
+            place = _whole(pc.index_in(texts.filter(fresh), value_set=added))
             found = pc.replace_with_mask(found, fresh, pc.add(place, _int32(top)))
         keys = pc.add(found, _int32(1))
         for i, column in enumerate(columns):
@@ -411,10 +412,24 @@ class _Terms:
         return rows, new
 
 
-def _strings(rows: pa.Table, column: str) -> pa.Array:
+def _texts(rows: pa.Table, columns: tuple[str, ...]) -> pa.ChunkedArray:
+    """``columns`` of ``rows`` one after the other, as the chunks of one string array: not
+    copied (``combine_chunks`` and ``concat_arrays`` copied every text twice, ~20 M
+    instructions a 24,500-row pair; bench/README, "Session 20: hist"). Arrow's lookups and
+    comparisons take it chunk by chunk, with one hash set a call."""
     import pyarrow as pa
 
-    return rows.column(column).combine_chunks().cast(pa.string())
+    return pa.chunked_array([chunk for column in columns
+                             for chunk in rows.column(column).cast(pa.string()).chunks],
+                            pa.string())
+
+
+def _whole(values: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """``values`` as one array (a lookup's keys or a test's booleans of a chunked array: a few
+    bytes a value to copy)."""
+    import pyarrow as pa
+
+    return values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
 
 
 def _first_rows(rows: pa.Table, slots: int) -> pa.Array:
