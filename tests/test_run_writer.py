@@ -510,3 +510,39 @@ def test_lookups_take_columns_of_several_chunks_as_one_array():
                     for t in (keyed, new, data, new_blame, new_terms, new_blame_terms)])
     assert got[0] == got[1]
     assert got[0][1] is not None and got[0][3] is not None and got[0][4] is not None
+
+
+def test_a_transactions_new_names_and_terms_are_inserted_once_at_its_commit(pairs, tmp_path):
+    """The names and terms a transaction's pairs bring are held until its commit and inserted
+    then, once, in the order of their keys: a pair that fails after two pairs of its
+    transaction (which are appended again, keyed again) leaves the same names, terms and rows
+    as the two pairs recorded alone."""
+    job, good = pairs[0]
+    bad_rows = dict(good.history)
+    bad_rows["blame_rows"] = pa.table({"no_such_column": [1]})
+    bad = PairTables(good.mode, good.framework, good.started, good.summary,
+                     good.cross_framework, [], bad_rows, good.blame)
+    (tmp_path / "a").mkdir()
+    writer = RunWriter(tmp_path / "a", Options(record=True))
+    try:
+        writer.write(*pairs[0])
+        writer.write(*pairs[1])
+        # in the open transaction itself: none of its names and terms inserted yet
+        assert writer.con.execute(
+            "SELECT (SELECT count(*) FROM msq_history.names WHERE name_id > 0), "
+            "(SELECT count(*) FROM msq_history.terms)").fetchall() == [(0, 0)]
+        with pytest.raises(HistoryError, match="could not record"):
+            writer.write(job, bad)
+    finally:
+        writer.close()
+    (tmp_path / "b").mkdir()
+    alone = RunWriter(tmp_path / "b", Options(record=True))
+    try:
+        alone.write(*pairs[0])
+        alone.write(*pairs[1])
+    finally:
+        alone.close()
+    recorded = _names(tmp_path / "a" / "msq.duckdb")
+    assert recorded == _names(tmp_path / "b" / "msq.duckdb")
+    names, _ = recorded
+    assert [key for key, _ in names] == list(range(len(names))) and len(names) > 1
