@@ -7,17 +7,17 @@ WITH own AS (
     AND coalesce(o.ckey, o.skey) = coalesce(i.ckey, i.skey)
   WHERE i.npu AND i.is_input
 ),
--- each NPU input's link, with the producer's name and error for the linked ones
+-- each NPU input's link, with the producer's name and error for the linked ones (not its row
+-- and out_seq: no reader of this table reads them; blame_edges has the row)
 edges AS (
-  SELECT ed.consumer_row, ed.how, ed.candidates, ed.producer_row,
-         p.producer_name, p.producer_seq, p.producer_err,
+  SELECT ed.consumer_row, ed.how, ed.candidates,
+         p.producer_name, p.producer_err,
          ed.how = 'external' AND ed.consumer_row IN (SELECT row_seq FROM own) AS own_output
   FROM blame_edges ed
   -- the producers' names, compared rows and errors, of the producers alone (few where most
   -- inputs are external: joined on every NPU row, each join hashed all of them)
   LEFT JOIN (
-    SELECT pt.row_seq, pt.disp_name AS producer_name, pr.out_seq AS producer_seq,
-           pe.err AS producer_err
+    SELECT pt.row_seq, pt.disp_name AS producer_name, pe.err AS producer_err
     FROM tensors pt
     LEFT JOIN compare_rows pr ON pr.npu_row = pt.row_seq AND pr.kind = 'matched'
     LEFT JOIN row_error pe ON pe.out_seq = pr.out_seq
@@ -46,7 +46,7 @@ SELECT
   CASE WHEN t.io <> 'input' THEN NULL
        WHEN t.is_tensor THEN coalesce(ed.how, 'external'::blame_link)
        ELSE 'constant'::blame_link END AS link,
-  ed.candidates, ed.producer_row, ed.producer_name, ed.producer_seq, ed.producer_err,
+  ed.candidates, ed.producer_name, ed.producer_err,
   coalesce(ed.own_output, false) AS own_output
 FROM tensors t
 LEFT JOIN compare_rows r ON r.npu_row = t.row_seq AND r.kind = 'matched'
