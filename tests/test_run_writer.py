@@ -120,10 +120,7 @@ def test_a_pair_that_cannot_be_recorded_keeps_the_pairs_before_it(pairs, tmp_pat
         first = writer.write(*pairs[0])
         second = writer.write(*pairs[1])
         job, good = pairs[0]
-        bad_rows = dict(good.history)
-        bad_rows["blame_rows"] = pa.table({"no_such_column": [1]})
-        bad = PairTables(good.mode, good.framework, good.started, good.summary,
-                         good.cross_framework, good.files, bad_rows, good.blame)
+        bad = _unrecordable(good, good.files)
         before = set(tmp_path.iterdir())
         with pytest.raises(HistoryError, match="could not record"):
             writer.write(job, bad)
@@ -327,14 +324,21 @@ def test_blame_rows_places_among_their_output_rows():
         assert at.tolist() == want
 
 
+def _unrecordable(good: PairTables, files: list | None = None) -> PairTables:
+    """``good`` with blame rows the history cannot take (a column it does not have): the
+    driver's write of it fails and drops the open transaction. ``files``: its published files
+    (none by default)."""
+    bad_rows = dict(good.history)
+    bad_rows["blame_rows"] = pa.table({"no_such_column": [1]})
+    return PairTables(good.mode, good.framework, good.started, good.summary,
+                      good.cross_framework, files or [], bad_rows, good.blame)
+
+
 def test_names_of_a_dropped_pair_are_dropped_too(pairs, tmp_path):
     """A pair that cannot be recorded drops its transaction, the names it brought included:
     the next pair's names get the keys they would have had without it."""
     job, good = pairs[0]
-    bad_rows = dict(good.history)
-    bad_rows["blame_rows"] = pa.table({"no_such_column": [1]})
-    bad = PairTables(good.mode, good.framework, good.started, good.summary,
-                     good.cross_framework, [], bad_rows, good.blame)
+    bad = _unrecordable(good)
     (tmp_path / "a").mkdir()
     writer = RunWriter(tmp_path / "a", Options(record=True))
     try:
@@ -518,10 +522,7 @@ def test_a_transactions_new_names_and_terms_are_inserted_once_at_its_commit(pair
     transaction (which are appended again, keyed again) leaves the same names, terms and rows
     as the two pairs recorded alone."""
     job, good = pairs[0]
-    bad_rows = dict(good.history)
-    bad_rows["blame_rows"] = pa.table({"no_such_column": [1]})
-    bad = PairTables(good.mode, good.framework, good.started, good.summary,
-                     good.cross_framework, [], bad_rows, good.blame)
+    bad = _unrecordable(good)
     (tmp_path / "a").mkdir()
     writer = RunWriter(tmp_path / "a", Options(record=True))
     try:
