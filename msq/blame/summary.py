@@ -245,17 +245,11 @@ def summarize_batch(con: duckdb.DuckDBPyConnection, places: list[tuple[int, int,
         amp_limit=float(limit), bands=noise_bands[k]) for k, *_ in places}
 
 
-def summarize_recorded(con: duckdb.DuckDBPyConnection, catalog: str,
-                       compare_id: int) -> tuple[BlameSummary, str] | None:
-    """A recorded compare's summary and run id, from the history attached as ``catalog`` (what
-    ``--resume`` brings to the run's blame for the pairs it skips); None without blame rows."""
-    return summarize_recorded_many(con, catalog, [compare_id]).get(compare_id)
-
-
 def summarize_recorded_many(con: duckdb.DuckDBPyConnection, catalog: str,
                             compare_ids: Sequence[int]) -> dict[int, tuple[BlameSummary, str]]:
-    """:func:`summarize_recorded` of several compares at once (one query a figure, grouped by
-    compare: ``msq show`` of a directory run); the compares without blame rows are left out.
+    """Recorded compares' summaries and run ids, from the history attached as ``catalog`` (what
+    ``--resume`` brings to the run's blame for the pairs it skips, and ``msq show`` prints), in
+    one query a figure grouped by compare; the compares without blame rows are left out.
     ``catalog`` empty: the tables and views the connection finds first."""
     ids = ", ".join(str(int(i)) for i in compare_ids)
     if not ids:
