@@ -58,9 +58,12 @@ def _sheet_cell(col: str) -> str:
     return quote_ident(col)
 
 
-#: blame_rank of a local row: the view ``blame``'s (sql/compare/blame/blame.sql), numbered over
-#: the local rows alone, as there.
-_RANK = f"row_number() OVER (ORDER BY {WORST_FIRST})"
+def _rank(partition: str = "") -> str:
+    """blame_rank of a local row: the view ``blame``'s (sql/compare/blame/blame.sql), numbered
+    over the local rows alone, as there (``partition``: a column whose rows are numbered apart,
+    a batch's pair)."""
+    by = f"PARTITION BY {partition} " if partition else ""
+    return f"row_number() OVER ({by}ORDER BY {WORST_FIRST})"
 
 
 def sheet_query() -> str:
@@ -68,7 +71,7 @@ def sheet_query() -> str:
     as the view ``blame`` has them (read straight: the view joins its ranks back to every
     blame row and then drops all but the local ones, ~45 M instructions a pair of a root run
     for a few dozen rows)."""
-    cols = ", ".join(f"{_RANK} AS blame_rank" if c == "blame_rank" else _sheet_cell(c)
+    cols = ", ".join(f"{_rank()} AS blame_rank" if c == "blame_rank" else _sheet_cell(c)
                      for c in SHEET_COLUMNS)
     # the writer puts rows in out_seq order: the rank is the order here
     return (f"SELECT blame_rank - 1 AS out_seq, * "
@@ -85,8 +88,8 @@ def batch_sheet_query(ranges: Sequence[tuple[int, int]]) -> str:
     starts = " ".join(f"WHEN out_seq BETWEEN {lo} AND {hi} THEN {lo}"
                       for lo, hi in ranges if lo <= hi)
     start = f"CASE {starts} END" if starts else "NULL::BIGINT"
-    cols = ", ".join(f"{_RANK.replace('OVER (', 'OVER (PARTITION BY _lo ')} AS blame_rank"
-                     if c == "blame_rank" else _sheet_cell(c) for c in SHEET_COLUMNS)
+    cols = ", ".join(f"{_rank('_lo')} AS blame_rank" if c == "blame_rank" else _sheet_cell(c)
+                     for c in SHEET_COLUMNS)
     return (f"SELECT _lo + blame_rank - 1 AS out_seq, * EXCLUDE (_lo) "
             f"FROM (SELECT _lo, {cols} FROM (SELECT * REPLACE (out_seq - _lo AS out_seq) "
             f"FROM (SELECT *, {start} AS _lo FROM batch_blame_rows WHERE verdict = 'local') "
