@@ -17,18 +17,25 @@ CREATE OR REPLACE MACRO text_cell(t) AS (
     WHEN t IN ('inf', '-inf', 'nan') THEN union_value(s := t || chr(9))::cell
     ELSE union_value(s := t)::cell
   END);
--- The text of a statistic that is neither a finite number nor a boolean (shown_stat's, and
--- stat_rows' "<statistic> (text)"): None, a non-finite number as num_cell writes it, a string as
--- text_cell writes it.
+-- The texts of a statistic that is neither a finite number nor a boolean: a number of kind f or
+-- i that is NULL or not finite, as num_cell writes it; a string of kind s or o, as text_cell
+-- writes it. Macros expand where they are used: stat_text and plain_stat_text hold the same
+-- expressions as if written out, with their own tests of the kind around them.
+CREATE OR REPLACE MACRO nonfinite_text(num) AS (
+  CASE WHEN num IS NULL THEN 'None'
+       WHEN isnan(num) THEN 'nan' || chr(9)
+       WHEN num = 'inf'::DOUBLE THEN 'inf' || chr(9)
+       ELSE '-inf' || chr(9) END);
+CREATE OR REPLACE MACRO string_stat_text(txt) AS (
+  CASE WHEN txt IS NULL THEN 'None'
+       WHEN txt IN ('inf', '-inf', 'nan') THEN txt || chr(9)
+       ELSE txt END);
+-- The text of a statistic that is neither a finite number nor a boolean (shown_stat's): None, a
+-- non-finite number, a string.
 CREATE OR REPLACE MACRO stat_text(num, kind, txt) AS (
   CASE
-    WHEN kind IN ('f', 'i') THEN CASE WHEN num IS NULL THEN 'None'
-                                      WHEN isnan(num) THEN 'nan' || chr(9)
-                                      WHEN num = 'inf'::DOUBLE THEN 'inf' || chr(9)
-                                      ELSE '-inf' || chr(9) END
-    WHEN kind IN ('s', 'o') THEN CASE WHEN txt IS NULL THEN 'None'
-                                      WHEN txt IN ('inf', '-inf', 'nan') THEN txt || chr(9)
-                                      ELSE txt END
+    WHEN kind IN ('f', 'i') THEN nonfinite_text(num)
+    WHEN kind IN ('s', 'o') THEN string_stat_text(txt)
     ELSE 'None' END);
 -- A statistic as displayed: N/A when its side is absent (an unmatched row), else its cell: a
 -- finite number, a boolean, or a text (None, a non-finite number as num_cell writes it, a string
@@ -58,13 +65,8 @@ CREATE OR REPLACE MACRO plain_stat_bool(absent, num, b) AS (
 -- tests/sql/test_stat_rows.py holds them to shown_stat's.
 CREATE OR REPLACE MACRO plain_stat_text(num_v, absent, num, kind, txt, fi, b) AS (
   CASE WHEN num_v IS NOT NULL THEN NULL WHEN absent THEN 'N/A' WHEN b THEN NULL
-       WHEN fi THEN CASE WHEN num IS NULL THEN 'None'
-                         WHEN isnan(num) THEN 'nan' || chr(9)
-                         WHEN num = 'inf'::DOUBLE THEN 'inf' || chr(9)
-                         ELSE '-inf' || chr(9) END
-       WHEN kind IN ('s', 'o') THEN CASE WHEN txt IS NULL THEN 'None'
-                                         WHEN txt IN ('inf', '-inf', 'nan') THEN txt || chr(9)
-                                         ELSE txt END
+       WHEN fi THEN nonfinite_text(num)
+       WHEN kind IN ('s', 'o') THEN string_stat_text(txt)
        ELSE 'None' END);
 -- A difference's text where it is not a finite number (shown_diff's): N/A unmatched, None where
 -- a side is not a number, a non-finite difference as num_cell writes it.
