@@ -4,8 +4,8 @@
 WITH ops_n AS (
   SELECT op_seq, op_name, pair,
     starts_with(op_name, 'Module.') OR starts_with(op_name, 'Cell.') AS is_module,
-    -- ('', forward or backward: an ENUM, sql/compare/schema/40_blame.sql)
-    regexp_extract(op_name, '\.(forward|backward)(\.\d+)?$', 1)::blame_direction AS direction
+    -- ('', forward or backward: an ENUM; blame_op_direction, sql/compare/schema/40_blame.sql)
+    blame_op_direction(op_name) AS direction
   FROM ops WHERE side = 'npu'
 ),
 out_err AS (
@@ -36,7 +36,7 @@ contrib AS (
   SELECT b.op_seq, t.npu_name, t.err
   FROM ops_n b
   JOIN ops_n f ON f.pair = b.pair
-    AND f.op_name = regexp_replace(b.op_name, '\.backward(\.\d+)?$', '.forward\1')
+    AND f.op_name = blame_forward_of(b.op_name)
   JOIN blame_tensors t ON t.op_seq = f.op_seq
   WHERE b.direction = 'backward' AND t.out_seq IS NOT NULL
   UNION ALL

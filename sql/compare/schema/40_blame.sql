@@ -27,3 +27,19 @@ CREATE TYPE IF NOT EXISTS blame_verdict AS ENUM ('local', 'inherited', 'clean');
 -- texts' own order: a sort by it is theirs
 CREATE TYPE IF NOT EXISTS blame_link AS ENUM ('constant', 'external', 'hash', 'md5', 'reshape',
                                               'statistics');
+-- An op's direction by its name: forward or backward as the last field (or the last but a
+-- number: Module.fc.Linear.forward.0), else ''. regexp_extract(name,
+-- '\.(forward|backward)(\.\d+)?$', 1), but without running the regular expression where its
+-- answer can only be one (~1,200 instructions a name; tests/sql/test_blame_names.py holds the
+-- two equal): a name that ends in .forward or .backward, or that has no 'ward.' (what a
+-- .forward.N or .backward.N would have)
+CREATE OR REPLACE MACRO blame_op_direction(name) AS (
+  CASE WHEN ends_with(name, '.forward') THEN 'forward'::blame_direction
+       WHEN ends_with(name, '.backward') THEN 'backward'::blame_direction
+       WHEN NOT contains(name, 'ward.') THEN ''::blame_direction
+       ELSE regexp_extract(name, '\.(forward|backward)(\.\d+)?$', 1)::blame_direction END);
+-- A backward op's forward record's name: regexp_replace(name, '\.backward(\.\d+)?$',
+-- '.forward\1'), the regular expression run only on a name that does not end in .backward
+CREATE OR REPLACE MACRO blame_forward_of(name) AS (
+  CASE WHEN ends_with(name, '.backward') THEN left(name, -9) || '.forward'
+       ELSE regexp_replace(name, '\.backward(\.\d+)?$', '.forward\1') END);
