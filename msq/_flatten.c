@@ -1975,6 +1975,31 @@ static PyObject *arithmetic(PyObject *self, PyObject *args) {
     return out;
 }
 
+/* equal_bytes(a, b): whether two buffers (a column's, bytes) hold the same bytes (memcmp, no
+ * copy: msq.flatten.same_column); repeats(buf, unit): whether buf is unit repeated */
+static PyObject *equal_bytes(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer a, b;
+    if (!PyArg_ParseTuple(args, "y*y*", &a, &b)) return NULL;
+    int same = a.len == b.len && (a.len == 0 || memcmp(a.buf, b.buf, (size_t)a.len) == 0);
+    PyBuffer_Release(&a);
+    PyBuffer_Release(&b);
+    return PyBool_FromLong(same);
+}
+
+static PyObject *repeats(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer a, u;
+    if (!PyArg_ParseTuple(args, "y*y*", &a, &u)) return NULL;
+    int same = u.len > 0 && a.len % u.len == 0;
+    const char *p = a.buf;
+    for (Py_ssize_t i = 0; same && i < a.len; i += u.len)
+        same = memcmp(p + i, u.buf, (size_t)u.len) == 0;
+    PyBuffer_Release(&a);
+    PyBuffer_Release(&u);
+    return PyBool_FromLong(same);
+}
+
 static PyMethodDef METHODS[] = {
     {"flatten_dump", flatten_dump, METH_VARARGS,
      "flatten_dump(buffer, compat) -> (task, has_md5, looks_mindspore, op_cols, row_cols) | reason"},
@@ -1987,6 +2012,8 @@ static PyMethodDef METHODS[] = {
      "input_buffer(n, padding) -> a writable buffer of n + padding bytes, the padding zero"},
     {"live_bytes", live_bytes, METH_NOARGS, "live_bytes() -> bytes of this module's buffers alive"},
     {"stable_order", stable_order, METH_O, "stable_order(int64 bytes) -> int64 indices bytes"},
+    {"equal_bytes", equal_bytes, METH_VARARGS, "equal_bytes(a, b) -> the buffers hold the same bytes"},
+    {"repeats", repeats, METH_VARARGS, "repeats(buffer, unit) -> buffer is unit repeated"},
     {"arithmetic", arithmetic, METH_VARARGS,
      "arithmetic(n, width, step) -> bytes of n native int32/int64: 0, step, 2 * step, ..."},
     {NULL, NULL, 0, NULL}};

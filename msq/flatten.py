@@ -297,6 +297,11 @@ class Columns:
         return sum(len(buf) for b in self._batches for c in b for buf in c[4:] if buf is not None)
 
     @property
+    def batches(self) -> list[list[CColumn]]:
+        """The record batches, each a list of the C reader's columns."""
+        return self._batches
+
+    @property
     def column_names(self) -> list[str]:
         return [c[0] for c in self._batches[0]]
 
@@ -341,6 +346,28 @@ def concat_columns(parts: Sequence[Columns | pa.Table]) -> Columns | pa.Table:
     import pyarrow as pa
 
     return pa.concat_tables([p.to_arrow() if isinstance(p, Columns) else p for p in parts])
+
+
+def same_column(a: CColumn, b: CColumn) -> bool:
+    """Whether two of the C reader's columns hold the same values: kind, length, NULLs and
+    buffers byte for byte (compared in C, not copied)."""
+    assert _c is not None
+    if a[1:4] != b[1:4]:
+        return False
+    for x, y in zip(a[4:], b[4:], strict=True):
+        if (x is None) != (y is None) or (x is not None and not _c.equal_bytes(x, y)):
+            return False
+    return True
+
+
+def all_text(col: CColumn, text: str) -> bool:
+    """Whether every value of the C reader's text column ``col`` is ``text`` (no NULL)."""
+    assert _c is not None
+    raw = text.encode()
+    n, data, offsets = col[2], col[5], col[6]
+    return (col[1] == "str" and col[3] == 0 and offsets is not None and len(data) == n * len(raw)
+            and (n == 0 or bool(_c.repeats(data, raw)))
+            and bool(_c.equal_bytes(offsets, _arithmetic(n + 1, 4, len(raw)))))
 
 
 def _arithmetic(n: int, width: int, step: int) -> bytes:

@@ -32,7 +32,16 @@ from msq.config import Options, SingleInput, input_from_api, options_from_kwargs
 from msq.errors import DumpError, InputError, NothingComparedError, UsageError
 from msq.export.outputs import MARK_REASON, ensure_output_dir, result_table, write_outputs
 from msq.export.xlsx import deflate, renderer
-from msq.flatten import C_PADDING, check_stack_c, concat_columns, input_buffer, reader
+from msq.flatten import (
+    C_PADDING,
+    Columns,
+    all_text,
+    check_stack_c,
+    concat_columns,
+    input_buffer,
+    reader,
+    same_column,
+)
 from msq.highlight import write_windows
 from msq.history import (
     RecordContext,
@@ -864,16 +873,77 @@ BATCH_LOADS = (("ops", "* REPLACE (op_seq + {op} AS op_seq), {pair} AS pair"),
                ("tensors", ("* REPLACE (op_seq + {op} AS op_seq, row_seq + {row} AS row_seq), "
                            "disp_name AS match_name, {pair} AS pair")))
 
+#: tensors' columns a batch's rows may give as another column's values or a constant
+#: (:func:`load_batch`): {column: (the readers' column it equals, or None; the text every
+#: row has, or None)}. match_name is the batch's disp_name (:data:`BATCH_LOADS`).
+DERIVED_ROWS: dict[str, tuple[str | None, str | None]] = {
+    "disp_name": ("name", None), "match_name": ("name", None), "disp_io": ("io", None),
+    "data_name": (None, "-1")}
+
+
+def derived_columns(pairs: list[BatchPair]) -> bool:
+    """Whether every side of every pair has each column of :data:`DERIVED_ROWS` equal to its
+    source column or text, row for row (their buffers compared: a statistics dump's disp_name is
+    its name, disp_io its io in the default mode and data_name "-1", msq/_flatten.c emit_row).
+    Only the C reader's columns are looked at (a pyarrow table of the Python reader: False)."""
+    for part in pairs:
+        for rows in (part.npu.rows, part.bench.rows):
+            if not isinstance(rows, Columns):
+                return False
+            for batch in rows.batches:
+                cols = {c[0]: c for c in batch}
+                for name, (source, text) in DERIVED_ROWS.items():
+                    if name == "match_name":  # the batch's disp_name (BATCH_LOADS)
+                        continue
+                    col = cols.get(name)
+                    if col is None or col[1] != "str" or (
+                            not same_column(col, cols[source]) if source is not None
+                            else not all_text(col, str(text))):
+                        return False
+    return True
+
+
+def derived_tensors(con: duckdb.DuckDBPyConnection) -> None:
+    """``tensors`` made again (empty) with the columns of :data:`DERIVED_ROWS` generated
+    (virtual: DuckDB stores nothing and reads each as its expression), the others as the
+    schema's (same names, order, types and defaults)."""
+    columns = []
+    for name, type_, default in con.execute(
+            "SELECT column_name, data_type, column_default FROM duckdb_columns() "
+            "WHERE database_name = current_database() AND schema_name = 'main' "
+            "AND table_name = 'tensors' ORDER BY column_index").fetchall():
+        source, text = DERIVED_ROWS.get(name, (None, None))
+        if source is not None or text is not None:
+            made = db.quote_ident(source) if source is not None else db.quote_str(str(text))
+            columns.append(f"{db.quote_ident(name)} {type_} GENERATED ALWAYS AS ({made}) VIRTUAL")
+        else:
+            columns.append(f"{db.quote_ident(name)} {type_}"
+                           + (f" DEFAULT {default}" if default is not None else ""))
+    con.execute(f"DROP TABLE tensors; CREATE TABLE tensors ({', '.join(columns)})")
+
 
 def load_batch(con: duckdb.DuckDBPyConnection, pairs: list[BatchPair]) -> None:
     """Every pair's ``ops`` and ``tensors`` rows (as :func:`load_sides` with each pair's place),
     in one INSERT a table: DuckDB keeps an INSERT's rows as they are in a table still empty,
     but copies them once more into one that has rows (four 24,500-row pairs loaded one by one:
-    40, 105, 270 and 110 ms of CPU)."""
+    40, 105, 270 and 110 ms of CPU).
+
+    Where every pair's rows have the columns of :data:`DERIVED_ROWS` equal to another column or
+    a constant (:func:`derived_columns`: any statistics dump of the C reader), those are not
+    stored but generated (:func:`derived_tensors`): the same rows and types. DuckDB's append of
+    a text (its statistics, its UTF-8 check) costs ~240 instructions a value: these were 4 of a
+    row's ~15 texts."""
+    derived = derived_columns(pairs)
+    if derived:
+        derived_tensors(con)
     streams: list[str] = []
     try:
         for table, select in BATCH_LOADS:
             parts = []
+            if table == "tensors" and derived:
+                select = select.replace(", disp_name AS match_name", "").replace(
+                    "* REPLACE", "* EXCLUDE ({}) REPLACE".format(
+                        ", ".join(c for c in DERIVED_ROWS if c != "match_name")))
             for part in pairs:
                 name = f"_batch_{table}_{part.place.pair}"
                 side = (part.npu.ops, part.bench.ops) if table == "ops" else \

@@ -1,0 +1,110 @@
+"""A batch's ``tensors`` rows without the columns the readers give as copies of others
+(msq.pipeline.load_batch, DERIVED_ROWS): its table, those columns generated, holds exactly the
+rows and types the full load holds, and a batch whose dumps break the equalities stores them."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from msq import db, pipeline
+from msq.config import Options, SingleInput
+from msq.flatten import C_PADDING, Columns, all_text, same_column
+from tests.dumps import fwd, t, write_dump
+from tests.test_batch import model, noisy
+
+pytestmark = pytest.mark.skipif(C_PADDING is None, reason="the C reader is not built")
+
+
+def inputs(tmp_path: Path, pairs: list[tuple[dict[str, Any], dict[str, Any]]]) -> list[SingleInput]:
+    out = []
+    for k, (npu, bench) in enumerate(pairs):
+        n = write_dump(tmp_path / f"p{k}" / "npu", npu)
+        b = write_dump(tmp_path / f"p{k}" / "bench", bench)
+        out.append(SingleInput(n, b, None))
+    return out
+
+
+def loaded(inps: list[SingleInput], monkeypatch: pytest.MonkeyPatch, derive: bool | None,
+           ) -> tuple[list[Any], list[Any], list[str]]:
+    """The batch's ``tensors`` (its columns' names and types, its rows by side and row_seq)
+    loaded by load_batch in a new compare database; ``derive``: forced off (False) or as
+    load_batch decides (None). Also which columns are generated."""
+    _, pairs = pipeline.read_batch(inps, Options(workers=1))
+    if derive is False:
+        monkeypatch.setattr(pipeline, "derived_columns", lambda pairs: False)
+    con = db.connect()
+    db.run_schema(con)
+    pipeline.load_batch(con, pairs)
+    monkeypatch.undo()
+    types = con.execute("SELECT column_name, data_type FROM duckdb_columns() "
+                        "WHERE table_name = 'tensors' ORDER BY column_index").fetchall()
+    rows = con.execute("SELECT * FROM tensors ORDER BY side, row_seq").fetchall()
+    made = [name for (name,) in con.execute(
+        "SELECT column_name FROM duckdb_columns() WHERE table_name = 'tensors' "
+        "AND is_generated ORDER BY column_index").fetchall()]
+    con.close()
+    return types, rows, made
+
+
+def with_kwargs(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` with an op of keyword arguments (a tensor and a number) last."""
+    return {**data, "Functional.linear.9.forward": fwd(t(), out=t(), weight=t(), alpha={"type": "int", "value": 2})}
+
+
+def test_a_statistics_batch_generates_its_copies_as_the_same_rows(tmp_path, monkeypatch):
+    base = model(1, ops=12)
+    inps = inputs(tmp_path, [(with_kwargs(base), with_kwargs(noisy(base, 2, 0.1))),
+                             (with_kwargs(model(3, ops=12)), base)])
+    types, rows, made = loaded(inps, monkeypatch, None)
+    assert made == ["disp_name", "match_name", "disp_io", "data_name"]  # DERIVED_ROWS
+    want_types, want_rows, want_made = loaded(inps, monkeypatch, False)
+    assert want_made == []
+    assert types == want_types
+    assert len(rows) == len(want_rows) > 100
+    assert rows == want_rows
+    names = [name for name, _ in types]
+    # the keyword arguments' rows are there, named as the readers name them
+    assert any(".forward.input.alpha" in row[names.index("match_name")] for row in rows)
+
+
+@pytest.mark.parametrize("change", ["data_name", "null_data_name"])
+def test_a_batch_whose_rows_differ_from_their_copies_loads_them_all(tmp_path, monkeypatch, change):
+    base = model(1, ops=12)
+    other = copy.deepcopy(base)
+    entry = other["Functional.relu.0.forward"]["output"][0]
+    entry["data_name"] = "Functional.relu.0.forward.output.0.pt" if change == "data_name" else None
+    inps = inputs(tmp_path, [(base, base), (other, base)])
+    types, rows, made = loaded(inps, monkeypatch, None)
+    want = loaded(inps, monkeypatch, False)
+    # a data_name "-1" (null reads as "-1") derives; any other does not
+    assert bool(made) == (change == "null_data_name")
+    assert (types, rows) == want[:2]
+
+
+def text_column(values: list[str]) -> Any:
+    """A text column as the C reader gives it (a Columns' record batch column)."""
+    import pyarrow as pa
+
+    from msq.flatten import _c
+
+    assert _c is not None
+    arr = pa.array(values, pa.string())
+    _, offsets, data = arr.buffers()
+    return ("x", "str", len(values), 0, None, data.to_pybytes() if data else b"",
+            offsets.to_pybytes()[: 4 * (len(values) + 1)])
+
+
+def test_same_column_and_all_text_read_every_byte():
+    a = text_column(["ab", "c", "-1"])
+    assert same_column(a, text_column(["ab", "c", "-1"]))
+    assert not same_column(a, text_column(["ab", "c", "-2"]))
+    assert not same_column(a, text_column(["a", "bc", "-1"]))  # same bytes, other offsets
+    assert all_text(text_column(["-1"] * 5), "-1")
+    assert not all_text(text_column(["-1-1", "", "-1", "-1", "-1"]), "-1")
+    assert not all_text(text_column(["-1", "-1", "-1", "-1", "-2"]), "-1")
+    assert not all_text(text_column(["-1", "-1"]), "-")
+    assert isinstance(Columns([[a]]).batches[0][0], tuple)
