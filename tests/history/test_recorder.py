@@ -377,9 +377,10 @@ def _stat_arg(mx: Any, mn: Any, mean: Any, norm: Any) -> dict[str, Any]:
 @pytest.mark.parametrize("c_reader", [True, False], ids=["C reader", "Python reader"])
 def test_typed_statistics_columns_are_what_the_displayed_cells_read_as(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, compat: bool, c_reader: bool) -> None:
-    """hist_rows_statistics computes the relative errors from the statistics' numbers and reads
-    each cell's text once, from the cells' plain columns (stat_result's in the default mode,
-    result_statistics' cells taken apart under --compat): every typed column (and its NaN, to
+    """hist_rows_statistics reads each cell's text once, from the cells' plain columns
+    (stat_result's in the default mode, result_statistics' cells taken apart under --compat),
+    and the relative errors from stat_result's numbers of them (default) or from the statistics'
+    numbers (--compat): every typed column (and its NaN, to
     the bit) is what hist_num, hist_text, hist_pct and hist_pct_text read from the workbook's
     cells (result_statistics), for every pair of statistic kinds, on matched, NPU-only and
     bench-only rows."""

@@ -1,13 +1,13 @@
 -- description: Statistics-mode output rows as typed history columns, from hist_result (inserted into result_rows by name).
 -- The cells' texts once each (the number columns read them too), in one list (result_data.texts,
 -- NULL on a row of numbers alone), from each cell's plain columns (hist_source_statistics:
--- stat_result's); the relative errors from the statistics' numbers (hist_rel_pct), not from
--- their texts.
+-- stat_result's); the relative errors (max_rel_pct, max_rel_pct_text, ...) as hist_result gives
+-- them: from stat_result's numbers of them (hist_code_pct), or the statistics' numbers
+-- (hist_rel_pct, hist_source_statistics_cells.sql), not from their texts.
 WITH v AS (
   SELECT r.*,
          CASE r."Result" WHEN '' THEN 'pass' WHEN 'Warning' THEN 'warning' ELSE 'unmatched' END
            AS verdict,
-         kind = 'matched' AS matched,
          hist_plain_text("Max diff (text)") AS max_diff_text,
          hist_plain_text("Min diff (text)") AS min_diff_text,
          hist_plain_text("Mean diff (text)") AS mean_diff_text,
@@ -19,11 +19,7 @@ WITH v AS (
          hist_plain_text("Bench max (text)") AS bench_max_text,
          hist_plain_text("Bench min (text)") AS bench_min_text,
          hist_plain_text("Bench mean (text)") AS bench_mean_text,
-         hist_plain_text("Bench l2norm (text)") AS bench_norm_text,
-         hist_rel_pct_text(kind = 'matched', n_max, b_max) AS max_rel_pct_text,
-         hist_rel_pct_text(kind = 'matched', n_min, b_min) AS min_rel_pct_text,
-         hist_rel_pct_text(kind = 'matched', n_mean, b_mean) AS mean_rel_pct_text,
-         hist_rel_pct_text(kind = 'matched', n_norm, b_norm) AS norm_rel_pct_text
+         hist_plain_text("Bench l2norm (text)") AS bench_norm_text
   FROM hist_result r
 )
 SELECT
@@ -38,10 +34,10 @@ SELECT
   hist_plain_num("Min diff", NULL, min_diff_text) AS min_diff,
   hist_plain_num("Mean diff", NULL, mean_diff_text) AS mean_diff,
   hist_plain_num("L2norm diff", NULL, norm_diff_text) AS norm_diff,
-  hist_rel_pct(matched, n_max, b_max) AS max_rel_pct,
-  hist_rel_pct(matched, n_min, b_min) AS min_rel_pct,
-  hist_rel_pct(matched, n_mean, b_mean) AS mean_rel_pct,
-  hist_rel_pct(matched, n_norm, b_norm) AS norm_rel_pct,
+  max_rel_pct,
+  min_rel_pct,
+  mean_rel_pct,
+  norm_rel_pct,
   hist_plain_num("NPU max", "NPU max (bool)", npu_max_text) AS npu_max,
   hist_plain_num("NPU min", "NPU min (bool)", npu_min_text) AS npu_min,
   hist_plain_num("NPU mean", "NPU mean (bool)", npu_mean_text) AS npu_mean,
