@@ -380,10 +380,10 @@ def test_typed_statistics_columns_are_what_the_displayed_cells_read_as(
     """hist_rows_statistics reads each cell's text once, from the cells' plain columns
     (stat_result's in the default mode, result_statistics' cells taken apart under --compat),
     and the relative errors from stat_result's numbers of them (default) or from the statistics'
-    numbers (--compat): every typed column (and its NaN, to
-    the bit) is what hist_num, hist_text, hist_pct and hist_pct_text read from the workbook's
-    cells (result_statistics), for every pair of statistic kinds, on matched, NPU-only and
-    bench-only rows."""
+    numbers (--compat): every typed column (and its NaN, to the bit) is what hist_num,
+    hist_text, hist_pct and hist_pct_text read from the workbook's cells (result_statistics),
+    for every pair of statistic kinds, on matched, NPU-only and bench-only rows; each row's op
+    (hist_row_ops) is its NPU row's, else its bench row's."""
     import json
     import struct
 
@@ -425,6 +425,18 @@ def test_typed_statistics_columns_are_what_the_displayed_cells_read_as(
         stat_kinds = {k for (k,) in con.execute("SELECT DISTINCT max_kind FROM tensors").fetchall()}
         assert stat_kinds == {"i", "f", "b", "s", "n"}
         rows_sql = recorder.prepare_rows(con, mode)
+        # each row's op (hist_row_ops: one tensors row a row) is the NPU op's, else the bench
+        # op's, as both sides joined give it
+        both = con.execute(
+            "SELECT r.out_seq, coalesce(no.op_name, bo.op_name) FROM compare_rows r "
+            "LEFT JOIN tensors n ON n.side = 'npu' AND n.row_seq = r.npu_row "
+            "LEFT JOIN ops no ON no.side = 'npu' AND no.op_seq = n.op_seq "
+            "LEFT JOIN tensors b ON b.side = 'bench' AND b.row_seq = r.bench_row "
+            "LEFT JOIN ops bo ON bo.side = 'bench' AND bo.op_seq = b.op_seq "
+            "ORDER BY r.out_seq").fetchall()
+        assert con.execute("SELECT out_seq, op_name FROM hist_row_ops "
+                           "ORDER BY out_seq").fetchall() == both
+        assert all(name is not None for _, name in both)
         # the texts go into result_data's list texts (schema version 5), which result_rows reads
         order = [c for c in _V4_COLUMNS if c.endswith("_text")]
         typed = ", ".join(f"texts[{order.index(c) + 1}]" if c.endswith("_text") else c

@@ -1,9 +1,10 @@
--- description: The dump.json entry (op) of each output row: the NPU op, or the bench op of a bench-only row; and each side's four statistics as numbers (<stat>_num; NULL on an absent side), which the statistics mode's relative errors are computed from.
-SELECT r.out_seq, coalesce(no.op_name, bo.op_name) AS op_name,
-       n.max_num AS n_max, n.min_num AS n_min, n.mean_num AS n_mean, n.norm_num AS n_norm,
-       b.max_num AS b_max, b.min_num AS b_min, b.mean_num AS b_mean, b.norm_num AS b_norm
+-- description: The dump.json entry (op) of each output row: the NPU op, or the bench op of a bench-only row.
+-- One tensors row a row (its NPU row where it has one, else its bench row) and its op: the two
+-- sides' rows and ops joined for every row, and the NPU op's name taken where there was one, were
+-- ~5 M instructions more a 24,500-row pair (the statistics' numbers of --compat's relative errors
+-- are hist_source_statistics_cells.sql's own).
+SELECT r.out_seq, o.op_name
 FROM compare_rows r
-LEFT JOIN tensors n ON n.side = 'npu' AND n.row_seq = r.npu_row
-LEFT JOIN ops no ON no.side = 'npu' AND no.op_seq = n.op_seq
-LEFT JOIN tensors b ON b.side = 'bench' AND b.row_seq = r.bench_row
-LEFT JOIN ops bo ON bo.side = 'bench' AND bo.op_seq = b.op_seq
+LEFT JOIN tensors t ON t.side = CASE WHEN r.npu_row IS NULL THEN 'bench' ELSE 'npu' END
+                   AND t.row_seq = coalesce(r.npu_row, r.bench_row)
+LEFT JOIN ops o ON o.side = t.side AND o.op_seq = t.op_seq

@@ -1,4 +1,4 @@
--- description: hist_source_statistics' rows from result_statistics where that is a table (--compat's, or a user's --sql-dir result): each cell's members as the plain columns stat_result holds ("<cell>" the number, "<cell> (text)" the text, a statistic's "<cell> (bool)" the boolean; union_extract is NULL for a member the cell does not hold), and the relative errors as history columns from each side's statistics (hist_rel_pct, hist_rel_pct_text; hist_row_ops' numbers).
+-- description: hist_source_statistics' rows from result_statistics where that is a table (--compat's, or a user's --sql-dir result): each cell's members as the plain columns stat_result holds ("<cell>" the number, "<cell> (text)" the text, a statistic's "<cell> (bool)" the boolean; union_extract is NULL for a member the cell does not hold), and the relative errors as history columns from each side's statistics (hist_rel_pct, hist_rel_pct_text).
 SELECT c.* REPLACE (union_extract(c."Max diff", 'n') AS "Max diff",
                     union_extract(c."Min diff", 'n') AS "Min diff",
                     union_extract(c."Mean diff", 'n') AS "Mean diff",
@@ -32,14 +32,22 @@ SELECT c.* REPLACE (union_extract(c."Max diff", 'n') AS "Max diff",
        union_extract(c."Bench l2norm", 's') AS "Bench l2norm (text)",
        union_extract(c."Bench l2norm", 'b') AS "Bench l2norm (bool)",
        o.op_name, m.mark, m.rules AS mark_rules,
-       hist_rel_pct(c.kind = 'matched', o.n_max, o.b_max) AS max_rel_pct,
-       hist_rel_pct(c.kind = 'matched', o.n_min, o.b_min) AS min_rel_pct,
-       hist_rel_pct(c.kind = 'matched', o.n_mean, o.b_mean) AS mean_rel_pct,
-       hist_rel_pct(c.kind = 'matched', o.n_norm, o.b_norm) AS norm_rel_pct,
-       hist_rel_pct_text(c.kind = 'matched', o.n_max, o.b_max) AS max_rel_pct_text,
-       hist_rel_pct_text(c.kind = 'matched', o.n_min, o.b_min) AS min_rel_pct_text,
-       hist_rel_pct_text(c.kind = 'matched', o.n_mean, o.b_mean) AS mean_rel_pct_text,
-       hist_rel_pct_text(c.kind = 'matched', o.n_norm, o.b_norm) AS norm_rel_pct_text
+       hist_rel_pct(c.kind = 'matched', x.n_max, x.b_max) AS max_rel_pct,
+       hist_rel_pct(c.kind = 'matched', x.n_min, x.b_min) AS min_rel_pct,
+       hist_rel_pct(c.kind = 'matched', x.n_mean, x.b_mean) AS mean_rel_pct,
+       hist_rel_pct(c.kind = 'matched', x.n_norm, x.b_norm) AS norm_rel_pct,
+       hist_rel_pct_text(c.kind = 'matched', x.n_max, x.b_max) AS max_rel_pct_text,
+       hist_rel_pct_text(c.kind = 'matched', x.n_min, x.b_min) AS min_rel_pct_text,
+       hist_rel_pct_text(c.kind = 'matched', x.n_mean, x.b_mean) AS mean_rel_pct_text,
+       hist_rel_pct_text(c.kind = 'matched', x.n_norm, x.b_norm) AS norm_rel_pct_text
 FROM result_statistics c
 LEFT JOIN hist_row_ops o USING (out_seq)
+-- each side's four statistics as numbers (<stat>_num; NULL on an absent side), which the
+-- relative errors are computed from
+LEFT JOIN (SELECT r.out_seq,
+                  n.max_num AS n_max, n.min_num AS n_min, n.mean_num AS n_mean, n.norm_num AS n_norm,
+                  b.max_num AS b_max, b.min_num AS b_min, b.mean_num AS b_mean, b.norm_num AS b_norm
+           FROM compare_rows r
+           LEFT JOIN tensors n ON n.side = 'npu' AND n.row_seq = r.npu_row
+           LEFT JOIN tensors b ON b.side = 'bench' AND b.row_seq = r.bench_row) x USING (out_seq)
 LEFT JOIN marks m USING (out_seq)

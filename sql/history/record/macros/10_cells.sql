@@ -34,11 +34,12 @@ CREATE OR REPLACE MACRO hist_plain_num(n, b, t) AS (coalesce(
 -- Statistics mode: the text of a cell's text column (hist_text of the cell).
 CREATE OR REPLACE MACRO hist_plain_text(t) AS (replace(t, chr(9), ''));
 -- Statistics mode: a relative error as hist_pct/hist_pct_text read shown_rel's text, from the two
--- statistics it is computed from (n, b: each side's <stat>_num, hist_row_ops), not from the text:
--- parsing 24,500 rows' four texts back was ~130 M instructions of a pair's history rows. Case by
--- case as stat_rel (sql/compare/schema/10_macros.sql): 'N/A' unmatched; ' ' when a side is not a
--- number (is_num(kind): the readers give a <stat>_num exactly for kinds i, f and b, so a NULL
--- number is that test); 'N/A' when b = 0; '0.0%' (0.0, what the formula gives too when n = b) or
+-- statistics it is computed from (n, b: each side's <stat>_num, joined by
+-- hist_source_statistics_cells.sql), not from the text: parsing 24,500 rows' four texts back was
+-- ~130 M instructions of a pair's history rows. Case by case as stat_rel
+-- (sql/compare/schema/10_macros.sql): 'N/A' unmatched; ' ' when a side is not a number
+-- (is_num(kind): the readers give a <stat>_num exactly for kinds i, f and b, so a NULL number is
+-- that test); 'N/A' when b = 0; '0.0%' (0.0, what the formula gives too when n = b) or
 -- py_float(x) || '%', whose number is x (DuckDB prints a double's shortest text that reads back as
 -- the same double), any NaN as the one 'nan' (its text is 'nan').
 CREATE OR REPLACE MACRO hist_nan(x) AS (CASE WHEN isnan(x) THEN 'nan'::DOUBLE ELSE x END);
@@ -51,7 +52,7 @@ CREATE OR REPLACE MACRO hist_rel_pct_text(matched, n, b) AS (
 -- numbers by the same cases: -1 'N/A', unmatched or b = 0; -2 ' ', a side not a number; -3
 -- '0.0%', both equal and finite, whose number is 0.0; else abs(((n - b) / b) * 100), never
 -- negative, NaN included, which DuckDB orders above every number), not from the two statistics
--- again: their joins (hist_row_ops' numbers) and the formula were ~26 M instructions a
+-- again: their joins (each side's tensors row) and the formula were ~26 M instructions a
 -- 24,500-row pair.
 CREATE OR REPLACE MACRO hist_code_pct(x) AS (
   CASE WHEN x = -3 THEN 0.0::DOUBLE WHEN NOT x < 0 THEN hist_nan(x) END);
