@@ -489,6 +489,13 @@ static int dotted_has(Flat *f, const char *text, size_t n, const char *word) {
     return contains(f->tmp.p, f->tmp.len, word);
 }
 
+/* the row column whose buffers row column i is given (emit_row does not write it), or -1 */
+static int aliased(const Flat *f, int i) {
+    if (i == C_DISP_NAME && !f->real_data) return C_NAME;
+    if (i == C_DISP_IO && f->fix_direction) return C_IO;
+    return -1;
+}
+
 /* room for one more row in every row column (the r_ appends), made for twice as many rows at
  * a time */
 static __attribute__((noinline)) int rows_room(Flat *f) {
@@ -501,6 +508,7 @@ static __attribute__((noinline)) int rows_room(Flat *f) {
         [C_STATS + 10] = 1, [C_STATS + 11] = 1};
     int64_t cap = f->row_cap ? 2 * f->row_cap : f->row_hint;
     for (int i = 0; i < N_ROW_COLS; i++) {
+        if (aliased(f, i) >= 0) continue;  /* not written (emit_row) */
         Col *c = &f->rows[i];
         size_t width = c->kind == K_STR ? TEXT_BYTES[i] : c->kind == K_BOOL ? 1
                        : c->kind == K_I32 ? 4 : 8;
@@ -542,9 +550,12 @@ static int emit_row(Flat *f, const char *dtype, size_t dtype_len, const char *sh
     r_i32(&c[C_ROW_IN_OP], f->row_in_op);
     f->row_in_op++;
     r_i32(&c[C_IO_K], disp_io[0] == 'i' ? ++f->k_in : ++f->k_out);
-    MEM(r_str(&c[C_NAME], name, name_len) || r_str(&c[C_DISP_NAME], disp, disp_len)
+    /* disp_name is name but in real-data mode, disp_io is io in the default mode: those columns
+     * are not written but given as the same buffers (aliased, cols_list) */
+    MEM(r_str(&c[C_NAME], name, name_len)
+        || (f->real_data && r_str(&c[C_DISP_NAME], disp, disp_len))
         || r_str(&c[C_IO], io, io[0] == 'i' ? 5 : 6)
-        || r_str(&c[C_DISP_IO], disp_io, disp_io[0] == 'i' ? 5 : 6));
+        || (!f->fix_direction && r_str(&c[C_DISP_IO], disp_io, disp_io[0] == 'i' ? 5 : 6)));
     if (dtype) MEM(r_str(&c[C_DTYPE], dtype, dtype_len));
     else r_null(&c[C_DTYPE]);
     if (shape) MEM(r_str(&c[C_SHAPE], shape, shape_len));
@@ -769,7 +780,8 @@ static int col_end_str(Col *c, size_t len) {
  * whose struct_keys are equal have rows of equal structure, row by row (op_candidates' exact
  * test, which then needs no join of their rows: msq.pipeline.op_pairs_select). */
 static int op_key(Flat *f, int64_t start) {
-    const Col *dn = &f->rows[C_DISP_NAME], *io = &f->rows[C_IO];
+    const Col *dn = &f->rows[aliased(f, C_DISP_NAME) >= 0 ? C_NAME : C_DISP_NAME];
+    const Col *io = &f->rows[C_IO];
     const int32_t *offs = (const int32_t *)dn->offs.p, *io_offs = (const int32_t *)io->offs.p;
     int64_t end = dn->n;
     int32_t n_in = 0, n_out = 0;
@@ -1312,6 +1324,17 @@ static PyObject *flatten_dump(PyObject *self, PyObject *args) {
     }
     PyObject *ops = cols_list(OP_NAMES, f.ops, N_OP_COLS);
     PyObject *rows = ops ? cols_list(ROW_NAMES, f.rows, N_ROW_COLS) : NULL;
+    for (int i = 0; rows && i < N_ROW_COLS; i++) {  /* the aliased columns: their source's buffers */
+        int src = aliased(&f, i);
+        if (src < 0) continue;
+        PyObject *t = PyList_GET_ITEM(rows, src);
+        PyObject *a = Py_BuildValue("(sOOOOOO)", ROW_NAMES[i], PyTuple_GET_ITEM(t, 1),
+                                    PyTuple_GET_ITEM(t, 2), PyTuple_GET_ITEM(t, 3),
+                                    PyTuple_GET_ITEM(t, 4), PyTuple_GET_ITEM(t, 5),
+                                    PyTuple_GET_ITEM(t, 6));
+        if (!a) Py_CLEAR(rows);
+        else PyList_SetItem(rows, i, a);
+    }
     flat_free(&f);
     if (!rows) {
         Py_XDECREF(ops);
