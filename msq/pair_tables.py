@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import logging
 import os
 import re
@@ -30,7 +31,7 @@ import shutil
 import stat
 import tempfile
 import time
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -355,9 +356,11 @@ def _batch_shared(jobs: list[PairJob], opts: Options, output_dir: Path,
     from msq.pipeline import (
         NotBatchable,
         batch_catalog,
+        batch_pair,
         batch_results,
         compute_batch,
         end_batch_pair,
+        pair_reads_views,
         split_batch,
     )
 
@@ -382,14 +385,18 @@ def _batch_shared(jobs: list[PairJob], opts: Options, output_dir: Path,
             raise NotBatchable("a pair's dump warned: its lines are its own compare's")
         before = batch_catalog(con)
         # each pair's views are the batch's tables' columns (pair_views): its sheets' column
-        # types are the first pair's, and its sheets' rows (main and blame) are its slice of the
-        # batch's, fetched once for the batch
+        # types are the batch queries', and its sheets' rows (main and blame) are its slice of
+        # the batch's, fetched once for the batch
         with same_shapes(), batch_sheets(batch_workbook_queries(
                 mode, [part.place.out_range for part in parts])) as sheets:
+            eager = pair_reads_views(opts)
             for job, part, result, pair_rows in zip(jobs, parts, results, rows, strict=True):
-                sheets.pair(part.place.out_range)
-                outs.append(_batch_pair_shared(con, mode, job, part, result, opts, types, root,
-                                               pair_rows))
+                # the pair's views (batch_pair): made first where its outputs read them, else
+                # only if one of its sheets cannot be its slice of the batch's rows
+                views = functools.partial(batch_pair, con, mode, part, types)
+                sheets.pair(part.place.out_range, None if eager else views)
+                outs.append(_batch_pair_shared(con, mode, job, part, result, opts, root,
+                                               pair_rows, views if eager else None))
                 end_batch_pair(con, before)
     except BaseException:
         for out in outs:
@@ -405,17 +412,19 @@ def _batch_shared(jobs: list[PairJob], opts: Options, output_dir: Path,
 
 
 def _batch_pair_shared(con: Any, mode: str, job: PairJob, part: Any, result: CompareResult,
-                       opts: Options, types: Any, root: str,
-                       rows: dict[str, pa.Table] | None = None) -> PairTables:
-    """One pair of a batch (msq.pipeline.batch_pair), its files and rows left in a shared
-    folder of its own, its log lines its own (``result``: its summary and ``rows``: its history
-    rows, by table, made for the batch at once)."""
-    from msq.pipeline import batch_pair, log_setup
+                       opts: Options, root: str, rows: dict[str, pa.Table] | None = None,
+                       views: Callable[[], None] | None = None) -> PairTables:
+    """One pair of a batch, its files and rows left in a shared folder of its own, its log
+    lines its own (``result``: its summary and ``rows``: its history rows, by table, made for
+    the batch at once; ``views``: makes its views, msq.pipeline.batch_pair, first; None: they
+    are made on demand, or are made already)."""
+    from msq.pipeline import log_setup
 
     with _kept_logs() as records:
         started = time.time()
         log_setup(mode, opts)  # what a single compare logs of itself
-        batch_pair(con, mode, part, types)
+        if views is not None:
+            views()
         folder = _new_pair_folder(root)
         try:
             tables = _pair_tables(con, mode, "pytorch", job, opts, result, started, folder,

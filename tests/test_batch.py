@@ -137,9 +137,18 @@ def contents(tables: PairTables) -> dict[str, Any]:
             "blame": repr(tables.blame), "mode": tables.mode}
 
 
-def test_each_pair_of_a_batch_is_its_own_compare(jobs, opts, tmp_path, monkeypatch):
+@pytest.mark.parametrize("formats", [("xlsx", "csv"), ("xlsx",)])
+def test_each_pair_of_a_batch_is_its_own_compare(jobs, opts, tmp_path, monkeypatch, formats):
+    from msq import pipeline
     from msq.export import outputs, xlsx
 
+    opts = dataclasses.replace(opts, formats=formats)
+    # a pair's views: made for its CSV, never for its workbook alone (its sheets are slices of
+    # the batch's rows, their types the batch queries')
+    made: list[int] = []
+    pair_views = pipeline.pair_views
+    monkeypatch.setattr(pipeline, "pair_views", lambda con, mode, place, types: (
+        made.append(place.pair), pair_views(con, mode, place, types))[1])
     asked: list[str] = []  # the main sheet's rows: fetched once, over the batch (batch_sheets)
     queried = xlsx._c_rows_queried
     monkeypatch.setattr(xlsx, "_c_rows_queried", lambda con, spec, *a, **k: (
@@ -154,6 +163,7 @@ def test_each_pair_of_a_batch_is_its_own_compare(jobs, opts, tmp_path, monkeypat
     blame = [query for query in asked if "blame_rows" in query]
     assert len(blame) == 1 and "FROM batch_blame_rows" in blame[0], blame
     assert asked.count("facts") == 1
+    assert made == (list(range(len(jobs))) if "csv" in formats else []), made
     monkeypatch.undo()
     assert len(outs) == len(jobs)
     batched = [contents(out) for out in outs if isinstance(out, PairTables)]
@@ -183,6 +193,26 @@ def test_each_pair_of_a_batch_is_its_own_compare(jobs, opts, tmp_path, monkeypat
 def eval_summary(out: PairTables | PairFailure) -> dict[str, Any]:
     assert isinstance(out, PairTables)
     return out.summary
+
+
+def test_a_sheet_that_cannot_be_a_slice_makes_its_pairs_views(jobs, opts, tmp_path, monkeypatch):
+    """Without the C renderer a sheet is rendered by its own query over the pair's views: a
+    workbook-only batch (whose views are made on demand) makes them for it, once a pair, and
+    each pair is its own compare."""
+    from msq import pipeline
+    from msq.export import xlsx
+
+    opts = dataclasses.replace(opts, formats=("xlsx",))
+    made: list[int] = []
+    pair_views = pipeline.pair_views
+    monkeypatch.setattr(pipeline, "pair_views", lambda con, mode, place, types: (
+        made.append(place.pair), pair_views(con, mode, place, types))[1])
+    monkeypatch.setattr(xlsx, "_sheetxml", None)
+    outs = pair_tables._batch_shared(jobs, opts, tmp_path)  # raises unless batched
+    assert made == list(range(len(jobs)))
+    for job, out in zip(jobs, outs, strict=True):
+        assert isinstance(out, PairTables)
+        assert contents(out) == contents(alone(job, opts, tmp_path)), job.title
 
 
 def test_a_kept_database_compares_alone_exactly_after_a_batch(jobs, opts, tmp_path):

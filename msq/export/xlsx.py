@@ -226,11 +226,17 @@ class _BatchSheets:
     #: (query, marks query, columns, percents, cells); with each row's out_seq
     sources: dict[tuple[Any, ...], tuple[_CRows, memoryview] | None]
     rows: tuple[int, int] | None = None  # the pair's out_seq range in the batch (inclusive)
+    #: makes the pair's own views (msq.pipeline.batch_pair) for a sheet that must read them
+    #: (:func:`_own_views`); None: made already, or made by nothing here
+    views: Callable[[], None] | None = None
 
-    def pair(self, out_range: tuple[int, int]) -> None:
+    def pair(self, out_range: tuple[int, int], views: Callable[[], None] | None = None) -> None:
         """The next sheets are those of the pair whose rows are the batch's ``out_range``
-        (msq.pipeline.BatchPlace.out_range: lo > hi for none)."""
+        (msq.pipeline.BatchPlace.out_range: lo > hi for none). ``views``: what makes the pair's
+        views, when they are left to be made on demand (its sheets are slices of the batch's
+        rows and read no view of the pair, but where a sheet cannot be: :func:`_own_views`)."""
         self.rows = out_range
+        self.views = views
 
 
 #: Inside :func:`batch_sheets`: the batch's sheet rows and the current pair.
@@ -263,6 +269,27 @@ def batch_sheets(queries: Mapping[str, str]) -> Iterator[_BatchSheets]:
             _sheetxml.keep_buffers(False)
 
 
+def _own_views() -> None:
+    """Before a query of a batch's pair's own views (msq.pipeline.pair_views): they are made
+    now if they were left to be made on demand (:meth:`_BatchSheets.pair`)."""
+    batch = _BATCH
+    if batch is not None and batch.views is not None:
+        make, batch.views = batch.views, None
+        make()
+
+
+def _described(query: str) -> str:
+    """What to DESCRIBE for a sheet query's column types: inside :func:`batch_sheets`, the
+    batch's query that a pair's sheet query maps to (the same columns and types: a pair's views
+    are its batch tables' columns, each moved column cast back to its type), else the query
+    itself (a batch's pair's views made first, :func:`_own_views`)."""
+    batch = _BATCH
+    if batch is not None and batch.rows is not None and query in batch.queries:
+        return batch.queries[query]
+    _own_views()
+    return query
+
+
 def _types(con: duckdb.DuckDBPyConnection, spec: SheetSpec) -> dict[str, str]:
     """The sheet's column types as :func:`_text_query` writes them (a percent column's: its
     text's, VARCHAR; a cell's of plain columns: the cell's), from the query's own: DuckDB
@@ -270,8 +297,8 @@ def _types(con: duckdb.DuckDBPyConnection, spec: SheetSpec) -> dict[str, str]:
     stat_result's twelve cells."""
     known = _SHAPES.get(spec.query) if _SHAPES is not None else None
     if known is None:
-        known = dict(con.execute(f"SELECT column_name, column_type FROM (DESCRIBE {spec.query})")
-                     .fetchall())
+        known = dict(con.execute("SELECT column_name, column_type FROM "
+                                 f"(DESCRIBE {_described(spec.query)})").fetchall())
         if _SHAPES is not None:
             _SHAPES[spec.query] = known
     return {**known, **dict.fromkeys(spec.percents, "VARCHAR"),
@@ -304,6 +331,7 @@ def _rows_query(con: duckdb.DuckDBPyConnection, spec: SheetSpec,
 def _rendered_rows(con: duckdb.DuckDBPyConnection, spec: SheetSpec,
                    types: dict[str, str] | None = None) -> pa.ChunkedArray:
     """Every row's cells as XML, in ``out_seq`` order."""
+    _own_views()
     try:
         table = con.cursor().sql(_rows_query(con, spec, types)).to_arrow_table()
     except duckdb.Error as err:
@@ -446,6 +474,7 @@ def _widths(con: duckdb.DuckDBPyConnection, spec: SheetSpec,
             longest = counted
         else:
             lengths = ", ".join(f'max(length("{c}"))' for c in texts)
+            _own_views()
             row = con.cursor().execute(f"SELECT {lengths} FROM ({_text_query(spec)})"
                                        ).fetchall()[0]
             longest = {c: int(n or 0) for c, n in zip(texts, row)}
@@ -680,6 +709,7 @@ def _c_rows(con: duckdb.DuckDBPyConnection, spec: SheetSpec,
     batched = _batch_slice(con, spec, types)
     if batched is not None:
         return batched
+    _own_views()
     return _c_rows_queried(con, spec, types)
 
 
