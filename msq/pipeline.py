@@ -1078,6 +1078,14 @@ def pair_of(column: str, places: list[BatchPlace]) -> str:
     return f"(CASE {whens} END)" if whens else "NULL::INTEGER"
 
 
+#: A batch's failing rows (a batch is of the statistics mode alone, read_batch): the rows of
+#: the mode's failing_rows view (sql/compare/reports/statistics/failing_rows.sql: out_seq and
+#: "NPU Name" where "Result" = 'Warning'), read from stat_result, the table its result view
+#: shows those columns of as they are. Through the views DuckDB bound result_statistics' sixteen
+#: cells each time: ~18 M instructions a query (tests/test_batch.py holds the two equal).
+BATCH_FAILING_ROWS = ('SELECT out_seq, "NPU Name" AS name FROM stat_result '
+                      "WHERE \"Result\" = 'Warning'")
+
 #: The advisor's finding of each pair of a batch: advisor_finding's own SQL over the pair's first
 #: failing row alone (``failing_rows`` a CTE of that row, which the view's file reads by name;
 #: none: the pair has no failing row), so that the suspect's line, name and advice are those of
@@ -1124,7 +1132,8 @@ def batch_results(con: duckdb.DuckDBPyConnection, mode: str, pairs: list[BatchPa
             "SELECT f.pair, f.out_seq, f.name, f.n, v.reason FROM ("
             "  SELECT pair, min(out_seq) AS out_seq, arg_min_null(name, out_seq) AS name,"
             "    count(*) AS n"
-            f"  FROM (SELECT {of} AS pair, out_seq, name FROM failing_rows) GROUP BY pair"
+            f"  FROM (SELECT {of} AS pair, out_seq, name FROM ({BATCH_FAILING_ROWS})) "
+            "GROUP BY pair"
             ") f LEFT JOIN verdicts v USING (out_seq)").fetchall()}
     base = {p.pair: p.out_range[0] for p in places}
     body = db.sql_file("compare/reports/advisor_finding.sql").body
@@ -1151,7 +1160,8 @@ def batch_results(con: duckdb.DuckDBPyConnection, mode: str, pairs: list[BatchPa
                 f'SELECT f.pair, m.out_seq, r."NPU Name", '
                 f"coalesce(nullif(v.reason, ''), m.{MARK_REASON}) FROM f "
                 "JOIN marks m USING (out_seq) "
-                f"JOIN result_{mode} r USING (out_seq) LEFT JOIN verdicts v USING (out_seq)"
+                # the result table: its result view's "NPU Name" (BATCH_FAILING_ROWS)
+                f"JOIN {result_table(mode)} r USING (out_seq) LEFT JOIN verdicts v USING (out_seq)"
                 ).fetchall():
             results[k].first_red = RowRef(int(out_seq) - base[k], str(name), str(why or ""))
     reasons: dict[int, list[tuple[str, str, int]]] = {k: [] for k in results}

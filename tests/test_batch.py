@@ -149,6 +149,19 @@ def test_each_pair_of_a_batch_is_its_own_compare(jobs, opts, tmp_path, monkeypat
     pair_views = pipeline.pair_views
     monkeypatch.setattr(pipeline, "pair_views", lambda con, mode, place, types: (
         made.append(place.pair), pair_views(con, mode, place, types))[1])
+    # the batch's summaries read the failing rows and the rows' names from stat_result: the
+    # same as the statistics mode's failing_rows and result view give
+    read: list[tuple[Any, Any]] = []
+    batch_results = pipeline.batch_results
+
+    def results(con: Any, *args: Any) -> Any:
+        read.extend([sorted(con.execute(f"SELECT {c} FROM {v}").fetchall()) for v in views]
+                    for c, views in (("*", ("failing_rows", f"({pipeline.BATCH_FAILING_ROWS})")),
+                                     ('out_seq, "NPU Name"', ("result_statistics",
+                                                              "stat_result"))))
+        return batch_results(con, *args)
+
+    monkeypatch.setattr(pipeline, "batch_results", results)
     asked: list[str] = []  # the main sheet's rows: fetched once, over the batch (batch_sheets)
     queried = xlsx._c_rows_queried
     monkeypatch.setattr(xlsx, "_c_rows_queried", lambda con, spec, *a, **k: (
@@ -164,6 +177,7 @@ def test_each_pair_of_a_batch_is_its_own_compare(jobs, opts, tmp_path, monkeypat
     assert len(blame) == 1 and "FROM batch_blame_rows" in blame[0], blame
     assert asked.count("facts") == 1
     assert made == (list(range(len(jobs))) if "csv" in formats else []), made
+    assert len(read) == 2 and all(a == b and a for a, b in read), read
     monkeypatch.undo()
     assert len(outs) == len(jobs)
     batched = [contents(out) for out in outs if isinstance(out, PairTables)]
