@@ -74,8 +74,29 @@ static const uint64_t POW10U[18] = {
     1000000000ULL, 10000000000ULL, 100000000000ULL, 1000000000000ULL, 10000000000000ULL,
     100000000000000ULL, 1000000000000000ULL, 10000000000000000ULL, 100000000000000000ULL};
 
-/* %.16g of a finite, non-zero |x| into buf (40 bytes: at most 23 written, whole copies of 16
- * bytes of digits made) from its 16 digits and decimal exponent */
+#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define SWAR_DIGITS 1
+/* v < 10^8 as its eight digits' values (0 .. 9), one a byte, the first in the lowest (the
+ * order they are written in on a little-endian machine), in one 64-bit word: its two halves of
+ * four digits in 32-bit lanes, each split into hundreds and the rest in 16-bit lanes, each of
+ * those into tens and ones in bytes; a division by 100 or 10 of every lane at once as a
+ * multiplication and a shift that are exact for the lanes' values (< 10^4: x * 10486 >> 20;
+ * < 100: x * 103 >> 10) and carry nothing into the next lane (~15 instructions, where four
+ * two-digit table look-ups took ~30) */
+static inline uint64_t digit_bytes(uint32_t v) {
+    uint64_t x = (uint64_t)(v / 10000) | ((uint64_t)(v % 10000) << 32);
+    uint64_t h = ((x * 10486) >> 20) & 0x0000007F0000007FULL;
+    x = h | ((x - h * 100) << 16);
+    uint64_t t = ((x * 103) >> 10) & 0x000F000F000F000FULL;
+    return t | ((x - t * 10) << 8);
+}
+
+/* v < 10^8 as eight digits */
+static inline void eight_digits(char *d, uint32_t v) {
+    uint64_t b = digit_bytes(v) | 0x3030303030303030ULL;
+    memcpy(d, &b, 8);
+}
+#else
 static const char DIGIT_PAIRS[201] =
     "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
     "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
@@ -90,14 +111,28 @@ static inline void eight_digits(char *d, uint32_t v) {
     memcpy(d + 4, DIGIT_PAIRS + 2 * (low / 100), 2);
     memcpy(d + 6, DIGIT_PAIRS + 2 * (low % 100), 2);
 }
+#endif
 
+/* %.16g of a finite, non-zero |x| into buf (40 bytes: at most 23 written, whole copies of 16
+ * bytes of digits made) from its 16 digits and decimal exponent */
 static int format_g(char *buf, int negative, uint64_t digits, int exp10) {
     char d[32];  /* 16 digits, and room to copy 16 bytes from any of them */
     uint32_t low = (uint32_t)(digits % 100000000U);
+#ifdef SWAR_DIGITS
+    uint64_t first = digit_bytes((uint32_t)(digits / 100000000U)), last = digit_bytes(low);
+    /* %g drops trailing zeros: the zero bytes at the top of the last eight digits, or when
+     * they all are, of the first eight (whose first digit is not 0: digits >= 10^15) */
+    int nd = last ? 16 - __builtin_clzll(last) / 8 : 8 - __builtin_clzll(first) / 8;
+    first |= 0x3030303030303030ULL;
+    last |= 0x3030303030303030ULL;
+    memcpy(d, &first, 8);
+    memcpy(d + 8, &last, 8);
+#else
     eight_digits(d, (uint32_t)(digits / 100000000U));
     eight_digits(d + 8, low);
     int nd = low ? 16 : 8;  /* the last eight digits are zeros: %g drops them */
     while (nd > 1 && d[nd - 1] == '0') nd--;  /* %g drops trailing zeros */
+#endif
     char *p = buf;
     if (negative) *p++ = '-';
     if (exp10 < -4 || exp10 >= 16) {
@@ -117,7 +152,8 @@ static int format_g(char *buf, int negative, uint64_t digits, int exp10) {
     } else if (exp10 < 0) {
         *p++ = '0';
         *p++ = '.';
-        for (int i = 0; i < -exp10 - 1; i++) *p++ = '0';
+        memcpy(p, "000", 4);  /* -4 <= exp10 < 0: at most three zeros, then the digits */
+        p += -exp10 - 1;
         memcpy(p, d, 16);
         p += nd;
     } else {
@@ -205,8 +241,10 @@ static uint64_t digits16(double a, int *e) {
         u128 whole = n >> s;
         if (whole < POW10U[15]) { (*e)--; continue; }
         if (whole >= POW10U[16]) { (*e)++; continue; }
-        u128 rem = n & (((u128)1 << s) - 1), half = (u128)1 << (s - 1);
-        uint64_t d = (uint64_t)whole + (uint64_t)(rem > half || (rem == half && (whole & 1)));
+        /* the bits below the point moved to the top, where 2^127 is one half: one shift,
+         * where the remainder and the half as 128-bit masks took three (~23 instructions) */
+        u128 frac = n << (128 - s), half = (u128)1 << 127;
+        uint64_t d = (uint64_t)whole + (uint64_t)(frac > half || (frac == half && (whole & 1)));
         if (d == POW10U[16]) {  /* rounded up to the next power of ten */
             d = POW10U[15];
             (*e)++;
