@@ -4,10 +4,14 @@
 -- (A key includes its row's pair, blame_keys: a batch's pairs never link to each other.)
 WITH ins AS (SELECT * FROM blame_keys WHERE is_input),
 -- the outputs, a module's (or cell's) told from an op's (by the op's name: outputs only)
+-- (looked up among the modules' ops alone: every tensor row's op is in ops, msq.loader, and
+-- a join of every op hashed all their names)
 outs AS (
   SELECT k.npu, k.pos, k.ckey, k.skey, k.rkey,
-    starts_with(o.op_name, 'Module.') OR starts_with(o.op_name, 'Cell.') AS is_module
-  FROM blame_keys k JOIN ops o ON (o.side = 'npu') = k.npu AND o.op_seq = k.op_seq
+    (k.npu, k.op_seq) IN (SELECT (side = 'npu', op_seq) FROM ops
+                          WHERE starts_with(op_name, 'Module.') OR starts_with(op_name, 'Cell.'))
+      AS is_module
+  FROM blame_keys k
   WHERE NOT k.is_input
 ),
 api AS (SELECT * FROM outs WHERE NOT is_module),
