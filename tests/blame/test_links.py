@@ -167,3 +167,29 @@ def test_construct_json_nesting_explains_a_module_by_its_ops(tmp_path: Path) -> 
     con = blame_con(n, b)
     assert local_names(con) == ["Functional.linear.0.forward.output.0"]
     assert verdicts(con)["Module.fc.Linear.forward.0.output.0"]["verdict"] == "inherited"
+
+
+def test_blame_rows_give_each_input_its_edge(tmp_path: Path) -> None:
+    """blame_tensors joins only the edges that say more than an external input's: each input
+    row of blame_rows still has its edge's link and candidates (none without an edge)."""
+    dump = {
+        "Torch.a.0.forward": fwd(s(1), out=s(2)),
+        "Functional.linear.0.forward": fwd(s(2), s(9), {"type": "int", "value": 3},
+                                           s(1, [0]), out=s(3)),
+        "Tensor.add_.0.forward": fwd(s(5), s(3), out=s(5)),  # in place: input.0 is its output
+    }
+    con = blame_con(*pair(tmp_path, dump))
+    e, v = edges(con), verdicts(con)
+    inputs = {name: row for name, row in v.items() if row["io"] == "input"}
+    assert len(inputs) == 7
+    for name, row in inputs.items():
+        edge = e.get(name)
+        assert (row["link"], row["candidates"]) == (
+            (edge["how"], edge["candidates"]) if edge else ("constant" if row["role"] ==
+                                                            "constant input" else "external", None)
+        ), name
+    assert [inputs[f"Functional.linear.0.forward.input.{i}"]["candidates"] for i in range(4)] == [
+        1, 0, None, None]  # linked, external (a parameter), a constant, an empty tensor
+    assert inputs["Functional.linear.0.forward.input.0"]["via"] == "Torch.a.0.forward.output.0"
+    assert inputs["Tensor.add_.0.forward.input.0"]["role"] == "in-place input"
+    assert inputs["Tensor.add_.0.forward.input.1"]["via"] == "Functional.linear.0.forward.output.0"

@@ -23,6 +23,8 @@ k AS (
     END AS stats
   FROM tensors t
   LEFT JOIN hashed h ON h.side = t.side AND h.row_seq = t.row_seq
+  -- (the rows with an edge, blame_edges: blame_tensors gives such an input an external edge's
+  -- candidates by this same test, sql/compare/blame/blame_tensors.sql)
   WHERE t.is_tensor AND coalesce(t.numel, 0) > 0
 )
 -- keys are 64-bit hashes of what must be equal (a collision could only link a wrong producer);

@@ -8,7 +8,11 @@ WITH own AS (
   WHERE i.npu AND i.is_input
 ),
 -- each NPU input's link, with the producer's name and error for the linked ones (not its row
--- and out_seq: no reader of this table reads them; blame_edges has the row)
+-- and out_seq: no reader of this table reads them; blame_edges has the row); only the edges
+-- that say more than an external input's (a link, or an input equal to its op's output): an
+-- external one says 'external' and 0 candidates, which the SELECT below gives every input that
+-- has an edge, i.e. is in blame_keys (a tensor row with elements), without the join of them
+-- all (where most inputs are external, nearly every input's)
 edges AS (
   SELECT ed.consumer_row, ed.how, ed.candidates,
          p.producer_name, p.producer_err,
@@ -24,7 +28,7 @@ edges AS (
     WHERE pt.side = 'npu'
       AND pt.row_seq IN (SELECT producer_row FROM blame_edges WHERE side = 'npu')
   ) p ON p.row_seq = ed.producer_row
-  WHERE ed.side = 'npu'
+  WHERE ed.side = 'npu' AND (ed.how <> 'external' OR ed.consumer_row IN (SELECT row_seq FROM own))
 )
 -- (is_input: the io as a boolean, as in blame_keys; blame_rows gives back its text)
 -- blame_rows' dtype floor (before an md5 compare's 0) and its dtype, computed here: the two
@@ -46,7 +50,9 @@ SELECT
   CASE WHEN t.io <> 'input' THEN NULL
        WHEN t.is_tensor THEN coalesce(ed.how, 'external'::blame_link)
        ELSE 'constant'::blame_link END AS link,
-  ed.candidates, ed.producer_name, ed.producer_err,
+  CASE WHEN t.io = 'input' AND t.is_tensor AND coalesce(t.numel, 0) > 0
+       THEN coalesce(ed.candidates, 0) END AS candidates,
+  ed.producer_name, ed.producer_err,
   coalesce(ed.own_output, false) AS own_output
 FROM tensors t
 LEFT JOIN compare_rows r ON r.npu_row = t.row_seq AND r.kind = 'matched'
