@@ -540,6 +540,24 @@ def create_unmatched_reasons(con: duckdb.DuckDBPyConnection) -> None:
         db.create_view(con, bound_reasons(con), defer=True, comment=False)
 
 
+#: What sql/compare/rules/row_error.sql reads of the compare's settings (as written there): its
+#: mode, fixed once the dumps are read.
+ROW_ERROR_MODE = "(SELECT mode FROM settings)"
+
+
+def bound_row_error(mode: str) -> str:
+    """sql/compare/rules/row_error.sql's SELECT with the compare's mode in its text as a constant
+    (each :data:`ROW_ERROR_MODE`), for the same rows, as the default mode materialises it. Each
+    read was a scalar subquery joined to every row, and the other modes' branches were kept:
+    with the constant, DuckDB drops them as it plans (statistics mode: no md5 read): a 4-pair
+    batch's row_error 468 -> 437 M instructions, the parse of its text included (bench/README,
+    "Session 21: rows")."""
+    file = db.sql_file("compare/rules/row_error.sql")
+    if ROW_ERROR_MODE not in file.body:
+        raise AssertionError(f"{file.origin}: {ROW_ERROR_MODE!r} is no longer read there")
+    return file.body.replace(ROW_ERROR_MODE, "'" + mode.replace("'", "''") + "'")
+
+
 #: The part of each mode's result that reads neither the per-row error nor the verdicts.
 _DISPLAY_PART = {"statistics": "stat_rows", "md5": "display_rows", "tensor": "display_rows"}
 
@@ -577,7 +595,7 @@ def _compute_default(con: duckdb.DuckDBPyConnection, mode: str, inp: SingleInput
             with interrupts.deferred():
                 beside = db.Beside(con, lambda cur: db.materialize(cur, part), "display")
         try:
-            db.materialize(con, "row_error")
+            db.materialize(con, "row_error", bound_row_error(mode))
             clock.lap("row_error")
             # where the error enters: blame reads row_error, not the views after it, and runs
             # beside them (msq.blame.run.PendingBlame)
@@ -858,7 +876,8 @@ def compute_batch(inps: list[SingleInput], opts: Options, opened: EarlyDatabase,
     con.execute("INSERT INTO compare_rows " + row_pairs_select())
     write_windows(con, False)
     create_unmatched_reasons(con)
-    for view in ("row_error", "verdicts", result_table(mode), "marks"):
+    db.materialize(con, "row_error", bound_row_error(mode))
+    for view in ("verdicts", result_table(mode), "marks"):
         db.materialize(con, view)
     if batch_blame(con, mode, [(p.place.pair, p.inp.npu_json, p.inp.bench_json) for p in pairs],
                    opts, opened.views):

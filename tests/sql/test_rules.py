@@ -19,7 +19,7 @@ import duckdb
 import pytest
 import yaml
 
-from msq import db
+from msq import db, pipeline
 
 RULES = Path(db.sql_root() / "compare" / "rules")  # type: ignore[arg-type]
 CASES = Path(__file__).parent / "rules"
@@ -81,8 +81,9 @@ def _same(got: Any, want: Any) -> bool:
     return got == want and type(got) is type(want)
 
 
-@pytest.mark.parametrize("rule, inputs, case", all_cases())
-def test_rule_case(rule: Path, inputs: dict[str, dict[str, str]], case: dict[str, Any]) -> None:
+def _case_con(rule: Path, inputs: dict[str, dict[str, str]],
+              case: dict[str, Any]) -> duckdb.DuckDBPyConnection:
+    """A database of the case's rows, the rule's view created."""
     con = db.connect()
     db.run_schema(con)
     for table, columns in inputs.items():
@@ -91,6 +92,12 @@ def test_rule_case(rule: Path, inputs: dict[str, dict[str, str]], case: dict[str
     for table, rows in case.get("rows", {}).items():
         _insert(con, table, rows)
     db.create_view(con, db.SqlFile(rule.stem, rule.read_text(encoding="utf-8"), str(rule)))
+    return con
+
+
+@pytest.mark.parametrize("rule, inputs, case", all_cases())
+def test_rule_case(rule: Path, inputs: dict[str, dict[str, str]], case: dict[str, Any]) -> None:
+    con = _case_con(rule, inputs, case)
     want = case["expect"]
     columns = list(want[0]) if want else ["out_seq"]
     got = con.execute(f"SELECT {', '.join(db.quote_ident(c) for c in columns)} FROM {rule.stem} "
@@ -100,3 +107,18 @@ def test_rule_case(rule: Path, inputs: dict[str, dict[str, str]], case: dict[str
         for column, value in zip(columns, got_row):
             assert _same(value, want_row[column]), \
                 f"{case['case']}: {column} is {value!r}, expected {want_row[column]!r} ({got_row})"
+
+
+@pytest.mark.parametrize("rule, inputs, case",
+                         [p for p in all_cases() if p.values[0] == RULES / "row_error.sql"])
+def test_bound_row_error_gives_the_views_rows(rule: Path, inputs: dict[str, dict[str, str]],
+                                              case: dict[str, Any]) -> None:
+    """msq.pipeline.bound_row_error (what the default mode materialises: the case's mode written
+    into the view's text) gives every row and column of the shipped view, in each mode's cases."""
+    con = _case_con(rule, inputs, case)
+    mode = con.execute("SELECT mode FROM settings").fetchone()[0]  # type: ignore[index]
+    bound = pipeline.bound_row_error(mode)
+    assert pipeline.ROW_ERROR_MODE not in bound
+    want = con.execute("SELECT * FROM row_error ORDER BY out_seq").fetchall()
+    got = con.execute(f"SELECT * FROM ({bound}) ORDER BY out_seq").fetchall()
+    assert repr(got) == repr(want), case["case"]
