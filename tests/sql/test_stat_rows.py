@@ -154,3 +154,47 @@ def test_readers_give_a_number_exactly_for_kinds_i_f_and_b(tmp_path: Path) -> No
                 kinds.add(kind)
                 assert (num is not None) == (kind in ("i", "f", "b")), (reader, row)
     assert kinds == {"f", "i", "b", "n", "s", "o"}
+
+
+#: stat_result's join of the verdicts as it was: every verdict
+_EVERY_VERDICT = "FROM stat_rows s LEFT JOIN verdicts v USING (out_seq)"
+
+
+def test_stat_result_reads_a_verdict_that_says_nothing_as_no_verdict() -> None:
+    """stat_result joins only the verdicts that say something (a reason, a mark or an unmatched
+    reason): on every combination of a verdict's reason ('', NULL, a text), mark and unmatched
+    reason, and on a row without a verdict, of each row kind, in the default mode and under
+    --compat, its rows are those of the join of every verdict."""
+    con = db.connect()
+    db.run_schema(con)
+    opts = Options()
+    db.load_views(con, variants=["statistics", rules_variant(opts)], skip=unused_views(opts))
+    con.execute(f"CREATE OR REPLACE VIEW display_rows AS {_grid()}")
+    con.execute("DROP VIEW verdicts")
+    # 12 combinations and a 13th: no verdict, by out_seq
+    con.execute(
+        "CREATE TABLE verdicts AS SELECT d.out_seq, c.mark, NULL::VARCHAR AS rule, c.reason, "
+        "c.unmatched_reason, NULL::VARCHAR AS unmatched_kind FROM display_rows d JOIN "
+        "(SELECT row_number() OVER () - 1 AS k, * FROM (VALUES ('', NULL, NULL), (NULL, NULL, "
+        "NULL), ('why', NULL, NULL), ('', 'red', NULL), (NULL, 'yellow', NULL), ('why', 'red', "
+        "NULL), ('', NULL, 'gone'), (NULL, NULL, 'gone'), ('why', NULL, 'gone'), ('', 'red', "
+        "'gone'), (NULL, 'red', 'gone'), ('why', 'red', 'gone')) t(reason, mark, "
+        "unmatched_reason)) c ON c.k = d.out_seq % 13")
+    shipped = db.sql_file("compare/reports/statistics/stat_result.sql").body
+    start = shipped.index("FROM stat_rows s LEFT JOIN (")
+    end = shipped.index("v USING (out_seq)", start) + len("v USING (out_seq)")
+    every = shipped[:start] + _EVERY_VERDICT + shipped[end:]
+    for compat in (True, False):
+        con.execute("DELETE FROM settings")
+        con.execute("INSERT INTO settings (mode, compat) VALUES ('statistics', ?)", [compat])
+        want = con.execute(f"SELECT * FROM ({every}) ORDER BY out_seq").fetchall()
+        got = con.execute("SELECT * FROM stat_result ORDER BY out_seq").fetchall()
+        differ = [(w, g) for w, g in zip(want, got, strict=True) if repr(w) != repr(g)]
+        assert len(got) > 1000 and not differ, (compat, differ[:2])
+    # the default mode's cases reach each text: a Warning, a Reason, an unmatched row's reason
+    texts = set(con.execute(
+        'SELECT DISTINCT "Result", "Err_message" LIKE \'%: gone.\', "Reason" <> \'\' '
+        "FROM (SELECT * FROM stat_result WHERE NOT (SELECT compat FROM settings)) "
+        "UNION ALL SELECT 'compat', NULL, NULL").fetchall())
+    assert {("Warning", False, True), ("", False, False), ("N/A", True, True),
+            ("N/A", False, False), ("N/A", False, True)} <= texts
