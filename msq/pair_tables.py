@@ -464,7 +464,9 @@ class WorkerDatabase:
     view the pair made or replaced dropped, the early views it turned into tables renamed back
     (a pair's materialisations leave them as ``_src_<view>``: msq.db.KEEP_SOURCES; renaming is
     ~0.2 ms a view, creating one from its text ~0.9 ms, DuckDB's parser) or, had the pair replaced
-    them, created again, the macros a pair adds (the history's record macros) dropped.
+    them, created again, the macros a pair adds dropped. The history's record macros are the
+    database's own, made with its schema (the same text every time: a batch does not make them
+    again, :func:`_batch_history_rows`).
 
     Anything unexpected (a pair that fails, a reset that cannot complete or leaves another
     catalog) discards the database (:meth:`discard`): the pair is compared again in a new one,
@@ -534,6 +536,9 @@ class WorkerDatabase:
                     self._table_files.append(file.text)
             for statement in statements.values():
                 con.execute(statement)
+            # the history's record macros, kept from one batch to the next as the schema's
+            # (_batch_history_rows does not make them again: ~20 M instructions a batch)
+            db.run_schema(con, "history/record/macros")
             self._views = dict(con.execute(self._VIEWS).fetchall())  # each view's text
             self._catalog = self._snapshot()
             self._template_macros = {m for (m,) in con.execute(self._MACROS).fetchall()}
@@ -574,7 +579,7 @@ class WorkerDatabase:
         con = self._con
         views = con.execute(self._VIEWS).fetchall()
         tables = con.execute(self._TABLES).fetchall()
-        if not self._learnt:  # once: the macros a pair adds (the history's record macros)
+        if not self._learnt:  # once: the macros a pair adds
             self._macros = {m for (m,) in con.execute(self._MACROS).fetchall()} \
                 - self._template_macros
             self._learnt = True
@@ -707,7 +712,10 @@ def _batch_history_rows(con: Any, mode: str, places: list[Any]) -> list[dict[str
 
     ranges = [place.out_range for place in places]
     firsts = [lo for lo, _ in ranges]
-    rows = pa.table(db.SelectStream(con, prepare_rows(con, mode)))
+    # what recorder.prepare_ops makes but the history's macros: the kept database has them
+    # (WorkerDatabase)
+    db.create_view(con, db.sql_file("history/record/hist_row_ops.sql"))
+    rows = pa.table(db.SelectStream(con, prepare_rows(con, mode, ops=False)))
     con.execute("DROP VIEW temp.hist_result; DROP VIEW hist_row_ops")
     parts = [{"result_rows": part} for part in split_rows(rows, ranges)]
     for table, sql in prepare_blame(con):

@@ -105,10 +105,14 @@ def test_the_reset_gives_a_new_databases_catalog(tmp_path):
     assert database is not None
     template = database._snapshot()
     views = dict(database._con.execute(WorkerDatabase._VIEWS).fetchall())
+    macros = database._con.execute(WorkerDatabase._MACROS).fetchall()
+    # the history's record macros are the database's own (a batch's history rows read them)
+    assert {("hist_plain_num",), ("hist_code_pct",)} <= set(macros)
     compute_pair(jobs[2], opts, tmp_path, kept=True)
     assert WorkerDatabase._kept is database
     assert database._snapshot() == template
     assert dict(database._con.execute(WorkerDatabase._VIEWS).fetchall()) == views
+    assert database._con.execute(WorkerDatabase._MACROS).fetchall() == macros
     tables = [name for name, _ in database._con.execute(WorkerDatabase._TABLES).fetchall()]
     assert all(database._con.execute(f'SELECT count(*) FROM "{name}"').fetchall()[0][0] == 0
                for name in tables)
