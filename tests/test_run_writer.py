@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 
 import duckdb
+import numpy as np
 import pyarrow as pa
 import pytest
 
@@ -151,6 +152,8 @@ def _names(path: Path) -> tuple[list[tuple[int, str | None]], list[tuple]]:
                             "ORDER BY ALL").fetchall()
         rows += con.execute("SELECT compare_id, out_seq, COLUMNS('_id$') FROM blame_data "
                             "ORDER BY ALL").fetchall()
+        # the lists of texts as keys into texts (schema version 10; result_data's texts_id above)
+        rows += con.execute("SELECT * FROM texts ORDER BY texts_id").fetchall()
     return names, rows
 
 
@@ -183,6 +186,11 @@ def test_names_keyed_as_a_single_card_compare_keys_them(tmp_path):
     assert run == single
     assert len(run[0]) > 10 and any(r[4] is None for r in run[1]) and any(r[5] is None
                                                                            for r in run[1])
+    # lists of texts too (the unmatched rows'), keyed alike
+    with duckdb.connect(str(run_db), read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM texts").fetchall()[0][0] > 1
+        assert con.execute("SELECT count(DISTINCT compare_id) FROM result_data "
+                           "WHERE texts_id IS NOT NULL").fetchall()[0][0] > 1
 
 
 def test_names_keys_follow_each_names_first_row(tmp_path):
@@ -332,6 +340,67 @@ def _unrecordable(good: PairTables, files: list | None = None) -> PairTables:
     bad_rows["blame_rows"] = pa.table({"no_such_column": [1]})
     return PairTables(good.mode, good.framework, good.started, good.summary,
                       good.cross_framework, files or [], bad_rows, good.blame)
+
+
+def test_texts_keyed_by_the_rule_the_single_card_recorder_follows():
+    """_Texts.key: ``texts`` replaced in its place by ``texts_id`` (INTEGER), each list's key:
+    known lists keep theirs, a pair's new lists are keyed after the largest in the order of
+    their first row (out_seq, not the order the rows come in), each once, a NULL member equal
+    to a NULL member and lists of other lengths (an empty one) lists of their own; NULL stays
+    NULL; rows in chunks (an empty one among them) keyed as in one. Checked against that rule
+    written out in Python."""
+    from msq.history.run_recorder import _Texts
+
+    def reference(known: list[tuple], rows: list[tuple]) -> tuple[list[int | None], list]:
+        added: list[tuple] = []
+        for _, texts in sorted(rows, key=lambda r: r[0]):
+            if texts is not None and texts not in known and texts not in added:
+                added.append(texts)
+        keys = {t: i + 1 for i, t in enumerate(known + added)}
+        return [None if t is None else keys[t] for _, t in rows], added
+
+    a, b = ("N/A", None, "nan"), (None, None, None)
+    pairs = [
+        [(3, a), (1, b), (2, None), (0, ("N/A", "nan", None)), (4, a), (5, ())],
+        [(0, b), (1, ("x",)), (2, ("", None)), (3, None), (4, (None, "")), (5, a)],
+        [(0, a), (1, None)],  # nothing new
+        [(0, None), (1, None)],
+        [(9, ("é", "N/A", "nan")), (2, ("é", "N/A", "nan")), (5, ("N/A", "é", "nan"))],
+    ]
+    for cuts in ((), (2, 2, 4)):
+        texts = _Texts.__new__(_Texts)
+        texts.keys = {}
+        known: list[tuple] = []
+        for rows in pairs:
+            table = pa.table({"out_seq": pa.array([s for s, _ in rows], pa.int64()),
+                              "texts": pa.array([None if t is None else list(t) for _, t in rows],
+                                                pa.list_(pa.string())),
+                              "reason": pa.array(["x"] * len(rows))})
+            keyed, new = texts.key(_chunked(table, *[c for c in cuts if c <= len(rows)]))
+            want_rows, want_new = reference(known, rows)
+            assert keyed.column_names == ["out_seq", "texts_id", "reason"]
+            assert keyed.schema.field("texts_id").type == pa.int32()
+            assert keyed.column("texts_id").to_pylist() == want_rows
+            if want_new:
+                assert new is not None and new.num_rows == len(want_new)
+                assert [tuple(t) for t in new.column("texts").to_pylist()] == want_new
+                assert new.column("texts_id").to_pylist() == list(
+                    range(len(known) + 1, len(known) + 1 + len(want_new)))
+            else:
+                assert new is None
+            known += want_new
+        assert len(known) == 9 and {t: k for t, k in texts.keys.items()} == {
+            t: i + 1 for i, t in enumerate(known)}
+    # a NULL member with bytes behind it (Arrow allows them) is the NULL member of an equal list
+    values = pa.StringArray.from_buffers(
+        6, pa.py_buffer(np.array([0, 1, 3, 4, 5, 5, 6], np.int32)), pa.py_buffer(b"aXYbab"),
+        pa.py_buffer(np.packbits([1, 0, 1, 1, 0, 1], bitorder="little")))
+    lists = pa.ListArray.from_arrays(pa.array([0, 3, 6], pa.int32()), values)
+    assert lists.to_pylist() == [["a", None, "b"], ["a", None, "b"]]
+    texts = _Texts.__new__(_Texts)
+    texts.keys = {("a", None, "b"): 4}
+    keyed, new = texts.key(pa.table({"out_seq": pa.array([0, 1], pa.int64()), "texts": lists}))
+    assert keyed.column("texts_id").to_pylist() == [4, 4] and new is None
 
 
 def test_names_of_a_dropped_pair_are_dropped_too(pairs, tmp_path):

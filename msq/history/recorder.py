@@ -363,7 +363,7 @@ class Recorder:
             rows_sql = prepare_rows(cur, self._mode, ops=False)
             insert_result_rows(cur, f"(\n{rows_sql}\n)", compare_id,
                                names=f"(\n{names_sql}\n)" if names_sql else None,
-                               new_names=bool(names_sql))
+                               new_names=bool(names_sql), texts=self._mode != "md5")
             self._lap("result rows")
             self._wait(self._tables)
             self._lap("blame ready")
@@ -549,10 +549,11 @@ _INSERT_NEW_NAMES = (f"INSERT INTO {ALIAS}.names SELECT name_id, name FROM hist_
 # The rows with their names' keys (0: NULL, the absent side), from hist_keys' positions.
 _KEYED_ROWS = f"""
 INSERT INTO {ALIAS}.result_data BY NAME
-SELECT ?::BIGINT AS compare_id, r.* EXCLUDE (op_name, npu_name, bench_name, {{terms}}),
+SELECT ?::BIGINT AS compare_id, r.* EXCLUDE (op_name, npu_name, bench_name{{texts}}, {{terms}}),
        coalesce(k.op_id, 0) AS op_id, coalesce(k.npu_id, 0) AS npu_id,
-       coalesce(k.bench_id, 0) AS bench_id, {{term_ids}}
+       coalesce(k.bench_id, 0) AS bench_id, {{term_ids}}{{texts_id}}
 FROM {{rows}} r
+{{texts_join}}
 LEFT JOIN (SELECT pos // 3 AS out_seq, max(name_id) FILTER (pos % 3 = 0) AS op_id,
                   max(name_id) FILTER (pos % 3 = 1) AS npu_id,
                   max(name_id) FILTER (pos % 3 = 2) AS bench_id
@@ -576,6 +577,19 @@ SELECT (SELECT coalesce(max(term_id), 0) FROM {ALIAS}.terms)
          + (row_number() OVER (ORDER BY term))::INTEGER, term
 FROM (SELECT DISTINCT unnest([{{terms}}]) AS term FROM {{rows}}) u
 WHERE term IS NOT NULL AND NOT EXISTS (SELECT 1 FROM {ALIAS}.terms h WHERE h.term = u.term)
+"""
+
+# A compare's lists of texts (result_data.texts_id, schema version 10) the history lacks, keyed
+# after the largest in the order of their first row (as run_recorder._Texts keys them). DuckDB
+# compares lists member by member, a NULL member equal to a NULL member (so does the join of
+# _KEYED_ROWS).
+_NEW_TEXTS = f"""
+INSERT INTO {ALIAS}.texts
+SELECT (SELECT coalesce(max(texts_id), 0) FROM {ALIAS}.texts)
+         + (row_number() OVER (ORDER BY out_seq))::INTEGER, texts
+FROM (SELECT out_seq, texts FROM {{rows}} WHERE texts IS NOT NULL
+      QUALIFY row_number() OVER (PARTITION BY texts ORDER BY out_seq) = 1) u
+WHERE NOT EXISTS (SELECT 1 FROM {ALIAS}.texts h WHERE h.texts = u.texts)
 """
 
 
@@ -661,11 +675,13 @@ def insert_names(con: duckdb.DuckDBPyConnection, names: str) -> None:
 
 
 def insert_result_rows(con: duckdb.DuckDBPyConnection, rows: str, compare_id: int,
-                       names: str | None = None, new_names: bool = True) -> None:
+                       names: str | None = None, new_names: bool = True,
+                       texts: bool = True) -> None:
     """Append one compare's output rows (the relation ``rows``, in ``result_rows``' shape
     without compare_id) to the attached history: new names into ``names`` and new terms into
     ``terms``, the rows with their names' and terms' keys into ``result_data``. Inside the
-    caller's transaction.
+    caller's transaction. The rows' lists of texts go into ``texts``, the rows holding their
+    keys (schema version 10; ``texts``: False for rows without the column, md5 mode's).
 
     ``names``: a cheaper relation of the rows' names alone (out_seq, op_name, npu_name,
     bench_name) to find the new ones in; ``rows`` by default. ``new_names``: False when the
@@ -673,7 +689,13 @@ def insert_result_rows(con: duckdb.DuckDBPyConnection, rows: str, compare_id: in
     if new_names:
         insert_names(con, names or rows)
     insert_terms(con, rows, RESULT_TERMS)
-    con.execute(_KEYED_ROWS.format(rows=rows, **_keyed_terms("r", RESULT_TERMS)), [compare_id])
+    keyed = {"texts": "", "texts_id": "", "texts_join": ""}
+    if texts:
+        con.execute(_NEW_TEXTS.format(rows=rows))
+        keyed = {"texts": ", texts", "texts_id": ", t_texts.texts_id",
+                 "texts_join": f"LEFT JOIN {ALIAS}.texts t_texts ON t_texts.texts = r.texts"}
+    con.execute(_KEYED_ROWS.format(rows=rows, **keyed, **_keyed_terms("r", RESULT_TERMS)),
+                [compare_id])
     con.execute("DROP TABLE IF EXISTS temp.hist_keys")
 
 

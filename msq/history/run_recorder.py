@@ -55,9 +55,11 @@ class RunRecorder:
         self.con, self.path = con, path
         self._names: _Names | None = None  # the history's names, loaded at the first append
         self._terms: _Terms | None = None  # its terms, likewise
+        self._texts: _Texts | None = None  # its lists of texts, likewise
         self._saved: tuple[Any, ...] | None = None  # their state when the transaction began
-        # the names and terms new in the open transaction, inserted at its commit: one INSERT
-        # each for its pairs, not one a pair (~3.5 M instructions each to register and plan)
+        # the names, terms and lists of texts new in the open transaction, inserted at its
+        # commit: one INSERT each for its pairs, not one a pair (~3.5 M instructions each to
+        # register and plan)
         self._pending: dict[str, list[pa.Table]] = {}
         if not path.parent.is_dir():
             raise HistoryError(f"{path}: its folder does not exist; create it or choose "
@@ -97,16 +99,18 @@ class RunRecorder:
         self._pending = {}
 
     def _state(self) -> tuple[Any, ...] | None:
-        """The names and terms held, as the file has them (None: not loaded yet)."""
-        if self._names is None or self._terms is None:
+        """The names, terms and lists of texts held, as the file has them (None: not loaded
+        yet)."""
+        if self._names is None or self._terms is None or self._texts is None:
             return None
-        return self._names.state(), self._terms.state()
+        return self._names.state(), self._terms.state(), self._texts.state()
 
     def _load(self) -> tuple[_Names, _Terms]:
-        """The history's names and terms, loaded at the first append of the run (nothing of
-        the open transaction is in them yet)."""
-        if self._names is None or self._terms is None:
+        """The history's names and terms (and lists of texts), loaded at the first append of
+        the run (nothing of the open transaction is in them yet)."""
+        if self._names is None or self._terms is None or self._texts is None:
             self._names, self._terms = _Names(self.con), _Terms(self.con)
+            self._texts = _Texts(self.con)
             self._saved = self._state()
         return self._names, self._terms
 
@@ -177,8 +181,9 @@ class RunRecorder:
         self._insert_arrow("blame_data", data, compare_id)
 
     def _insert_result_rows(self, rows: pa.Table, compare_id: int) -> pa.Table:
-        """One pair's ``result_rows``: its new names into ``names``, its rows with their names'
-        keys into ``result_data``; returns those rows (keys, not names)."""
+        """One pair's ``result_rows``: its new names into ``names`` (and terms, lists of texts),
+        its rows with their keys into ``result_data``; returns the rows with their names' keys
+        (not names; their terms and texts as they came)."""
         names, terms = self._load()
         keyed, new = names.key(rows)
         if new is not None:
@@ -186,6 +191,10 @@ class RunRecorder:
         data, new = terms.key(keyed, RESULT_TERMS)
         if new is not None:
             self._pending.setdefault("terms", []).append(new)
+        if self._texts is not None and "texts" in data.column_names:  # not in md5 mode
+            data, new = self._texts.key(data)
+            if new is not None:
+                self._pending.setdefault("texts", []).append(new)
         self._insert_arrow("result_data", data, compare_id)
         return keyed
 
@@ -197,8 +206,8 @@ class RunRecorder:
 
         interrupts.settle()
         try:
-            # the transaction's new names and terms, in the order they were keyed
-            for table in ("names", "terms"):
+            # the transaction's new names, terms and lists of texts, in the order they were keyed
+            for table in ("names", "terms", "texts"):
                 parts = self._pending.pop(table, [])
                 if parts:
                     self._insert_arrow(table, pa.concat_tables(parts), None)
@@ -213,13 +222,14 @@ class RunRecorder:
             self._pending = {}
             with contextlib.suppress(duckdb.Error):
                 self.con.execute("ROLLBACK")
-            # the names and terms the dropped transaction added are gone from the file: from
-            # ours too
+            # the names, terms and lists of texts the dropped transaction added are gone from
+            # the file: from ours too
             if self._saved is None:
-                self._names = self._terms = None
-            elif self._names is not None and self._terms is not None:
+                self._names = self._terms = self._texts = None
+            elif self._names is not None and self._terms is not None and self._texts is not None:
                 self._names.restore(self._saved[0])
                 self._terms.restore(self._saved[1])
+                self._texts.restore(self._saved[2])
 
     def _error(self, err: Exception) -> HistoryError:
         return HistoryError(f"{self.path}: could not record the compare ({first_lines(err)}); "
@@ -422,6 +432,150 @@ class _Terms:
             at = rows.schema.get_field_index(column)
             rows = rows.set_column(at, f"{column}_id", keys.slice(i * count, count))
         return rows, new
+
+
+class _Texts:
+    """The history's lists of texts (texts_id -> texts, ``result_data.texts_id``; schema version
+    10), held by the driver for the run as :class:`_Names` holds the names. A pair's ``texts``
+    (a list of 21 a row, NULL on a row of numbers alone: ~3,300 rows but ~15 lists a 24,500-row
+    pair) is replaced by its keys; the lists new to the history are keyed after the largest in
+    the order of their first row, as the single-card recorder's SQL keys them
+    (``recorder._NEW_TEXTS``). DuckDB then stores one mostly-NULL integer, not ~70,000 list
+    members it would append, scan back, analyse and compress (~37 M instructions a pair)."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
+        known = con.execute(f"SELECT texts_id, texts FROM {ALIAS}.texts ORDER BY texts_id"
+                            ).fetchall()
+        # keyed 1, 2, 3, ... (else the pair is not recorded: "could not record the compare")
+        if [key for key, _ in known] != list(range(1, len(known) + 1)):
+            raise ValueError(f"the history's {len(known)} lists of texts are not keyed 1, 2, 3, "
+                             "...: the file was changed by hand")
+        self.keys: dict[tuple[str | None, ...], int] = {tuple(texts): key
+                                                         for key, texts in known}
+
+    def state(self) -> Any:
+        return self.keys  # not changed in place: key() makes a new dict when it adds
+
+    def restore(self, state: Any) -> None:
+        self.keys = state
+
+    def key(self, rows: pa.Table) -> tuple[pa.Table, pa.Table | None]:
+        """``rows`` with ``texts`` replaced by its keys (``texts_id``, INTEGER; NULL for NULL, in
+        its place), and the table (texts_id, texts) of the lists new to the history (None:
+        none), which this dictionary now holds.
+
+        A chunk's rows are grouped by their lists' bytes (:func:`_group_lists`), and each
+        distinct list is made a Python tuple once, not each row."""
+        import numpy as np
+        import pyarrow as pa
+
+        column = rows.column("texts")
+        if column.type != pa.list_(pa.string()):
+            column = column.cast(pa.list_(pa.string()))
+        seqs = _whole(rows.column("out_seq")).cast(pa.int64()).to_numpy(zero_copy_only=False)
+        group = np.full(rows.num_rows, -1, np.int64)  # each row's list (-1: NULL)
+        lists: dict[tuple[str | None, ...], int] = {}  # the pair's lists, in the order met
+        firsts: list[int] = []  # the out_seq of each one's first row
+        at = 0
+        for chunk in column.chunks:
+            if chunk.null_count < len(chunk):
+                _group_lists(chunk, seqs[at:at + len(chunk)], group[at:at + len(chunk)],
+                             lists, firsts)
+            at += len(chunk)
+        keys = np.zeros(len(lists), np.int64)
+        added: list[tuple[str | None, ...]] = []
+        known = self.keys
+        for place, texts in enumerate(lists):
+            keys[place] = known.get(texts, 0)
+        # the new ones after the largest, in the order of their first row
+        fresh = [place for place in np.argsort(np.array(firsts, np.int64), kind="stable")
+                 if not keys[place]]
+        new = None
+        if fresh:
+            order = list(lists)
+            top = len(known)
+            known = dict(known)
+            for i, place in enumerate(fresh):
+                keys[place] = known[order[place]] = top + 1 + i
+                added.append(order[place])
+            self.keys = known
+            new = pa.table({"texts_id": pa.array(range(top + 1, top + 1 + len(added)),
+                                                 pa.int32()),
+                            "texts": pa.array([list(t) for t in added], pa.list_(pa.string()))})
+        ids = (pa.array(keys[np.maximum(group, 0)].astype(np.int32), mask=group < 0) if lists
+               else pa.nulls(rows.num_rows, pa.int32()))
+        at = rows.schema.get_field_index("texts")
+        return rows.set_column(at, "texts_id", ids), new
+
+
+def _group_lists(chunk: pa.ListArray, seqs: Any, group: Any,
+                 lists: dict[tuple[str | None, ...], int], firsts: list[int]) -> None:
+    """The lists of ``chunk`` (one chunk of a pair's ``texts``; ``seqs`` its rows' out_seq):
+    each valid row's place among ``lists`` written into ``group`` (the lists new to ``lists``
+    added, in any order, each with the out_seq of its first row in ``firsts``).
+
+    A row's list is told from the others by two byte strings made over Arrow's buffers, not
+    copied: its members' lengths and validity, and its members' bytes laid end to end; equal
+    lists have equal strings (but where a NULL member has bytes behind it: then two groups of
+    one list, made one by its tuple here). Each is dictionary-encoded (one hash a row, not one
+    a member: ~9 M instructions a 24,500-row pair instead of ~19 M), and only each distinct
+    list is made a Python tuple."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    n = len(chunk)
+    valid = _validity(chunk)
+    rows = np.flatnonzero(valid)
+    bounds = _offsets(chunk)  # each row's first member (and the end of the last)
+    members = chunk.values
+    ends = _offsets(members)  # each member's first byte
+    first, last = int(bounds[0]), int(bounds[-1])
+    # a member's length and validity as one number: 2 x length + 1 when valid
+    shape = np.diff(ends[first:last + 1]) * 2 + _validity(members.slice(first, last - first))
+    keep = pa.array(valid)
+    blobs = (pa.Array.from_buffers(pa.large_binary(), n, [None, pa.py_buffer((bounds - first) * 8),
+                                                        pa.py_buffer(shape)]),
+             pa.Array.from_buffers(pa.large_binary(), n, [None, pa.py_buffer(ends[bounds]),
+                                                        members.buffers()[2]]))
+    shapes, texts = (pc.dictionary_encode(blob.filter(keep)) for blob in blobs)
+    pairs = (shapes.indices.to_numpy().astype(np.int64) * len(texts.dictionary)
+             + texts.indices.to_numpy())
+    kinds, heads, which = np.unique(pairs, return_index=True, return_inverse=True)
+    firsts_here = np.full(len(kinds), np.iinfo(np.int64).max)
+    np.minimum.at(firsts_here, which, seqs[rows])
+    places = np.empty(len(kinds), np.int64)
+    for i, head in enumerate(heads):
+        made = tuple(chunk[int(rows[head])].as_py())
+        place = lists.get(made)
+        if place is None:
+            place = lists[made] = len(firsts)
+            firsts.append(int(firsts_here[i]))
+        else:
+            firsts[place] = min(firsts[place], int(firsts_here[i]))
+        places[i] = place
+    group[rows] = places[which.reshape(-1)]
+
+
+def _validity(array: pa.Array) -> Any:
+    """``array``'s validity as numpy booleans, unpacked from its bitmap (all True without
+    one)."""
+    import numpy as np
+
+    bitmap = array.buffers()[0]
+    if bitmap is None or array.null_count == 0:
+        return np.ones(len(array), bool)
+    bits = np.unpackbits(np.frombuffer(bitmap, np.uint8), bitorder="little")
+    return bits[array.offset:array.offset + len(array)].astype(bool)
+
+
+def _offsets(array: pa.Array) -> Any:
+    """The offsets of a list or string ``array`` (its ``len + 1`` of them, as int64 numpy),
+    from its buffer."""
+    import numpy as np
+
+    offsets = np.frombuffer(array.buffers()[1], np.int32)
+    return offsets[array.offset:array.offset + len(array) + 1].astype(np.int64)
 
 
 def _texts(rows: pa.Table, columns: tuple[str, ...]) -> pa.ChunkedArray:

@@ -136,6 +136,38 @@ def count(db: Path, query: str = "SELECT count(*) FROM compares") -> int:
         con.close()
 
 
+def texts_as_version_9(con: duckdb.DuckDBPyConnection) -> None:
+    """Rewrite a history (open in ``con``) into the layout schema versions 5 to 9 wrote for
+    result_data's texts: each row's list ``texts`` (no table ``texts``), the same rows in
+    recording order, and the view result_rows reading it (sql/history/migrate/v8.sql's).
+    Nothing to do on a file without the table texts."""
+    from msq import db as db_sql
+
+    if not con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'texts'"
+                       ).fetchall()[0][0]:
+        return
+    v8 = db_sql.sql_file("history/migrate/v8.sql").text
+    start = v8.index("CREATE TABLE result_data_v8 (")
+    con.execute(v8[start:v8.index("\n);", start) + 3].replace("result_data_v8", "v9_data"))
+    con.execute("INSERT INTO v9_data BY NAME SELECT d.* EXCLUDE (texts_id), t.texts "
+                "FROM result_data d LEFT JOIN texts t ON t.texts_id = d.texts_id "
+                "ORDER BY d.compare_id, d.out_seq")
+    con.execute("DROP VIEW result_rows")
+    con.execute("DROP TABLE result_data")
+    con.execute("DROP TABLE texts")
+    con.execute("ALTER TABLE v9_data RENAME TO result_data")
+    start = v8.index("CREATE VIEW result_rows AS")
+    con.execute(v8[start:v8.index(";", start) + 1])
+
+
+def as_version_9(db: Path) -> None:
+    """Rewrite a history into the layout schema version 9 wrote (:func:`texts_as_version_9`)."""
+    con = duckdb.connect(str(db))
+    texts_as_version_9(con)
+    con.execute("UPDATE meta SET value = '9' WHERE key = 'schema_version'")
+    con.close()
+
+
 def terms_as_version_7(con: duckdb.DuckDBPyConnection) -> None:
     """Rewrite a history (open in ``con``) into the layout schema version 7 wrote: result_data's
     and blame_data's short texts as text columns (no ``terms``), the same rows in recording
@@ -144,6 +176,7 @@ def terms_as_version_7(con: duckdb.DuckDBPyConnection) -> None:
     from msq import db as db_sql
     from msq.history.recorder import BLAME_TERMS, RESULT_TERMS
 
+    texts_as_version_9(con)
     if not con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'terms'"
                        ).fetchall()[0][0]:
         return
@@ -181,13 +214,14 @@ def as_version_7(db: Path) -> None:
 
 def as_version_8(db: Path) -> None:
     """Put back the view ``blame_rows`` of schema version 8 (its short texts read from a list of
-    every term, sql/history/migrate/v8.sql's) and the version: the rows are stored as version 8
-    stored them."""
+    every term, sql/history/migrate/v8.sql's), result_data's lists of texts
+    (:func:`texts_as_version_9`) and the version: the rows are stored as version 8 stored them."""
     from msq import db as db_sql
 
     v8 = db_sql.sql_file("history/migrate/v8.sql").text
     start = v8.index("CREATE VIEW blame_rows AS")
     con = duckdb.connect(str(db))
+    texts_as_version_9(con)
     con.execute("DROP VIEW blame_rows")
     con.execute(v8[start:v8.index(";", start) + 1])
     con.execute("UPDATE meta SET value = '8' WHERE key = 'schema_version'")

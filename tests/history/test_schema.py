@@ -181,7 +181,8 @@ def test_a_version_4_file_gets_its_texts_in_one_map(made: tuple[Path, Path],
     after = history.query(db, "SELECT * FROM result_rows WHERE compare_id = 1 ORDER BY out_seq")
     assert after.columns == before.columns
     assert after.rows == before.rows
-    assert history.query(db, "SELECT count(*) FROM result_data WHERE texts IS NOT NULL "
+    # (a key into texts since version 10)
+    assert history.query(db, "SELECT count(*) FROM result_data WHERE texts_id IS NOT NULL "
                              "AND compare_id = 1").rows == [(5,)]
     # the new compare: the same rows as the first one had before the texts were set
     new = history.query(db, "SELECT * EXCLUDE (compare_id) FROM result_rows WHERE compare_id = 2 "
@@ -380,8 +381,8 @@ def test_a_version_8_file_gets_blame_rows_joined_to_its_terms(made: tuple[Path, 
                                                                ) -> None:
     """Version 9 replaces the view blame_rows alone (its terms joined by key, not read from a
     list of every term): a version-8 file gives the same columns and rows after its next
-    recording, no row is rewritten (the migration says so, at -v only), and a new file's view
-    is the migration's."""
+    recording (the migration says so, at -v only: "its views only" up to version 9), and a new
+    file's view is the migration's."""
     from tests.history.builders import as_version_8
 
     cj, db = made
@@ -395,7 +396,9 @@ def test_a_version_8_file_gets_blame_rows_joined_to_its_terms(made: tuple[Path, 
     with caplog.at_level("INFO", logger="msq"):
         run_api(cj, tmp_path / "out", db=db)
     told = [r for r in caplog.records if "migrating the history" in r.getMessage()]
-    assert [(r.levelname, "its views only" in r.getMessage()) for r in told] == [("INFO", True)]
+    # (on to version 10, which rewrites the result rows: told so, at -v on a small file)
+    assert [(r.levelname, "its views only" in r.getMessage()) for r in told] == [
+        ("INFO", schema.SCHEMA_VERSION == 9)]
     assert history.query(db, "SELECT value FROM meta WHERE key = 'schema_version'").rows == [
         (str(schema.SCHEMA_VERSION),)]
     after = history.query(db, query.replace("ORDER BY", "WHERE compare_id = 1 ORDER BY"))
@@ -408,6 +411,70 @@ def test_a_version_8_file_gets_blame_rows_joined_to_its_terms(made: tuple[Path, 
     run_api(cj, tmp_path / "out2", db=fresh)
     assert history.query(fresh, "SELECT sql FROM duckdb_views() WHERE view_name = 'blame_rows'"
                          ).rows == [(new_view,)]
+
+
+def test_a_version_9_file_gets_its_lists_of_texts_keyed(made: tuple[Path, Path],
+                                                        tmp_path: Path,
+                                                        caplog: pytest.LogCaptureFixture) -> None:
+    """Version 10 keeps each distinct list of result_data's texts once in ``texts`` and the rows
+    its key (texts_id): a version-9 file is migrated at its next recording (told: it rewrites
+    every result row), its result_rows the same columns and rows as before (a list on one row
+    alone, one on two rows, lists with NULL members), the lists keyed 1, 2, 3, ... in the order
+    of their first row, each once, the new compare's rows keyed to them (and a new list of its own after
+    them); a new file's tables and views are laid out as the migration makes them."""
+    from tests.history.builders import as_version_9
+
+    cj, db = made
+    as_version_9(db)
+    con = duckdb.connect(str(db))
+    assert not con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'texts'"
+                           ).fetchall()[0][0]
+    own = ", ".join(["NULL", "'a text of its own'"] + ["NULL"] * 19)
+    other = ", ".join(["'N/A'"] * 4 + ["''"] + ["NULL"] * 16)
+    con.execute(f"UPDATE result_data SET texts = [{own}]::VARCHAR[] WHERE out_seq IN (5, 3)")
+    con.execute(f"UPDATE result_data SET texts = [{other}]::VARCHAR[] WHERE out_seq = 1")
+    con.execute("UPDATE result_data SET texts = NULL WHERE out_seq = 4")
+    con.close()
+    query = "SELECT * FROM result_rows ORDER BY compare_id, out_seq"
+    before = history.query(db, query)
+    lists = history.query(db, "SELECT texts FROM result_data WHERE texts IS NOT NULL "
+                              "ORDER BY compare_id, out_seq").rows
+    assert len(lists) > 2 and any(None in t for (t,) in lists)
+    with caplog.at_level("INFO", logger="msq"):
+        run_api(cj, tmp_path / "out", db=db)
+    told = [r.getMessage() for r in caplog.records if "migrating the history" in r.getMessage()]
+    assert len(told) == 1 and "rewrites its" in told[0]
+    assert history.query(db, "SELECT value FROM meta WHERE key = 'schema_version'").rows == [
+        (str(schema.SCHEMA_VERSION),)]
+    after = history.query(db, query.replace("ORDER BY", "WHERE compare_id = 1 ORDER BY"))
+    assert after.columns == before.columns
+    assert repr(after.rows) == repr(before.rows)  # NaN equal to NaN
+    keyed = history.query(db, "SELECT texts_id, texts FROM texts ORDER BY texts_id").rows
+    firsts = []
+    for (t,) in lists:
+        if t not in firsts:
+            firsts.append(t)
+    assert [k for k, _ in keyed] == list(range(1, len(keyed) + 1))
+    assert [t for _, t in keyed][:len(firsts)] == firsts
+    # each list once; the new compare's rows (the first one's but its two changed cells) keyed
+    # to the lists there are, a list of its own after them
+    assert history.query(db, "SELECT count(*) = count(DISTINCT texts) FROM texts").rows == [
+        (True,)]
+    assert history.query(db, "SELECT count(*) FROM result_data d LEFT JOIN texts t "
+                             "USING (texts_id) WHERE d.texts_id IS NOT NULL AND t.texts IS NULL"
+                         ).rows == [(0,)]
+    fresh = tmp_path / "fresh.duckdb"
+    run_api(cj, tmp_path / "out2", db=fresh)
+    for table in ("result_rows", "result_data", "texts"):
+        query_all = f"SELECT * FROM {table}"
+        assert history.query(fresh, query_all).columns == history.query(db, query_all).columns
+    assert history.query(fresh, "SELECT * EXCLUDE (compare_id) FROM result_rows "
+                                "ORDER BY out_seq").rows == history.query(
+        db, "SELECT * EXCLUDE (compare_id) FROM result_rows WHERE compare_id = 2 "
+            "ORDER BY out_seq").rows
+    assert history.query(fresh, "SELECT sql FROM duckdb_views() WHERE view_name = 'result_rows'"
+                         ).rows == history.query(
+        db, "SELECT sql FROM duckdb_views() WHERE view_name = 'result_rows'").rows
 
 
 #: The columns whose compression a new history's DDL names (sql/history/schema/), and the method:

@@ -1,4 +1,4 @@
--- The history database (schema version 8): every compare msq recorded, and every output row.
+-- The history database (schema version 10): every compare msq recorded, and every output row.
 -- Executed inside the history file (USE) in one transaction; see docs/schema.md.
 CREATE TABLE IF NOT EXISTS meta (
   key VARCHAR PRIMARY KEY,   -- schema_version | created_at | created_by
@@ -59,6 +59,18 @@ CREATE TABLE IF NOT EXISTS terms (
   term_id INTEGER,                -- 1, 2, 3, ...
   term VARCHAR                    -- each text once
 );
+-- The texts of a row's metric cells that are not numbers (schema version 10): each list of them
+-- (result_rows' 21 <metric>_text columns, in their order: "N/A", "None", "nan", "unsupported",
+-- ...) once, with its key; result_data holds the key (texts_id; NULL on a row of numbers alone)
+-- and the view result_rows joins the list back. A 24,500-row pair of a directory compare holds
+-- ~15 such lists over its ~3,300 rows with texts, whose ~70,000 list members DuckDB appended,
+-- scanned back, analysed and compressed (~37 M instructions, 7.6 % of the driver's recording of
+-- the pair; bench/README, "Session 21: hist"). The keys run 1, 2, 3, ... without a gap, a
+-- compare's new lists after the largest in the order of their first row.
+CREATE TABLE IF NOT EXISTS texts (
+  texts_id INTEGER,               -- 1, 2, 3, ...
+  texts VARCHAR[]                 -- each list once
+);
 -- One row per output line of each compare: every metric as a typed column, the verdict and the
 -- colour; its names are keys into names (read them through the view result_rows). A metric cell
 -- that is text in the workbook ("N/A", "None", "nan", "unsupported") keeps its number column NULL
@@ -66,6 +78,7 @@ CREATE TABLE IF NOT EXISTS terms (
 -- texts are one list column, texts (NULL on a row of numbers alone), which result_rows spreads
 -- into the <metric>_text columns: 21 mostly-NULL VARCHAR columns cost DuckDB ~450 instructions
 -- a NULL cell to append, scan, analyse and compress (a fifth of a directory compare's driver).
+-- Since schema version 10 the list is a key into texts (texts_id).
 -- USING COMPRESSION (new files since session 20; storage only, the same rows and types): the
 -- method DuckDB picks for the column on every workload measured, named so that its checkpoint
 -- skips analysing the others (~14 M instructions a 24,500-row pair in a directory compare's
@@ -99,10 +112,9 @@ CREATE TABLE IF NOT EXISTS result_data (
   bench_min DOUBLE,
   bench_mean DOUBLE,
   bench_norm DOUBLE,
-  -- the texts of a row's metric cells that are not numbers (the 21 <metric>_text columns of
-  -- result_rows, in their order: "N/A", "None", "nan", "unsupported", ...); NULL when every
-  -- cell of the row is a number
-  texts VARCHAR[],
+  -- texts.texts_id of the texts of the row's metric cells that are not numbers (schema version
+  -- 10; a list in result_data of versions 5-9); NULL when every cell of the row is a number
+  texts_id INTEGER,
   -- tensor (real-data) mode (schema version 7): cosine, max_abs_err, max_rel_err,
   -- one_thousandth_err_ratio, five_thousandths_err_ratio, in that order; NULL when all five are
   tensor_metrics DOUBLE[],
@@ -166,14 +178,18 @@ SELECT r.compare_id, r.out_seq,
        (SELECT list(term ORDER BY term_id) FROM terms)[r.mark_id] AS mark,
        (SELECT list(term ORDER BY term_id) FROM terms)[r.mark_rules_id] AS mark_rules, r.severity,
        r.mode_texts[3] AS npu_stack, r.mode_texts[4] AS data_name, r.reason,
-       -- a column a later version adds to result_data (none in version 8)
+       -- a column a later version adds to result_data (none in version 10)
        r.* EXCLUDE (compare_id, out_seq, kind_id, op_id, npu_id, bench_id, npu_dtype_id,
                    bench_dtype_id, npu_shape_id, bench_shape_id, max_diff, min_diff, mean_diff,
                    norm_diff, max_rel_pct, min_rel_pct, mean_rel_pct, norm_rel_pct, npu_max,
                    npu_min, npu_mean, npu_norm, bench_max, bench_min, bench_mean, bench_norm,
                    texts, tensor_metrics, mode_texts, result_id, verdict_id, failing,
                    err_message_id, mark_id, mark_rules_id, severity, reason)
-FROM result_data r
+-- the row's texts (schema version 10: by key) joined from the small table texts, not read from a
+-- list of every list as the terms are (which made queries of a 64-pair run 1.5-6x slower, those
+-- that read no text too; bench/README, "Session 21: hist")
+FROM (SELECT d.* EXCLUDE (texts_id), t.texts
+      FROM result_data d LEFT JOIN texts t ON t.texts_id = d.texts_id) r
 JOIN names o ON o.name_id = r.op_id
 JOIN names n ON n.name_id = r.npu_id
 JOIN names b ON b.name_id = r.bench_id;
