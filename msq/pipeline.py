@@ -871,7 +871,11 @@ def compute_batch(inps: list[SingleInput], opts: Options, opened: EarlyDatabase,
                 [mode, False, False, False, False, False, False])
     load_batch(con, pairs)
     db.load_views(con, variants=[mode, rules_variant(opts)], skip=unused_views(opts) | opened.views)
-    db.materialize(con, "op_keys", READER_OP_KEYS)
+    # a view of ops, not a table (BATCH_VIEWS): op_pairs reads it alone (~37 M instructions a
+    # 4-pair root batch to store its 40,000 rows, their keys as long texts); the database's own
+    # view kept as db.materialize keeps it (renamed back by the kept database's reset)
+    keep = "ALTER VIEW op_keys RENAME TO _src_op_keys; " if db.KEEP_SOURCES else ""
+    con.execute(f"{keep}CREATE OR REPLACE VIEW op_keys AS {READER_OP_KEYS}")
     con.execute("INSERT INTO op_pairs " + op_pairs_select())
     con.execute("INSERT INTO compare_rows " + row_pairs_select())
     write_windows(con, False)
@@ -1020,6 +1024,12 @@ BATCH_TABLES: dict[str, tuple[str, dict[str, str]]] = {
 }
 
 
+#: The batch's tables of :data:`BATCH_TABLES` that a batch keeps as views of other batch tables
+#: (:func:`compute_batch`): not renamed by :func:`split_batch`, so that each pair's is the same
+#: view over that pair's own views (op_keys over its ``ops``: numbered as its own compare's).
+BATCH_VIEWS = ("op_keys",)
+
+
 def batch_tables(mode: str) -> dict[str, tuple[str, dict[str, str]]]:
     """:data:`BATCH_TABLES` and the mode's result table (msq.export.outputs.result_table)."""
     return {**BATCH_TABLES, result_table(mode): ("out", {"out_seq": "out"})}
@@ -1037,7 +1047,8 @@ def split_batch(con: duckdb.DuckDBPyConnection, mode: str) -> ColumnTypes:
         "AND schema_name = 'main' AND NOT temporary").fetchall()}
     con.execute("; ".join(f"ALTER TABLE {name} RENAME TO batch_{name}"
                           for name in batch_tables(mode)
-                          if name in tables or not name.startswith("blame_")))
+                          if name in tables
+                          or not (name.startswith("blame_") or name in BATCH_VIEWS)))
     return {(t, c): ty for t, c, ty in con.execute(
         "SELECT table_name, column_name, data_type FROM duckdb_columns() "
         "WHERE database_name = current_database() AND schema_name = 'main' "
