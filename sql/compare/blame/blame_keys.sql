@@ -8,21 +8,26 @@ WITH hashed AS (
   FROM compare_rows r JOIN tensor_metrics tm USING (out_seq)
   WHERE tm.bench_hash IS NOT NULL GROUP BY ALL
 ),
+-- each row's content key and how it is known: the hash of the metrics pass, else (md5 mode) its
+-- md5; rows of neither have none (a statistics compare: no row), so that the rows' SELECT
+-- joins them rather than testing every row for both
+content AS (
+  SELECT side, row_seq, hash('h', h) AS content, 'hash'::blame_link AS chow FROM hashed
+  UNION ALL
+  SELECT t.side, t.row_seq, hash('m', t.md5), 'md5'::blame_link
+  FROM tensors t ANTI JOIN hashed h ON h.side = t.side AND h.row_seq = t.row_seq
+  WHERE (SELECT mode FROM settings) = 'md5' AND t.md5 IS NOT NULL
+),
 k AS (
   SELECT
     t.side, t.row_seq, t.op_seq, t.row_in_op, t.io, t.dtype, t.shape, t.numel, t.pair,
-    CASE WHEN h.h IS NOT NULL THEN hash('h', h.h)
-         WHEN (SELECT mode FROM settings) = 'md5' AND t.md5 IS NOT NULL THEN hash('m', t.md5)
-    END AS content,
-    CASE WHEN h.h IS NOT NULL THEN 'hash'::blame_link
-         WHEN (SELECT mode FROM settings) = 'md5' AND t.md5 IS NOT NULL THEN 'md5'::blame_link
-    END AS chow,
+    c.content, c.chow,
     CASE WHEN t.max_num IS NOT NULL AND t.min_num IS NOT NULL AND t.mean_num IS NOT NULL
               AND t.norm_num IS NOT NULL
          THEN hash('s', t.max_num, t.min_num, t.mean_num, t.norm_num)
     END AS stats
   FROM tensors t
-  LEFT JOIN hashed h ON h.side = t.side AND h.row_seq = t.row_seq
+  LEFT JOIN content c ON c.side = t.side AND c.row_seq = t.row_seq
   -- (the rows with an edge, blame_edges: blame_tensors gives such an input an external edge's
   -- candidates by this same test, sql/compare/blame/blame_tensors.sql)
   WHERE t.is_tensor AND coalesce(t.numel, 0) > 0
