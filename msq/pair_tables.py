@@ -708,13 +708,11 @@ def _batch_history_rows(con: Any, mode: str, places: list[Any]) -> list[dict[str
     import pyarrow as pa
 
     from msq import db
-    from msq.history.recorder import prepare_blame, prepare_rows
+    from msq.history.recorder import prepare_blame, prepare_ops, prepare_rows
 
     ranges = [place.out_range for place in places]
     firsts = [lo for lo, _ in ranges]
-    # what recorder.prepare_ops makes but the history's macros: the kept database has them
-    # (WorkerDatabase)
-    db.create_view(con, db.sql_file("history/record/hist_row_ops.sql"))
+    prepare_ops(con, macros=False)  # the kept database has the macros (WorkerDatabase)
     rows = pa.table(db.SelectStream(con, prepare_rows(con, mode, ops=False)))
     con.execute("DROP VIEW temp.hist_result; DROP VIEW hist_row_ops")
     parts = [{"result_rows": part} for part in split_rows(rows, ranges)]

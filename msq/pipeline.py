@@ -903,6 +903,12 @@ DERIVED_ROWS: dict[str, tuple[str | None, str | None]] = {
     "disp_name": ("name", None), "match_name": ("name", None), "disp_io": ("io", None),
     "data_name": (None, "-1")}
 
+#: :func:`load_batch`'s SELECT of tensors where the columns of :data:`DERIVED_ROWS` are
+#: generated (:func:`derived_tensors`): the readers' copies left out, match_name not made.
+BATCH_DERIVED_TENSORS = (
+    "* EXCLUDE ({}) REPLACE (op_seq + {{op}} AS op_seq, row_seq + {{row}} AS row_seq), "
+    "{{pair}} AS pair").format(", ".join(c for c in DERIVED_ROWS if c != "match_name"))
+
 
 def derived_columns(pairs: list[BatchPair]) -> bool:
     """Whether every side of every pair has each column of :data:`DERIVED_ROWS` equal to its
@@ -964,9 +970,7 @@ def load_batch(con: duckdb.DuckDBPyConnection, pairs: list[BatchPair]) -> None:
         for table, select in BATCH_LOADS:
             parts = []
             if table == "tensors" and derived:
-                select = select.replace(", disp_name AS match_name", "").replace(
-                    "* REPLACE", "* EXCLUDE ({}) REPLACE".format(
-                        ", ".join(c for c in DERIVED_ROWS if c != "match_name")))
+                select = BATCH_DERIVED_TENSORS
             for part in pairs:
                 name = f"_batch_{table}_{part.place.pair}"
                 side = (part.npu.ops, part.bench.ops) if table == "ops" else \

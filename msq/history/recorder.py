@@ -699,14 +699,17 @@ def insert_result_rows(con: duckdb.DuckDBPyConnection, rows: str, compare_id: in
     con.execute("DROP TABLE IF EXISTS temp.hist_keys")
 
 
-def prepare_ops(con: duckdb.DuckDBPyConnection, table: bool = False) -> None:
+def prepare_ops(con: duckdb.DuckDBPyConnection, table: bool = False,
+                macros: bool = True) -> None:
     """The history macros and the view ``hist_row_ops`` (each output row's op) in ``con``'s
     database: they need the matched rows only. Outside the record's transaction, which may write
     to the history file alone.
 
     ``table``: ``hist_row_ops`` as a temporary table of ``con`` instead (its rows computed now,
-    once; the matched rows do not change after this)."""
-    db.run_schema(con, "history/record/macros")
+    once; the matched rows do not change after this). ``macros``: False where the database has
+    them already (a pool worker's kept one: msq.pair_tables.WorkerDatabase)."""
+    if macros:
+        db.run_schema(con, "history/record/macros")
     ops = db.sql_file("history/record/hist_row_ops.sql")
     if not table:
         db.create_view(con, ops)
