@@ -355,11 +355,8 @@ def _batch_shared(jobs: list[PairJob], opts: Options, output_dir: Path,
     from msq.export.xlsx import batch_sheets, same_shapes
     from msq.pipeline import (
         NotBatchable,
-        batch_catalog,
-        batch_pair,
         batch_results,
         compute_batch,
-        end_batch_pair,
         pair_reads_views,
         split_batch,
     )
@@ -383,21 +380,21 @@ def _batch_shared(jobs: list[PairJob], opts: Options, output_dir: Path,
             types = split_batch(con, mode)
         if any(record.levelno >= logging.WARNING for record in shared_logs):
             raise NotBatchable("a pair's dump warned: its lines are its own compare's")
-        before = batch_catalog(con)
         # each pair's views are the batch's tables' columns (pair_views): its sheets' column
         # types are the batch queries', and its sheets' rows (main and blame) are its slice of
         # the batch's, fetched once for the batch
         with same_shapes(), batch_sheets(batch_workbook_queries(
                 mode, [part.place.out_range for part in parts])) as sheets:
             eager = pair_reads_views(opts)
+            views = _PairViews(con, mode, types)
             for job, part, result, pair_rows in zip(jobs, parts, results, rows, strict=True):
                 # the pair's views (batch_pair): made first where its outputs read them, else
                 # only if one of its sheets cannot be its slice of the batch's rows
-                views = functools.partial(batch_pair, con, mode, part, types)
-                sheets.pair(part.place.out_range, None if eager else views)
+                make = functools.partial(views.make, part)
+                sheets.pair(part.place.out_range, None if eager else make)
                 outs.append(_batch_pair_shared(con, mode, job, part, result, opts, root,
-                                               pair_rows, views if eager else None))
-                end_batch_pair(con, before)
+                                               pair_rows, make if eager else None))
+                views.end()
     except BaseException:
         for out in outs:
             if isinstance(out, PairTables):
@@ -409,6 +406,37 @@ def _batch_shared(jobs: list[PairJob], opts: Options, output_dir: Path,
             con.close()
     database.reset()  # raises (the caller discards it) when it cannot be made as new
     return outs
+
+
+class _PairViews:
+    """Makes a batch's pair's views (msq.pipeline.batch_pair) and undoes them after the pair
+    (msq.pipeline.end_batch_pair), for a pair whose views were made: a pair whose outputs read
+    none of them (a workbook-only pair's sheets are slices of the batch's rows,
+    msq.export.xlsx.batch_sheets) makes nothing else in the database either (its writers and
+    its history rows only read), so the catalog is left as it is without asking it (~4.4 M
+    instructions a query, two a pair) or deleting from the schema's tables. The catalog to
+    restore is asked before the first pair's views are made."""
+
+    def __init__(self, con: Any, mode: str, types: Any) -> None:
+        self.con, self.mode, self.types = con, mode, types
+        self.before: tuple[list[str], list[str]] | None = None
+        self.made = False  # the current pair's views were made
+
+    def make(self, part: Any) -> None:
+        from msq.pipeline import batch_catalog, batch_pair
+
+        if self.before is None:
+            self.before = batch_catalog(self.con)
+        self.made = True
+        batch_pair(self.con, self.mode, part, self.types)
+
+    def end(self) -> None:
+        from msq.pipeline import end_batch_pair
+
+        if self.made:
+            assert self.before is not None
+            end_batch_pair(self.con, self.before)
+            self.made = False
 
 
 def _batch_pair_shared(con: Any, mode: str, job: PairJob, part: Any, result: CompareResult,

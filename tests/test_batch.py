@@ -162,6 +162,16 @@ def test_each_pair_of_a_batch_is_its_own_compare(jobs, opts, tmp_path, monkeypat
         return batch_results(con, *args)
 
     monkeypatch.setattr(pipeline, "batch_results", results)
+    # the catalog asked and restored after a pair whose views were made (a workbook-only
+    # pair's are not: nothing of it to undo, pair_tables._PairViews)
+    ended: list[str] = []
+
+    def counted(name: str) -> Any:
+        called = getattr(pipeline, name)
+        return lambda *a: (ended.append(name), called(*a))[1]
+
+    for name in ("batch_catalog", "end_batch_pair"):
+        monkeypatch.setattr(pipeline, name, counted(name))
     asked: list[str] = []  # the main sheet's rows: fetched once, over the batch (batch_sheets)
     queried = xlsx._c_rows_queried
     monkeypatch.setattr(xlsx, "_c_rows_queried", lambda con, spec, *a, **k: (
@@ -177,6 +187,9 @@ def test_each_pair_of_a_batch_is_its_own_compare(jobs, opts, tmp_path, monkeypat
     assert len(blame) == 1 and "FROM batch_blame_rows" in blame[0], blame
     assert asked.count("facts") == 1
     assert made == (list(range(len(jobs))) if "csv" in formats else []), made
+    # (end_batch_pair asks it before its script and after)
+    assert ended == ((["batch_catalog"] + ["end_batch_pair", *["batch_catalog"] * 2] * len(jobs))
+                     if "csv" in formats else []), ended
     assert len(read) == 2 and all(a == b and a for a, b in read), read
     monkeypatch.undo()
     assert len(outs) == len(jobs)
@@ -222,8 +235,13 @@ def test_a_sheet_that_cannot_be_a_slice_makes_its_pairs_views(jobs, opts, tmp_pa
     monkeypatch.setattr(pipeline, "pair_views", lambda con, mode, place, types: (
         made.append(place.pair), pair_views(con, mode, place, types))[1])
     monkeypatch.setattr(xlsx, "_sheetxml", None)
+    ended: list[int] = []  # and undone after each pair (pair_tables._PairViews)
+    end_batch_pair = pipeline.end_batch_pair
+    monkeypatch.setattr(pipeline, "end_batch_pair", lambda con, before: (
+        ended.append(len(made)), end_batch_pair(con, before))[1])
     outs = pair_tables._batch_shared(jobs, opts, tmp_path)  # raises unless batched
     assert made == list(range(len(jobs)))
+    assert ended == list(range(1, len(jobs) + 1)), ended
     for job, out in zip(jobs, outs, strict=True):
         assert isinstance(out, PairTables)
         assert contents(out) == contents(alone(job, opts, tmp_path)), job.title
