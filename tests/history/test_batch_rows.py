@@ -5,6 +5,8 @@ of its own compare is tests/test_batch.py's first test; here the cut itself."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pyarrow as pa
 import pytest
 
@@ -79,3 +81,66 @@ def test_the_edges_select_says_whose_each_edge_is():
 
     body = db.sql_file("history/record/hist_blame_edges.sql").body
     assert body.count(f"\n{pair_tables._EDGES_SELECT}") == 1
+
+
+def edges_database() -> Any:
+    """compare_rows and blame_edges as a batch has them, with what the history SELECT of the
+    edges must get right: a row with two output lines (the first counts), one whose only line
+    has no out_seq, rows with no line, NULL rows, a side neither npu nor bench, a NULL side,
+    each pair's edges apart and out of order."""
+    import duckdb
+
+    con = duckdb.connect()
+    con.execute("CREATE TYPE blame_link AS ENUM ('constant', 'external', 'hash', 'md5', "
+                "'reshape', 'statistics')")
+    con.execute("CREATE TABLE compare_rows (out_seq BIGINT, npu_row BIGINT, bench_row BIGINT)")
+    con.execute("INSERT INTO compare_rows VALUES (0, 10, 20), (1, 11, NULL), (2, NULL, 21), "
+                "(5, 12, 22), (3, 12, 23), (4, NULL, NULL), (NULL, 13, 24), (6, 14, 25)")
+    con.execute("CREATE TABLE blame_edges (side VARCHAR, consumer_row BIGINT, consumer_op INTEGER,"
+                " producer_row BIGINT, producer_op INTEGER, how blame_link, candidates BIGINT, "
+                "pair INTEGER)")
+    con.execute("""INSERT INTO blame_edges VALUES
+        ('npu', 12, 0, 10, 0, 'hash', 1, 1), ('bench', 22, 0, 21, 0, 'statistics', 3, 0),
+        ('npu', 13, 0, NULL, NULL, 'external', NULL, 0), ('bench', 23, 0, 99, 0, 'md5', 2, 1),
+        ('other', 10, 0, 11, 0, 'reshape', 1, 0), (NULL, 11, 0, 10, 0, 'constant', 1, 1),
+        ('npu', 14, 0, 11, 0, 'hash', 1, 0), ('bench', 25, 0, 20, 0, NULL, NULL, 1),
+        ('npu', NULL, 0, 14, 0, 'hash', 1, 1), ('bench', 24, 0, 22, 0, 'hash', 1, 0)""")
+    return con
+
+
+@pytest.mark.parametrize("dense", [True, False])
+@pytest.mark.parametrize("batch_rows", [3, 131_072])
+def test_a_batchs_edges_are_the_history_selects_rows(dense, batch_rows, monkeypatch):
+    """_batch_edges looks the edges' output lines up in numpy (a table of each side's row
+    numbers), not by the SELECT's joins; where the numbers are too sparse for that table, the
+    SELECT runs: the same rows either way (each edge's pair added), in blame_edges' order."""
+    from msq import db
+
+    con = edges_database()
+    body = db.sql_file("history/record/hist_blame_edges.sql").body
+    want = pa.table(db.SelectStream(con, body.replace(
+        pair_tables._EDGES_SELECT, f"SELECT e.pair AS {pair_tables._PAIR}, e.side, ", 1)))
+    monkeypatch.setattr(db, "ARROW_BATCH_ROWS", batch_rows)  # many chunks
+    if not dense:
+        monkeypatch.setattr(pair_tables, "_DENSE_SLACK", -1)
+    got = pair_tables._batch_edges(con, body)
+    assert got.schema == want.schema
+    assert got.column(pair_tables._PAIR).to_pylist() == [1, 0, 0, 1, 0, 1, 0, 1, 1, 0]
+    key = [(name, "ascending") for name in got.column_names]
+    assert got.sort_by(key).to_pylist() == want.sort_by(key).to_pylist()
+    assert got.select(["consumer_seq", "producer_seq"]).to_pylist() == [
+        {"consumer_seq": 3, "producer_seq": 0}, {"consumer_seq": 5, "producer_seq": 2},
+        {"consumer_seq": None, "producer_seq": None}, {"consumer_seq": 3, "producer_seq": None},
+        {"consumer_seq": None, "producer_seq": None},
+        {"consumer_seq": None, "producer_seq": None}, {"consumer_seq": 6, "producer_seq": 1},
+        {"consumer_seq": 6, "producer_seq": 0}, {"consumer_seq": None, "producer_seq": 6},
+        {"consumer_seq": None, "producer_seq": 5}]
+
+
+def test_sparse_row_numbers_are_no_table():
+    import numpy as np
+
+    low, table = pair_tables._first_lines(np.array([5, 5, 7]), np.array([9, 4, 1]))
+    assert low == 5 and table.tolist() == [4, pair_tables._NO_LINE, 1]  # each row's least
+    far = np.array([0, 10 * pair_tables._DENSE_SLACK])
+    assert pair_tables._first_lines(far, np.array([0, 1])) is None
