@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 
 from msq import db
-from msq.blame.summary import ROW_FIELDS, BlameSummary, sheet_row
+from msq.blame.summary import ROW_FIELDS, BlameSummary, PackedRows, sheet_row
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -113,6 +113,9 @@ def _rows_table(parts: list[RankBlame], run_id: str) -> pa.Table:
     ~0.06 s of the run's end, when nothing else runs)."""
     import pyarrow as pa  # lazy: a directory run's pass only
 
+    tables = _arrow_parts(parts, run_id)
+    if tables is not None:
+        return pa.concat_tables(tables) if any(t.num_rows for t in tables) else pa.table({})
     columns: dict[str, list[Any]] = {k: [] for k in _TABLE_COLUMNS}
     fields = itemgetter(*ROW_FIELDS)
     for compare_id, part in enumerate(parts, start=1):
@@ -135,6 +138,40 @@ def _rows_table(parts: list[RankBlame], run_id: str) -> pa.Table:
     if not columns["out_seq"]:
         return pa.table({})
     return pa.Table.from_arrays([columns[k] for k in _TABLE_COLUMNS], names=list(_TABLE_COLUMNS))
+
+
+def _arrow_parts(parts: list[RankBlame], run_id: str) -> list[pa.Table] | None:
+    """:func:`_rows_table`'s rows of each compare, from its rows' own Arrow tables when every
+    compare's are (a batch of pairs' summaries, msq.blame.summary.summarize_batch: their
+    columns those of ROW_FIELDS, the types the dicts would give), without a Python object a
+    value; else None (dicts: a single compare's summaries, the recorded ones of ``--resume``)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    tables = []
+    for compare_id, part in enumerate(parts, start=1):
+        sources, collectives = part.summary.sources, part.summary.collectives
+        if not isinstance(sources, PackedRows) or not isinstance(collectives, PackedRows):
+            return None
+        rows, more = sources.table(), collectives.table()
+        if rows is None or more is None or rows.column_names != list(ROW_FIELDS) \
+                or more.column_names != list(ROW_FIELDS):
+            return None
+        # each row once: a collective's row among the local sources is not taken again (none:
+        # a collective's verdict is never local, sql/compare/blame/blame_rows.sql)
+        if rows.num_rows and more.num_rows:
+            more = more.filter(pc.invert(pc.is_in(more.column("out_seq"),
+                                                  value_set=rows.column("out_seq"))))
+        table = pa.concat_tables([rows, more])
+        n = table.num_rows
+        if not n:  # (a column of no value would be of Arrow's null type)
+            continue
+        for name, value in (("compare_id", compare_id), ("run_id", run_id),
+                            ("floor_factor", part.summary.floor_factor),
+                            ("amp_limit", part.summary.amp_limit)):
+            table = table.append_column(name, pa.array([value] * n))
+        tables.append(table)
+    return tables
 
 
 #: The columns of the history's view ``blame``, in its order (what :func:`combine` gives).

@@ -9,9 +9,14 @@ import math
 import pickle
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, overload
 
 import duckdb
+
+from msq import db
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 #: Local sources kept in a summary (worst first); the blame outputs and the history hold them all.
 MAX_SOURCES = 1000
@@ -22,6 +27,8 @@ ROW_FIELDS = ("out_seq", "op_seq", "op_name", "npu_name", "io", "role", "directi
 #: The local sources' order, worst first: blame_rank's (sql/compare/blame/blame.sql), the
 #: summary's and blame's workbook sheet's (msq.blame.export).
 WORST_FIRST = "output_err DESC, op_seq, out_seq"
+#: blame_rows' ENUM columns (sql/compare/schema/40_blame.sql), which a summary holds as texts.
+_ENUM_FIELDS = ("io", "role", "direction", "verdict", "link")
 
 
 @dataclass
@@ -60,6 +67,16 @@ class BlameSummary:
     def first_and_worst(self) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
         """:attr:`first` and the worst local source (the first of :attr:`sources`), from one
         read of the rows (a packed summary's are unpickled on each read)."""
+        table = self.sources.table() if isinstance(self.sources, PackedRows) else None
+        if table is not None:  # two rows read of the table (the driver reads every pair's)
+            if not table.num_rows:
+                return None, None
+            import pyarrow.compute as pc
+
+            # min's: the first of the least (op_seq, out_seq) (a stable sort's first)
+            at = pc.sort_indices(table, sort_keys=[("op_seq", "ascending"),
+                                                   ("out_seq", "ascending")])[0].as_py()
+            return table.slice(at, 1).to_pylist()[0], table.slice(0, 1).to_pylist()[0]
         rows = list(self.sources)
         first = min(rows, key=lambda s: (s["op_seq"], s["out_seq"]), default=None)
         return first, rows[0] if rows else None
@@ -89,9 +106,9 @@ def unpack_blame(results: Sequence[Any]) -> None:
 
 
 class PackedRows(Sequence[dict[str, Any]]):
-    """A summary's rows (dicts of :data:`ROW_FIELDS`) kept as one pickled blob, read back on
-    each use: a list of new dicts, equal to the rows given (a NaN as in any copy: not equal to
-    itself), its repr theirs.
+    """A summary's rows (dicts of :data:`ROW_FIELDS`) kept as one blob, read back on each use: a
+    list of new dicts, equal to the rows given (a NaN as in any copy: not equal to itself), its
+    repr theirs.
 
     A directory compare's driver keeps every pair's summary until the run's end (the run's
     blame weighs them together). As dicts, root-8x8-5000's ~800 rows a pair grew the driver by
@@ -99,21 +116,54 @@ class PackedRows(Sequence[dict[str, Any]]):
     the freed rest of each pair's result); as one blob a pair, ~0.3 MB. The blob is made by the
     pool worker (or Ray task) and crosses to the driver as bytes, never unpickled there but when
     the rows are read: the console's lines of the pair and the run's blame at its end.
+
+    The blob is the rows pickled (:class:`PackedRows` of a list), or, from a batch of pairs
+    (:func:`summarize_batch`, :meth:`of_table`), their Arrow table as an IPC stream: the rows
+    never become Python objects in the worker (fetched as dicts and pickled they cost ~60 M
+    instructions a pair, bench/README "Session 22: blame"), and the run's blame reads the table
+    itself (:meth:`table`; msq.blame.ranks). Either reads back as the same dicts.
     """
 
-    __slots__ = ("_blob", "_len")
+    __slots__ = ("_arrow", "_blob", "_len")
     _blob: bytes
     _len: int
+    _arrow: bool
 
     def __init__(self, rows: Sequence[dict[str, Any]]) -> None:
         if isinstance(rows, PackedRows):
-            self._blob, self._len = rows._blob, rows._len
+            self._blob, self._len, self._arrow = rows._blob, rows._len, rows._arrow
         else:
             self._blob = pickle.dumps(list(rows), protocol=pickle.HIGHEST_PROTOCOL)
-            self._len = len(rows)
+            self._len, self._arrow = len(rows), False
+
+    @classmethod
+    def of_table(cls, table: pa.Table) -> PackedRows:
+        """The rows of an Arrow table (one a row, its columns the dicts' keys in order; texts,
+        not dictionaries: a dictionary's values read back as texts, but the run's blame would
+        get them as another type), as an IPC stream."""
+        import pyarrow as pa  # lazy: a batch of pairs' summary only (its worker has it)
+
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, table.schema) as writer:
+            writer.write_table(table)
+        packed = cls.__new__(cls)
+        packed._blob, packed._len, packed._arrow = sink.getvalue().to_pybytes(), table.num_rows, True
+        return packed
+
+    def table(self) -> pa.Table | None:
+        """The rows as the Arrow table they were given as (:meth:`of_table`); None when they
+        were given as dicts."""
+        if not self._arrow:
+            return None
+        import pyarrow as pa
+
+        return pa.ipc.open_stream(self._blob).read_all()
 
     def rows(self) -> list[dict[str, Any]]:
         """The rows, as new dicts."""
+        table = self.table()
+        if table is not None:
+            return table.to_pylist()
         # the blob is this run's own (pickled by its pool worker or Ray task, as the pair's
         # whole result is on its way to the driver): nothing from a dump is unpickled here
         rows: list[dict[str, Any]] = pickle.loads(self._blob)
@@ -127,7 +177,18 @@ class PackedRows(Sequence[dict[str, Any]]):
     @overload
     def __getitem__(self, index: slice) -> list[dict[str, Any]]: ...
     def __getitem__(self, index: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
-        return self.rows()[index]
+        table = self.table()
+        if table is None:
+            return self.rows()[index]
+        # a table's rows made dicts only where read (the advisor's first five)
+        places = range(self._len)[index]  # an int out of range raises IndexError, as a list's
+        if isinstance(places, int):
+            return table.slice(places, 1).to_pylist()[0]
+        if places.step == 1:
+            return table.slice(places.start, len(places)).to_pylist()
+        import pyarrow as pa
+
+        return table.take(pa.array(places, type=pa.int64())).to_pylist()
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         return iter(self.rows())
@@ -148,11 +209,12 @@ class PackedRows(Sequence[dict[str, Any]]):
     def __repr__(self) -> str:
         return repr(self.rows())
 
-    def __getstate__(self) -> tuple[bytes, int]:
-        return self._blob, self._len
+    def __getstate__(self) -> tuple[bytes, int, bool]:
+        return self._blob, self._len, self._arrow
 
-    def __setstate__(self, state: tuple[bytes, int]) -> None:
-        self._blob, self._len = state
+    def __setstate__(self, state: tuple[bytes, int] | tuple[bytes, int, bool]) -> None:
+        self._blob, self._len = state[0], state[1]
+        self._arrow = bool(state[2]) if len(state) > 2 else False
 
 
 #: The order of a summary's verdict counts: local, inherited, clean (any other after them).
@@ -201,10 +263,12 @@ def summarize_batch(con: duckdb.DuckDBPyConnection, places: list[tuple[int, int,
     compare numbers from 0: the rows' out_seq and op_seq are given as its own compare's)."""
     cases = " ".join(f"WHEN out_seq BETWEEN {lo} AND {hi} THEN {k}"
                      for k, lo, hi, _ in places if hi >= lo)
-    of = f"(CASE {cases} END)" if cases else "NULL::INTEGER"
+    # (a pair's number as a UTINYINT where it fits: the counts' GROUP BY on it and the verdict
+    # takes DuckDB ~25 % less, bench/README "Session 22: blame")
+    small = all(0 <= k < 256 for k, *_ in places)
+    of = f"(CASE {cases} END)::{'UTINYINT' if small else 'INTEGER'}" if cases else "NULL::INTEGER"
     out_base = {k: lo for k, lo, _, _ in places}
     op_base = {k: base for k, _, _, base in places}
-    cols = ", ".join(ROW_FIELDS)
     rows = f"(SELECT {of} AS pair, * FROM blame_rows)"
     counts: dict[int, dict[str, int]] = {k: {} for k, *_ in places}
     for k, verdict, n in con.execute(
@@ -215,23 +279,44 @@ def summarize_batch(con: duckdb.DuckDBPyConnection, places: list[tuple[int, int,
     for k, how, n in con.execute("SELECT pair, how, count(*) FROM blame_edges WHERE side = 'npu' "
                                  "GROUP BY ALL ORDER BY pair, how").fetchall():
         links[k][how] = int(n)
-    factor, limit, noise = con.execute(
-        "SELECT floor_factor, amp_limit, noise_source FROM blame_params").fetchone() or (0, 0, None)
+    # (fetchall: DuckDB 2 refuses new work on a connection with an unfinished result)
+    factor, limit, noise = next(iter(con.execute(
+        "SELECT floor_factor, amp_limit, noise_source FROM blame_params").fetchall()), (0, 0, None))
 
-    def by_pair(sql: str) -> dict[int, list[dict[str, Any]]]:
-        found: dict[int, list[dict[str, Any]]] = {k: [] for k, *_ in places}
-        for row in _dicts(con, sql):
-            k = row.pop("pair")
-            row["out_seq"] -= out_base[k]
-            row["op_seq"] -= op_base[k]
-            found[k].append(row)
+    # each pair's rows as its own compare numbers them, blame's ENUMs as the texts they are and
+    # op_seq a BIGINT: the columns (names, order, types) that the rows' dicts would give the
+    # run's table (msq.blame.ranks._rows_table)
+    def base(column: str, bases: dict[int, int]) -> str:
+        return (f"{column} - CASE pair {' '.join(f'WHEN {k} THEN {b}' for k, b in bases.items())}"
+                " END")
+
+    select = ", ".join(
+        f"{base('out_seq', out_base)} AS out_seq" if name == "out_seq" else
+        f"({base('op_seq', op_base)})::BIGINT AS op_seq" if name == "op_seq" else
+        f"{name}::VARCHAR AS {name}" if name in _ENUM_FIELDS else name for name in ROW_FIELDS)
+
+    def by_pair(sql: str) -> dict[int, PackedRows]:
+        """The rows of ``sql`` (ordered by pair) as each pair's table."""
+        import pyarrow as pa  # lazy: a batch's worker has it (its history rows)
+
+        table = pa.table(db.SelectStream(  # the text run as it is (no relation binding it first)
+            con, f"SELECT pair, {select} FROM ({sql}) ORDER BY pair, _nth"))
+        pairs = table.column(0).to_pylist()
+        rows = table.drop_columns(["pair"])
+        found, start = {}, 0
+        for k in sorted(k for k, *_ in places):  # (the rows' order)
+            end = start
+            while end < len(pairs) and pairs[end] == k:
+                end += 1
+            found[k] = PackedRows.of_table(rows.slice(start, end - start))
+            start = end
+        if start != len(pairs):
+            raise AssertionError(f"blame rows of no pair of the batch {sorted(set(pairs))}")
         return found
 
-    sources = by_pair(f"SELECT pair, {cols} FROM {rows} WHERE verdict = 'local' QUALIFY "
-                      f"row_number() OVER (PARTITION BY pair ORDER BY {WORST_FIRST}) "
-                      f"<= {MAX_SOURCES} ORDER BY pair, {WORST_FIRST}")
-    collectives = by_pair(f"SELECT pair, {cols} FROM {rows} WHERE collective "
-                          "ORDER BY pair, out_seq")
+    sources = by_pair(f"SELECT *, row_number() OVER (PARTITION BY pair ORDER BY {WORST_FIRST}) "
+                      f"AS _nth FROM {rows} WHERE verdict = 'local' QUALIFY _nth <= {MAX_SOURCES}")
+    collectives = by_pair(f"SELECT *, out_seq AS _nth FROM {rows} WHERE collective")
     noise_bands: dict[int, list[tuple[str, float]]] = {k: [] for k, *_ in places}
     if bands:
         for k, name, band in con.execute(f"SELECT pair, npu_name, band FROM {rows} "

@@ -61,3 +61,51 @@ def test_packed_rows_read_back_as_the_rows_given() -> None:
     again = pickle.loads(pickle.dumps(small))
     assert repr(again) == repr(summary)
     assert PackedRows(small.sources)._blob is small.sources._blob  # packed once only
+    import pyarrow as pa
+
+    same = [{**row, "band": row.get("band"), "reason": row.get("reason")} for row in rows]
+    arrow = BlameSummary(sources=PackedRows.of_table(pa.Table.from_pylist(same)))
+    assert repr(arrow.first_and_worst()) == repr((same[1], same[0]))
+    assert BlameSummary(sources=PackedRows.of_table(pa.Table.from_pylist(same).slice(0, 0))
+                        ).first_and_worst() == (None, None)
+
+
+def test_packed_rows_of_a_table_read_back_as_its_rows() -> None:
+    """A batch's summaries pack their rows as an Arrow table (PackedRows.of_table): read back
+    every way (all, one, slices, iteration, pickled) as the table's rows, as dicts of its
+    columns; an index out of range raises as a list's; the table itself comes back whole."""
+    import math
+    import pickle
+
+    import pyarrow as pa
+    import pytest
+
+    from msq.blame.summary import PackedRows
+
+    rows = [_source(out_seq=7, op_seq=2, amplification=math.inf, band=1.0, reason="a"),
+            _source(out_seq=3, op_seq=1, band=None, output_err=math.nan, reason="ünïcode"),
+            _source(out_seq=5, op_seq=1, band=0.5, reason=None)]
+    table = pa.Table.from_pylist(rows)
+    packed = PackedRows.of_table(table)
+    assert len(packed) == 3 and repr(packed) == repr(rows) and repr(list(packed)) == repr(rows)
+    back = packed.table()  # (NaN: Table.equals holds it unequal to itself)
+    assert back is not None and back.schema == table.schema and back.to_pylist() != rows
+    assert repr(back.to_pylist()) == repr(rows)
+    assert PackedRows(rows).table() is None
+    for index in (0, 1, 2, -1, -3):
+        assert repr(packed[index]) == repr(rows[index])
+    for cut in (slice(None), slice(1, None), slice(0, 2), slice(None, None, 2),
+                slice(None, None, -1), slice(5, 9), slice(-2, None)):
+        assert repr(packed[cut]) == repr(rows[cut]), cut
+    for index in (3, -4):
+        with pytest.raises(IndexError):
+            packed[index]
+    assert packed[0] is not packed[0] and type(packed[0]["out_seq"]) is int
+    again = pickle.loads(pickle.dumps(packed))
+    assert isinstance(again, PackedRows) and again.table() is not None
+    assert repr(again) == repr(rows) and PackedRows(again)._blob is again._blob
+    empty = PackedRows.of_table(table.slice(0, 0))
+    assert len(empty) == 0 and list(empty) == [] and empty[:5] == []
+    old = PackedRows.__new__(PackedRows)  # a blob pickled before tables (two fields)
+    old.__setstate__((pickle.dumps(rows), 3))
+    assert old.table() is None and repr(old) == repr(rows)

@@ -1,0 +1,86 @@
+"""A batch of pairs' blame summaries (msq.blame.summary.summarize_batch) hold their rows as Arrow
+tables (PackedRows.of_table): each pair's reads back as its own compare's summary does, and the
+run's blame (msq.blame.ranks) reads the tables as it reads the dicts."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from msq import pair_tables
+from msq.blame.ranks import RankBlame, _rows_table, combine
+from msq.blame.run import BlameRun
+from msq.blame.summary import PackedRows
+from msq.config import Options
+from msq.pair_tables import PairTables
+from tests.blame.test_links import s
+from tests.dumps import fwd
+from tests.test_batch import _no_kept_database, alone, model, noisy, pair  # noqa: F401
+
+
+def collective_dump(a_out: float, reduced: float, b_out: float) -> dict[str, Any]:
+    return {
+        "Torch.a.0.forward": fwd(s(1), out=s(a_out)),
+        "Distributed.all_reduce.0.forward": fwd(s(a_out), out=s(reduced)),
+        "Torch.b.0.forward": fwd(s(reduced), out=s(b_out)),
+    }
+
+
+@pytest.fixture
+def opts() -> Options:
+    return Options(workers=1, record=True, formats=("xlsx",), blame_run=BlameRun("batch-test"))
+
+
+@pytest.fixture
+def jobs(tmp_path: Path) -> list[Any]:
+    """Pairs with local sources (a model's noisy statistics; one far off) and collectives."""
+    base = model(11)
+    far = noisy(base, 12, 0.05)
+    far["Functional.relu.0.forward"]["output"][0]["Max"] = 400.0
+    # several local sources, the worst not the first in execution order
+    spread = copy.deepcopy(base)
+    for name, factor in (("Functional.linear.0.forward", 1.5), ("Torch.matmul.1.forward", 40.0),
+                         ("Functional.dropout.2.forward", 3.0)):
+        spread[name]["output"][0]["Max"] *= factor
+    reduced = {**collective_dump(2, 5.5, 9.9), **copy.deepcopy(base)}
+    return [pair(tmp_path, "noisy", base, noisy(base, 13, 0.3)),
+            pair(tmp_path, "far", base, far), pair(tmp_path, "spread", base, spread),
+            pair(tmp_path, "reduced", reduced, {**collective_dump(2, 5, 9), **base}),
+            pair(tmp_path, "wrong", collective_dump(3.3, 5.5, 9.9), collective_dump(3, 5, 9))]
+
+
+def test_a_batchs_summaries_are_each_pairs_own_as_tables(jobs, opts, tmp_path):
+    outs = pair_tables._batch_shared(jobs, opts, tmp_path)
+    batch, own = [], []
+    for job, out in zip(jobs, outs, strict=True):
+        assert isinstance(out, PairTables), job.title
+        want = alone(job, opts, tmp_path).blame
+        got = out.blame
+        assert got is not None and want is not None
+        # the batch's rows are Arrow tables (no dict made in the worker); a compare's are dicts
+        assert isinstance(got.sources, PackedRows) and got.sources.table() is not None
+        assert isinstance(got.collectives, PackedRows) and got.collectives.table() is not None
+        assert isinstance(want.sources, PackedRows) and want.sources.table() is None
+        # the same rows, values, types and order as its own compare's, read either way
+        assert repr(got) == repr(want), job.title
+        assert repr(got.first_and_worst()) == repr(want.first_and_worst()), job.title
+        assert repr(got.sources[:2]) == repr(want.sources[:2])
+        assert repr(got.sources[-1:]) == repr(want.sources[-1:])
+        assert repr(got.sources[::2]) == repr(want.sources[::2])
+        if len(want.sources):
+            assert repr(got.sources[-1]) == repr(want.sources[-1])
+        batch.append(RankBlame(len(batch), 0, got))
+        own.append(RankBlame(len(own), 0, want))
+    assert any(len(p.summary.sources) for p in batch)
+    first, worst = batch[2].summary.first_and_worst()  # "spread"
+    assert first is not None and worst is not None and first["op_seq"] < worst["op_seq"]
+    assert any(len(p.summary.collectives) for p in batch)
+    # the run's table of the batch's Arrow is the one of the dicts (names, types, values)
+    table = _rows_table(batch, "r")
+    assert table.num_rows and table.equals(_rows_table(own, "r"), check_metadata=True)
+    run, want_run = combine(batch, "r"), combine(own, "r")
+    assert repr(run.sources) == repr(want_run.sources) and run.counts == want_run.counts
+    assert repr(run.first) == repr(want_run.first) and run.n_sources == want_run.n_sources
