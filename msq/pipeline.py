@@ -1151,10 +1151,14 @@ def batch_results(con: duckdb.DuckDBPyConnection, mode: str, pairs: list[BatchPa
         counts[k].update({"matched": matched, "npu_only": npu_only, "bench_only": bench_only,
                           "": n - matched - npu_only - bench_only})
     marks: dict[int, dict[str, int]] = {k: {} for k in results}
+    reds: dict[int, int] = {}  # each pair's first red row (its marks' least out_seq)
     if mode != "md5":
-        for k, mark, n in con.execute(f"SELECT {of} AS pair, mark, count(*) FROM marks "
-                                      "GROUP BY ALL").fetchall():
+        for k, mark, n, first_seq in con.execute(
+                f"SELECT {of} AS pair, mark, count(*), min(out_seq) FROM marks "
+                "GROUP BY ALL").fetchall():
             marks[k][mark] = n
+            if mark == "red":
+                reds[k] = int(first_seq)
     for k, result in results.items():
         _set_counts(result, counts[k], marks[k])
     # each pair's first failing row (in out_seq order, as advisor_finding takes it), the count
@@ -1183,20 +1187,21 @@ def batch_results(con: duckdb.DuckDBPyConnection, mode: str, pairs: list[BatchPa
         _set_finding(result, *findings[k], n)
         if result.suspect_line != "NA":
             result.suspect_reason = reason or ""
-    if any(result.red for result in results.values()):
-        # each pair's first red mark found first, then its row's name and reason (not every
-        # red row joined to its result row and verdict, then ranked: the result table has a row
-        # for every compare row, so the first red row has its own)
-        red = pair_of("m.out_seq", places)
-        for k, out_seq, name, why in con.execute(
-                f"WITH f AS (SELECT {red} AS pair, min(m.out_seq) AS out_seq FROM marks m "
-                "WHERE m.mark = 'red' GROUP BY pair) "
-                f'SELECT f.pair, m.out_seq, r."NPU Name", '
-                f"coalesce(nullif(v.reason, ''), m.{MARK_REASON}) FROM f "
-                "JOIN marks m USING (out_seq) "
+    if reds:
+        # each pair's first red row (its least out_seq among its red marks, found with the
+        # marks' counts), then those rows' names and reasons: a look-up of a few out_seqs,
+        # not every red mark grouped by pair and joined again (the result table has a row for
+        # every compare row, so the first red row has its own)
+        pair_at = {out_seq: k for k, out_seq in reds.items()}
+        for out_seq, name, why in con.execute(
+                f'SELECT m.out_seq, r."NPU Name", '
+                f"coalesce(nullif(v.reason, ''), m.{MARK_REASON}) "
                 # the result table: its result view's "NPU Name" (BATCH_FAILING_ROWS)
-                f"JOIN {result_table(mode)} r USING (out_seq) LEFT JOIN verdicts v USING (out_seq)"
-                ).fetchall():
+                f"FROM marks m JOIN {result_table(mode)} r USING (out_seq) "
+                "LEFT JOIN verdicts v USING (out_seq) "
+                f"WHERE m.out_seq IN ({', '.join(map(str, sorted(pair_at)))}) "
+                "AND m.mark = 'red'").fetchall():
+            k = pair_at[int(out_seq)]
             results[k].first_red = RowRef(int(out_seq) - base[k], str(name), str(why or ""))
     reasons: dict[int, list[tuple[str, str, int]]] = {k: [] for k in results}
     for k, kind, why, n in con.execute(

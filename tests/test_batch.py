@@ -211,6 +211,9 @@ def test_each_pair_of_a_batch_is_its_own_compare(jobs, opts, tmp_path, monkeypat
     # the collisions made a difference: had a pair read another's rows, these would not hold
     summaries = [eval_summary(out) for out in outs]
     assert summaries[0]["red"] != summaries[1]["red"]  # "changed": its far-off Max
+    # each pair's first red row is its own (found with its marks' counts, batch_results)
+    reds = [summary["first_red"] for summary in summaries if summary["red"]]
+    assert len(reds) >= 2 and len(set(map(repr, reds))) >= 2, reds
     assert summaries[2]["unmatched_npu"] > 0 and summaries[2]["unmatched_bench"] > 0
     assert summaries[0]["unmatched_npu"] == summaries[0]["unmatched_bench"] == 0
     reasons = summaries[2]["unmatched_reasons"]
