@@ -740,9 +740,16 @@ def _batch_history_rows(con: Any, mode: str, places: list[Any]) -> list[dict[str
 
     ranges = [place.out_range for place in places]
     firsts = [lo for lo, _ in ranges]
-    prepare_ops(con, macros=False)  # the kept database has the macros (WorkerDatabase)
+    ops = _batch_row_ops(con)
+    if ops is None:  # the SQL's rows' ops (hist_row_ops.sql)
+        prepare_ops(con, macros=False)  # the kept database has the macros (WorkerDatabase)
+    else:  # none: they are put in below
+        con.execute(f"CREATE OR REPLACE VIEW hist_row_ops AS {_NO_OPS}")
     rows = pa.table(db.SelectStream(con, prepare_rows(con, mode, ops=False)))
     con.execute("DROP VIEW temp.hist_result; DROP VIEW hist_row_ops")
+    if ops is not None:
+        at = rows.schema.get_field_index("op_name")
+        rows = rows.set_column(at, rows.schema.field(at), ops(rows.column("out_seq")))
     parts = [{"result_rows": part} for part in split_rows(rows, ranges)]
     for table, sql in prepare_blame(con):
         if table == "blame_rows":
@@ -809,8 +816,8 @@ def _batch_edges(con: Any, sql: str) -> pa.Table:
     for column in ("consumer", "producer"):
         rows = edges.column(f"{column}_row")
         wanted = _numbers(rows, 0)
-        valid = (np.ones(len(wanted), bool) if not rows.null_count
-                 else _numbers(rows.is_valid(), False))
+        valid = _valid(rows)
+        valid = np.ones(len(wanted), bool) if valid is None else valid
         found = np.full(len(wanted), _NO_LINE, np.int64)
         for code, (low, firsts) in lines.items():
             at = np.flatnonzero(valid & (sides == code) & (wanted >= low)
@@ -821,13 +828,155 @@ def _batch_edges(con: Any, sql: str) -> pa.Table:
                      "how": edges.column("how"), "candidates": edges.column("candidates")})
 
 
+#: What hist_row_ops.sql reads of a batch: each output line's NPU and bench rows, each side's
+#: tensors rows' ops and each side's ops' names (a side as a number: 1 npu, 2 bench, 0 another)
+_SIDE = "CASE side WHEN 'npu' THEN 1 WHEN 'bench' THEN 2 ELSE 0 END::UTINYINT AS side"
+_BATCH_ROW_OPS = ("SELECT out_seq, npu_row, bench_row FROM compare_rows",
+                  f"SELECT {_SIDE}, row_seq, op_seq FROM tensors",
+                  f"SELECT {_SIDE}, op_seq, op_name FROM ops")
+#: hist_row_ops without rows: the result rows' SELECT gives no op; _batch_row_ops' are put in
+_NO_OPS = "SELECT NULL::BIGINT AS out_seq, NULL::VARCHAR AS op_name WHERE false"
+
+
+def _batch_row_ops(con: Any) -> Callable[[pa.ChunkedArray], pa.ChunkedArray] | None:
+    """hist_row_ops.sql's op names of a batch's output lines as a lookup: given the out_seq of
+    rows, their op names (NULL: none), as the result rows' SELECT joins them (its LEFT JOIN
+    USING (out_seq)). Made in numpy, from tables of the lines', tensors rows' and ops' numbers
+    (a row or op by its number and side: number x 2, + 1 on the bench side), not by the SQL's
+    joins and the result rows' join on them (~37 M instructions a 24,500-row pair, ~1/6 of the
+    result rows' SELECT). None where a join would give a row more than one op (an out_seq, a
+    side's row or op twice: the SQL then gives it more rows) or the numbers are too sparse for
+    such tables: the SQL's then."""
+    import numpy as np
+    import pyarrow as pa
+
+    from msq import db
+
+    lines, tensors, ops = (pa.table(db.SelectStream(con, sql)) for sql in _BATCH_ROW_OPS)
+    place = _places(_numbers(lines.column("out_seq"), 0), _valid(lines.column("out_seq")))
+    tensor_keys, op_keys = _side_keys(tensors, "row_seq"), _side_keys(ops, "op_seq")
+    if place is None or tensor_keys is None or op_keys is None:
+        return None
+    tensor, op = _places(*tensor_keys), _places(*op_keys)
+    if tensor is None or op is None:
+        return None
+    # each line's tensors row: its NPU row where it has one, else its bench row
+    npu, bench = _valid(lines.column("npu_row")), _valid(lines.column("bench_row"))
+    wanted = _numbers(lines.column("npu_row"), 0)
+    kept = None
+    if npu is not None:
+        wanted = np.where(npu, wanted, _numbers(lines.column("bench_row"), 0))
+        kept = None if bench is None else npu | bench
+    seqs = _numbers(tensors.column("op_seq"), 0).astype(np.int64, copy=False)
+    if any(len(n) and (n.max() >= _KEY_LIMIT or n.min() <= -_KEY_LIMIT) for n in (wanted, seqs)):
+        return None
+    line_op = np.full(lines.num_rows, -1, np.int64)
+    if tensors.num_rows and ops.num_rows:
+        row = _look(tensor, wanted * 2 + (0 if npu is None else ~npu), kept)
+        found = row >= 0
+        row[~found] = 0
+        with_op = _valid(tensors.column("op_seq"))
+        if with_op is not None:
+            found &= with_op[row]
+        line_op = _look(op, seqs[row] * 2 + (_numbers(tensors.column("side"), 0)[row] == 2),
+                        found)
+    names = ops.column("op_name")
+
+    def lookup(out_seqs: pa.ChunkedArray) -> pa.ChunkedArray:
+        line = _look(place, _numbers(out_seqs, 0), _valid(out_seqs))
+        op = np.full(len(line), -1, np.int64)
+        at = np.flatnonzero(line >= 0)
+        op[at] = line_op[line[at]]
+        return names.take(pa.array(op, pa.int64(), mask=op < 0))
+
+    return lookup
+
+
+#: Numbers beyond this are not doubled into keys (_side_keys): the SQL's joins take them
+_KEY_LIMIT = 1 << 60
+
+
+def _side_keys(table: pa.Table, column: str) -> tuple[Any, Any] | None:
+    """The keys of ``table``'s rows by their ``column`` number and side (_BATCH_ROW_OPS:
+    number x 2, + 1 on the bench side) and which to keep (those of a side npu or bench and a
+    number; None: all), for :func:`_places`; None for a number beyond :data:`_KEY_LIMIT`."""
+    import numpy as np
+
+    numbers = _numbers(table.column(column), 0).astype(np.int64, copy=False)
+    if len(numbers) and (numbers.max() >= _KEY_LIMIT or numbers.min() <= -_KEY_LIMIT):
+        return None
+    sides = _numbers(table.column("side"), 0)
+    keys = numbers * 2 + (sides == 2)
+    kept = _valid(table.column(column))
+    if (sides == 0).any():
+        kept = (sides != 0) if kept is None else kept & (sides != 0)
+    return keys, kept
+
+
+def _valid(values: pa.ChunkedArray) -> Any:
+    """Which of ``values`` are not NULL, as numpy booleans (None: all), from its validity
+    bitmaps (pyarrow's conversion of booleans costs ~70 instructions a value)."""
+    import numpy as np
+
+    if not values.null_count:
+        return None
+    parts = []
+    for chunk in values.chunks:
+        if not chunk.null_count:
+            parts.append(np.ones(len(chunk), bool))
+            continue
+        bits = np.unpackbits(np.frombuffer(chunk.buffers()[0], np.uint8), bitorder="little")
+        parts.append(bits[chunk.offset:chunk.offset + len(chunk)].astype(bool))
+    return np.concatenate(parts)
+
+
+def _places(keys: Any, kept: Any) -> tuple[int, Any] | None:
+    """Where each of ``keys`` (those ``kept``, a numpy mask; None: all) is, as (the least key, a
+    table from it: a key's place ``key - least``, -1 for a number not among them); None when
+    a key is there twice or the keys are too sparse for a table (:data:`_DENSE_SLACK`)."""
+    import numpy as np
+
+    at = None
+    if kept is not None:
+        at = np.flatnonzero(kept)
+        keys = keys[at]
+    if not len(keys):
+        return 0, np.empty(0, np.int64)
+    low, high = int(keys.min()), int(keys.max())
+    if high - low + 1 > len(keys) + _DENSE_SLACK:
+        return None
+    table = np.full(high - low + 1, -1, np.int64)
+    table[keys - low] = np.arange(len(keys)) if at is None else at
+    if np.count_nonzero(table >= 0) != len(keys):  # a key twice
+        return None
+    return low, table
+
+
+def _look(places: tuple[int, Any], keys: Any, kept: Any) -> Any:
+    """The places (:func:`_places`) of ``keys`` (those ``kept``; None: all), -1 where not there."""
+    import numpy as np
+
+    low, table = places
+    inside = (keys >= low) & (keys < low + len(table))
+    if kept is not None:
+        inside &= kept
+    found = np.full(len(keys), -1, np.int64)
+    at = np.flatnonzero(inside)
+    found[at] = table[keys[at] - low]
+    return found
+
+
 def _numbers(values: pa.ChunkedArray | pa.Array, null: Any) -> Any:
-    """``values`` as one numpy array, NULL as ``null``."""
+    """``values`` as one numpy array, NULL as ``null`` (one chunk without NULLs: its buffer, not
+    copied)."""
+    import pyarrow as pa
     import pyarrow.compute as pc
 
     if values.null_count:
         values = pc.fill_null(values, null)
-    return values.to_numpy()
+    if isinstance(values, pa.ChunkedArray) and values.num_chunks == 1:
+        values = values.chunk(0)
+    return values.to_numpy(zero_copy_only=False)
 
 
 def _first_lines(rows: Any, seqs: Any) -> tuple[int, Any] | None:

@@ -144,3 +144,88 @@ def test_sparse_row_numbers_are_no_table():
     assert low == 5 and table.tolist() == [4, pair_tables._NO_LINE, 1]  # each row's least
     far = np.array([0, 10 * pair_tables._DENSE_SLACK])
     assert pair_tables._first_lines(far, np.array([0, 1])) is None
+
+
+def ops_database(lines: str, tensors: str, ops: str) -> Any:
+    """compare_rows, tensors and ops with the columns hist_row_ops.sql reads (VALUES rows)."""
+    import duckdb
+
+    con = duckdb.connect()
+    con.execute("CREATE TABLE compare_rows (out_seq BIGINT, npu_row BIGINT, bench_row BIGINT)")
+    con.execute("CREATE TABLE tensors (side VARCHAR, row_seq BIGINT, op_seq INTEGER)")
+    con.execute("CREATE TABLE ops (side VARCHAR, op_seq INTEGER, op_name VARCHAR)")
+    for table, values in (("compare_rows", lines), ("tensors", tensors), ("ops", ops)):
+        if values:
+            con.execute(f"INSERT INTO {table} VALUES {values}")
+    return con
+
+
+def sql_row_ops(con: Any, seqs: list[int | None]) -> list[str | None]:
+    """The op names hist_row_ops.sql gives rows of these out_seqs, joined as the result rows'
+    SELECT joins them (hist_source_<mode>.sql: LEFT JOIN hist_row_ops USING (out_seq))."""
+    from msq import db
+
+    con.execute(f"CREATE OR REPLACE VIEW hist_row_ops AS "
+                f"{db.sql_file('history/record/hist_row_ops.sql').body}")
+    con.execute("CREATE OR REPLACE TABLE wanted AS SELECT unnest(?::BIGINT[]) AS out_seq, "
+                "generate_subscripts(?::BIGINT[], 1) AS i", [seqs, seqs])
+    return [name for name, in con.execute(
+        "SELECT o.op_name FROM wanted LEFT JOIN hist_row_ops o USING (out_seq) ORDER BY i"
+    ).fetchall()]
+
+
+@pytest.mark.parametrize("batch_rows", [2, 131_072])
+def test_a_batchs_rows_ops_are_the_history_selects(batch_rows, monkeypatch):
+    """_batch_row_ops gives each output line the op hist_row_ops.sql joins it: its NPU row's
+    op, else its bench row's; NULL where a line, row or op is missing or NULL, and for a row of
+    a side neither npu nor bench (though its numbers are an NPU row's)."""
+    from msq import db
+
+    monkeypatch.setattr(db, "ARROW_BATCH_ROWS", batch_rows)  # many chunks
+    con = ops_database(
+        "(10, 0, 0), (11, 1, NULL), (12, NULL, 1), (13, NULL, NULL), (14, 2, 3), (15, 3, 2),"
+        " (16, 9, 2), (17, NULL, 4), (NULL, 0, 0), (18, 4, NULL), (20, 5, 5)",
+        "('npu', 0, 0), ('bench', 0, 0), ('npu', 1, 1), ('bench', 1, 1), ('npu', 2, 1),"
+        " ('bench', 2, 2), ('bench', 3, 0), ('npu', 3, NULL), ('other', 4, 0),"
+        " ('bench', 4, 7), (NULL, 5, 0), ('npu', NULL, 0), ('npu', 5, 2)",
+        "('npu', 0, 'n0'), ('npu', 1, 'n1'), ('bench', 0, 'b0'), ('bench', 1, 'b1'),"
+        " ('bench', 2, NULL), ('other', 2, 'x2'), ('npu', NULL, 'nn'), (NULL, 2, 'z2')")
+    seqs = [14, 10, None, 11, 12, 13, 15, 16, 17, 18, 19, 20, 10, -3]
+    lookup = pair_tables._batch_row_ops(con)
+    assert lookup is not None
+    got = lookup(pa.chunked_array([pa.array(seqs, pa.int64())]))
+    want = sql_row_ops(con, seqs)
+    assert got.to_pylist() == want
+    assert want == ["n1", "n0", None, "n1", "b1", None, None, None, None, None, None, None,
+                    "n0", None]
+    assert got.type == pa.string()
+
+
+@pytest.mark.parametrize(("lines", "tensors", "ops"), [
+    ("(0, 0, NULL), (0, 1, NULL)", "('npu', 0, 0), ('npu', 1, 0)", "('npu', 0, 'a')"),
+    ("(0, 0, NULL)", "('npu', 0, 0), ('npu', 0, 1)", "('npu', 0, 'a'), ('npu', 1, 'b')"),
+    ("(0, 0, NULL)", "('npu', 0, 0)", "('npu', 0, 'a'), ('npu', 0, 'b')"),
+    ("(0, 0, NULL), (1000000, 1, NULL)", "('npu', 0, 0)", "('npu', 0, 'a')"),
+    ("(0, 0, NULL)", "('npu', 0, 0), ('npu', 1000000, 0)", "('npu', 0, 'a')"),
+    ("(0, 0, NULL), (1, 1152921504606846976, NULL)", "('npu', 0, 0)", "('npu', 0, 'a')"),
+], ids=["line twice", "row twice", "op twice", "sparse lines", "sparse rows", "beyond keys"])
+def test_rows_ops_a_join_would_repeat_or_too_sparse_are_the_sqls(lines, tensors, ops,
+                                                                 monkeypatch):
+    """Where an out_seq, a side's row or op is there twice (the SQL's joins give a row more
+    than one op: more rows) or the numbers are too sparse for tables, _batch_row_ops leaves
+    them to the SQL."""
+    monkeypatch.setattr(pair_tables, "_DENSE_SLACK", 1000)
+    assert pair_tables._batch_row_ops(ops_database(lines, tensors, ops)) is None
+    # the same row on both sides, or of another side, is no row twice
+    assert pair_tables._batch_row_ops(ops_database(
+        "(0, 0, 0)", "('npu', 0, 0), ('bench', 0, 0), ('x', 0, 0)",
+        "('npu', 0, 'a'), ('bench', 0, 'b'), ('x', 0, 'c')")) is not None
+
+
+def test_no_rows_no_ops():
+    lookup = pair_tables._batch_row_ops(ops_database("(0, 0, NULL)", "", ""))
+    assert lookup is not None
+    assert lookup(pa.chunked_array([pa.array([0, 1], pa.int64())])).to_pylist() == [None, None]
+    lookup = pair_tables._batch_row_ops(ops_database("", "", ""))
+    assert lookup is not None
+    assert lookup(pa.chunked_array([pa.array([0], pa.int64())])).to_pylist() == [None]
