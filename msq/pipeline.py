@@ -246,13 +246,31 @@ def _replaced(origin: str, body: str, edits: tuple[tuple[str, str], ...]) -> str
     return body
 
 
-def op_pairs_select() -> str:
+#: :data:`CANDIDATES_KEYED`'s op_candidates where the settings are a batch's
+#: (:func:`compute_batch`: not compat, not across frameworks): the settings' tests made as they
+#: come out, so that DuckDB does not plan them (cross_framework's two subqueries, the MindSpore
+#: dtype map and dtype_compatible's compat branch: ~9 ms of the ~26 ms a 4-pair root batch's
+#: op_pairs took to plan). The same pairs: each replaced test gives what it gave for those
+#: settings, NULLs alike (NOT false, CASE WHEN false ... ELSE x END is x).
+CANDIDATES_BATCH = (
+    ("\n         AND NOT (SELECT cross_framework FROM settings) AS same_struct\n",
+     " AS same_struct\n"),
+    (("JOIN (SELECT * REPLACE (CASE WHEN (SELECT cross_framework FROM settings) THEN "
+      "ms_to_torch_dtype(dtype)\n                              ELSE dtype END AS dtype)\n"
+      "        FROM tensors) tn"), "JOIN tensors tn"),
+    ("dtype_compatible(tn.dtype, tb.dtype, st.compat)",
+     "(tn.dtype IS NOT DISTINCT FROM tb.dtype OR float_precision_pair(tn.dtype, tb.dtype))"),
+)
+
+
+def op_pairs_select(batch: bool = False) -> str:
     """sql/compare/match/op_pairs_default.sql over op_candidates.sql's pairs with the readers'
     struct_keys (:data:`CANDIDATES_KEYED`): the same pairs, where op_keys is the readers'
-    (:data:`READER_OP_KEYS`)."""
+    (:data:`READER_OP_KEYS`). ``batch``: the settings are a batch's (:data:`CANDIDATES_BATCH`)."""
     cands = db.sql_file("compare/match/op_candidates.sql")
     pairs = db.sql_file("compare/match/op_pairs_default.sql")
-    keyed = _replaced(cands.origin, cands.body, CANDIDATES_KEYED)
+    keyed = _replaced(cands.origin, cands.body,
+                      CANDIDATES_KEYED + CANDIDATES_BATCH if batch else CANDIDATES_KEYED)
     return _replaced(pairs.origin, pairs.body, (
         ("SEMI JOIN op_candidates c", f"SEMI JOIN ({keyed}\n) c"),))
 
@@ -876,7 +894,8 @@ def compute_batch(inps: list[SingleInput], opts: Options, opened: EarlyDatabase,
     # view kept as db.materialize keeps it (renamed back by the kept database's reset)
     keep = "ALTER VIEW op_keys RENAME TO _src_op_keys; " if db.KEEP_SOURCES else ""
     con.execute(f"{keep}CREATE OR REPLACE VIEW op_keys AS {READER_OP_KEYS}")
-    con.execute("INSERT INTO op_pairs " + op_pairs_select())
+    # the settings just inserted: not compat, not across frameworks (read_batch)
+    con.execute("INSERT INTO op_pairs " + op_pairs_select(batch=True))
     con.execute("INSERT INTO compare_rows " + row_pairs_select())
     write_windows(con, False)
     create_unmatched_reasons(con)

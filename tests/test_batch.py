@@ -437,3 +437,52 @@ def test_a_batch_holds_at_most_its_bytes_of_dumps(tmp_path, monkeypatch):
     assert [len(b) for b in cut] == [2, 1, 1, 2, 1, 1]
     assert cut[2] == [large]
 
+
+
+def retyped(data: dict[str, Any], every: int, dtype: str, shape: list[int] | None = None,
+            ) -> dict[str, Any]:
+    """``data`` with every ``every``-th float32 tensor of its forward entries given ``dtype``
+    (and ``shape``): ops whose structures differ from the other side's, paired or not row by
+    row."""
+    out = copy.deepcopy(data)
+    k = 0
+    for name, entry in out.items():
+        if not name.endswith(".forward"):
+            continue
+        for args in entry.values():
+            for arg in (args if isinstance(args, list) else args.values()):
+                if arg.get("dtype") != "torch.float32":
+                    continue
+                k += 1
+                if k % every == 0:
+                    arg["dtype"] = dtype
+                    if shape is not None:
+                        arg["shape"] = shape
+    return out
+
+
+def with_flags(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` with an op of a bool argument and a bool tensor (bool statistics)."""
+    return {**data, "Functional.dropout.9.forward": fwd(
+        t(), out=t(), training={"type": "bool", "value": True},
+        mask=t(dtype="torch.bool", mx=True, mn=False, mean=None, norm=None))}
+
+
+def test_a_batch_pairs_ops_of_other_dtypes_as_each_pair_alone(tmp_path, opts):
+    """Ops whose rows' structures differ are tested row by row in a batch as in a pair's own
+    compare (op_candidates' test under a batch's settings, msq.pipeline.CANDIDATES_BATCH): float
+    precisions pair, other dtypes and shapes do not (bool statistics among the rows)."""
+    base = with_flags(model(5))
+    jobs = [pair(tmp_path, "bf16", base, retyped(with_flags(noisy(model(5), 6, 0.01)), 3,
+                                                 "torch.bfloat16")),
+            pair(tmp_path, "int", base, retyped(base, 4, "torch.int32")),
+            pair(tmp_path, "shape", retyped(base, 5, "torch.float16"),
+                 retyped(base, 5, "torch.float16", [7])),
+            pair(tmp_path, "flags", with_flags(model(7)), base)]
+    outs = pair_tables._batch_shared(jobs, opts, tmp_path)  # raises unless batched
+    summaries = [eval_summary(out) for out in outs]
+    assert summaries[0]["unmatched_npu"] == 0  # bf16 against fp32: paired
+    assert summaries[1]["unmatched_npu"] > 0 and summaries[2]["unmatched_npu"] > 0
+    for job, out in zip(jobs, outs, strict=True):
+        assert isinstance(out, PairTables)
+        assert contents(out) == contents(alone(job, opts, tmp_path)), job.title
