@@ -275,11 +275,32 @@ def op_pairs_select(batch: bool = False) -> str:
         ("SEMI JOIN op_candidates c", f"SEMI JOIN ({keyed}\n) c"),))
 
 
-def row_pairs_select() -> str:
+#: row_pairs' rows with each row's ``is_input``: its disp_io (the NPU row's, the bench row's
+#: where it has none) is 'input', as msq.highlight.write_windows reads it from tensors
+#: (:func:`rows_and_windows`)
+ROW_PAIRS_IS_INPUT = ("       ord, npu_row, bench_row, kind,\n",
+                      "       ord, npu_row, bench_row, kind, disp_io = 'input' AS is_input,\n")
+
+
+def row_pairs_select(is_input: bool = False) -> str:
     """sql/compare/match/row_pairs.sql reading ``tensors.io_k`` for its window (see
-    :data:`ROW_PAIRS_K`); an error names the file when the window is no longer written so."""
+    :data:`ROW_PAIRS_K`), with each row's is_input (:data:`ROW_PAIRS_IS_INPUT`) if asked; an
+    error names the file when the window is no longer written so."""
     file = db.sql_file("compare/match/row_pairs.sql")
-    return _replaced(file.origin, file.body, (ROW_PAIRS_K,))
+    return _replaced(file.origin, file.body,
+                     (ROW_PAIRS_K, ROW_PAIRS_IS_INPUT) if is_input else (ROW_PAIRS_K,))
+
+
+def rows_and_windows(con: duckdb.DuckDBPyConnection) -> None:
+    """``compare_rows`` (:func:`row_pairs_select`) and the default mode's ``hl_windows``
+    (msq.highlight.write_windows) from one row_pairs: its rows stored with their is_input for
+    the moment, the windows copied from them, the column dropped. The same rows as the windows'
+    two joins of compare_rows with tensors (each row's disp_io looked up again on each side by
+    row_seq: ~20 % of a 4-pair root batch's match)."""
+    con.execute("ALTER TABLE compare_rows ADD COLUMN is_input BOOLEAN; "
+                f"INSERT INTO compare_rows BY NAME {row_pairs_select(is_input=True)}; "
+                "INSERT INTO hl_windows SELECT out_seq, ord, is_input FROM compare_rows; "
+                "ALTER TABLE compare_rows DROP COLUMN is_input")
 
 
 def pair_rows(con: duckdb.DuckDBPyConnection, inp: SingleInput, opts: Options, framework: str,
@@ -896,8 +917,7 @@ def compute_batch(inps: list[SingleInput], opts: Options, opened: EarlyDatabase,
     con.execute(f"{keep}CREATE OR REPLACE VIEW op_keys AS {READER_OP_KEYS}")
     # the settings just inserted: not compat, not across frameworks (read_batch)
     con.execute("INSERT INTO op_pairs " + op_pairs_select(batch=True))
-    con.execute("INSERT INTO compare_rows " + row_pairs_select())
-    write_windows(con, False)
+    rows_and_windows(con)
     create_unmatched_reasons(con)
     db.materialize(con, "row_error", bound_row_error(mode))
     for view in ("verdicts", result_table(mode), "marks"):

@@ -108,3 +108,42 @@ def test_same_column_and_all_text_read_every_byte():
     assert not all_text(text_column(["-1", "-1", "-1", "-1", "-2"]), "-1")
     assert not all_text(text_column(["-1", "-1"]), "-")
     assert isinstance(Columns([[a]]).batches[0][0], tuple)
+
+
+def test_rows_and_windows_give_write_windows_rows(tmp_path):
+    """A batch's compare_rows and hl_windows made at once (msq.pipeline.rows_and_windows): the
+    rows of row_pairs and of msq.highlight.write_windows' joins, row for row, and compare_rows
+    left with the schema's columns."""
+    from msq.highlight import write_windows
+    from msq.opening import rules_variant, unused_views
+
+    base = model(1, ops=12)
+    inps = inputs(tmp_path, [(with_kwargs(base), with_kwargs(noisy(base, 2, 0.1))),
+                             (with_kwargs(model(3, ops=12)), base)])
+    opts = Options(workers=1)
+    mode, pairs = pipeline.read_batch(inps, opts)
+    got = []
+    for together in (True, False):
+        con = db.connect()
+        db.run_schema(con)
+        columns = con.execute("DESCRIBE compare_rows").fetchall()
+        con.execute("INSERT INTO settings VALUES (?, false, false, false, false, false, false)",
+                    [mode])
+        pipeline.load_batch(con, pairs)
+        db.load_views(con, variants=[mode, rules_variant(opts)], skip=unused_views(opts))
+        con.execute(f"CREATE OR REPLACE VIEW op_keys AS {pipeline.READER_OP_KEYS}")
+        con.execute("INSERT INTO op_pairs " + pipeline.op_pairs_select(batch=True))
+        if together:
+            pipeline.rows_and_windows(con)
+        else:
+            con.execute("INSERT INTO compare_rows " + pipeline.row_pairs_select())
+            write_windows(con, False)
+        assert con.execute("DESCRIBE compare_rows").fetchall() == columns
+        got.append([con.execute(f"SELECT * FROM {t} ORDER BY out_seq").fetchall()
+                    for t in ("compare_rows", "hl_windows")])
+        con.close()
+    assert got[0] == got[1]
+    rows, windows = got[0]
+    assert len(rows) == len(windows) > 100
+    assert {w[2] for w in windows} == {True, False}  # inputs and outputs
+    assert {r[4] for r in rows} >= {"matched", "npu_only"}
