@@ -8,6 +8,7 @@ import copy
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
 
 from msq import pair_tables
@@ -52,7 +53,7 @@ def jobs(tmp_path: Path) -> list[Any]:
             pair(tmp_path, "wrong", collective_dump(3.3, 5.5, 9.9), collective_dump(3, 5, 9))]
 
 
-def test_a_batchs_summaries_are_each_pairs_own_as_tables(jobs, opts, tmp_path):
+def test_a_batchs_summaries_are_each_pairs_own_as_tables(jobs, opts, tmp_path, monkeypatch):
     outs = pair_tables._batch_shared(jobs, opts, tmp_path)
     batch, own = [], []
     for job, out in zip(jobs, outs, strict=True):
@@ -81,6 +82,14 @@ def test_a_batchs_summaries_are_each_pairs_own_as_tables(jobs, opts, tmp_path):
     # the run's table of the batch's Arrow is the one of the dicts (names, types, values)
     table = _rows_table(batch, "r")
     assert table.num_rows and table.equals(_rows_table(own, "r"), check_metadata=True)
+    # (every column typed: combine reads the table in place, not stored first)
+    assert not any(pa.types.is_null(column.type) for column in table.schema)
     run, want_run = combine(batch, "r"), combine(own, "r")
     assert repr(run.sources) == repr(want_run.sources) and run.counts == want_run.counts
     assert repr(run.first) == repr(want_run.first) and run.n_sources == want_run.n_sources
+    # the rows read in place (a typed table) or stored in a table first (as a column of
+    # Arrow's null type makes combine do): the same run
+    monkeypatch.setattr(pa.types, "is_null", lambda kind: True)
+    stored = combine(batch, "r")
+    assert repr(stored.sources) == repr(run.sources) and stored.counts == run.counts
+    assert repr(stored.first) == repr(run.first) and stored.n_sources == run.n_sources
