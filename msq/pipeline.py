@@ -6,11 +6,12 @@ them. ``compare()`` is the public entry point with msprobe's signature.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -921,13 +922,43 @@ def compute_batch(inps: list[SingleInput], opts: Options, opened: EarlyDatabase,
     create_unmatched_reasons(con)
     db.materialize(con, "row_error", bound_row_error(mode))
     for view in ("verdicts", result_table(mode), "marks"):
-        db.materialize(con, view)
+        with planned_without(con, BATCH_PLAN_SKIPS.get(view, ())):
+            db.materialize(con, view)
     if batch_blame(con, mode, [(p.place.pair, p.inp.npu_json, p.inp.bench_json) for p in pairs],
                    opts, opened.views):
         # read by blame_rows alone: no pair's view of them (a pair reads its own blame_rows
         # and blame_edges, BATCH_TABLES)
         con.execute("DROP TABLE blame_keys; DROP TABLE blame_tensors")
     return con, mode, place_pairs(con, pairs)
+
+
+#: The optimizer passes a batch's statement is planned without, by the view it materialises
+#: (:func:`compute_batch`): passes whose planning costs more than they save in the run.
+#: DuckDB plans every statement anew (a prepared statement's EXECUTE, ``executemany`` and the
+#: same text again are each bound and optimised again: no plan outlives its run), so a batch
+#: pays its statements' planning in full (~740 M instructions of a 4-pair root batch), most of
+#: it in verdicts (~170 M, ~120 M of it unmatched_reasons' query read there) and stat_result.
+#: verdicts without statistics propagation, common subexpressions and projection pull-up:
+#: see bench/README, "Session 22: plan". A pass rewrites a plan into one of the same result:
+#: the rows are the same (tests/test_batch.py holds a batch's pairs to their own compares).
+BATCH_PLAN_SKIPS: dict[str, tuple[str, ...]] = {
+    "verdicts": ("statistics_propagation", "common_subexpressions", "projection_pullup")}
+
+
+@contextlib.contextmanager
+def planned_without(con: duckdb.DuckDBPyConnection, passes: tuple[str, ...]) -> Iterator[None]:
+    """The block's statements on ``con`` planned without the optimizer ``passes`` (none: as
+    they are). DuckDB's ``disabled_optimizers`` is the database's (global), reset after: a
+    batch's connection is a cursor of the worker's kept database, which the setting would
+    outlive, and nothing else runs on that database during the batch's statements."""
+    if not passes:
+        yield
+        return
+    con.execute(f"SET disabled_optimizers = {db.quote_str(','.join(passes))}")
+    try:
+        yield
+    finally:
+        con.execute("RESET disabled_optimizers")
 
 
 #: What :func:`load_batch` selects of each pair's readers' columns, by table.

@@ -259,6 +259,41 @@ def test_a_kept_database_compares_alone_exactly_after_a_batch(jobs, opts, tmp_pa
     assert contents(kept) == contents(alone(jobs[2], opts, tmp_path))
 
 
+def test_a_batch_plans_its_verdicts_without_its_skipped_passes_and_resets_them(
+        jobs, opts, tmp_path, monkeypatch):
+    """A batch's verdicts are planned without the passes of pipeline.BATCH_PLAN_SKIPS (DuckDB's
+    names: it refuses others), its other statements with every pass; the kept database's
+    setting (DuckDB's, global) is back after the batch, and after a statement that fails."""
+    from msq import db, pipeline
+
+    skips = pipeline.BATCH_PLAN_SKIPS["verdicts"]
+    assert skips
+    seen: dict[str, str] = {}
+    materialize = db.materialize
+
+    def noted(con: Any, view: str, select: str | None = None) -> None:
+        seen[view] = db.scalar(con, "SELECT current_setting('disabled_optimizers')")
+        materialize(con, view, select)
+
+    monkeypatch.setattr(pipeline.db, "materialize", noted)
+    outs = pair_tables._batch_shared(jobs[:2], opts, tmp_path)  # raises unless batched
+    assert all(isinstance(out, PairTables) for out in outs)
+    assert seen["verdicts"] == ",".join(skips), seen
+    assert all(setting == "" for view, setting in seen.items() if view != "verdicts"), seen
+    kept = WorkerDatabase.get(opts)
+    assert kept is not None
+    con = kept.take(1)
+    try:
+        assert db.scalar(con, "SELECT current_setting('disabled_optimizers')") == ""
+        with pytest.raises(RuntimeError, match="failed"), \
+                pipeline.planned_without(con, skips):
+            assert db.scalar(con, "SELECT current_setting('disabled_optimizers')") != ""
+            raise RuntimeError("failed")
+        assert db.scalar(con, "SELECT current_setting('disabled_optimizers')") == ""
+    finally:
+        con.close()
+
+
 def test_a_broken_pair_fails_alone_and_loses_none_of_the_others(jobs, opts, tmp_path):
     """A batch with a broken dump is compared pair by pair: that pair fails with its own
     message, every other pair is its own compare."""
