@@ -403,6 +403,76 @@ def test_texts_keyed_by_the_rule_the_single_card_recorder_follows():
     assert keyed.column("texts_id").to_pylist() == [4, 4] and new is None
 
 
+def test_blame_classes_keyed_by_the_rule_the_single_card_recorder_follows():
+    """_Classes.key: the nine class columns replaced by ``class_id`` (INTEGER), each row's
+    combination's key: known ones keep theirs, a pair's new ones are keyed after the largest in
+    the order of their first row (out_seq, not the order the rows come in), each once, a NULL
+    equal to a NULL (and not to an empty text or False); rows in chunks (an empty one among
+    them) and columns that come dictionary-encoded (a text no row holds in the dictionary)
+    keyed as in one chunk of texts. Checked against that rule written out in Python."""
+    import pyarrow.compute as pc
+
+    from msq.history.recorder import BLAME_CLASS_COLUMNS
+    from msq.history.run_recorder import _Classes
+
+    def reference(known: list[tuple], rows: list[tuple]) -> tuple[list[int], list]:
+        added: list[tuple] = []
+        for _, cls in sorted(rows, key=lambda r: r[0]):
+            if cls not in known and cls not in added:
+                added.append(cls)
+        keys = {c: i + 1 for i, c in enumerate(known + added)}
+        return [keys[c] for _, c in rows], added
+
+    out = ("output", "output", "forward", False, False, "statistics", "dtype float32", "clean",
+           None)
+    inp = ("input", "linked input", "forward", False, False, "statistics", "dtype float32",
+           "inherited", "hash")
+    nulls = (None,) * 9
+    blank = ("output", "output", "", None, False, "statistics", "dtype float32", None, None)
+    pairs = [
+        [(3, inp), (1, out), (2, out), (0, blank), (4, inp), (5, nulls)],
+        [(0, inp), (1, out[:3] + (True,) + out[4:]), (2, out), (3, nulls),
+         (4, out[:8] + ("",))],
+        [(0, blank), (1, out)],  # nothing new
+        [(9, inp[:7] + ("local", "hash")), (2, inp[:7] + ("local", "hash")), (5, out)],
+    ]
+    for cuts, dictionary in (((), False), ((2, 2, 4), False), ((1, 3), True)):
+        classes = _Classes.__new__(_Classes)
+        classes.keys, classes.texts = {}, pa.array(["clean", "x"])
+        known: list[tuple] = []
+        for rows in pairs:
+            columns = {c: [cls[i] for _, cls in rows] for i, c in enumerate(BLAME_CLASS_COLUMNS)}
+            table = pa.table({"out_seq": pa.array([s for s, _ in rows], pa.int64()),
+                              **{c: pa.array(v, pa.bool_() if c in ("is_module", "collective")
+                                             else pa.string()) for c, v in columns.items()},
+                              "reason": pa.array(["x"] * len(rows))})
+            table = _chunked(table, *[c for c in cuts if c <= len(rows)])
+            if dictionary:  # (as DuckDB sends an ENUM: its dictionary may hold more texts)
+                for c in ("io", "verdict", "link"):
+                    at = table.schema.get_field_index(c)
+                    table = table.set_column(at, c, pa.chunked_array([
+                        pa.DictionaryArray.from_arrays(
+                            chunk.indices, pa.concat_arrays([chunk.dictionary,
+                                                             pa.array(["unused"])]))
+                        for chunk in pc.dictionary_encode(table.column(c)).chunks]))
+            keyed, new = classes.key(table)
+            want_rows, want_new = reference(known, rows)
+            assert keyed.column_names == ["out_seq", "reason", "class_id"]
+            assert keyed.schema.field("class_id").type == pa.int32()
+            assert keyed.column("class_id").to_pylist() == want_rows
+            if want_new:
+                assert new is not None and new.column_names == ["class_id",
+                                                                *BLAME_CLASS_COLUMNS]
+                assert [tuple(r[c] for c in BLAME_CLASS_COLUMNS)
+                        for r in new.to_pylist()] == want_new
+                assert new.column("class_id").to_pylist() == list(
+                    range(len(known) + 1, len(known) + 1 + len(want_new)))
+            else:
+                assert new is None
+            known += want_new
+        assert len(known) == 7 and classes.keys == {c: i + 1 for i, c in enumerate(known)}
+
+
 def test_names_of_a_dropped_pair_are_dropped_too(pairs, tmp_path):
     """A pair that cannot be recorded drops its transaction, the names it brought included:
     the next pair's names get the keys they would have had without it."""

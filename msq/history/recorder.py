@@ -563,7 +563,8 @@ LEFT JOIN (SELECT pos // 3 AS out_seq, max(name_id) FILTER (pos % 3 = 0) AS op_i
 """
 
 #: The columns of result_rows and of blame_rows the history keeps as keys into its ``terms``
-#: (schema version 8: ``<column>_id`` in result_data and blame_data; docs/schema.md)
+#: (schema version 8: ``<column>_id`` in result_data and blame_data; docs/schema.md); blame's
+#: in versions 8 to 10 only (:data:`BLAME_CLASS_COLUMNS` since 11)
 RESULT_TERMS = ("kind", "npu_dtype", "bench_dtype", "npu_shape", "bench_shape", "result",
                 "verdict", "err_message", "mark", "mark_rules")
 BLAME_TERMS = ("io", "role", "direction", "err_kind", "floor_source", "verdict", "link")
@@ -628,15 +629,32 @@ SELECT ?::BIGINT, run_id, floor_factor, amp_limit, noise_source FROM {{rows}} LI
 """
 #: blame_rows' columns that blame_runs holds, once a compare
 BLAME_RUN_COLUMNS = ("run_id", "floor_factor", "amp_limit", "noise_source")
+#: blame_rows' columns the history keeps together, each distinct combination of them once in
+#: ``blame_classes`` (schema version 11: ``blame_data.class_id``, its key; docs/schema.md)
+BLAME_CLASS_COLUMNS = ("io", "role", "direction", "is_module", "collective", "err_kind",
+                       "floor_source", "verdict", "link")
+#: ``c`` and ``r`` (two relations' aliases) of the same blame class: every column of
+#: :data:`BLAME_CLASS_COLUMNS` equal, NULL to NULL
+_SAME_CLASS = " AND ".join(f"c.{c} IS NOT DISTINCT FROM r.{c}" for c in BLAME_CLASS_COLUMNS)
+# A compare's blame classes the history lacks, keyed after the largest in the order of their
+# first row (as run_recorder._Classes keys them)
+_NEW_BLAME_CLASSES = f"""
+INSERT INTO {ALIAS}.blame_classes
+SELECT (SELECT coalesce(max(class_id), 0) FROM {ALIAS}.blame_classes)
+         + (row_number() OVER (ORDER BY first))::INTEGER, {", ".join(BLAME_CLASS_COLUMNS)}
+FROM (SELECT {", ".join(BLAME_CLASS_COLUMNS)}, min(out_seq) AS first FROM {{rows}} GROUP BY ALL) r
+WHERE NOT EXISTS (SELECT 1 FROM {ALIAS}.blame_classes c WHERE {_SAME_CLASS})
+"""
 _KEYED_BLAME = f"""
 INSERT INTO {ALIAS}.blame_data BY NAME
 SELECT ?::BIGINT AS compare_id,
-       b.* EXCLUDE (op_name, npu_name, {", ".join(BLAME_RUN_COLUMNS)}, {{terms}}),
-       coalesce(o.name_id, 0) AS op_id, coalesce(n.name_id, 0) AS npu_id, {{term_ids}}
-FROM {{rows}} b
-LEFT JOIN {ALIAS}.names o ON o.name = b.op_name
-LEFT JOIN {ALIAS}.names n ON n.name = b.npu_name
-{{term_joins}}
+       r.* EXCLUDE (op_name, npu_name, {", ".join(BLAME_RUN_COLUMNS)},
+                    {", ".join(BLAME_CLASS_COLUMNS)}),
+       coalesce(o.name_id, 0) AS op_id, coalesce(n.name_id, 0) AS npu_id, c.class_id
+FROM {{rows}} r
+LEFT JOIN {ALIAS}.names o ON o.name = r.op_name
+LEFT JOIN {ALIAS}.names n ON n.name = r.npu_name
+LEFT JOIN {ALIAS}.blame_classes c ON {_SAME_CLASS}
 """
 
 
@@ -644,16 +662,16 @@ def insert_blame_table(con: duckdb.DuckDBPyConnection, table: str, rows: str,
                        compare_id: int) -> None:
     """Append one compare's rows of the history table ``table`` (``blame_rows`` or
     ``blame_edges``, as ``prepare_blame``'s SELECTs give them: the relation ``rows``) to the
-    attached history; ``blame_rows`` goes into its storage, ``blame_runs`` and ``blame_data``.
-    Inside the caller's transaction."""
+    attached history; ``blame_rows`` goes into its storage, ``blame_runs``, ``blame_classes``
+    and ``blame_data``. Inside the caller's transaction."""
     if table != "blame_rows":
         con.execute(f"INSERT INTO {ALIAS}.{table} BY NAME SELECT ?::BIGINT AS compare_id, * "
                     f"FROM {rows}", [compare_id])
         return
     con.execute(_NEW_BLAME_NAMES.format(rows=rows))
-    insert_terms(con, rows, BLAME_TERMS)
+    con.execute(_NEW_BLAME_CLASSES.format(rows=rows))
     con.execute(_BLAME_RUN.format(rows=rows), [compare_id])
-    con.execute(_KEYED_BLAME.format(rows=rows, **_keyed_terms("b", BLAME_TERMS)), [compare_id])
+    con.execute(_KEYED_BLAME.format(rows=rows), [compare_id])
 
 
 def names_query(source: str) -> str:

@@ -30,8 +30,8 @@ from msq.errors import HistoryError
 from msq.history import schema
 from msq.history.recorder import (
     ALIAS,
+    BLAME_CLASS_COLUMNS,
     BLAME_RUN_COLUMNS,
-    BLAME_TERMS,
     RESULT_TERMS,
     ROW_GROUP_ROWS,
     _insert_compare,
@@ -56,10 +56,11 @@ class RunRecorder:
         self._names: _Names | None = None  # the history's names, loaded at the first append
         self._terms: _Terms | None = None  # its terms, likewise
         self._texts: _Texts | None = None  # its lists of texts, likewise
+        self._classes: _Classes | None = None  # its blame classes, likewise
         self._saved: tuple[Any, ...] | None = None  # their state when the transaction began
-        # the names, terms and lists of texts new in the open transaction, inserted at its
-        # commit: one INSERT each for its pairs, not one a pair (~3.5 M instructions each to
-        # register and plan)
+        # the names, terms, lists of texts and blame classes new in the open transaction,
+        # inserted at its commit: one INSERT each for its pairs, not one a pair (~3.5 M
+        # instructions each to register and plan)
         self._pending: dict[str, list[pa.Table]] = {}
         if not path.parent.is_dir():
             raise HistoryError(f"{path}: its folder does not exist; create it or choose "
@@ -99,18 +100,21 @@ class RunRecorder:
         self._pending = {}
 
     def _state(self) -> tuple[Any, ...] | None:
-        """The names, terms and lists of texts held, as the file has them (None: not loaded
-        yet)."""
-        if self._names is None or self._terms is None or self._texts is None:
+        """The names, terms, lists of texts and blame classes held, as the file has them (None:
+        not loaded yet)."""
+        if (self._names is None or self._terms is None or self._texts is None
+                or self._classes is None):
             return None
-        return self._names.state(), self._terms.state(), self._texts.state()
+        return (self._names.state(), self._terms.state(), self._texts.state(),
+                self._classes.state())
 
     def _load(self) -> tuple[_Names, _Terms]:
-        """The history's names and terms (and lists of texts), loaded at the first append of
-        the run (nothing of the open transaction is in them yet)."""
-        if self._names is None or self._terms is None or self._texts is None:
+        """The history's names and terms (and lists of texts, blame classes), loaded at the first
+        append of the run (nothing of the open transaction is in them yet)."""
+        if (self._names is None or self._terms is None or self._texts is None
+                or self._classes is None):
             self._names, self._terms = _Names(self.con), _Terms(self.con)
-            self._texts = _Texts(self.con)
+            self._texts, self._classes = _Texts(self.con), _Classes(self.con)
             self._saved = self._state()
         return self._names, self._terms
 
@@ -171,13 +175,14 @@ class RunRecorder:
         self.con.execute(f"INSERT INTO {ALIAS}.blame_runs (compare_id, {', '.join(shared)}) "
                          f"VALUES (?::BIGINT, {', '.join('?' for _ in shared)})",
                          [compare_id, *(run[c] for c in shared)])
-        names, terms = self._load()
+        names, _ = self._load()
         data, new = names.key_blame(rows, result, keyed)
         if new is not None:
             self._pending.setdefault("names", []).append(new)
-        data, new = terms.key(data, BLAME_TERMS)
-        if new is not None:
-            self._pending.setdefault("terms", []).append(new)
+        if self._classes is not None:
+            data, new = self._classes.key(data)
+            if new is not None:
+                self._pending.setdefault("blame_classes", []).append(new)
         self._insert_arrow("blame_data", data, compare_id)
 
     def _insert_result_rows(self, rows: pa.Table, compare_id: int) -> pa.Table:
@@ -206,8 +211,9 @@ class RunRecorder:
 
         interrupts.settle()
         try:
-            # the transaction's new names, terms and lists of texts, in the order they were keyed
-            for table in ("names", "terms", "texts"):
+            # the transaction's new names, terms, lists of texts and blame classes, in the order
+            # they were keyed
+            for table in ("names", "terms", "texts", "blame_classes"):
                 parts = self._pending.pop(table, [])
                 if parts:
                     self._insert_arrow(table, pa.concat_tables(parts), None)
@@ -222,14 +228,16 @@ class RunRecorder:
             self._pending = {}
             with contextlib.suppress(duckdb.Error):
                 self.con.execute("ROLLBACK")
-            # the names, terms and lists of texts the dropped transaction added are gone from
-            # the file: from ours too
+            # the names, terms, lists of texts and blame classes the dropped transaction added
+            # are gone from the file: from ours too
             if self._saved is None:
-                self._names = self._terms = self._texts = None
-            elif self._names is not None and self._terms is not None and self._texts is not None:
+                self._names = self._terms = self._texts = self._classes = None
+            elif (self._names is not None and self._terms is not None and self._texts is not None
+                  and self._classes is not None):
                 self._names.restore(self._saved[0])
                 self._terms.restore(self._saved[1])
                 self._texts.restore(self._saved[2])
+                self._classes.restore(self._saved[3])
 
     def _error(self, err: Exception) -> HistoryError:
         return HistoryError(f"{self.path}: could not record the compare ({first_lines(err)}); "
@@ -389,8 +397,8 @@ class _Names:
 
 class _Terms:
     """The history's ``terms`` (term -> term_id; schema version 8), held by the driver for the
-    run as :class:`_Names` holds the names. A pair's term columns (``recorder.RESULT_TERMS``,
-    ``BLAME_TERMS``) are replaced by their keys; the terms new to the history are keyed after
+    run as :class:`_Names` holds the names. A pair's term columns (``recorder.RESULT_TERMS``; blame's
+    in versions 8 to 10, :class:`_Classes` since 11) are replaced by their keys; the terms new to the history are keyed after
     the largest in their sorted order, as the single-card recorder's SQL keys them
     (``recorder._NEW_TERMS``). DuckDB then stores integers, not texts it would append, scan
     back, analyse and compress (~200 M instructions a 24,500-row pair)."""
@@ -520,6 +528,144 @@ class _Texts:
         return rows.set_column(at, "texts_id", ids), new
 
 
+class _Classes:
+    """The history's blame classes (class_id -> io, role, direction, is_module, collective,
+    err_kind, floor_source, verdict, link; ``blame_data.class_id``, schema version 11), held by
+    the driver for the run as :class:`_Names` holds the names. A pair's nine columns
+    (``recorder.BLAME_CLASS_COLUMNS``) are replaced by one key; the combinations new to the
+    history are keyed after the largest in the order of their first row, as the single-card
+    recorder's SQL keys them (``recorder._NEW_BLAME_CLASSES``). DuckDB then stores one integer a
+    row, not nine it would append, scan back, analyse and compress (~58 M instructions a
+    24,500-row pair with their terms' lookups; ~45 combinations a pair)."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
+        import pyarrow as pa
+
+        known = con.execute(f"SELECT class_id, {', '.join(BLAME_CLASS_COLUMNS)} "
+                            f"FROM {ALIAS}.blame_classes ORDER BY class_id").fetchall()
+        # keyed 1, 2, 3, ... (else the pair is not recorded: "could not record the compare")
+        if [row[0] for row in known] != list(range(1, len(known) + 1)):
+            raise ValueError(f"the history's {len(known)} blame classes are not keyed 1, 2, 3, "
+                             "...: the file was changed by hand")
+        self.keys: dict[tuple[Any, ...], int] = {tuple(row[1:]): row[0] for row in known}
+        # the texts of the known classes, each once (what a pair's texts are looked up in)
+        texts = {row[1 + i] for row in known for i, column in enumerate(BLAME_CLASS_COLUMNS)
+                 if column not in _BOOLEANS} - {None}
+        self.texts = pa.array(sorted(texts), pa.string())
+
+    def state(self) -> Any:
+        return self.keys, self.texts  # not changed in place: key() makes new ones when it adds
+
+    def restore(self, state: Any) -> None:
+        self.keys, self.texts = state
+
+    def key(self, rows: pa.Table) -> tuple[pa.Table, pa.Table | None]:
+        """``rows`` with the nine columns replaced by their class's key (``class_id``, INTEGER),
+        and the table (class_id and the nine columns) of the classes new to the history (None:
+        none), which this dictionary now holds.
+
+        The seven text columns are looked up together in the texts of the classes held (one
+        array of them all, as :class:`_Terms` looks up terms; a column that comes
+        dictionary-encoded, its dictionaries alone), the booleans taken as 0, 1, 2; a row's
+        codes are made one number in numpy, the numbers dictionary-encoded, and each distinct
+        combination made a Python tuple once."""
+        import numpy as np
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        count = rows.num_rows
+        # what is looked up: each text column's chunks, or its chunks' dictionaries
+        parts = [chunk.dictionary if pa.types.is_dictionary(chunk.type) else chunk
+                 for column in _TEXT_COLUMNS for chunk in rows.column(column).chunks]
+        texts = pa.chunked_array([part.cast(pa.string()) for part in parts], pa.string())
+        found = _whole(pc.index_in(texts, value_set=self.texts))
+        fresh = pc.and_(pc.is_null(found), _whole(pc.is_valid(texts)))
+        if pc.any(fresh).as_py():
+            added = pc.unique(texts.filter(fresh))
+            top = len(self.texts)
+            self.texts = pa.concat_arrays([self.texts, added])
+            place = _whole(pc.index_in(texts.filter(fresh), value_set=added))
+            found = pc.replace_with_mask(found, fresh, pc.add(place, _int32(top)))
+        # each text's place among self.texts + 1 (0: NULL), part after part
+        places = pc.fill_null(pc.add(found, _int32(1)), _int32(0)).to_numpy()
+        by_column: dict[str, Any] = {}  # each text column's places, a row's each
+        at = 0
+        for column in _TEXT_COLUMNS:
+            pieces = []
+            for chunk in rows.column(column).chunks:
+                if pa.types.is_dictionary(chunk.type):  # its rows' places from its dictionary's
+                    here = np.concatenate([[0], places[at:at + len(chunk.dictionary)]])
+                    index = pc.fill_null(chunk.indices.cast(pa.int32()), -1).to_numpy()
+                    pieces.append(here[index + 1])  # (-1, NULL: 0)
+                    at += len(chunk.dictionary)
+                else:
+                    pieces.append(places[at:at + len(chunk)])
+                    at += len(chunk)
+            by_column[column] = (np.concatenate(pieces) if len(pieces) != 1 else pieces[0]
+                                 ) if pieces else np.zeros(0, np.int32)
+        size = len(self.texts) + 1
+        values: list[Any] = [None, *self.texts.to_pylist()]
+        codes = np.zeros(count, np.int64)  # the row's combination so far, as one number
+        width = 1  # codes are below this
+        columns: list[Any] = []  # each column's code of each row
+        for column in BLAME_CLASS_COLUMNS:
+            if column in _BOOLEANS:  # 0: NULL, 1: False, 2: True
+                flags = _whole(rows.column(column)).cast(pa.int8())
+                code = pc.fill_null(pc.add(flags, _int8(1)), _int8(0)).to_numpy()
+                base = 3
+            else:
+                code, base = by_column[column], size
+            if width * base >= 2 ** 62:  # made dense again: as many codes as distinct ones
+                dense = pc.dictionary_encode(pa.array(codes))
+                codes = dense.indices.to_numpy().astype(np.int64)
+                width = len(dense.dictionary)
+            codes = codes * base + code
+            width *= base
+            columns.append(code)
+        # numbered in the order each combination first comes: a row is the first of its own
+        # when its number is above every number before it
+        encoded = pc.dictionary_encode(pa.array(codes))
+        which = encoded.indices.to_numpy()
+        kinds = len(encoded.dictionary)
+        highest = np.maximum.accumulate(which)
+        heads = np.flatnonzero(np.concatenate([[True], highest[1:] > highest[:-1]]))
+        seqs = _whole(rows.column("out_seq")).cast(pa.int64()).to_numpy(zero_copy_only=False)
+        if count < 2 or bool((seqs[1:] > seqs[:-1]).all()):  # in row order: its first row's
+            firsts = seqs[heads]
+        else:
+            firsts = np.full(kinds, np.iinfo(np.int64).max)
+            np.minimum.at(firsts, which, seqs)
+        classes = [tuple((None, False, True)[code[head]] if column in _BOOLEANS
+                         else values[code[head]]
+                         for column, code in zip(BLAME_CLASS_COLUMNS, columns, strict=True))
+                   for head in heads.tolist()]
+        known = self.keys
+        keys = np.array([known.get(c, 0) for c in classes], np.int64)
+        new = None
+        # the new ones after the largest, in the order of their first row
+        fresh_places = [k for k in np.argsort(firsts, kind="stable").tolist() if not keys[k]]
+        if fresh_places:
+            top = len(known)
+            known = dict(known)
+            for i, k in enumerate(fresh_places):
+                keys[k] = known[classes[k]] = top + 1 + i
+            self.keys = known
+            made = [classes[k] for k in fresh_places]
+            new = pa.table({"class_id": pa.array(range(top + 1, top + 1 + len(made)),
+                                                 pa.int32()),
+                            **{column: pa.array([c[i] for c in made],
+                                                pa.bool_() if column in _BOOLEANS
+                                                else pa.string())
+                               for i, column in enumerate(BLAME_CLASS_COLUMNS)}})
+        ids = pa.array(keys[which].astype(np.int32))
+        return rows.drop_columns(list(BLAME_CLASS_COLUMNS)).append_column("class_id", ids), new
+
+
+#: The blame class columns that are booleans, and the texts
+_BOOLEANS = ("is_module", "collective")
+_TEXT_COLUMNS = tuple(c for c in BLAME_CLASS_COLUMNS if c not in _BOOLEANS)
+
+
 def _group_lists(chunk: pa.ListArray, seqs: Any, group: Any,
                  lists: dict[tuple[str | None, ...], int], firsts: list[int]) -> None:
     """The lists of ``chunk`` (one chunk of a pair's ``texts``; ``seqs`` its rows' out_seq):
@@ -641,6 +787,14 @@ def _places(seqs: pa.ChunkedArray, of: pa.ChunkedArray) -> Any:
                 return np.where(inside, inverse[np.where(inside, want, 0)], -1)
     found = pc.index_in(seqs.combine_chunks().cast(pa.int64()), value_set=have)
     return pc.fill_null(found, -1).to_numpy().astype(np.int64)
+
+
+def _int8(value: int) -> pa.Scalar:
+    """``value`` as an Arrow int8 scalar (as :func:`_int32`)."""
+    import numpy as np
+    import pyarrow as pa
+
+    return pa.array(np.array([value], np.int8))[0]
 
 
 def _int32(value: int) -> pa.Scalar:

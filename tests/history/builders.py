@@ -136,13 +136,59 @@ def count(db: Path, query: str = "SELECT count(*) FROM compares") -> int:
         con.close()
 
 
+def blame_as_version_10(con: duckdb.DuckDBPyConnection) -> None:
+    """Rewrite a history (open in ``con``) into the layout schema versions 8 to 10 wrote for
+    blame_data: its io, role, direction, err_kind, floor_source, verdict and link as keys into
+    ``terms`` and is_module and collective as columns (no ``blame_classes``), the same rows in
+    recording order, and the view blame_rows joining them (sql/history/migrate/v9.sql's). The
+    classes' texts that ``terms`` lacks are added to it (after the largest key, in their sorted
+    order, as a version-10 msq added a compare's new terms). Nothing to do on a file without the
+    table blame_classes."""
+    from msq import db as db_sql
+    from msq.history.recorder import BLAME_TERMS
+
+    if not con.execute("SELECT count(*) FROM duckdb_tables() "
+                       "WHERE table_name = 'blame_classes'").fetchall()[0][0]:
+        return
+    v8 = db_sql.sql_file("history/migrate/v8.sql").text
+    v9 = db_sql.sql_file("history/migrate/v9.sql").text
+    con.execute("INSERT INTO terms SELECT (SELECT coalesce(max(term_id), 0) FROM terms) "
+                "+ (row_number() OVER (ORDER BY term))::INTEGER, term "
+                f"FROM (SELECT DISTINCT unnest([{', '.join(BLAME_TERMS)}]) AS term "
+                "FROM blame_classes) u "
+                "WHERE term IS NOT NULL "
+                "AND NOT EXISTS (SELECT 1 FROM terms h WHERE h.term = u.term)")
+    start = v8.index("CREATE TABLE blame_data_v8 (")
+    con.execute(v8[start:v8.index("\n);", start) + 3].replace("blame_data_v8", "v10_blame"))
+    ids = ", ".join(f"t_{c}.term_id AS {c}_id" for c in BLAME_TERMS)
+    joins = " ".join(f"LEFT JOIN terms t_{c} ON t_{c}.term = c.{c}" for c in BLAME_TERMS)
+    con.execute(f"INSERT INTO v10_blame BY NAME SELECT d.* EXCLUDE (class_id), c.is_module, "
+                f"c.collective, {ids} FROM blame_data d JOIN blame_classes c "
+                f"ON c.class_id = d.class_id {joins} ORDER BY d.compare_id, d.out_seq")
+    con.execute("DROP VIEW blame_rows")
+    con.execute("DROP TABLE blame_data")
+    con.execute("DROP TABLE blame_classes")
+    con.execute("ALTER TABLE v10_blame RENAME TO blame_data")
+    con.execute(v9[v9.index("CREATE OR REPLACE VIEW blame_rows AS"):])
+
+
+def as_version_10(db: Path) -> None:
+    """Rewrite a history into the layout schema version 10 wrote (:func:`blame_as_version_10`)."""
+    con = duckdb.connect(str(db))
+    blame_as_version_10(con)
+    con.execute("UPDATE meta SET value = '10' WHERE key = 'schema_version'")
+    con.close()
+
+
 def texts_as_version_9(con: duckdb.DuckDBPyConnection) -> None:
     """Rewrite a history (open in ``con``) into the layout schema versions 5 to 9 wrote for
     result_data's texts: each row's list ``texts`` (no table ``texts``), the same rows in
     recording order, and the view result_rows reading it (sql/history/migrate/v8.sql's).
-    Nothing to do on a file without the table texts."""
+    Nothing to do on a file without the table texts. Its blame rows as version 10 wrote them
+    (:func:`blame_as_version_10`)."""
     from msq import db as db_sql
 
+    blame_as_version_10(con)
     if not con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'texts'"
                        ).fetchall()[0][0]:
         return

@@ -177,11 +177,13 @@ def test_docs_schema_documents_every_table_and_view(hist: Path) -> None:
             "SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()]
         columns = con.execute("SELECT table_name, column_name FROM information_schema.columns "
                               "WHERE table_name IN ('compares', 'result_rows', 'blame_rows', "
-                              "'names', 'result_data', 'blame_data', 'blame_runs', 'terms', 'texts')"
+                              "'names', 'result_data', 'blame_data', 'blame_runs', 'terms', 'texts', "
+                              "'blame_classes')"
                               ).fetchall()
     finally:
         con.close()
-    assert sorted(names) == ["blame", "blame_data", "blame_edges", "blame_rows", "blame_runs",
+    assert sorted(names) == ["blame", "blame_classes", "blame_data", "blame_edges", "blame_rows",
+                             "blame_runs",
                              "compares",
                              "first_divergence", "meta", "names", "noise_bands", "op_trend",
                              "regressions", "result_data", "result_rows", "runs", "terms",

@@ -406,7 +406,8 @@ def test_a_version_8_file_gets_blame_rows_joined_to_its_terms(made: tuple[Path, 
     assert repr(after.rows) == repr(before.rows)  # NaN equal to NaN
     new_view = history.query(db, "SELECT sql FROM duckdb_views() WHERE view_name = 'blame_rows'"
                              ).rows[0][0]
-    assert "list(term" not in new_view and "LEFT JOIN terms" in new_view
+    # (version 11 reads them from blame_classes)
+    assert "list(term" not in new_view and "JOIN blame_classes" in new_view
     fresh = tmp_path / "fresh.duckdb"
     run_api(cj, tmp_path / "out2", db=fresh)
     assert history.query(fresh, "SELECT sql FROM duckdb_views() WHERE view_name = 'blame_rows'"
@@ -477,6 +478,77 @@ def test_a_version_9_file_gets_its_lists_of_texts_keyed(made: tuple[Path, Path],
         db, "SELECT sql FROM duckdb_views() WHERE view_name = 'result_rows'").rows
 
 
+def test_a_version_10_file_gets_its_blame_classes_keyed(made: tuple[Path, Path],
+                                                         tmp_path: Path,
+                                                         caplog: pytest.LogCaptureFixture) -> None:
+    """Version 11 keeps each distinct combination of blame_data's io, role, direction,
+    is_module, collective, err_kind, floor_source, verdict and link once in ``blame_classes``
+    and the rows its key (class_id): a version-10 file is migrated at its next recording (told:
+    it rewrites every row), its blame_rows the same columns and rows as before (a class of one
+    row alone, classes with NULLs), the classes keyed 1, 2, 3, ... in the order of their first
+    row, each once, the new compare's rows keyed to them; a new file's tables and view are laid
+    out as the migration makes them, its classes the same."""
+    from msq.history.recorder import BLAME_CLASS_COLUMNS
+    from tests.history.builders import as_version_10
+
+    cj, db = made
+    as_version_10(db)
+    con = duckdb.connect(str(db))
+    assert not con.execute("SELECT count(*) FROM duckdb_tables() "
+                           "WHERE table_name = 'blame_classes'").fetchall()[0][0]
+    con.execute("INSERT INTO terms SELECT max(term_id) + 1, 'a link of its own' FROM terms")
+    con.execute("UPDATE blame_data SET link_id = (SELECT max(term_id) FROM terms) "
+                "WHERE out_seq = 2")
+    con.close()
+    cols = ", ".join(BLAME_CLASS_COLUMNS)
+    query = "SELECT * FROM blame_rows ORDER BY compare_id, out_seq"
+    before = history.query(db, query)
+    rows = history.query(db, f"SELECT {cols} FROM blame_rows ORDER BY compare_id, out_seq").rows
+    firsts: list[tuple] = []
+    for row in rows:
+        if row not in firsts:
+            firsts.append(row)
+    assert len(firsts) > 2 and any(None in c for c in firsts)
+    assert [c for c in firsts if c[-1] == "a link of its own"] and [
+        c for c in rows if c[-1] == "a link of its own"] == [
+        c for c in firsts if c[-1] == "a link of its own"]
+    with caplog.at_level("INFO", logger="msq"):
+        run_api(cj, tmp_path / "out", db=db)
+    told = [r.getMessage() for r in caplog.records if "migrating the history" in r.getMessage()]
+    assert len(told) == 1 and "rewrites its" in told[0]
+    assert history.query(db, "SELECT value FROM meta WHERE key = 'schema_version'").rows == [
+        (str(schema.SCHEMA_VERSION),)]
+    after = history.query(db, query.replace("ORDER BY", "WHERE compare_id = 1 ORDER BY"))
+    assert after.columns == before.columns
+    assert repr(after.rows) == repr(before.rows)  # NaN equal to NaN
+    keyed = history.query(db, f"SELECT class_id, {cols} FROM blame_classes ORDER BY class_id"
+                          ).rows
+    # each once, in the order of their first row; the new compare (the first one's rows but
+    # its one changed link) brings none
+    assert [k for k, *_ in keyed] == list(range(1, len(keyed) + 1))
+    assert [tuple(c) for _, *c in keyed] == firsts
+    second = history.query(db, f"SELECT {cols} FROM blame_rows WHERE compare_id = 2 "
+                               "ORDER BY out_seq").rows
+    assert len(second) == len([r for r in before.rows if r[0] == 1])
+    assert {tuple(r) for r in second} == {c for c in firsts if c[-1] != "a link of its own"}
+    fresh = tmp_path / "fresh.duckdb"
+    run_api(cj, tmp_path / "out2", db=fresh)
+    for table in ("blame_rows", "blame_data", "blame_classes"):
+        query_all = f"SELECT * FROM {table}"
+        assert history.query(fresh, query_all).columns == history.query(db, query_all).columns
+    assert history.query(fresh, "SELECT * EXCLUDE (compare_id, run_id) FROM blame_rows "
+                                "ORDER BY out_seq").rows == history.query(
+        db, "SELECT * EXCLUDE (compare_id, run_id) FROM blame_rows WHERE compare_id = 2 "
+            "ORDER BY out_seq").rows
+    assert {tuple(c) for _, *c in history.query(fresh, "SELECT * FROM blame_classes").rows
+            } == {tuple(r) for r in second}
+    for name in ("blame_rows", "blame_data", "blame_classes"):
+        sql = ("SELECT sql FROM duckdb_views() WHERE view_name = ?" if name == "blame_rows"
+               else "SELECT sql FROM duckdb_tables() WHERE table_name = ?")
+        assert history.query(fresh, sql.replace("?", f"'{name}'")).rows == history.query(
+            db, sql.replace("?", f"'{name}'")).rows
+
+
 #: The columns whose compression a new history's DDL names (sql/history/schema/), and the method:
 #: the one DuckDB picks for them itself on root-8x8-5000, bench stat and llama_port alike, named so
 #: that its checkpoint analyses no other (bench/README.md, "Session 20: hist")
@@ -486,10 +558,9 @@ NAMED_COMPRESSION = {
         "out_seq", "npu_id", "bench_id", "npu_dtype_id", "bench_dtype_id", "npu_shape_id",
         "bench_shape_id")},
     ("result_data", "reason"): "DICT_FSST",
-    **{("blame_data", c): "RLE" for c in ("compare_id", "direction_id")},
-    **{("blame_data", c): "BitPacking" for c in (
-        "out_seq", "op_seq", "op_id", "npu_id", "role_id", "err_kind_id", "floor_source_id",
-        "verdict_id", "link_id")},
+    ("blame_data", "compare_id"): "RLE",
+    **{("blame_data", c): "BitPacking" for c in ("out_seq", "op_seq", "op_id", "npu_id",
+                                                 "class_id")},
     **{("blame_data", c): "DICT_FSST" for c in ("reason", "via")},
     ("blame_edges", "compare_id"): "RLE",
     ("blame_edges", "consumer_seq"): "BitPacking",

@@ -1,4 +1,4 @@
--- The history database (schema version 10): every compare msq recorded, and every output row.
+-- The history database (schema version 11): every compare msq recorded, and every output row.
 -- Executed inside the history file (USE) in one transaction; see docs/schema.md.
 CREATE TABLE IF NOT EXISTS meta (
   key VARCHAR PRIMARY KEY,   -- schema_version | created_at | created_by
@@ -48,10 +48,11 @@ CREATE TABLE IF NOT EXISTS names (
 );
 INSERT INTO names SELECT 0, NULL WHERE NOT EXISTS (SELECT 1 FROM names WHERE name_id = 0);
 -- The terms (schema version 8): the short texts that repeat from row to row (a row's kind, dtypes,
--- shapes, result, verdict, error message, mark and its rules; blame's io, role, direction,
--- err_kind, floor_source, verdict and link), each once with its key. result_data and blame_data
--- hold the keys (<column>_id; NULL: NULL), and the views result_rows and blame_rows read the
--- texts back from one list of them all (a term's key is its place in that list): a directory
+-- shapes, result, verdict, error message, mark and its rules; in versions 8-10 blame's io, role,
+-- direction, err_kind, floor_source, verdict and link too, which blame_classes holds since 11),
+-- each once with its key. result_data holds the keys (<column>_id; NULL: NULL), and the view
+-- result_rows reads the texts back from one list of them all (a term's key is its place in that
+-- list; a file of versions 8-10 keeps blame's terms here, and its older rows' keys): a directory
 -- compare's driver appended, scanned back, analysed and dictionary-compressed each such cell,
 -- ~30 % of its CPU. The keys run 1, 2, 3, ... without a gap: a compare's new terms take the next
 -- ones after the largest, in their sorted (byte) order.
