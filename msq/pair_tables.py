@@ -740,7 +740,8 @@ def _batch_history_rows(con: Any, mode: str, places: list[Any]) -> list[dict[str
 
     ranges = [place.out_range for place in places]
     firsts = [lo for lo, _ in ranges]
-    ops = _batch_row_ops(con)
+    lines = pa.table(db.SelectStream(con, _BATCH_LINES))  # what the two below read
+    ops = _batch_row_ops(con, lines)
     if ops is None:  # the SQL's rows' ops (hist_row_ops.sql)
         prepare_ops(con, macros=False)  # the kept database has the macros (WorkerDatabase)
     else:  # none: they are put in below
@@ -761,7 +762,7 @@ def _batch_history_rows(con: Any, mode: str, places: list[Any]) -> list[dict[str
                 part["blame_runs"] = runs
         else:  # blame_edges: its pair says whose (an edge's rows may have no output line)
             cut = [part.drop_columns([_PAIR]) for part in split_rows(
-                _batch_edges(con, sql), [(place.pair, place.pair) for place in places],
+                _batch_edges(con, sql, lines), [(place.pair, place.pair) for place in places],
                 key=_PAIR, shifts={"consumer_seq": firsts, "producer_seq": firsts})]
         for part, made in zip(parts, cut, strict=True):
             part[table] = made
@@ -777,17 +778,17 @@ _PAIR = "hist_batch_pair"
 _BATCH_EDGES = (f"SELECT pair AS {_PAIR}, side, CASE side WHEN 'npu' THEN 1 WHEN 'bench' THEN 2 "
                 "ELSE 0 END::UTINYINT AS hist_side, consumer_row, producer_row, "
                 "how::VARCHAR AS how, candidates FROM blame_edges")
-_BATCH_LINES = ("SELECT {side}_row AS row_seq, out_seq FROM compare_rows "
-                "WHERE {side}_row IS NOT NULL AND out_seq IS NOT NULL")
+#: Each output line's NPU and bench rows (what hist_blame_edges.sql and hist_row_ops.sql read)
+_BATCH_LINES = "SELECT out_seq, npu_row, bench_row FROM compare_rows"
 #: A side's rows are looked up in a table of their numbers' range when it has at most this many
 #: more places than rows (the readers number a batch's rows 0, 1, 2, ...); else by the SQL
 _DENSE_SLACK = 65_536
 _NO_LINE = (1 << 63) - 1
 
 
-def _batch_edges(con: Any, sql: str) -> pa.Table:
+def _batch_edges(con: Any, sql: str, lines: pa.Table) -> pa.Table:
     """blame_edges' history rows of a batch (``sql``: hist_blame_edges.sql, the recorder's
-    SELECT), each with its pair (:data:`_PAIR`), in blame_edges' order: the same rows as ``sql``
+    SELECT; ``lines``: its output lines' rows, :data:`_BATCH_LINES`), each with its pair (:data:`_PAIR`), in blame_edges' order: the same rows as ``sql``
     gives, each edge's rows' first output lines (the least out_seq of compare_rows' rows with
     that row of the edge's side; NULL: none) looked up in numpy, in a table of each side's row
     numbers, not by ``sql``'s joins (~23 M instructions less a 24,500-row pair: the joins were
@@ -798,13 +799,16 @@ def _batch_edges(con: Any, sql: str) -> pa.Table:
 
     from msq import db
 
-    lines = {}
+    firsts = {}
+    out_seqs, with_seq = _numbers(lines.column("out_seq"), 0), _valid(lines.column("out_seq"))
     for code, side in ((1, "npu"), (2, "bench")):
-        rows = pa.table(db.SelectStream(con, _BATCH_LINES.format(side=side)))
-        table = _first_lines(_numbers(rows.column("row_seq"), 0),
-                             _numbers(rows.column("out_seq"), 0))
+        rows, kept = _numbers(lines.column(f"{side}_row"), 0), _valid(lines.column(f"{side}_row"))
+        if with_seq is not None:
+            kept = with_seq if kept is None else kept & with_seq
+        table = (_first_lines(rows, out_seqs) if kept is None
+                 else _first_lines(rows[kept], out_seqs[kept]))
         if table is not None:
-            lines[code] = table
+            firsts[code] = table
         else:
             if not sql.startswith(_EDGES_SELECT) and f"\n{_EDGES_SELECT}" not in sql:
                 raise RuntimeError("blame_edges' history SELECT changed: see _EDGES_SELECT")
@@ -819,10 +823,10 @@ def _batch_edges(con: Any, sql: str) -> pa.Table:
         valid = _valid(rows)
         valid = np.ones(len(wanted), bool) if valid is None else valid
         found = np.full(len(wanted), _NO_LINE, np.int64)
-        for code, (low, firsts) in lines.items():
+        for code, (low, first) in firsts.items():
             at = np.flatnonzero(valid & (sides == code) & (wanted >= low)
-                                & (wanted < low + len(firsts)))
-            found[at] = firsts[wanted[at] - low]
+                                & (wanted < low + len(first)))
+            found[at] = first[wanted[at] - low]
         seqs[f"{column}_seq"] = pa.array(found, pa.int64(), mask=found == _NO_LINE)
     return pa.table({_PAIR: edges.column(_PAIR), "side": edges.column("side"), **seqs,
                      "how": edges.column("how"), "candidates": edges.column("candidates")})
@@ -831,15 +835,16 @@ def _batch_edges(con: Any, sql: str) -> pa.Table:
 #: What hist_row_ops.sql reads of a batch: each output line's NPU and bench rows, each side's
 #: tensors rows' ops and each side's ops' names (a side as a number: 1 npu, 2 bench, 0 another)
 _SIDE = "CASE side WHEN 'npu' THEN 1 WHEN 'bench' THEN 2 ELSE 0 END::UTINYINT AS side"
-_BATCH_ROW_OPS = ("SELECT out_seq, npu_row, bench_row FROM compare_rows",
-                  f"SELECT {_SIDE}, row_seq, op_seq FROM tensors",
+_BATCH_ROW_OPS = (f"SELECT {_SIDE}, row_seq, op_seq FROM tensors",
                   f"SELECT {_SIDE}, op_seq, op_name FROM ops")
 #: hist_row_ops without rows: the result rows' SELECT gives no op; _batch_row_ops' are put in
 _NO_OPS = "SELECT NULL::BIGINT AS out_seq, NULL::VARCHAR AS op_name WHERE false"
 
 
-def _batch_row_ops(con: Any) -> Callable[[pa.ChunkedArray], pa.ChunkedArray] | None:
-    """hist_row_ops.sql's op names of a batch's output lines as a lookup: given the out_seq of
+def _batch_row_ops(con: Any, lines: pa.Table,
+                   ) -> Callable[[pa.ChunkedArray], pa.ChunkedArray] | None:
+    """hist_row_ops.sql's op names of a batch's output lines (``lines``: their rows,
+    :data:`_BATCH_LINES`) as a lookup: given the out_seq of
     rows, their op names (NULL: none), as the result rows' SELECT joins them (its LEFT JOIN
     USING (out_seq)). Made in numpy, from tables of the lines', tensors rows' and ops' numbers
     (a row or op by its number and side: number x 2, + 1 on the bench side), not by the SQL's
@@ -852,7 +857,7 @@ def _batch_row_ops(con: Any) -> Callable[[pa.ChunkedArray], pa.ChunkedArray] | N
 
     from msq import db
 
-    lines, tensors, ops = (pa.table(db.SelectStream(con, sql)) for sql in _BATCH_ROW_OPS)
+    tensors, ops = (pa.table(db.SelectStream(con, sql)) for sql in _BATCH_ROW_OPS)
     place = _places(_numbers(lines.column("out_seq"), 0), _valid(lines.column("out_seq")))
     tensor_keys, op_keys = _side_keys(tensors, "row_seq"), _side_keys(ops, "op_seq")
     if place is None or tensor_keys is None or op_keys is None:
@@ -884,10 +889,14 @@ def _batch_row_ops(con: Any) -> Callable[[pa.ChunkedArray], pa.ChunkedArray] | N
 
     def lookup(out_seqs: pa.ChunkedArray) -> pa.ChunkedArray:
         line = _look(place, _numbers(out_seqs, 0), _valid(out_seqs))
-        op = np.full(len(line), -1, np.int64)
-        at = np.flatnonzero(line >= 0)
-        op[at] = line_op[line[at]]
-        return names.take(pa.array(op, pa.int64(), mask=op < 0))
+        if not len(line) or line.min() >= 0:
+            op = line_op[line]
+        else:
+            op = np.full(len(line), -1, np.int64)
+            at = np.flatnonzero(line >= 0)
+            op[at] = line_op[line[at]]
+        missing = op < 0
+        return names.take(pa.array(op, pa.int64(), mask=missing if missing.any() else None))
 
     return lookup
 
@@ -957,6 +966,10 @@ def _look(places: tuple[int, Any], keys: Any, kept: Any) -> Any:
     import numpy as np
 
     low, table = places
+    if kept is not None and kept.all():
+        kept = None
+    if kept is None and (not len(keys) or (keys.min() >= low and keys.max() < low + len(table))):
+        return table[keys - low]  # every key inside the table: one gather
     inside = (keys >= low) & (keys < low + len(table))
     if kept is not None:
         inside &= kept

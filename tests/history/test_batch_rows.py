@@ -123,7 +123,8 @@ def test_a_batchs_edges_are_the_history_selects_rows(dense, batch_rows, monkeypa
     monkeypatch.setattr(db, "ARROW_BATCH_ROWS", batch_rows)  # many chunks
     if not dense:
         monkeypatch.setattr(pair_tables, "_DENSE_SLACK", -1)
-    got = pair_tables._batch_edges(con, body)
+    got = pair_tables._batch_edges(con, body, pa.table(db.SelectStream(
+        con, pair_tables._BATCH_LINES)))
     assert got.schema == want.schema
     assert got.column(pair_tables._PAIR).to_pylist() == [1, 0, 0, 1, 0, 1, 0, 1, 1, 0]
     key = [(name, "ascending") for name in got.column_names]
@@ -160,6 +161,12 @@ def ops_database(lines: str, tensors: str, ops: str) -> Any:
     return con
 
 
+def lines_of(con: Any) -> pa.Table:
+    from msq import db
+
+    return pa.table(db.SelectStream(con, pair_tables._BATCH_LINES))
+
+
 def sql_row_ops(con: Any, seqs: list[int | None]) -> list[str | None]:
     """The op names hist_row_ops.sql gives rows of these out_seqs, joined as the result rows'
     SELECT joins them (hist_source_<mode>.sql: LEFT JOIN hist_row_ops USING (out_seq))."""
@@ -191,7 +198,7 @@ def test_a_batchs_rows_ops_are_the_history_selects(batch_rows, monkeypatch):
         "('npu', 0, 'n0'), ('npu', 1, 'n1'), ('bench', 0, 'b0'), ('bench', 1, 'b1'),"
         " ('bench', 2, NULL), ('other', 2, 'x2'), ('npu', NULL, 'nn'), (NULL, 2, 'z2')")
     seqs = [14, 10, None, 11, 12, 13, 15, 16, 17, 18, 19, 20, 10, -3]
-    lookup = pair_tables._batch_row_ops(con)
+    lookup = pair_tables._batch_row_ops(con, lines_of(con))
     assert lookup is not None
     got = lookup(pa.chunked_array([pa.array(seqs, pa.int64())]))
     want = sql_row_ops(con, seqs)
@@ -215,17 +222,20 @@ def test_rows_ops_a_join_would_repeat_or_too_sparse_are_the_sqls(lines, tensors,
     than one op: more rows) or the numbers are too sparse for tables, _batch_row_ops leaves
     them to the SQL."""
     monkeypatch.setattr(pair_tables, "_DENSE_SLACK", 1000)
-    assert pair_tables._batch_row_ops(ops_database(lines, tensors, ops)) is None
+    con = ops_database(lines, tensors, ops)
+    assert pair_tables._batch_row_ops(con, lines_of(con)) is None
     # the same row on both sides, or of another side, is no row twice
-    assert pair_tables._batch_row_ops(ops_database(
-        "(0, 0, 0)", "('npu', 0, 0), ('bench', 0, 0), ('x', 0, 0)",
-        "('npu', 0, 'a'), ('bench', 0, 'b'), ('x', 0, 'c')")) is not None
+    con = ops_database("(0, 0, 0)", "('npu', 0, 0), ('bench', 0, 0), ('x', 0, 0)",
+                       "('npu', 0, 'a'), ('bench', 0, 'b'), ('x', 0, 'c')")
+    assert pair_tables._batch_row_ops(con, lines_of(con)) is not None
 
 
 def test_no_rows_no_ops():
-    lookup = pair_tables._batch_row_ops(ops_database("(0, 0, NULL)", "", ""))
+    con = ops_database("(0, 0, NULL)", "", "")
+    lookup = pair_tables._batch_row_ops(con, lines_of(con))
     assert lookup is not None
     assert lookup(pa.chunked_array([pa.array([0, 1], pa.int64())])).to_pylist() == [None, None]
-    lookup = pair_tables._batch_row_ops(ops_database("", "", ""))
+    con = ops_database("", "", "")
+    lookup = pair_tables._batch_row_ops(con, lines_of(con))
     assert lookup is not None
     assert lookup(pa.chunked_array([pa.array([0], pa.int64())])).to_pylist() == [None]
