@@ -1098,6 +1098,132 @@ done:
     return result;
 }
 
+/* spread_texts(order, seq, count, sparse_seq, texts) -> [(validity, offsets, data, 0), ...]
+ *
+ * Text arrays of a sheet's count rows from those of the few rows that have one: seq is the
+ * rows' int64 out_seq, order their indices in out_seq order (the sheet's), sparse_seq the
+ * out_seq of the rows texts holds (ascending, each a row's of seq), texts the text arrays of
+ * those rows (each (validity, offsets, data, offset)). A row not in sparse_seq gets NULL.
+ * The workbook reads the cells' mostly-NULL texts of the rows that have one alone
+ * (msq.export.xlsx._spread_cell_texts): DuckDB's Arrow export appended every NULL. */
+static PyObject *spread_texts(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *order_obj, *seq_obj, *sparse_obj, *texts_obj;
+    long long count;
+    if (!PyArg_ParseTuple(args, "OOLOO", &order_obj, &seq_obj, &count, &sparse_obj, &texts_obj))
+        return NULL;
+    if (count < 0 || count > INT32_MAX) return PyErr_Format(PyExc_ValueError, "bad count");
+    PyObject *texts = PySequence_Fast(texts_obj, "texts must be a sequence");
+    if (!texts) return NULL;
+    Py_ssize_t ncols = PySequence_Fast_GET_SIZE(texts);
+    if (ncols > MAX_COLS) {
+        Py_DECREF(texts);
+        return PyErr_Format(PyExc_ValueError, "too many columns");
+    }
+    Py_buffer bufs[3], views[3 * MAX_COLS];
+    int nbufs = 0, nviews = 0;
+    Arr arrs[MAX_COLS];
+    PyObject *result = NULL;
+    int32_t *at = NULL;
+    if (PyObject_GetBuffer(order_obj, &bufs[0], PyBUF_SIMPLE)) goto done;
+    nbufs++;
+    if (PyObject_GetBuffer(seq_obj, &bufs[1], PyBUF_SIMPLE)) goto done;
+    nbufs++;
+    if (PyObject_GetBuffer(sparse_obj, &bufs[2], PyBUF_SIMPLE)) goto done;
+    nbufs++;
+    if (bufs[0].len < count * 8 || bufs[1].len < count * 8) {
+        PyErr_SetString(PyExc_ValueError, "order and seq hold count int64 each");
+        goto done;
+    }
+    const int64_t *order = bufs[0].buf, *seq = bufs[1].buf, *sparse = bufs[2].buf;
+    int64_t m = bufs[2].len / 8;
+    for (Py_ssize_t c = 0; c < ncols; c++)
+        if (parse_arr(PySequence_Fast_GET_ITEM(texts, c), &arrs[c], views, &nviews)) goto done;
+    for (Py_ssize_t c = 0; c < ncols; c++)
+        if (m > 0 && (!arrs[c].data || !arrs[c].offs)) {
+            PyErr_SetString(PyExc_ValueError, "texts have offsets and data");
+            goto done;
+        }
+    at = malloc(sizeof(int32_t) * (size_t)(count ? count : 1));
+    if (!at) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    /* each row's index in the sparse rows (-1: none), by a merge in out_seq order */
+    int64_t j = 0, matched = 0;
+    for (long long k = 0; k < count; k++) {
+        int64_t p = order[k];
+        if (p < 0 || p >= count) {
+            PyErr_SetString(PyExc_ValueError, "order out of range");
+            goto done;
+        }
+        int64_t s = seq[p];
+        while (j < m && sparse[j] < s) j++;
+        if (j < m && sparse[j] == s) {
+            at[p] = (int32_t)j++;
+            matched++;
+        } else {
+            at[p] = -1;
+        }
+    }
+    if (matched != m) {  /* a sparse row not among the rows, or out of order */
+        PyErr_SetString(PyExc_ValueError, "sparse_seq: not ascending out_seq of the rows");
+        goto done;
+    }
+    result = PyList_New(ncols);
+    if (!result) goto done;
+    size_t vbytes = (size_t)(count + 7) / 8;
+    for (Py_ssize_t c = 0; c < ncols; c++) {
+        const Arr *a = &arrs[c];
+        size_t total = 0;
+        if (m > 0) total = (size_t)(a->offs[a->offset + m] - a->offs[a->offset]);
+        uint8_t *valid = calloc(vbytes ? vbytes : 1, 1);
+        int32_t *offs = malloc(sizeof(int32_t) * (size_t)(count + 1));
+        char *data = malloc(total ? total : 1);
+        if (!valid || !offs || !data) {
+            free(valid);
+            free(offs);
+            free(data);
+            Py_CLEAR(result);
+            PyErr_NoMemory();
+            goto done;
+        }
+        size_t len = 0;
+        long long nvalid = 0;
+        offs[0] = 0;
+        for (long long p = 0; p < count; p++) {
+            int32_t q = at[p];
+            if (q >= 0 && is_valid(a, q)) {
+                int64_t i = a->offset + q;
+                size_t n = (size_t)(a->offs[i + 1] - a->offs[i]);
+                memcpy(data + len, a->data + a->offs[i], n);
+                len += n;
+                nvalid++;
+                valid[p >> 3] |= (uint8_t)(1u << (p & 7));
+            }
+            offs[p + 1] = (int32_t)len;
+        }
+        PyObject *arr = Py_BuildValue("(y#y#y#L)", (const char *)valid, (Py_ssize_t)vbytes,
+                                      (const char *)offs,
+                                      (Py_ssize_t)(sizeof(int32_t) * (size_t)(count + 1)), data,
+                                      (Py_ssize_t)len, count - nvalid);
+        free(valid);
+        free(offs);
+        free(data);
+        if (!arr) {
+            Py_CLEAR(result);
+            goto done;
+        }
+        PyList_SET_ITEM(result, c, arr);
+    }
+done:
+    free(at);
+    for (int k = 0; k < nviews; k++) PyBuffer_Release(&views[k]);
+    for (int k = 0; k < nbufs; k++) PyBuffer_Release(&bufs[k]);
+    Py_DECREF(texts);
+    return result;
+}
+
 /* fmt_repr(x) -> str: the number as percent_texts prints it (for the tests) */
 static PyObject *py_fmt_repr(PyObject *self, PyObject *arg) {
     (void)self;
@@ -1127,6 +1253,8 @@ static PyMethodDef METHODS[] = {
     {"fmt_repr", py_fmt_repr, METH_O, "fmt_repr(x) -> repr(x), any NaN 'nan'"},
     {"percent_texts", percent_texts, METH_VARARGS,
      "percent_texts(numbers, count) -> a text array of relative errors as rel_text prints them"},
+    {"spread_texts", spread_texts, METH_VARARGS,
+     "spread_texts(order, seq, count, sparse_seq, texts) -> every row's text arrays and nulls"},
     {"max_chars", max_chars, METH_VARARGS,
      "max_chars(text, count[, order, start]) -> the most characters of a non-NULL string, or None"},
     {NULL, NULL, 0, NULL}};

@@ -163,13 +163,16 @@ def _write_workbook(con: duckdb.DuckDBPyConnection, mode: str, cols: list[str],
     rows = f"SELECT * FROM {result_view(mode)}"
     percents: tuple[str, ...] = ()
     cells: dict[str, tuple[str, str | None]] = {}
+    cell_texts = None
     result_is_table, compat, blame = _workbook_facts(con, mode)
     if mode in RESULT_TABLES and not result_is_table:
         # the result view is ours, over the materialised stat_result (a user's or --compat's is
         # a table by now): its relative errors are printed by the renderer from their numbers,
-        # its statistics and differences are read from their plain columns (PLAIN_CELLS)
+        # its statistics and differences are read from their plain columns (PLAIN_CELLS), their
+        # texts from the rows that have one (has_cell_text)
         rows, percents, cells = (f"SELECT * FROM {result_table(mode)}", PERCENT_COLUMNS,
                                  PLAIN_CELLS)
+        cell_texts = CELL_TEXTS
 
     shown = final_name(path)  # the writers write a temporary (see write_outputs)
 
@@ -180,7 +183,8 @@ def _write_workbook(con: duckdb.DuckDBPyConnection, mode: str, cols: list[str],
     browse = not compat
     extra = _blame_sheet() if blame else []
     sheets = write_xlsx(con, SheetSpec(rows, cols, cols, marks, browse=browse,
-                                       percents=percents, cells=cells), path,
+                                       percents=percents, cells=cells,
+                                       cell_texts=cell_texts), path,
                         on_extra_sheet=extra_sheet, extra=extra) - len(extra)
     if sheets > 1:
         log.warning("%s holds %d sheets (Excel's row limit)", shown.name, sheets)
@@ -283,6 +287,10 @@ PERCENT_COLUMNS = ("MaxRelativeErr", "MinRelativeErr", "MeanRelativeErr", "NormR
 PLAIN_CELLS: dict[str, tuple[str, str | None]] = {
     **{c: (f"{c} (text)", None) for c in ("Max diff", "Min diff", "Mean diff", "L2norm diff")},
     **{c: (f"{c} (text)", f"{c} (bool)") for c in _STATS}}
+
+#: stat_result's boolean column: whether a row has any of :data:`PLAIN_CELLS`' texts (the
+#: workbook's C renderer reads the texts of those rows alone: msq.export.xlsx.SheetSpec).
+CELL_TEXTS = "has_cell_text"
 
 
 def table_columns(cols: list[str]) -> list[str]:

@@ -76,6 +76,11 @@ class SheetSpec:
     # cell (plain_cell): the C renderer reads them as they are, the others read the cell made
     # in SQL (see _text_query)
     cells: Mapping[str, tuple[str, str | None]] = field(default_factory=dict)
+    # a boolean column of the query, true on the rows where any of the cells' text columns is
+    # not NULL (stat_result's has_cell_text): the C renderer reads the texts of those rows
+    # alone, by a second query behind that filter (:func:`_spread_cell_texts`); with every
+    # row where the query has no such column (a --sql-dir stat_result of its own)
+    cell_texts: str | None = None
 
 
 def _col_letter(index: int) -> str:
@@ -755,6 +760,8 @@ def _c_rows_queried(con: duckdb.DuckDBPyConnection, spec: SheetSpec, types: dict
     # boolean): not selected, given to the renderer as all-NULL arrays (:func:`_all_null`):
     # DuckDB's Arrow export appended each NULL (~4 M instructions a 24,500-row pair a column)
     absent: set[str] = set()
+    # the cells' text columns read by :func:`_spread_cell_texts` (SheetSpec.cell_texts)
+    spread: dict[str, str] = {}
     # the percent columns: their numbers' texts printed in C
     percented = {i for i, c in enumerate(spec.columns) if c in spec.percents}
     for i, column in enumerate(spec.columns):
@@ -765,7 +772,11 @@ def _c_rows_queried(con: duckdb.DuckDBPyConnection, spec: SheetSpec, types: dict
             select.append(f"CAST({col} AS DOUBLE) AS p{i}")
         elif column in spec.cells:  # a cell's plain columns, as they are
             shown, flag = spec.cells[column]
-            select += [f"{col} AS n{i}", f'q."{shown}" AS s{i}']
+            select.append(f"{col} AS n{i}")
+            if spec.cell_texts in types:  # read apart, from the rows that have one
+                spread[f"s{i}"] = shown
+            else:
+                select.append(f'q."{shown}" AS s{i}')
             if flag:
                 select.append(f'q."{flag}" AS b{i}')
             else:
@@ -794,11 +805,19 @@ def _c_rows_queried(con: duckdb.DuckDBPyConnection, spec: SheetSpec, types: dict
     try:
         # read from DuckDB's Arrow C stream in C where it can: no pyarrow nor numpy imported
         fast = arrow_columns(SelectStream(con.cursor(), query))
+        spread_order = None
+        if fast is not None and spread:
+            spread_order = _spread_cell_texts(con, spec, spread, *fast)
+            if spread_order is None:
+                fast = None
         if fast is not None:
             n, got = fast
             for name in absent:
                 got[name] = _all_null(name[0], n)
-            return _c_rows_of(n, got, len(spec.columns), texts, percented)
+            return _c_rows_of(n, got, len(spec.columns), texts, percented, spread_order)
+        if spread:  # every row's texts, by the query itself (pyarrow reads it)
+            return _c_rows_queried(con, dataclasses.replace(spec, cell_texts=None), types,
+                                   fast_only)
         if fast_only:
             return None
         table = con.cursor().sql(query).to_arrow_table().combine_chunks()
@@ -837,6 +856,45 @@ def _c_rows_queried(con: duckdb.DuckDBPyConnection, spec: SheetSpec, types: dict
     order = np.argsort(table.column("_out_seq").to_numpy(), kind="stable").astype(np.int64)
     return _CRows(table, columns, table.column("_mark").chunk(0).buffers()[1],
                   pa.py_buffer(order), n)
+
+
+def _spread_cell_texts(con: duckdb.DuckDBPyConnection, spec: SheetSpec, spread: Mapping[str, str],
+                       n: int, got: dict[str, ArrowColumn]) -> bytes | None:
+    """The cells' text columns (``spread``: each member's name, ``s<i>``, and the query's text
+    column) of the rows :func:`_c_rows_queried` read without them, put into ``got`` as text
+    arrays of all ``n`` rows; the rows' order (their indices in out_seq order, which
+    :func:`_c_rows_of` would compute), or None where they cannot be read in C.
+
+    The texts are read from the rows whose :attr:`SheetSpec.cell_texts` column is true alone
+    (~6 % of root-8x8-5000's): DuckDB pushes that filter into its scan of the table, so the
+    other rows' texts are not read, and its Arrow export does not append their NULLs (the
+    twelve text columns of stat_result's cells cost ~116 M instructions a 4-pair batch read
+    with every row, ~12 M behind the filter); C spreads them over the rows (``spread_texts``,
+    by out_seq)."""
+    seq = got["_out_seq"]
+    if seq[0] != "l":
+        return None
+    order = stable_order(seq[4]) if n else b""
+    columns = ", ".join(f'q."{shown}" AS {name}' for name, shown in spread.items())
+    sparse = arrow_columns(SelectStream(con.cursor(), f"""
+      WITH q AS ({spec.query})
+      SELECT q.out_seq AS _out_seq, {columns} FROM q WHERE q."{spec.cell_texts}"
+      ORDER BY q.out_seq"""))
+    if sparse is None:
+        return None
+    m, texts = sparse
+    if m == 0:
+        for name in spread:
+            got[name] = _all_null("s", n)
+        return order
+    if texts["_out_seq"][0] != "l" or any(texts[name][0] != "u" for name in spread):
+        return None
+    arrays = _sheetxml.spread_texts(order, seq[4], n, texts["_out_seq"][4],
+                                    [(texts[name][2], texts[name][3], texts[name][4], 0)
+                                     for name in spread])
+    for name, (valid, offsets, data, nulls) in zip(spread, arrays, strict=True):
+        got[name] = ("u", nulls, valid, offsets, data)
+    return order
 
 
 def _all_null(member: str, n: int) -> ArrowColumn:
@@ -885,9 +943,11 @@ def _write_entry(entry: Any, data: bytes | memoryview) -> None:
 
 
 def _c_rows_of(n: int, got: dict[str, ArrowColumn], n_columns: int,
-               texts: list[int], percented: Collection[int] = ()) -> _CRows | None:
+               texts: list[int], percented: Collection[int] = (),
+               order: bytes | None = None) -> _CRows | None:
     """:func:`_c_rows` from the buffers of :func:`msq.flatten.arrow_columns` (``percented``:
-    the text columns printed from their numbers, ``p<i>``)."""
+    the text columns printed from their numbers, ``p<i>``; ``order``: the rows' out_seq order,
+    where it was computed already)."""
 
     def part(name: str, fmt: str) -> _CArray | None:
         kind, _, valid, offsets, data = got[name]
@@ -914,7 +974,7 @@ def _c_rows_of(n: int, got: dict[str, ArrowColumn], n_columns: int,
     if seq[0] != "l" or mark[0] != "C":
         return None
     # one gather index instead of an ORDER BY of every column
-    return _CRows(got, columns, mark[4], stable_order(seq[4]), n)
+    return _CRows(got, columns, mark[4], order if order is not None else stable_order(seq[4]), n)
 
 
 class _Sheets:

@@ -4,6 +4,7 @@ the read-only one), every row full width, control characters escaped, formulas n
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 import zipfile
 from pathlib import Path
@@ -491,9 +492,13 @@ def _cells_spec(con: duckdb.DuckDBPyConnection, browse: bool) -> tuple[SheetSpec
              (None, None, None)]
     rows = [(i, *kinds[i % len(kinds)], *kinds[(i + 4) % len(kinds)][:2], f"t{i}")
             for i in range(2500)]
+    # not in out_seq order: the texts read apart (cell_texts) are put back by out_seq
+    rows.sort(key=lambda row: row[0] * 7919 % 2500)
     con.execute("CREATE TABLE plain (out_seq BIGINT, c DOUBLE, \"c (text)\" VARCHAR, "
-                "\"c (bool)\" BOOLEAN, d DOUBLE, \"d (text)\" VARCHAR, t VARCHAR)")
-    con.executemany("INSERT INTO plain VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+                "\"c (bool)\" BOOLEAN, d DOUBLE, \"d (text)\" VARCHAR, t VARCHAR, "
+                "has_text BOOLEAN AS (coalesce(\"c (text)\", \"d (text)\") IS NOT NULL))")
+    con.executemany("INSERT INTO plain (out_seq, c, \"c (text)\", \"c (bool)\", d, "
+                    "\"d (text)\", t) VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
     marks = "SELECT out_seq, 'yellow' AS mark FROM plain WHERE out_seq % 3 = 0"
     spec = SheetSpec("SELECT * FROM plain", ["t", "c", "d"], ["T", "C", "D"], marks,
                      browse=browse, cells={"c": ("c (text)", "c (bool)"), "d": ("d (text)", None)})
@@ -513,14 +518,21 @@ def test_cells_of_plain_columns_write_the_workbook_of_the_cells(
         browse: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Cells held as plain columns (SheetSpec.cells, stat_result's statistics and differences)
     write the same package, column widths included, as the cells themselves, by the C renderer
-    (with the C stream reader and with pyarrow) and the SQL one."""
+    (with the C stream reader and with pyarrow; their texts read with every row, and from the
+    rows that have one alone: SheetSpec.cell_texts) and the SQL one."""
     from msq.export import xlsx
 
     con = duckdb.connect()
     spec, cells = _cells_spec(con, browse)
+    sparse = dataclasses.replace(spec, cell_texts="has_text")
+    spread = []
+    real_spread = xlsx._spread_cell_texts
+    monkeypatch.setattr(xlsx, "_spread_cell_texts",
+                        lambda *args: spread.append(real_spread(*args)) or spread[-1])
     books = {}
-    for name, sheet in (("c", spec), ("c-cells", cells), ("c-pyarrow", spec), ("sql", spec),
-                        ("sql-cells", cells)):
+    for name, sheet in (("c", spec), ("c-cells", cells), ("c-sparse", sparse),
+                        ("c-pyarrow", spec), ("c-sparse-pyarrow", sparse), ("sql", spec),
+                        ("sql-cells", cells), ("sql-sparse", sparse)):
         if name == "c-pyarrow":  # the columns read by pyarrow (no C stream reader)
             monkeypatch.setattr(xlsx, "arrow_columns", lambda _stream: None)
         if name == "sql":
@@ -530,8 +542,11 @@ def test_cells_of_plain_columns_write_the_workbook_of_the_cells(
         assert write_xlsx(con, sheet, path, max_rows=1000) > 1
         with zipfile.ZipFile(path) as zf:
             books[name] = {n: zf.read(n) for n in zf.namelist()}
-    assert books["c"] == books["c-cells"] == books["c-pyarrow"] == books["sql"] \
-        == books["sql-cells"]
+    assert books["c"] == books["c-cells"] == books["c-sparse"] == books["c-pyarrow"] \
+        == books["c-sparse-pyarrow"] == books["sql"] == books["sql-cells"] == books["sql-sparse"]
+    # the sparse texts were spread (twice: _c_rows above, then the workbook's own) and only
+    # with the C stream reader
+    assert len(spread) == 2 and all(order is not None for order in spread)
     # each kind of cell is in the sheet: a number, a text, a boolean and an empty cell
     sheet = books["c"]["xl/worksheets/sheet1.xml"].decode()
     assert all(part in sheet for part in ("<v>1.5</v>", "t=\"b\"><v>1</v>", "t=\"b\"><v>0</v>",

@@ -198,3 +198,12 @@ def test_stat_result_reads_a_verdict_that_says_nothing_as_no_verdict() -> None:
         "UNION ALL SELECT 'compat', NULL, NULL").fetchall())
     assert {("Warning", False, True), ("", False, False), ("N/A", True, True),
             ("N/A", False, False), ("N/A", False, True)} <= texts
+    # has_cell_text (the workbook reads the cells' texts of its rows alone): whether any of the
+    # twelve cells' text columns holds a text (every row of this grid has one; the rows without
+    # are the workbooks' of tests/export and tests/test_golden*)
+    texts_of = [c for (c,) in con.execute("SELECT column_name FROM (DESCRIBE stat_result) "
+                                          "WHERE column_name LIKE '% (text)'").fetchall()]
+    anyone = " OR ".join(f'"{c}" IS NOT NULL' for c in texts_of)
+    flags = con.execute(f"SELECT DISTINCT has_cell_text = ({anyone}), has_cell_text "
+                        "FROM stat_result").fetchall()
+    assert len(texts_of) == 12 and set(flags) == {(True, True)}

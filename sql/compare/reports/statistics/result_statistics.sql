@@ -8,7 +8,7 @@ SELECT * EXCLUDE ("Max diff (text)", "Min diff (text)", "Mean diff (text)",
          "Bench min (text)", "Bench mean (text)", "Bench l2norm (text)",
          "NPU max (bool)", "NPU min (bool)", "NPU mean (bool)",
          "NPU l2norm (bool)", "Bench max (bool)", "Bench min (bool)",
-         "Bench mean (bool)", "Bench l2norm (bool)")
+         "Bench mean (bool)", "Bench l2norm (bool)", has_cell_text)
   REPLACE (rel_text("MaxRelativeErr") AS "MaxRelativeErr",
            rel_text("MinRelativeErr") AS "MinRelativeErr",
            rel_text("MeanRelativeErr") AS "MeanRelativeErr",
