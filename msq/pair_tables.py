@@ -800,9 +800,11 @@ def _batch_edges(con: Any, sql: str, lines: pa.Table) -> pa.Table:
     from msq import db
 
     firsts = {}
-    out_seqs, with_seq = _numbers(lines.column("out_seq"), 0), _valid(lines.column("out_seq"))
+    out_seqs = _numbers(lines.column("out_seq"), 0)
+    with_seq = db.valid_mask(lines.column("out_seq"))
     for code, side in ((1, "npu"), (2, "bench")):
-        rows, kept = _numbers(lines.column(f"{side}_row"), 0), _valid(lines.column(f"{side}_row"))
+        column = lines.column(f"{side}_row")
+        rows, kept = _numbers(column, 0), db.valid_mask(column)
         if with_seq is not None:
             kept = with_seq if kept is None else kept & with_seq
         table = (_first_lines(rows, out_seqs) if kept is None
@@ -819,15 +821,14 @@ def _batch_edges(con: Any, sql: str, lines: pa.Table) -> pa.Table:
     seqs = {}
     for column in ("consumer", "producer"):
         rows = edges.column(f"{column}_row")
-        wanted = _numbers(rows, 0)
-        valid = _valid(rows)
-        valid = np.ones(len(wanted), bool) if valid is None else valid
-        found = np.full(len(wanted), _NO_LINE, np.int64)
-        for code, (low, first) in firsts.items():
-            at = np.flatnonzero(valid & (sides == code) & (wanted >= low)
-                                & (wanted < low + len(first)))
-            found[at] = first[wanted[at] - low]
-        seqs[f"{column}_seq"] = pa.array(found, pa.int64(), mask=found == _NO_LINE)
+        wanted, valid = _numbers(rows, 0), db.valid_mask(rows)
+        found = np.full(len(wanted), -1, np.int64)  # -1 (outside a table) or _NO_LINE: none
+        for code, first in firsts.items():
+            on_side = sides == code
+            looked = _look(first, wanted, on_side if valid is None else on_side & valid)
+            found[on_side] = looked[on_side]
+        seqs[f"{column}_seq"] = pa.array(found, pa.int64(),
+                                         mask=(found < 0) | (found == _NO_LINE))
     return pa.table({_PAIR: edges.column(_PAIR), "side": edges.column("side"), **seqs,
                      "how": edges.column("how"), "candidates": edges.column("candidates")})
 
@@ -858,7 +859,7 @@ def _batch_row_ops(con: Any, lines: pa.Table,
     from msq import db
 
     tensors, ops = (pa.table(db.SelectStream(con, sql)) for sql in _BATCH_ROW_OPS)
-    place = _places(_numbers(lines.column("out_seq"), 0), _valid(lines.column("out_seq")))
+    place = _places(_numbers(lines.column("out_seq"), 0), db.valid_mask(lines.column("out_seq")))
     tensor_keys, op_keys = _side_keys(tensors, "row_seq"), _side_keys(ops, "op_seq")
     if place is None or tensor_keys is None or op_keys is None:
         return None
@@ -866,7 +867,7 @@ def _batch_row_ops(con: Any, lines: pa.Table,
     if tensor is None or op is None:
         return None
     # each line's tensors row: its NPU row where it has one, else its bench row
-    npu, bench = _valid(lines.column("npu_row")), _valid(lines.column("bench_row"))
+    npu, bench = db.valid_mask(lines.column("npu_row")), db.valid_mask(lines.column("bench_row"))
     wanted = _numbers(lines.column("npu_row"), 0)
     kept = None
     if npu is not None:
@@ -880,7 +881,7 @@ def _batch_row_ops(con: Any, lines: pa.Table,
         row = _look(tensor, wanted * 2 + (0 if npu is None else ~npu), kept)
         found = row >= 0
         row[~found] = 0
-        with_op = _valid(tensors.column("op_seq"))
+        with_op = db.valid_mask(tensors.column("op_seq"))
         if with_op is not None:
             found &= with_op[row]
         line_op = _look(op, seqs[row] * 2 + (_numbers(tensors.column("side"), 0)[row] == 2),
@@ -888,7 +889,7 @@ def _batch_row_ops(con: Any, lines: pa.Table,
     names = ops.column("op_name")
 
     def lookup(out_seqs: pa.ChunkedArray) -> pa.ChunkedArray:
-        line = _look(place, _numbers(out_seqs, 0), _valid(out_seqs))
+        line = _look(place, _numbers(out_seqs, 0), db.valid_mask(out_seqs))
         if not len(line) or line.min() >= 0:
             op = line_op[line]
         else:
@@ -914,29 +915,14 @@ def _side_keys(table: pa.Table, column: str) -> tuple[Any, Any] | None:
     numbers = _numbers(table.column(column), 0).astype(np.int64, copy=False)
     if len(numbers) and (numbers.max() >= _KEY_LIMIT or numbers.min() <= -_KEY_LIMIT):
         return None
+    from msq import db
+
     sides = _numbers(table.column("side"), 0)
     keys = numbers * 2 + (sides == 2)
-    kept = _valid(table.column(column))
+    kept = db.valid_mask(table.column(column))
     if (sides == 0).any():
         kept = (sides != 0) if kept is None else kept & (sides != 0)
     return keys, kept
-
-
-def _valid(values: pa.ChunkedArray) -> Any:
-    """Which of ``values`` are not NULL, as numpy booleans (None: all), from its validity
-    bitmaps (pyarrow's conversion of booleans costs ~70 instructions a value)."""
-    import numpy as np
-
-    if not values.null_count:
-        return None
-    parts = []
-    for chunk in values.chunks:
-        if not chunk.null_count:
-            parts.append(np.ones(len(chunk), bool))
-            continue
-        bits = np.unpackbits(np.frombuffer(chunk.buffers()[0], np.uint8), bitorder="little")
-        parts.append(bits[chunk.offset:chunk.offset + len(chunk)].astype(bool))
-    return np.concatenate(parts)
 
 
 def _places(keys: Any, kept: Any) -> tuple[int, Any] | None:

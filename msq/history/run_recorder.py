@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -53,10 +54,7 @@ class RunRecorder:
 
     def __init__(self, con: duckdb.DuckDBPyConnection, path: Path) -> None:
         self.con, self.path = con, path
-        self._names: _Names | None = None  # the history's names, loaded at the first append
-        self._terms: _Terms | None = None  # its terms, likewise
-        self._texts: _Texts | None = None  # its lists of texts, likewise
-        self._classes: _Classes | None = None  # its blame classes, likewise
+        self._keys: _Keys | None = None  # the history's dictionaries, loaded at the first append
         self._saved: tuple[Any, ...] | None = None  # their state when the transaction began
         # the names, terms, lists of texts and blame classes new in the open transaction,
         # inserted at its commit: one INSERT each for its pairs, not one a pair (~3.5 M
@@ -100,23 +98,17 @@ class RunRecorder:
         self._pending = {}
 
     def _state(self) -> tuple[Any, ...] | None:
-        """The names, terms, lists of texts and blame classes held, as the file has them (None:
-        not loaded yet)."""
-        if (self._names is None or self._terms is None or self._texts is None
-                or self._classes is None):
-            return None
-        return (self._names.state(), self._terms.state(), self._texts.state(),
-                self._classes.state())
+        """The dictionaries held, as the file has them (None: not loaded yet)."""
+        return None if self._keys is None else self._keys.state()
 
-    def _load(self) -> tuple[_Names, _Terms]:
-        """The history's names and terms (and lists of texts, blame classes), loaded at the first
-        append of the run (nothing of the open transaction is in them yet)."""
-        if (self._names is None or self._terms is None or self._texts is None
-                or self._classes is None):
-            self._names, self._terms = _Names(self.con), _Terms(self.con)
-            self._texts, self._classes = _Texts(self.con), _Classes(self.con)
+    def _load(self) -> _Keys:
+        """The history's dictionaries, loaded at the first append of the run (nothing of the
+        open transaction is in them yet)."""
+        if self._keys is None:
+            self._keys = _Keys(_Names(self.con), _Terms(self.con), _Texts(self.con),
+                               _Classes(self.con))
             self._saved = self._state()
-        return self._names, self._terms
+        return self._keys
 
     def append(self, rows: dict[str, pa.Table], row: dict[str, Any]) -> int:
         """One pair's rows (by history table: result_rows, and blame_rows and blame_edges when
@@ -175,29 +167,28 @@ class RunRecorder:
         self.con.execute(f"INSERT INTO {ALIAS}.blame_runs (compare_id, {', '.join(shared)}) "
                          f"VALUES (?::BIGINT, {', '.join('?' for _ in shared)})",
                          [compare_id, *(run[c] for c in shared)])
-        names, _ = self._load()
-        data, new = names.key_blame(rows, result, keyed)
+        keys = self._load()
+        data, new = keys.names.key_blame(rows, result, keyed)
         if new is not None:
             self._pending.setdefault("names", []).append(new)
-        if self._classes is not None:
-            data, new = self._classes.key(data)
-            if new is not None:
-                self._pending.setdefault("blame_classes", []).append(new)
+        data, new = keys.classes.key(data)
+        if new is not None:
+            self._pending.setdefault("blame_classes", []).append(new)
         self._insert_arrow("blame_data", data, compare_id)
 
     def _insert_result_rows(self, rows: pa.Table, compare_id: int) -> pa.Table:
         """One pair's ``result_rows``: its new names into ``names`` (and terms, lists of texts),
         its rows with their keys into ``result_data``; returns the rows with their names' keys
         (not names; their terms and texts as they came)."""
-        names, terms = self._load()
-        keyed, new = names.key(rows)
+        keys = self._load()
+        keyed, new = keys.names.key(rows)
         if new is not None:
             self._pending.setdefault("names", []).append(new)
-        data, new = terms.key(keyed, RESULT_TERMS)
+        data, new = keys.terms.key(keyed, RESULT_TERMS)
         if new is not None:
             self._pending.setdefault("terms", []).append(new)
-        if self._texts is not None and "texts" in data.column_names:  # not in md5 mode
-            data, new = self._texts.key(data)
+        if "texts" in data.column_names:  # not in md5 mode
+            data, new = keys.texts.key(data)
             if new is not None:
                 self._pending.setdefault("texts", []).append(new)
         self._insert_arrow("result_data", data, compare_id)
@@ -231,13 +222,9 @@ class RunRecorder:
             # the names, terms, lists of texts and blame classes the dropped transaction added
             # are gone from the file: from ours too
             if self._saved is None:
-                self._names = self._terms = self._texts = self._classes = None
-            elif (self._names is not None and self._terms is not None and self._texts is not None
-                  and self._classes is not None):
-                self._names.restore(self._saved[0])
-                self._terms.restore(self._saved[1])
-                self._texts.restore(self._saved[2])
-                self._classes.restore(self._saved[3])
+                self._keys = None
+            elif self._keys is not None:
+                self._keys.restore(self._saved)
 
     def _error(self, err: Exception) -> HistoryError:
         return HistoryError(f"{self.path}: could not record the compare ({first_lines(err)}); "
@@ -271,6 +258,27 @@ class RunRecorder:
                 self.con.execute(f"CHECKPOINT {ALIAS}")
             finally:
                 self.con.execute(f"DETACH {ALIAS}")
+
+
+@dataclass
+class _Keys:
+    """The history's dictionaries a run's rows are keyed by (names, terms, lists of texts, blame
+    classes), loaded together and restored together after a dropped transaction."""
+
+    names: _Names
+    terms: _Terms
+    texts: _Texts
+    classes: _Classes
+
+    def _parts(self) -> tuple[Any, ...]:
+        return self.names, self.terms, self.texts, self.classes
+
+    def state(self) -> tuple[Any, ...]:
+        return tuple(part.state() for part in self._parts())
+
+    def restore(self, state: tuple[Any, ...]) -> None:
+        for part, held in zip(self._parts(), state, strict=True):
+            part.restore(held)
 
 
 class _Names:
@@ -716,15 +724,11 @@ def _group_lists(chunk: pa.ListArray, seqs: Any, group: Any,
 
 
 def _validity(array: pa.Array) -> Any:
-    """``array``'s validity as numpy booleans, unpacked from its bitmap (all True without
-    one)."""
+    """``array``'s validity as numpy booleans (all True without a NULL: db.valid_mask)."""
     import numpy as np
 
-    bitmap = array.buffers()[0]
-    if bitmap is None or array.null_count == 0:
-        return np.ones(len(array), bool)
-    bits = np.unpackbits(np.frombuffer(bitmap, np.uint8), bitorder="little")
-    return bits[array.offset:array.offset + len(array)].astype(bool)
+    mask = db.valid_mask(array)
+    return np.ones(len(array), bool) if mask is None else mask
 
 
 def _offsets(array: pa.Array) -> Any:
