@@ -216,7 +216,13 @@ def run_jobs(jobs: list[PairJob], output_dir: Path, opts: Options,
         if failures and not results:
             raise InputError(f"every rank pair failed; first: {failures[0]}")
         if then is not None:
-            then(results)
+            # every pair is recorded: the run's own outputs (its blame) are written whole and
+            # the run is then complete, as a single compare is once its outputs exist; a Ctrl-C
+            # meanwhile, or while the history is checkpointed, is held (it had left the run's
+            # blame file behind a run reported as interrupted)
+            with interrupts.deferred():
+                then(results)
+                interrupts.settle()
     finally:
         if closing is not None:
             closing.wait()

@@ -77,14 +77,19 @@ def check(status: int, err: str, took: float, out: Path, db: Path, signum: int) 
     left = outputs(out)
     assert [n for n in left if n.startswith(".") or n.endswith(".tmp")] == [], left
     files = recorded_files(db)
+    # the run's own output (its blame, written once every pair is recorded): there exactly when
+    # the run completed, never behind a run reported as interrupted
+    run_files = [n for n in left if n.startswith("blame_") and n.endswith(".json")]
     # the outputs of the recorded pairs, all there, and nothing else
-    assert sorted(left) == files, err
+    assert sorted(n for n in left if n not in run_files) == files, err
     pairs = len(files) // 2
     if status == 0:  # every pair had been recorded when the signal came
         assert pairs == RANKS, err
+        assert len(run_files) == 1, (left, err)
     else:
         assert status == 130, err
         assert err.rstrip().splitlines()[-1] == LINE[signum], err
+        assert run_files == [], (left, err)
     return pairs
 
 
@@ -121,6 +126,20 @@ def test_pairs_recorded_before_ctrl_c_are_kept(workload: Path, tmp_path: Path) -
     proc = start(workload, out, db, "--workers", "2")
     seen = wait_for_line(proc, "recorded compare 1 ")
     assert check(*stop(proc, signal.SIGINT, seen), out, db, signal.SIGINT) >= 1
+
+
+def test_a_ctrl_c_once_the_runs_blame_is_written_lets_the_run_complete(
+        workload: Path, tmp_path: Path) -> None:
+    """Every pair is recorded and the run's blame file written (msq.blame.run.finish_run logs
+    its name): the run is complete, as a single compare once its outputs exist. A Ctrl-C now
+    (while the history is checkpointed) is held: exit 0 with every output, not an
+    "interrupted" run that leaves the run's blame file behind."""
+    out, db = tmp_path / "out", tmp_path / "h.duckdb"
+    proc = start(workload, out, db, "--workers", "2")
+    seen = wait_for_line(proc, "blame: the run's local sources are in")
+    status, err, took = stop(proc, signal.SIGINT, seen)
+    assert check(status, err, took, out, db, signal.SIGINT) == RANKS
+    assert status == 0, err
 
 
 def test_workers_die_with_a_killed_msq(workload: Path, tmp_path: Path,
