@@ -910,6 +910,9 @@ def compute_batch(inps: list[SingleInput], opts: Options, opened: EarlyDatabase,
     con.execute("INSERT INTO settings VALUES (?, ?, ?, ?, ?, ?, ?)",
                 [mode, False, False, False, False, False, False])
     load_batch(con, pairs)
+    for part in pairs:  # nothing reads them again (~95 MB a worker in a 4-pair root batch)
+        part.npu.release()
+        part.bench.release()
     db.load_views(con, variants=[mode, rules_variant(opts)], skip=unused_views(opts) | opened.views)
     # a view of ops, not a table (BATCH_VIEWS): op_pairs reads it alone (~37 M instructions a
     # 4-pair root batch to store its 40,000 rows, their keys as long texts); the database's own
