@@ -752,12 +752,14 @@ def _batch_history_rows(con: Any, mode: str, places: list[Any]) -> list[dict[str
         at = rows.schema.get_field_index("op_name")
         rows = rows.set_column(at, rows.schema.field(at), ops(rows.column("out_seq")))
     parts = [{"result_rows": part} for part in split_rows(rows, ranges)]
+    del rows  # split_rows cuts a combined copy: these chunks would stay to the batch's end
     for table, sql in prepare_blame(con):
         if table == "blame_rows":
             blame, runs = _blame_rows(con, sql)
             cut = split_rows(blame, ranges,
                              shifts={"out_seq": firsts,
                                      "op_seq": [place.op_base for place in places]})
+            del blame  # as rows above
             for part in parts:
                 part["blame_runs"] = runs
         else:  # blame_edges: its pair says whose (an edge's rows may have no output line)
