@@ -87,6 +87,16 @@ def test_a_batchs_summaries_are_each_pairs_own_as_tables(jobs, opts, tmp_path, m
     run, want_run = combine(batch, "r"), combine(own, "r")
     assert repr(run.sources) == repr(want_run.sources) and run.counts == want_run.counts
     assert repr(run.first) == repr(want_run.first) and run.n_sources == want_run.n_sources
+    # the run's local rows kept in no order: the worst and the top ones by blame_rank
+    for order in (1, -1):
+        kept = combine(batch, "r")
+        kept._rows = kept._rows.sort_by([("blame_rank", "ascending" if order > 0 else
+                                          "descending")])
+        top, worst = kept.top(3), kept.worst
+        assert len(kept.sources) == kept.n_sources > 3
+        assert [s["blame_rank"] for s in kept.sources] == list(range(1, kept.n_sources + 1))
+        assert repr(top) == repr(kept.sources[:3]) and repr(worst) == repr(kept.sources[0])
+        assert repr(kept.sources) == repr(run.sources) and kept.top(3) == top
     # the rows read in place (a typed table) or stored in a table first (as a column of
     # Arrow's null type makes combine do): the same run
     monkeypatch.setattr(pa.types, "is_null", lambda kind: True)
