@@ -80,14 +80,17 @@ class RunBlame:
         """The ``n`` worst local sources."""
         if isinstance(self._rows, list) or self._rows is None:
             return self.sources[:n]
+        import pyarrow as pa
         import pyarrow.compute as pc
 
         k = min(n, self._rows.num_rows)
         if k <= 0:
             return []
-        # (blame_rank is 1, 2, ... over the run's local rows: each row's own)
-        best = pc.select_k_unstable(self._rows, k, [("blame_rank", "ascending")])
-        return self._rows.take(best).sort_by("blame_rank").to_pylist()
+        # (blame_rank is 1, 2, ... over the run's local rows: each row's own); each row sliced
+        # (a take of the table's chunks concatenated each column first: ~1.5 ms for 20 rows)
+        best = pc.select_k_unstable(self._rows, k, [("blame_rank", "ascending")]).to_pylist()
+        return pa.concat_tables([self._rows.slice(i, 1) for i in best]) \
+            .sort_by("blame_rank").to_pylist()
 
     @property
     def worst(self) -> dict[str, Any] | None:
@@ -285,8 +288,8 @@ def combine(parts: list[RankBlame], run_id: str | None = None) -> RunBlame:
         if first_rank is not None:
             import pyarrow.compute as pc
 
-            result.first = result._rows.filter(
-                pc.equal(result._rows.column("blame_rank"), first_rank)).to_pylist()[0]
+            at = pc.index(result._rows.column("blame_rank"), first_rank).as_py()
+            result.first = result._rows.slice(at, 1).to_pylist()[0]
     finally:
         con.close()
     if moved:
