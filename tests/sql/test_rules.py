@@ -122,3 +122,57 @@ def test_bound_row_error_gives_the_views_rows(rule: Path, inputs: dict[str, dict
     want = con.execute("SELECT * FROM row_error ORDER BY out_seq").fetchall()
     got = con.execute(f"SELECT * FROM ({bound}) ORDER BY out_seq").fetchall()
     assert repr(got) == repr(want), case["case"]
+
+
+#: statistics for test_row_error_err_stat_is_the_first_statistic_at_the_greatest_error: ties,
+#: zero scales, non-finite values, overflowing differences, missing statistics
+_STAT_VALUES = [0.0, 1.0, -1.0, 2.0, 0.5, 3.0, 1e-300, 1e308, -1e308, math.inf, -math.inf,
+                math.nan, None]
+
+
+def test_row_error_err_stat_is_the_first_statistic_at_the_greatest_error() -> None:
+    """row_error's err_stat (statistics mode, tensor rows) names the first of Norm, Mean, Max and
+    Min whose error is >= the greatest of those after it, the statistic that set err: the view
+    tests each against err itself (equal to their greatest), which is the same where the four
+    errors are neither NULL nor NaN. On ~6,000 rows of ties, zero scales and non-finite values
+    each row's err_stat is the one this reference picks from the four errors made as the view
+    makes them (blame_fin, blame_rel: sql/compare/schema/15_error_macros.sql)."""
+    import random
+
+    rnd = random.Random(23)
+    small = [0.0, 1.0, 2.0, None]
+    rows = [tuple(rnd.choice(_STAT_VALUES) for _ in range(8)) for _ in range(3000)]
+    rows += [tuple(rnd.choice(small) for _ in range(8)) for _ in range(3000)]
+    con = db.connect()
+    db.run_schema(con)
+    con.execute("INSERT INTO settings (mode, compat) VALUES ('statistics', false)")
+    stats = ("max", "min", "mean", "norm")
+    con.executemany(
+        "INSERT INTO tensors (side, row_seq, is_tensor, numel, max_num, min_num, mean_num, "
+        "norm_num) VALUES (?, ?, true, ?, ?, ?, ?, ?)",
+        [(side, i, 1 + i % 5, *row[k * 4:k * 4 + 4])
+         for i, row in enumerate(rows) for k, side in enumerate(("npu", "bench"))])
+    con.execute("INSERT INTO compare_rows (out_seq, npu_row, bench_row, kind) "
+                "SELECT row_seq, row_seq, row_seq, 'matched' FROM tensors WHERE side = 'npu'")
+    rule = RULES / "row_error.sql"
+    db.create_view(con, db.SqlFile(rule.stem, rule.read_text(encoding="utf-8"), str(rule)))
+    errors = ", ".join(
+        f"blame_rel(n.{s}_num, b.{s}_num, {scale}) AS e_{s}" for s, scale in (
+            ("norm", "ns"), ("mean", "ns / sqrt(greatest(coalesce(n.numel, 1), 1))"),
+            ("max", "xs"), ("min", "xs")))
+    missing = " OR ".join(f"{t}.{s}_num IS NULL" for s in stats for t in ("n", "b"))
+    reference = con.execute(
+        "SELECT out_seq, CASE WHEN missing THEN NULL "
+        "WHEN e_norm >= greatest(e_mean, e_max, e_min) THEN 'Norm' "
+        "WHEN e_mean >= greatest(e_max, e_min) THEN 'Mean' "
+        "WHEN e_max >= e_min THEN 'Max' ELSE 'Min' END FROM ("
+        f"  SELECT r.out_seq, {missing} AS missing, {errors} FROM compare_rows r, tensors n, "
+        "  tensors b, LATERAL (SELECT greatest(blame_fin(n.norm_num), blame_fin(b.norm_num)) AS ns,"
+        "    greatest(blame_fin(n.max_num), blame_fin(n.min_num), blame_fin(b.max_num), "
+        "             blame_fin(b.min_num)) AS xs) "
+        "  WHERE n.side = 'npu' AND n.row_seq = r.npu_row AND b.side = 'bench' "
+        "  AND b.row_seq = r.bench_row) ORDER BY out_seq").fetchall()
+    got = con.execute("SELECT out_seq, err_stat FROM row_error ORDER BY out_seq").fetchall()
+    assert len(got) == len(rows) and got == reference
+    picked = {stat for _, stat in got}
+    assert picked == {None, "Norm", "Mean", "Max", "Min"}, picked

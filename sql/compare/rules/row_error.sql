@@ -48,14 +48,22 @@ parts AS (
 ),
 stat AS (
   SELECT parts.*,
-    CASE WHEN stat_missing THEN NULL ELSE greatest(e_norm, e_mean, e_max, e_min) END AS stat_err,
-    -- which statistic set stat_err (the first of Norm, Mean, Max, Min on a tie): verdict reasons
-    CASE WHEN stat_missing THEN NULL
-         WHEN e_norm >= greatest(e_mean, e_max, e_min) THEN 'Norm'
-         WHEN e_mean >= greatest(e_max, e_min) THEN 'Mean'
-         WHEN e_max >= e_min THEN 'Max'
-         ELSE 'Min' END AS stat_part
+    CASE WHEN stat_missing THEN NULL ELSE greatest(e_norm, e_mean, e_max, e_min) END AS stat_err
   FROM parts
+),
+part AS (
+  -- which statistic set stat_err (the first of Norm, Mean, Max, Min on a tie): verdict reasons.
+  -- The first whose error equals stat_err, their greatest: the same as the first that is >= the
+  -- greatest of those after it, as the four are never NULL or NaN where stat_err is not NULL
+  -- (blame_rel of two numbers: 0, 1, inf or |a-b| / a scale > 0); tested against stat_err, not
+  -- with three more greatest() of them (~3.4 M instructions of a 96,623-row batch)
+  SELECT stat.*,
+    CASE WHEN stat_missing THEN NULL
+         WHEN e_norm = stat_err THEN 'Norm'
+         WHEN e_mean = stat_err THEN 'Mean'
+         WHEN e_max = stat_err THEN 'Max'
+         ELSE 'Min' END AS stat_part
+  FROM stat
 )
 SELECT
   out_seq,
@@ -97,4 +105,4 @@ SELECT
   -- statistics mode: the statistic that set err ('Norm', 'Mean', 'Max' or 'Min'), else NULL
   CASE WHEN kind = 'matched' AND coalesce(tensors, false) AND NOT empty
             AND (SELECT mode FROM settings) = 'statistics' THEN stat_part END AS err_stat
-FROM stat
+FROM part
