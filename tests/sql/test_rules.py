@@ -124,6 +124,14 @@ def test_bound_row_error_gives_the_views_rows(rule: Path, inputs: dict[str, dict
     assert repr(got) == repr(want), case["case"]
 
 
+def test_bound_row_error_reads_no_tensor_metrics_outside_tensor_mode() -> None:
+    """Outside tensor mode the bound text has no join of ``tensor_metrics`` (filled by tensor
+    mode alone): its columns are typed NULLs; tensor mode keeps the join."""
+    for mode in ("statistics", "md5"):
+        assert "tensor_metrics" not in pipeline.bound_row_error(mode)
+    assert "LEFT JOIN tensor_metrics tm" in pipeline.bound_row_error("tensor")
+
+
 #: statistics for test_row_error_err_stat_is_the_first_statistic_at_the_greatest_error: ties,
 #: zero scales, non-finite values, overflowing differences, missing statistics
 _STAT_VALUES = [0.0, 1.0, -1.0, 2.0, 0.5, 3.0, 1e-300, 1e308, -1e308, math.inf, -math.inf,
