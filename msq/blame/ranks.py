@@ -80,16 +80,19 @@ class RunBlame:
         """The ``n`` worst local sources."""
         if isinstance(self._rows, list) or self._rows is None:
             return self.sources[:n]
+        import numpy as np
         import pyarrow as pa
-        import pyarrow.compute as pc
 
         k = min(n, self._rows.num_rows)
         if k <= 0:
             return []
-        # (blame_rank is 1, 2, ... over the run's local rows: each row's own); each row sliced
-        # (a take of the table's chunks concatenated each column first: ~1.5 ms for 20 rows)
-        best = pc.select_k_unstable(self._rows, k, [("blame_rank", "ascending")]).to_pylist()
-        return pa.concat_tables([self._rows.slice(i, 1) for i in best]) \
+        # (blame_rank is 1, 2, ... over the run's local rows: each row's own, never NULL; its k
+        # smallest by numpy's partition, not pyarrow's select_k over the table's chunks, ~7 M
+        # instructions a call); each row sliced (a take of the table's chunks concatenated each
+        # column first: ~1.5 ms for 20 rows)
+        ranks = self._rows.column("blame_rank").to_numpy()
+        best = np.argpartition(ranks, k - 1)[:k] if k < len(ranks) else range(len(ranks))
+        return pa.concat_tables([self._rows.slice(int(i), 1) for i in best]) \
             .sort_by("blame_rank").to_pylist()
 
     @property

@@ -93,7 +93,9 @@ def test_a_batchs_summaries_are_each_pairs_own_as_tables(jobs, opts, tmp_path, m
         kept._rows = kept._rows.sort_by([("blame_rank", "ascending" if order > 0 else
                                           "descending")])
         top, worst = kept.top(3), kept.worst
+        every, beyond = kept.top(kept.n_sources), kept.top(kept.n_sources + 1)
         assert len(kept.sources) == kept.n_sources > 3
+        assert repr(every) == repr(beyond) == repr(kept.sources)
         assert [s["blame_rank"] for s in kept.sources] == list(range(1, kept.n_sources + 1))
         assert repr(top) == repr(kept.sources[:3]) and repr(worst) == repr(kept.sources[0])
         assert repr(kept.sources) == repr(run.sources) and kept.top(3) == top
