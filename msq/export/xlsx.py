@@ -663,13 +663,27 @@ class _CRows:
     n_rows: int
     #: a pair's rows of a batch's (:func:`batch_sheets`): order[base:base + n_rows]
     base: int | None = None
+    #: a byte a column: non-zero where its text is compared with the column's before it and,
+    #: where the same, that cell copied (:func:`_twins`)
+    twins: bytes | None = None
 
     def render(self, start: int, offset: int, count: int, first_row: int) -> memoryview:
         """Rows ``start + offset`` .. ``+ count`` of the sheet order, numbered from ``first_row``
         (the C renderer's own buffer, not copied into bytes)."""
         assert _sheetxml is not None
         return memoryview(_sheetxml.render(self.columns, self.marks, self.order,
-                                           (self.base or 0) + start + offset, count, first_row))
+                                           (self.base or 0) + start + offset, count, first_row,
+                                           self.twins))
+
+
+def _twins(n_columns: int, texts: Collection[int], percented: Collection[int]) -> bytes:
+    """The text columns the C renderer compares with the column before them, a byte a column
+    (``_sheetxml.render``'s twins): a text column (not a percent one) right after another, as
+    each bench name, dtype and shape follows the NPU's (the same text in all but a few rows of
+    a compare: its cell is the same bytes, copied, not rendered again; the percents, numbers'
+    texts, rarely are, and a comparison of texts of one length costs them)."""
+    plain = set(texts) - set(percented)
+    return bytes(i > 0 and i in plain and i - 1 in plain for i in range(n_columns))
 
 
 _CELL_TYPE = "UNION(n DOUBLE, s VARCHAR, b BOOLEAN)"
@@ -855,7 +869,7 @@ def _c_rows_queried(con: duckdb.DuckDBPyConnection, spec: SheetSpec, types: dict
     # one gather index instead of an ORDER BY of every column
     order = np.argsort(table.column("_out_seq").to_numpy(), kind="stable").astype(np.int64)
     return _CRows(table, columns, table.column("_mark").chunk(0).buffers()[1],
-                  pa.py_buffer(order), n)
+                  pa.py_buffer(order), n, twins=_twins(len(spec.columns), texts, percented))
 
 
 def _spread_cell_texts(con: duckdb.DuckDBPyConnection, spec: SheetSpec, spread: Mapping[str, str],
@@ -974,7 +988,8 @@ def _c_rows_of(n: int, got: dict[str, ArrowColumn], n_columns: int,
     if seq[0] != "l" or mark[0] != "C":
         return None
     # one gather index instead of an ORDER BY of every column
-    return _CRows(got, columns, mark[4], order if order is not None else stable_order(seq[4]), n)
+    return _CRows(got, columns, mark[4], order if order is not None else stable_order(seq[4]), n,
+                  twins=_twins(n_columns, texts, percented))
 
 
 class _Sheets:

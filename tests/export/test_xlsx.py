@@ -213,6 +213,55 @@ def test_c_renderer_writes_the_sql_renderers_bytes():
 
 
 @pytest.mark.skipif(xlsx_c() is None, reason="msq.export._sheetxml is not built")
+def test_c_renderer_copies_twin_texts_and_numbers_printed_before_as_sql_renders_them():
+    """The C renderer copies a text column's cell from the column's before it where their texts
+    are the same (xlsx._twins: a text column right after another, as a bench name after the
+    NPU's) and a number's text from the numbers it printed before (its memo, by the number's
+    bits, 4,096 entries): texts the same, different, NULL, empty, escaped, formula-like and
+    blank-edged beside each other, under every mark; numbers repeated, evicted by ~8,000
+    others and special (-0.0, 0.0, NaN, infinities, subnormals, the 23-byte longest) render
+    as the SQL renderer's rows."""
+    import random
+
+    from msq.export import xlsx
+
+    rng = random.Random(15)
+    texts = [None, "", "a", "b", "=x", "+x", " lead", "a&b<c>", "x\x0by", "torch.float32",
+             "Functional.linear.0.forward.input.0", "\u00e9\u4e2d"]
+    special = [0.0, -0.0, float("nan"), float("inf"), float("-inf"), 5e-324, -2.2250738585072014e-308,
+               -1.2345678901234567e-300, 1e16, 0.1]
+    repeated = [rng.uniform(-1e3, 1e3) for _ in range(40)]
+    rows = []
+    for i in range(10_000):
+        a = texts[i % len(texts)]
+        b = a if i % 3 else rng.choice(texts)  # mostly a's text, else any (of one length too)
+        c = b if i % 5 else None
+        x = (rng.choice(repeated) if i % 4 == 0 else special[(i // 4) % len(special)] if i % 4 == 1
+             else rng.uniform(-1e9, 1e9))
+        y = x if i % 2 else rng.choice(repeated)
+        rows.append((i, a, b, c, x, y))
+    src = pa.table({"out_seq": pa.array([r[0] for r in rows], pa.int64()),
+                    **{name: pa.array([r[k] for r in rows], pa.string())
+                       for k, name in enumerate(("a", "b", "c"), 1)},
+                    **{name: pa.array([r[k] for r in rows], pa.float64())
+                       for k, name in enumerate(("x", "y"), 4)}})
+    con = duckdb.connect()
+    con.register("src", src)
+    con.execute("CREATE TABLE t AS SELECT * FROM src")
+    marks = ("SELECT out_seq, CASE out_seq % 3 WHEN 0 THEN 'red' WHEN 1 THEN 'yellow' END AS mark "
+             "FROM t WHERE out_seq % 3 < 2")
+    spec = SheetSpec("SELECT * FROM t", ["a", "b", "c", "x", "y"], ["a", "b", "c", "x", "y"], marks)
+    sql = b"".join(xlsx._row_tags(chunk, 2) for chunk in xlsx._rendered_rows(con, spec).chunks)
+    got = xlsx._c_rows(con, spec)
+    assert got is not None and got.twins == bytes([0, 1, 1, 0, 0])
+    # row by row: a failure names the rows that differ
+    assert bytes(got.render(0, 0, got.n_rows, 2)).split(b"</row>") == sql.split(b"</row>")
+    plain = dataclasses.replace(got, twins=None)
+    assert bytes(plain.render(0, 0, got.n_rows, 2)) == sql
+    assert b"<v>-0</v>" in sql and b"<v>nan</v>" in sql and b"&amp;" in sql
+
+
+@pytest.mark.skipif(xlsx_c() is None, reason="msq.export._sheetxml is not built")
 def test_kept_render_buffers_hold_only_the_rows_rendered_into_them():
     """Inside batch_sheets the C renderer's buffers are kept from one render to the next: rows
     rendered into a kept buffer (a larger render's, or a smaller one's grown) are those a fresh
