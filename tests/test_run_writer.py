@@ -154,6 +154,9 @@ def _names(path: Path) -> tuple[list[tuple[int, str | None]], list[tuple]]:
                             "ORDER BY ALL").fetchall()
         # the lists of texts as keys into texts (schema version 10; result_data's texts_id above)
         rows += con.execute("SELECT * FROM texts ORDER BY texts_id").fetchall()
+        # the classes as keys (schema versions 11 and 12: the class_id columns above)
+        rows += con.execute("SELECT * FROM result_classes ORDER BY class_id").fetchall()
+        rows += con.execute("SELECT * FROM blame_classes ORDER BY class_id").fetchall()
     return names, rows
 
 
@@ -403,25 +406,72 @@ def test_texts_keyed_by_the_rule_the_single_card_recorder_follows():
     assert keyed.column("texts_id").to_pylist() == [4, 4] and new is None
 
 
+def _class_reference(known: list[tuple], rows: list[tuple]) -> tuple[list[int], list]:
+    """The rule _Classes.key follows, written out in Python: each row's class's key, and the
+    classes new to ``known`` in the order of their first row (out_seq)."""
+    added: list[tuple] = []
+    for _, cls in sorted(rows, key=lambda r: r[0]):
+        if cls not in known and cls not in added:
+            added.append(cls)
+    keys = {c: i + 1 for i, c in enumerate(known + added)}
+    return [keys[c] for _, c in rows], added
+
+
+def _check_classes(columns: tuple[str, ...], types: dict[str, pa.DataType],
+                   pairs: list[list[tuple]], dictionary_columns: tuple[str, ...],
+                   classes_made: int) -> None:
+    """_Classes.key over ``pairs`` (each a list of (out_seq, class)), against
+    :func:`_class_reference`: in one chunk, in chunks (an empty one among them), and with
+    ``dictionary_columns`` dictionary-encoded."""
+    import pyarrow.compute as pc
+
+    from msq.history.run_recorder import _Classes
+
+    for cuts, dictionary in (((), False), ((2, 2, 4), False), ((1, 3), True)):
+        classes = _Classes.__new__(_Classes)
+        classes.table, classes.columns = "classes", columns
+        classes.keys, classes.texts = {}, pa.array(["clean", "x"])
+        known: list[tuple] = []
+        for rows in pairs:
+            values = {c: [cls[i] for _, cls in rows] for i, c in enumerate(columns)}
+            table = pa.table({"out_seq": pa.array([s for s, _ in rows], pa.int64()),
+                              **{c: pa.array(v, types.get(c, pa.string()))
+                                 for c, v in values.items()},
+                              "reason": pa.array(["x"] * len(rows))})
+            table = _chunked(table, *[c for c in cuts if c <= len(rows)])
+            if dictionary:  # (as DuckDB sends an ENUM: its dictionary may hold more texts)
+                for c in dictionary_columns:
+                    at = table.schema.get_field_index(c)
+                    table = table.set_column(at, c, pa.chunked_array([
+                        pa.DictionaryArray.from_arrays(
+                            chunk.indices, pa.concat_arrays([chunk.dictionary,
+                                                             pa.array(["unused"])]))
+                        for chunk in pc.dictionary_encode(table.column(c)).chunks]))
+            keyed, new = classes.key(table)
+            want_rows, want_new = _class_reference(known, rows)
+            assert keyed.column_names == ["out_seq", "reason", "class_id"]
+            assert keyed.schema.field("class_id").type == pa.int32()
+            assert keyed.column("class_id").to_pylist() == want_rows
+            if want_new:
+                assert new is not None and new.column_names == ["class_id", *columns]
+                assert [tuple(r[c] for c in columns) for r in new.to_pylist()] == want_new
+                assert new.column("class_id").to_pylist() == list(
+                    range(len(known) + 1, len(known) + 1 + len(want_new)))
+            else:
+                assert new is None
+            known += want_new
+        assert len(known) == classes_made
+        assert classes.keys == {c: i + 1 for i, c in enumerate(known)}
+
+
 def test_blame_classes_keyed_by_the_rule_the_single_card_recorder_follows():
-    """_Classes.key: the nine class columns replaced by ``class_id`` (INTEGER), each row's
+    """_Classes.key: blame's nine class columns replaced by ``class_id`` (INTEGER), each row's
     combination's key: known ones keep theirs, a pair's new ones are keyed after the largest in
     the order of their first row (out_seq, not the order the rows come in), each once, a NULL
     equal to a NULL (and not to an empty text or False); rows in chunks (an empty one among
     them) and columns that come dictionary-encoded (a text no row holds in the dictionary)
     keyed as in one chunk of texts. Checked against that rule written out in Python."""
-    import pyarrow.compute as pc
-
     from msq.history.recorder import BLAME_CLASS_COLUMNS
-    from msq.history.run_recorder import _Classes
-
-    def reference(known: list[tuple], rows: list[tuple]) -> tuple[list[int], list]:
-        added: list[tuple] = []
-        for _, cls in sorted(rows, key=lambda r: r[0]):
-            if cls not in known and cls not in added:
-                added.append(cls)
-        keys = {c: i + 1 for i, c in enumerate(known + added)}
-        return [keys[c] for _, c in rows], added
 
     out = ("output", "output", "forward", False, False, "statistics", "dtype float32", "clean",
            None)
@@ -436,41 +486,32 @@ def test_blame_classes_keyed_by_the_rule_the_single_card_recorder_follows():
         [(0, blank), (1, out)],  # nothing new
         [(9, inp[:7] + ("local", "hash")), (2, inp[:7] + ("local", "hash")), (5, out)],
     ]
-    for cuts, dictionary in (((), False), ((2, 2, 4), False), ((1, 3), True)):
-        classes = _Classes.__new__(_Classes)
-        classes.keys, classes.texts = {}, pa.array(["clean", "x"])
-        known: list[tuple] = []
-        for rows in pairs:
-            columns = {c: [cls[i] for _, cls in rows] for i, c in enumerate(BLAME_CLASS_COLUMNS)}
-            table = pa.table({"out_seq": pa.array([s for s, _ in rows], pa.int64()),
-                              **{c: pa.array(v, pa.bool_() if c in ("is_module", "collective")
-                                             else pa.string()) for c, v in columns.items()},
-                              "reason": pa.array(["x"] * len(rows))})
-            table = _chunked(table, *[c for c in cuts if c <= len(rows)])
-            if dictionary:  # (as DuckDB sends an ENUM: its dictionary may hold more texts)
-                for c in ("io", "verdict", "link"):
-                    at = table.schema.get_field_index(c)
-                    table = table.set_column(at, c, pa.chunked_array([
-                        pa.DictionaryArray.from_arrays(
-                            chunk.indices, pa.concat_arrays([chunk.dictionary,
-                                                             pa.array(["unused"])]))
-                        for chunk in pc.dictionary_encode(table.column(c)).chunks]))
-            keyed, new = classes.key(table)
-            want_rows, want_new = reference(known, rows)
-            assert keyed.column_names == ["out_seq", "reason", "class_id"]
-            assert keyed.schema.field("class_id").type == pa.int32()
-            assert keyed.column("class_id").to_pylist() == want_rows
-            if want_new:
-                assert new is not None and new.column_names == ["class_id",
-                                                                *BLAME_CLASS_COLUMNS]
-                assert [tuple(r[c] for c in BLAME_CLASS_COLUMNS)
-                        for r in new.to_pylist()] == want_new
-                assert new.column("class_id").to_pylist() == list(
-                    range(len(known) + 1, len(known) + 1 + len(want_new)))
-            else:
-                assert new is None
-            known += want_new
-        assert len(known) == 7 and classes.keys == {c: i + 1 for i, c in enumerate(known)}
+    _check_classes(BLAME_CLASS_COLUMNS, {c: pa.bool_() for c in ("is_module", "collective")},
+                   pairs, ("io", "verdict", "link"), 7)
+
+
+def test_result_classes_keyed_by_the_rule_the_single_card_recorder_follows():
+    """_Classes.key on result rows' ten class columns (schema version 12), as on blame's: the
+    same rule, with a boolean (failing) and an integer (severity: NULL, 0, 2, a negative and a
+    large one, a pair whose rows all hold NULL), rows in chunks and texts dictionary-encoded."""
+    from msq.history.recorder import RESULT_CLASS_COLUMNS
+
+    ok = ("matched", "torch.float32", "torch.float32", "", "pass", False, "", None, None, 0)
+    red = ("matched", "torch.float16", "torch.float32", "Warning", "warning", True,
+           "Need double check api accuracy.", "red", "relative error", 2)
+    gone = ("npu_only", "torch.float32", None, "N/A", "unmatched", None,
+            "No bench data matched", None, None, None)
+    nulls = (None,) * 10
+    pairs = [
+        [(3, red), (1, ok), (2, ok), (0, gone), (4, red), (5, nulls)],
+        [(0, red[:9] + (-3,)), (1, ok[:9] + (2 ** 14,)), (2, ok), (3, nulls),
+         (4, ok[:5] + (True,) + ok[6:])],
+        [(0, gone), (1, ok)],  # nothing new
+        [(0, nulls), (1, nulls[:9] + (None,))],  # severity NULL on every row: nothing new
+        [(9, red[:4] + ("fail",) + red[5:]), (2, red[:4] + ("fail",) + red[5:]), (5, ok)],
+    ]
+    _check_classes(RESULT_CLASS_COLUMNS, {"failing": pa.bool_(), "severity": pa.int32()},
+                   pairs, ("kind", "verdict", "mark"), 8)
 
 
 def test_names_of_a_dropped_pair_are_dropped_too(pairs, tmp_path):

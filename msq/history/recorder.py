@@ -546,14 +546,57 @@ FROM known
 """
 _INSERT_NEW_NAMES = (f"INSERT INTO {ALIAS}.names SELECT name_id, name FROM hist_keys WHERE new "
                      "ORDER BY name_id")
+#: The columns of result_rows the history keeps as keys into its ``terms`` (schema version 8:
+#: ``<column>_id`` in result_data; docs/schema.md): the shapes (:data:`RESULT_CLASS_COLUMNS`'
+#: texts too in versions 8 to 11)
+RESULT_TERMS = ("npu_shape", "bench_shape")
+#: result_rows' and blame_rows' columns kept as term keys in versions 8 to 11 and 8 to 10
+RESULT_TERMS_8 = ("kind", "npu_dtype", "bench_dtype", "npu_shape", "bench_shape", "result",
+                  "verdict", "err_message", "mark", "mark_rules")
+BLAME_TERMS = ("io", "role", "direction", "err_kind", "floor_source", "verdict", "link")
+#: result_rows' columns the history keeps together, each distinct combination of them once in
+#: ``result_classes`` (schema version 12: ``result_data.class_id``, its key; docs/schema.md)
+RESULT_CLASS_COLUMNS = ("kind", "npu_dtype", "bench_dtype", "result", "verdict", "failing",
+                        "err_message", "mark", "mark_rules", "severity")
+
+
+def _same_class(columns: tuple[str, ...]) -> str:
+    """``c`` and ``r`` (two relations' aliases) of the same class: every one of ``columns``
+    equal, NULL to NULL."""
+    return " AND ".join(f"c.{c} IS NOT DISTINCT FROM r.{c}" for c in columns)
+
+
+# A compare's classes (of result_classes or blame_classes: the table and its columns) the history
+# lacks, keyed after the largest in the order of their first row (as run_recorder._Classes keys
+# them)
+_NEW_CLASSES = f"""
+INSERT INTO {ALIAS}.{{table}}
+SELECT (SELECT coalesce(max(class_id), 0) FROM {ALIAS}.{{table}})
+         + (row_number() OVER (ORDER BY first))::INTEGER, {{columns}}
+FROM (SELECT {{columns}}, min(out_seq) AS first FROM {{rows}} GROUP BY ALL) r
+WHERE NOT EXISTS (SELECT 1 FROM {ALIAS}.{{table}} c WHERE {{same}})
+"""
+
+
+def insert_classes(con: duckdb.DuckDBPyConnection, rows: str, table: str,
+                   columns: tuple[str, ...]) -> None:
+    """The classes (combinations of ``columns``) of the relation ``rows`` that the history's
+    ``table`` lacks, keyed into it. Inside the caller's transaction."""
+    con.execute(_NEW_CLASSES.format(table=table, columns=", ".join(columns), rows=rows,
+                                    same=_same_class(columns)))
+
+
 # The rows with their names' keys (0: NULL, the absent side), from hist_keys' positions.
 _KEYED_ROWS = f"""
 INSERT INTO {ALIAS}.result_data BY NAME
-SELECT ?::BIGINT AS compare_id, r.* EXCLUDE (op_name, npu_name, bench_name{{texts}}, {{terms}}),
+SELECT ?::BIGINT AS compare_id,
+       r.* EXCLUDE (op_name, npu_name, bench_name{{texts}}, {{terms}},
+                    {", ".join(RESULT_CLASS_COLUMNS)}),
        coalesce(k.op_id, 0) AS op_id, coalesce(k.npu_id, 0) AS npu_id,
-       coalesce(k.bench_id, 0) AS bench_id, {{term_ids}}{{texts_id}}
+       coalesce(k.bench_id, 0) AS bench_id, {{term_ids}}{{texts_id}}, c.class_id
 FROM {{rows}} r
 {{texts_join}}
+LEFT JOIN {ALIAS}.result_classes c ON {_same_class(RESULT_CLASS_COLUMNS)}
 LEFT JOIN (SELECT pos // 3 AS out_seq, max(name_id) FILTER (pos % 3 = 0) AS op_id,
                   max(name_id) FILTER (pos % 3 = 1) AS npu_id,
                   max(name_id) FILTER (pos % 3 = 2) AS bench_id
@@ -561,13 +604,6 @@ LEFT JOIN (SELECT pos // 3 AS out_seq, max(name_id) FILTER (pos % 3 = 0) AS op_i
            GROUP BY ALL) k USING (out_seq)
 {{term_joins}}
 """
-
-#: The columns of result_rows and of blame_rows the history keeps as keys into its ``terms``
-#: (schema version 8: ``<column>_id`` in result_data and blame_data; docs/schema.md); blame's
-#: in versions 8 to 10 only (:data:`BLAME_CLASS_COLUMNS` since 11)
-RESULT_TERMS = ("kind", "npu_dtype", "bench_dtype", "npu_shape", "bench_shape", "result",
-                "verdict", "err_message", "mark", "mark_rules")
-BLAME_TERMS = ("io", "role", "direction", "err_kind", "floor_source", "verdict", "link")
 
 # A compare's terms the history lacks, keyed after the largest in their sorted order (as
 # run_recorder._Terms keys them); read from the rows' term columns alone (the rows' other
@@ -633,18 +669,6 @@ BLAME_RUN_COLUMNS = ("run_id", "floor_factor", "amp_limit", "noise_source")
 #: ``blame_classes`` (schema version 11: ``blame_data.class_id``, its key; docs/schema.md)
 BLAME_CLASS_COLUMNS = ("io", "role", "direction", "is_module", "collective", "err_kind",
                        "floor_source", "verdict", "link")
-#: ``c`` and ``r`` (two relations' aliases) of the same blame class: every column of
-#: :data:`BLAME_CLASS_COLUMNS` equal, NULL to NULL
-_SAME_CLASS = " AND ".join(f"c.{c} IS NOT DISTINCT FROM r.{c}" for c in BLAME_CLASS_COLUMNS)
-# A compare's blame classes the history lacks, keyed after the largest in the order of their
-# first row (as run_recorder._Classes keys them)
-_NEW_BLAME_CLASSES = f"""
-INSERT INTO {ALIAS}.blame_classes
-SELECT (SELECT coalesce(max(class_id), 0) FROM {ALIAS}.blame_classes)
-         + (row_number() OVER (ORDER BY first))::INTEGER, {", ".join(BLAME_CLASS_COLUMNS)}
-FROM (SELECT {", ".join(BLAME_CLASS_COLUMNS)}, min(out_seq) AS first FROM {{rows}} GROUP BY ALL) r
-WHERE NOT EXISTS (SELECT 1 FROM {ALIAS}.blame_classes c WHERE {_SAME_CLASS})
-"""
 _KEYED_BLAME = f"""
 INSERT INTO {ALIAS}.blame_data BY NAME
 SELECT ?::BIGINT AS compare_id,
@@ -654,7 +678,7 @@ SELECT ?::BIGINT AS compare_id,
 FROM {{rows}} r
 LEFT JOIN {ALIAS}.names o ON o.name = r.op_name
 LEFT JOIN {ALIAS}.names n ON n.name = r.npu_name
-LEFT JOIN {ALIAS}.blame_classes c ON {_SAME_CLASS}
+LEFT JOIN {ALIAS}.blame_classes c ON {_same_class(BLAME_CLASS_COLUMNS)}
 """
 
 
@@ -669,7 +693,7 @@ def insert_blame_table(con: duckdb.DuckDBPyConnection, table: str, rows: str,
                     f"FROM {rows}", [compare_id])
         return
     con.execute(_NEW_BLAME_NAMES.format(rows=rows))
-    con.execute(_NEW_BLAME_CLASSES.format(rows=rows))
+    insert_classes(con, rows, "blame_classes", BLAME_CLASS_COLUMNS)
     con.execute(_BLAME_RUN.format(rows=rows), [compare_id])
     con.execute(_KEYED_BLAME.format(rows=rows), [compare_id])
 
@@ -696,8 +720,9 @@ def insert_result_rows(con: duckdb.DuckDBPyConnection, rows: str, compare_id: in
                        names: str | None = None, new_names: bool = True,
                        texts: bool = True) -> None:
     """Append one compare's output rows (the relation ``rows``, in ``result_rows``' shape
-    without compare_id) to the attached history: new names into ``names`` and new terms into
-    ``terms``, the rows with their names' and terms' keys into ``result_data``. Inside the
+    without compare_id) to the attached history: new names into ``names``, new terms into
+    ``terms`` and new classes into ``result_classes`` (schema version 12), the rows with their
+    names', terms' and class's keys into ``result_data``. Inside the
     caller's transaction. The rows' lists of texts go into ``texts``, the rows holding their
     keys (schema version 10; ``texts``: False for rows without the column, md5 mode's).
 
@@ -707,6 +732,7 @@ def insert_result_rows(con: duckdb.DuckDBPyConnection, rows: str, compare_id: in
     if new_names:
         insert_names(con, names or rows)
     insert_terms(con, rows, RESULT_TERMS)
+    insert_classes(con, rows, "result_classes", RESULT_CLASS_COLUMNS)
     keyed = {"texts": "", "texts_id": "", "texts_join": ""}
     if texts:
         con.execute(_NEW_TEXTS.format(rows=rows))

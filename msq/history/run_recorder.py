@@ -33,6 +33,7 @@ from msq.history.recorder import (
     ALIAS,
     BLAME_CLASS_COLUMNS,
     BLAME_RUN_COLUMNS,
+    RESULT_CLASS_COLUMNS,
     RESULT_TERMS,
     ROW_GROUP_ROWS,
     _insert_compare,
@@ -56,7 +57,7 @@ class RunRecorder:
         self.con, self.path = con, path
         self._keys: _Keys | None = None  # the history's dictionaries, loaded at the first append
         self._saved: tuple[Any, ...] | None = None  # their state when the transaction began
-        # the names, terms, lists of texts and blame classes new in the open transaction,
+        # the names, terms, lists of texts and classes new in the open transaction,
         # inserted at its commit: one INSERT each for its pairs, not one a pair (~3.5 M
         # instructions each to register and plan)
         self._pending: dict[str, list[pa.Table]] = {}
@@ -106,7 +107,8 @@ class RunRecorder:
         open transaction is in them yet)."""
         if self._keys is None:
             self._keys = _Keys(_Names(self.con), _Terms(self.con), _Texts(self.con),
-                               _Classes(self.con))
+                               _Classes(self.con, "blame_classes", BLAME_CLASS_COLUMNS),
+                               _Classes(self.con, "result_classes", RESULT_CLASS_COLUMNS))
             self._saved = self._state()
         return self._keys
 
@@ -187,6 +189,9 @@ class RunRecorder:
         data, new = keys.terms.key(keyed, RESULT_TERMS)
         if new is not None:
             self._pending.setdefault("terms", []).append(new)
+        data, new = keys.results.key(data)
+        if new is not None:
+            self._pending.setdefault("result_classes", []).append(new)
         if "texts" in data.column_names:  # not in md5 mode
             data, new = keys.texts.key(data)
             if new is not None:
@@ -202,9 +207,9 @@ class RunRecorder:
 
         interrupts.settle()
         try:
-            # the transaction's new names, terms, lists of texts and blame classes, in the order
-            # they were keyed
-            for table in ("names", "terms", "texts", "blame_classes"):
+            # the transaction's new names, terms, lists of texts and classes, in the order they
+            # were keyed
+            for table in ("names", "terms", "texts", "result_classes", "blame_classes"):
                 parts = self._pending.pop(table, [])
                 if parts:
                     self._insert_arrow(table, pa.concat_tables(parts), None)
@@ -219,7 +224,7 @@ class RunRecorder:
             self._pending = {}
             with contextlib.suppress(duckdb.Error):
                 self.con.execute("ROLLBACK")
-            # the names, terms, lists of texts and blame classes the dropped transaction added
+            # the names, terms, lists of texts and classes the dropped transaction added
             # are gone from the file: from ours too
             if self._saved is None:
                 self._keys = None
@@ -263,15 +268,16 @@ class RunRecorder:
 @dataclass
 class _Keys:
     """The history's dictionaries a run's rows are keyed by (names, terms, lists of texts, blame
-    classes), loaded together and restored together after a dropped transaction."""
+    and result classes), loaded together and restored together after a dropped transaction."""
 
     names: _Names
     terms: _Terms
     texts: _Texts
-    classes: _Classes
+    classes: _Classes  # blame's
+    results: _Classes  # the result rows'
 
     def _parts(self) -> tuple[Any, ...]:
-        return self.names, self.terms, self.texts, self.classes
+        return self.names, self.terms, self.texts, self.classes, self.results
 
     def state(self) -> tuple[Any, ...]:
         return tuple(part.state() for part in self._parts())
@@ -537,29 +543,39 @@ class _Texts:
 
 
 class _Classes:
-    """The history's blame classes (class_id -> io, role, direction, is_module, collective,
-    err_kind, floor_source, verdict, link; ``blame_data.class_id``, schema version 11), held by
-    the driver for the run as :class:`_Names` holds the names. A pair's nine columns
-    (``recorder.BLAME_CLASS_COLUMNS``) are replaced by one key; the combinations new to the
+    """The history's classes of one table (``result_classes``, schema version 12: class_id ->
+    kind, npu_dtype, bench_dtype, result, verdict, failing, err_message, mark, mark_rules,
+    severity, ``result_data.class_id``; ``blame_classes``, version 11: class_id -> io, role,
+    direction, is_module, collective, err_kind, floor_source, verdict, link,
+    ``blame_data.class_id``), held by the driver for the run as :class:`_Names` holds the names.
+    A pair's columns of the class (``recorder.RESULT_CLASS_COLUMNS``,
+    ``recorder.BLAME_CLASS_COLUMNS``) are replaced by one key; the combinations new to the
     history are keyed after the largest in the order of their first row, as the single-card
-    recorder's SQL keys them (``recorder._NEW_BLAME_CLASSES``). DuckDB then stores one integer a
-    row, not nine it would append, scan back, analyse and compress (~58 M instructions a
-    24,500-row pair with their terms' lookups; ~45 combinations a pair)."""
+    recorder's SQL keys them (``recorder._NEW_CLASSES``). DuckDB then stores one integer a row,
+    not ten or nine it would append, scan back, analyse and compress (~58 M instructions a
+    24,500-row pair each with their terms' lookups; ~21 and ~45 combinations a pair)."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
+    def __init__(self, con: duckdb.DuckDBPyConnection, table: str,
+                 columns: tuple[str, ...]) -> None:
         import pyarrow as pa
 
-        known = con.execute(f"SELECT class_id, {', '.join(BLAME_CLASS_COLUMNS)} "
-                            f"FROM {ALIAS}.blame_classes ORDER BY class_id").fetchall()
+        self.table, self.columns = table, columns
+        known = con.execute(f"SELECT class_id, {', '.join(columns)} "
+                            f"FROM {ALIAS}.{table} ORDER BY class_id").fetchall()
         # keyed 1, 2, 3, ... (else the pair is not recorded: "could not record the compare")
         if [row[0] for row in known] != list(range(1, len(known) + 1)):
-            raise ValueError(f"the history's {len(known)} blame classes are not keyed 1, 2, 3, "
+            raise ValueError(f"the history's {len(known)} {table} are not keyed 1, 2, 3, "
                              "...: the file was changed by hand")
         self.keys: dict[tuple[Any, ...], int] = {tuple(row[1:]): row[0] for row in known}
         # the texts of the known classes, each once (what a pair's texts are looked up in)
-        texts = {row[1 + i] for row in known for i, column in enumerate(BLAME_CLASS_COLUMNS)
-                 if column not in _BOOLEANS} - {None}
+        texts = {row[1 + i] for row in known for i, column in enumerate(columns)
+                 if column in self.text_columns} - {None}
         self.texts = pa.array(sorted(texts), pa.string())
+
+    @property
+    def text_columns(self) -> tuple[str, ...]:
+        """The class's columns that are texts."""
+        return tuple(c for c in self.columns if c not in _BOOLEANS + _INTEGERS)
 
     def state(self) -> Any:
         return self.keys, self.texts  # not changed in place: key() makes new ones when it adds
@@ -568,13 +584,14 @@ class _Classes:
         self.keys, self.texts = state
 
     def key(self, rows: pa.Table) -> tuple[pa.Table, pa.Table | None]:
-        """``rows`` with the nine columns replaced by their class's key (``class_id``, INTEGER),
-        and the table (class_id and the nine columns) of the classes new to the history (None:
-        none), which this dictionary now holds.
+        """``rows`` with the class's columns replaced by their class's key (``class_id``,
+        INTEGER), and the table (class_id and the columns) of the classes new to the history
+        (None: none), which this dictionary now holds.
 
-        The seven text columns are looked up together in the texts of the classes held (one
-        array of them all, as :class:`_Terms` looks up terms; a column that comes
-        dictionary-encoded, its dictionaries alone), the booleans taken as 0, 1, 2; a row's
+        The text columns are looked up together in the texts of the classes held (one array of
+        them all, as :class:`_Terms` looks up terms; a column that comes dictionary-encoded, its
+        dictionaries alone), the booleans taken as 0, 1, 2, an integer as 1 + its distance from
+        the pair's least (0: NULL); a row's
         codes are made one number in numpy, the numbers dictionary-encoded, and each distinct
         combination made a Python tuple once."""
         import numpy as np
@@ -584,7 +601,7 @@ class _Classes:
         count = rows.num_rows
         # what is looked up: each text column's chunks, or its chunks' dictionaries
         parts = [chunk.dictionary if pa.types.is_dictionary(chunk.type) else chunk
-                 for column in _TEXT_COLUMNS for chunk in rows.column(column).chunks]
+                 for column in self.text_columns for chunk in rows.column(column).chunks]
         texts = pa.chunked_array([part.cast(pa.string()) for part in parts], pa.string())
         found = _whole(pc.index_in(texts, value_set=self.texts))
         fresh = pc.and_(pc.is_null(found), _whole(pc.is_valid(texts)))
@@ -598,7 +615,7 @@ class _Classes:
         places = pc.fill_null(pc.add(found, _int32(1)), _int32(0)).to_numpy()
         by_column: dict[str, Any] = {}  # each text column's places, a row's each
         at = 0
-        for column in _TEXT_COLUMNS:
+        for column in self.text_columns:
             pieces = []
             for chunk in rows.column(column).chunks:
                 if pa.types.is_dictionary(chunk.type):  # its rows' places from its dictionary's
@@ -616,11 +633,21 @@ class _Classes:
         codes = np.zeros(count, np.int64)  # the row's combination so far, as one number
         width = 1  # codes are below this
         columns: list[Any] = []  # each column's code of each row
-        for column in BLAME_CLASS_COLUMNS:
+        least: dict[str, int] = {}  # each integer column's least value in the pair
+        for column in self.columns:
             if column in _BOOLEANS:  # 0: NULL, 1: False, 2: True
                 flags = _whole(rows.column(column)).cast(pa.int8())
                 code = pc.fill_null(pc.add(flags, _int8(1)), _int8(0)).to_numpy()
                 base = 3
+            elif column in _INTEGERS:  # 0: NULL, 1 + (value - the least)
+                numbers = _whole(rows.column(column)).cast(pa.int64())
+                low, high = pc.min_max(numbers).values()
+                if low.as_py() is None:
+                    code, base = np.zeros(count, np.int64), 1
+                else:
+                    least[column] = low.as_py()
+                    code = pc.fill_null(numbers, low.as_py() - 1).to_numpy() - (low.as_py() - 1)
+                    base = high.as_py() - low.as_py() + 2
             else:
                 code, base = by_column[column], size
             if width * base >= 2 ** 62:  # made dense again: as many codes as distinct ones
@@ -644,8 +671,9 @@ class _Classes:
             firsts = np.full(kinds, np.iinfo(np.int64).max)
             np.minimum.at(firsts, which, seqs)
         classes = [tuple((None, False, True)[code[head]] if column in _BOOLEANS
-                         else values[code[head]]
-                         for column, code in zip(BLAME_CLASS_COLUMNS, columns, strict=True))
+                         else (None if not code[head] else int(code[head]) - 1 + least[column])
+                         if column in _INTEGERS else values[code[head]]
+                         for column, code in zip(self.columns, columns, strict=True))
                    for head in heads.tolist()]
         known = self.keys
         keys = np.array([known.get(c, 0) for c in classes], np.int64)
@@ -663,15 +691,17 @@ class _Classes:
                                                  pa.int32()),
                             **{column: pa.array([c[i] for c in made],
                                                 pa.bool_() if column in _BOOLEANS
+                                                else pa.int16() if column in _INTEGERS
                                                 else pa.string())
-                               for i, column in enumerate(BLAME_CLASS_COLUMNS)}})
+                               for i, column in enumerate(self.columns)}})
         ids = pa.array(keys[which].astype(np.int32))
-        return rows.drop_columns(list(BLAME_CLASS_COLUMNS)).append_column("class_id", ids), new
+        return rows.drop_columns(list(self.columns)).append_column("class_id", ids), new
 
 
-#: The blame class columns that are booleans, and the texts
-_BOOLEANS = ("is_module", "collective")
-_TEXT_COLUMNS = tuple(c for c in BLAME_CLASS_COLUMNS if c not in _BOOLEANS)
+#: The class columns that are booleans, and integers (result_classes.severity, a SMALLINT); the
+#: others are texts
+_BOOLEANS = ("is_module", "collective", "failing")
+_INTEGERS = ("severity",)
 
 
 def _group_lists(chunk: pa.ListArray, seqs: Any, group: Any,

@@ -136,6 +136,52 @@ def count(db: Path, query: str = "SELECT count(*) FROM compares") -> int:
         con.close()
 
 
+def result_as_version_11(con: duckdb.DuckDBPyConnection) -> None:
+    """Rewrite a history (open in ``con``) into the layout schema versions 8 to 11 wrote for
+    result_data: its kind, npu_dtype, bench_dtype, result, verdict, err_message, mark and
+    mark_rules as keys into ``terms`` and failing and severity as columns (no
+    ``result_classes``), the same rows in recording order, and the view result_rows reading them
+    (sql/history/migrate/v10.sql's). The classes' texts that ``terms`` lacks are added to it
+    (after the largest key, in their sorted order, as a version-11 msq added a compare's new
+    terms). Nothing to do on a file without the table result_classes."""
+    from msq import db as db_sql
+    from msq.history.recorder import RESULT_CLASS_COLUMNS, RESULT_TERMS_8
+
+    if not con.execute("SELECT count(*) FROM duckdb_tables() "
+                       "WHERE table_name = 'result_classes'").fetchall()[0][0]:
+        return
+    v10 = db_sql.sql_file("history/migrate/v10.sql").text
+    texts = tuple(c for c in RESULT_TERMS_8 if c in RESULT_CLASS_COLUMNS)
+    con.execute("INSERT INTO terms SELECT (SELECT coalesce(max(term_id), 0) FROM terms) "
+                "+ (row_number() OVER (ORDER BY term))::INTEGER, term "
+                f"FROM (SELECT DISTINCT unnest([{', '.join(texts)}]) AS term "
+                "FROM result_classes) u "
+                "WHERE term IS NOT NULL "
+                "AND NOT EXISTS (SELECT 1 FROM terms h WHERE h.term = u.term)")
+    start = v10.index("CREATE TABLE result_data_v10 (")
+    con.execute(v10[start:v10.index("\n);", start) + 3].replace("result_data_v10", "v11_data"))
+    ids = ", ".join(f"t_{c}.term_id AS {c}_id" for c in texts)
+    joins = " ".join(f"LEFT JOIN terms t_{c} ON t_{c}.term = c.{c}" for c in texts)
+    con.execute(f"INSERT INTO v11_data BY NAME SELECT d.* EXCLUDE (class_id), c.failing, "
+                f"c.severity, {ids} FROM result_data d JOIN result_classes c "
+                f"ON c.class_id = d.class_id {joins} ORDER BY d.compare_id, d.out_seq")
+    con.execute("DROP VIEW result_rows")
+    con.execute("DROP TABLE result_data")
+    con.execute("DROP TABLE result_classes")
+    con.execute("ALTER TABLE v11_data RENAME TO result_data")
+    start = v10.index("CREATE VIEW result_rows AS")
+    end = "JOIN names b ON b.name_id = r.bench_id;"
+    con.execute(v10[start:v10.index(end, start) + len(end)])
+
+
+def as_version_11(db: Path) -> None:
+    """Rewrite a history into the layout schema version 11 wrote (:func:`result_as_version_11`)."""
+    con = duckdb.connect(str(db))
+    result_as_version_11(con)
+    con.execute("UPDATE meta SET value = '11' WHERE key = 'schema_version'")
+    con.close()
+
+
 def blame_as_version_10(con: duckdb.DuckDBPyConnection) -> None:
     """Rewrite a history (open in ``con``) into the layout schema versions 8 to 10 wrote for
     blame_data: its io, role, direction, err_kind, floor_source, verdict and link as keys into
@@ -143,10 +189,12 @@ def blame_as_version_10(con: duckdb.DuckDBPyConnection) -> None:
     recording order, and the view blame_rows joining them (sql/history/migrate/v9.sql's). The
     classes' texts that ``terms`` lacks are added to it (after the largest key, in their sorted
     order, as a version-10 msq added a compare's new terms). Nothing to do on a file without the
-    table blame_classes."""
+    table blame_classes. Its result rows as version 11 wrote them first
+    (:func:`result_as_version_11`)."""
     from msq import db as db_sql
     from msq.history.recorder import BLAME_TERMS
 
+    result_as_version_11(con)
     if not con.execute("SELECT count(*) FROM duckdb_tables() "
                        "WHERE table_name = 'blame_classes'").fetchall()[0][0]:
         return
@@ -173,7 +221,8 @@ def blame_as_version_10(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def as_version_10(db: Path) -> None:
-    """Rewrite a history into the layout schema version 10 wrote (:func:`blame_as_version_10`)."""
+    """Rewrite a history into the layout schema version 10 wrote (:func:`blame_as_version_10`,
+    :func:`result_as_version_11`)."""
     con = duckdb.connect(str(db))
     blame_as_version_10(con)
     con.execute("UPDATE meta SET value = '10' WHERE key = 'schema_version'")
@@ -220,7 +269,7 @@ def terms_as_version_7(con: duckdb.DuckDBPyConnection) -> None:
     order, and the views result_rows and blame_rows reading them (sql/history/migrate/v7.sql's,
     v6.sql's). Nothing to do on a file without terms."""
     from msq import db as db_sql
-    from msq.history.recorder import BLAME_TERMS, RESULT_TERMS
+    from msq.history.recorder import BLAME_TERMS, RESULT_TERMS_8
 
     texts_as_version_9(con)
     if not con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'terms'"
@@ -232,7 +281,7 @@ def terms_as_version_7(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(v7[start:v7.index("\n);", start) + 3].replace("result_data_v7", "v7_data"))
     start = v6.index("CREATE TABLE blame_data (")
     con.execute(v6[start:v6.index("\n);", start) + 3].replace("blame_data", "v7_blame"))
-    for table, stored, columns in (("v7_data", "result_data", RESULT_TERMS),
+    for table, stored, columns in (("v7_data", "result_data", RESULT_TERMS_8),
                                    ("v7_blame", "blame_data", BLAME_TERMS)):
         texts = ", ".join(f"t.terms[d.{c}_id] AS {c}" for c in columns)
         ids = ", ".join(f"{c}_id" for c in columns)

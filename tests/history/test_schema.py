@@ -327,7 +327,7 @@ def test_a_version_7_file_gets_its_short_texts_as_terms(made: tuple[Path, Path],
     columns and rows as before (a NULL text, a text on one row alone), the terms keyed 1, 2, 3,
     ... in their sorted order, the new compare's new terms after them; a new file's tables
     and views are laid out as the migration makes them."""
-    from msq.history.recorder import BLAME_TERMS, RESULT_TERMS
+    from msq.history.recorder import BLAME_TERMS, RESULT_TERMS_8
     from tests.history.builders import as_version_7
 
     cj, db = made
@@ -354,7 +354,7 @@ def test_a_version_7_file_gets_its_short_texts_as_terms(made: tuple[Path, Path],
     assert [key for key, _ in terms] == list(range(1, len(terms) + 1))
     migrated = [term for _, term in terms]
     texts = {t for (t,) in history.query(
-        db, "SELECT DISTINCT unnest([" + ", ".join(RESULT_TERMS) + "]) FROM result_rows "
+        db, "SELECT DISTINCT unnest([" + ", ".join(RESULT_TERMS_8) + "]) FROM result_rows "
             "WHERE compare_id = 1 UNION SELECT DISTINCT unnest([" + ", ".join(BLAME_TERMS) +
             "]) FROM blame_rows WHERE compare_id = 1").rows if t is not None}
     assert "a shape of its own" in texts and "a link of its own" in texts
@@ -362,8 +362,8 @@ def test_a_version_7_file_gets_its_short_texts_as_terms(made: tuple[Path, Path],
     # the new compare recorded alike (its rows the first one's but the three changed cells)
     assert history.query(db, "SELECT count(*) FROM result_rows WHERE compare_id = 2").rows == [
         (len(before[0].rows),)]
-    assert history.query(db, "SELECT count(*) FROM result_data WHERE compare_id = 2 "
-                             "AND err_message_id IS NULL").rows == [(0,)]
+    assert history.query(db, "SELECT count(*) FROM result_rows WHERE compare_id = 2 "
+                             "AND err_message IS NULL").rows == [(0,)]
     fresh = tmp_path / "fresh.duckdb"
     run_api(cj, tmp_path / "out2", db=fresh)
     for table in ("result_rows", "result_data", "blame_rows", "blame_data", "terms"):
@@ -549,14 +549,89 @@ def test_a_version_10_file_gets_its_blame_classes_keyed(made: tuple[Path, Path],
             db, sql.replace("?", f"'{name}'")).rows
 
 
+def test_a_version_11_file_gets_its_result_classes_keyed(made: tuple[Path, Path],
+                                                          tmp_path: Path,
+                                                          caplog: pytest.LogCaptureFixture) -> None:
+    """Version 12 keeps each distinct combination of result_data's kind, npu_dtype,
+    bench_dtype, result, verdict, failing, err_message, mark, mark_rules and severity once in
+    ``result_classes`` and the rows its key (class_id): a version-11 file is migrated at its
+    next recording (told: it rewrites every row), its result_rows the same columns and rows as
+    before (a class of one row alone, classes with NULLs), the classes keyed 1, 2, 3, ... in the
+    order of their first row, each once, the new compare's rows keyed to them; a new file's
+    tables and view are laid out as the migration makes them, its classes the same."""
+    from msq.history.recorder import RESULT_CLASS_COLUMNS
+    from tests.history.builders import as_version_11
+
+    cj, db = made
+    as_version_11(db)
+    con = duckdb.connect(str(db))
+    assert not con.execute("SELECT count(*) FROM duckdb_tables() "
+                           "WHERE table_name = 'result_classes'").fetchall()[0][0]
+    assert con.execute("SELECT count(*) FROM duckdb_columns() WHERE table_name = 'result_data' "
+                       "AND column_name IN ('kind_id', 'verdict_id', 'failing', 'severity')"
+                       ).fetchall() == [(4,)]
+    con.execute("INSERT INTO terms SELECT max(term_id) + 1, 'a message of its own' FROM terms")
+    con.execute("UPDATE result_data SET err_message_id = (SELECT max(term_id) FROM terms), "
+                "severity = 7 WHERE out_seq = 2")
+    con.execute("UPDATE result_data SET mark_id = NULL, failing = NULL WHERE out_seq = 3")
+    con.close()
+    cols = ", ".join(RESULT_CLASS_COLUMNS)
+    query = "SELECT * FROM result_rows ORDER BY compare_id, out_seq"
+    before = history.query(db, query)
+    rows = history.query(db, f"SELECT {cols} FROM result_rows ORDER BY compare_id, out_seq").rows
+    firsts: list[tuple] = []
+    for row in rows:
+        if row not in firsts:
+            firsts.append(row)
+    own = [c for c in firsts if "a message of its own" in c]
+    assert len(firsts) > 2 and any(None in c for c in firsts)
+    assert own and own[0][-1] == 7 and [c for c in rows if "a message of its own" in c] == own
+    with caplog.at_level("INFO", logger="msq"):
+        run_api(cj, tmp_path / "out", db=db)
+    told = [r.getMessage() for r in caplog.records if "migrating the history" in r.getMessage()]
+    assert len(told) == 1 and "rewrites its" in told[0]
+    assert history.query(db, "SELECT value FROM meta WHERE key = 'schema_version'").rows == [
+        (str(schema.SCHEMA_VERSION),)]
+    after = history.query(db, query.replace("ORDER BY", "WHERE compare_id = 1 ORDER BY"))
+    assert after.columns == before.columns
+    assert repr(after.rows) == repr(before.rows)  # NaN equal to NaN
+    keyed = history.query(db, f"SELECT class_id, {cols} FROM result_classes ORDER BY class_id"
+                          ).rows
+    # each once, in the order of their first row; the new compare (the first one's rows but
+    # the changed ones) brings those of its rows 2 and 3 as they are computed, if new
+    assert [k for k, *_ in keyed] == list(range(1, len(keyed) + 1))
+    assert [tuple(c) for _, *c in keyed][:len(firsts)] == firsts
+    second = history.query(db, f"SELECT {cols} FROM result_rows WHERE compare_id = 2 "
+                               "ORDER BY out_seq").rows
+    assert len(second) == len([r for r in before.rows if r[0] == 1])
+    assert {tuple(c) for _, *c in keyed} == set(firsts) | {tuple(r) for r in second}
+    assert history.query(db, "SELECT count(*) FROM result_data d LEFT JOIN result_classes c "
+                             "USING (class_id) WHERE c.class_id IS NULL").rows == [(0,)]
+    fresh = tmp_path / "fresh.duckdb"
+    run_api(cj, tmp_path / "out2", db=fresh)
+    for table in ("result_rows", "result_data", "result_classes"):
+        query_all = f"SELECT * FROM {table}"
+        assert history.query(fresh, query_all).columns == history.query(db, query_all).columns
+    assert history.query(fresh, "SELECT * EXCLUDE (compare_id) FROM result_rows "
+                                "ORDER BY out_seq").rows == history.query(
+        db, "SELECT * EXCLUDE (compare_id) FROM result_rows WHERE compare_id = 2 "
+            "ORDER BY out_seq").rows
+    assert {tuple(c) for _, *c in history.query(fresh, "SELECT * FROM result_classes").rows
+            } == {tuple(r) for r in second}
+    for name in ("result_rows", "result_data", "result_classes"):
+        sql = ("SELECT sql FROM duckdb_views() WHERE view_name = ?" if name == "result_rows"
+               else "SELECT sql FROM duckdb_tables() WHERE table_name = ?")
+        assert history.query(fresh, sql.replace("?", f"'{name}'")).rows == history.query(
+            db, sql.replace("?", f"'{name}'")).rows
+
+
 #: The columns whose compression a new history's DDL names (sql/history/schema/), and the method:
 #: the one DuckDB picks for them itself on root-8x8-5000, bench stat and llama_port alike, named so
 #: that its checkpoint analyses no other (bench/README.md, "Session 20: hist")
 NAMED_COMPRESSION = {
-    **{("result_data", c): "RLE" for c in ("compare_id", "kind_id", "mark_id", "mark_rules_id")},
+    ("result_data", "compare_id"): "RLE",
     **{("result_data", c): "BitPacking" for c in (
-        "out_seq", "npu_id", "bench_id", "npu_dtype_id", "bench_dtype_id", "npu_shape_id",
-        "bench_shape_id")},
+        "out_seq", "class_id", "npu_id", "bench_id", "npu_shape_id", "bench_shape_id")},
     ("result_data", "reason"): "DICT_FSST",
     ("blame_data", "compare_id"): "RLE",
     **{("blame_data", c): "BitPacking" for c in ("out_seq", "op_seq", "op_id", "npu_id",

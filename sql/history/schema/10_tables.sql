@@ -1,4 +1,4 @@
--- The history database (schema version 11): every compare msq recorded, and every output row.
+-- The history database (schema version 12): every compare msq recorded, and every output row.
 -- Executed inside the history file (USE) in one transaction; see docs/schema.md.
 CREATE TABLE IF NOT EXISTS meta (
   key VARCHAR PRIMARY KEY,   -- schema_version | created_at | created_by
@@ -47,15 +47,16 @@ CREATE TABLE IF NOT EXISTS names (
   name VARCHAR                    -- an op_name, npu_name or bench_name; each name once
 );
 INSERT INTO names SELECT 0, NULL WHERE NOT EXISTS (SELECT 1 FROM names WHERE name_id = 0);
--- The terms (schema version 8): the short texts that repeat from row to row (a row's kind, dtypes,
--- shapes, result, verdict, error message, mark and its rules; in versions 8-10 blame's io, role,
--- direction, err_kind, floor_source, verdict and link too, which blame_classes holds since 11),
--- each once with its key. result_data holds the keys (<column>_id; NULL: NULL), and the view
--- result_rows reads the texts back from one list of them all (a term's key is its place in that
--- list; a file of versions 8-10 keeps blame's terms here, and its older rows' keys): a directory
--- compare's driver appended, scanned back, analysed and dictionary-compressed each such cell,
--- ~30 % of its CPU. The keys run 1, 2, 3, ... without a gap: a compare's new terms take the next
--- ones after the largest, in their sorted (byte) order.
+-- The terms (schema version 8): the short texts that repeat from row to row (a row's shapes; in
+-- versions 8-11 its kind, dtypes, result, verdict, error message, mark and its rules too, which
+-- result_classes holds since 12; in versions 8-10 blame's io, role, direction, err_kind,
+-- floor_source, verdict and link too, which blame_classes holds since 11), each once with its key.
+-- result_data holds the keys (<column>_id; NULL: NULL), and the view result_rows reads the texts
+-- back from one list of them all (a term's key is its place in that list; a file of versions 8-11
+-- keeps the texts the classes took over here, and its older rows' keys): a directory compare's
+-- driver appended, scanned back, analysed and dictionary-compressed each such cell, ~30 % of its
+-- CPU. The keys run 1, 2, 3, ... without a gap: a compare's new terms take the next ones after
+-- the largest, in their sorted (byte) order.
 CREATE TABLE IF NOT EXISTS terms (
   term_id INTEGER,                -- 1, 2, 3, ...
   term VARCHAR                    -- each text once
@@ -72,6 +73,27 @@ CREATE TABLE IF NOT EXISTS texts (
   texts_id INTEGER,               -- 1, 2, 3, ...
   texts VARCHAR[]                 -- each list once
 );
+-- What an output row is (schema version 12): its kind, dtypes, result, verdict, failing, error
+-- message, mark, mark rules and severity together, each distinct combination once with its key;
+-- result_data holds the key (class_id) and the view result_rows joins the columns back. A
+-- 24,500-row pair of a directory compare holds ~21 such combinations, and its driver appended,
+-- scanned back, analysed and compressed the ten columns of every row (their terms' keys since
+-- version 8; ~58 M instructions, 13 % of its recording of the pair with their lookups;
+-- bench/README, "Session 23: hist"). The keys run 1, 2, 3, ... without a gap, a compare's new
+-- combinations after the largest in the order of their first row.
+CREATE TABLE IF NOT EXISTS result_classes (
+  class_id INTEGER,               -- 1, 2, 3, ...
+  kind VARCHAR,                   -- matched | npu_only | bench_only | npu_extra | mapped
+  npu_dtype VARCHAR,
+  bench_dtype VARCHAR,
+  result VARCHAR,                 -- Result (statistics, md5) or Accuracy Reached or Not (tensor), as written
+  verdict VARCHAR,                -- pass | warning | fail | unmatched | none
+  failing BOOLEAN,                -- the advisor's test: Warning (statistics), Different (md5), No (tensor)
+  err_message VARCHAR,
+  mark VARCHAR,                   -- red | yellow | NULL
+  mark_rules VARCHAR,             -- the highlight rules that fired
+  severity SMALLINT               -- 0 pass, 1 yellow, 2 red or failing; NULL when not compared
+);
 -- One row per output line of each compare: every metric as a typed column, the verdict and the
 -- colour; its names are keys into names (read them through the view result_rows). A metric cell
 -- that is text in the workbook ("N/A", "None", "nan", "unsupported") keeps its number column NULL
@@ -79,7 +101,8 @@ CREATE TABLE IF NOT EXISTS texts (
 -- texts are one list column, texts (NULL on a row of numbers alone), which result_rows spreads
 -- into the <metric>_text columns: 21 mostly-NULL VARCHAR columns cost DuckDB ~450 instructions
 -- a NULL cell to append, scan, analyse and compress (a fifth of a directory compare's driver).
--- Since schema version 10 the list is a key into texts (texts_id).
+-- Since schema version 10 the list is a key into texts (texts_id), and since 12 the row's kind,
+-- dtypes, verdict and colour are a key into result_classes (class_id).
 -- USING COMPRESSION (new files since session 20; storage only, the same rows and types): the
 -- method DuckDB picks for the column on every workload measured, named so that its checkpoint
 -- skips analysing the others (~14 M instructions a 24,500-row pair in a directory compare's
@@ -88,12 +111,14 @@ CREATE TABLE IF NOT EXISTS texts (
 CREATE TABLE IF NOT EXISTS result_data (
   compare_id BIGINT USING COMPRESSION rle,
   out_seq BIGINT USING COMPRESSION bitpacking,  -- 0-based line in the workbook (the advisor's "Line")
-  -- terms.term_id of kind (schema version 8; so are every <column>_id below but the names'):
-  kind_id INTEGER USING COMPRESSION rle,        -- matched | npu_only | bench_only | npu_extra | mapped
+  -- result_classes.class_id of the row's kind, dtypes, result, verdict, failing, err_message,
+  -- mark, mark_rules and severity (schema version 12; their terms' keys, a boolean and a
+  -- SMALLINT in versions 8-11; ~21 of them a 24,500-row pair)
+  class_id INTEGER USING COMPRESSION bitpacking,
   op_id INTEGER,                                -- names.name_id of op_name (0: NULL)
   -- of npu_name and bench_name (0 on the absent side)
   npu_id INTEGER USING COMPRESSION bitpacking, bench_id INTEGER USING COMPRESSION bitpacking,
-  npu_dtype_id INTEGER USING COMPRESSION bitpacking, bench_dtype_id INTEGER USING COMPRESSION bitpacking,
+  -- terms.term_id of the shapes (schema version 8)
   npu_shape_id INTEGER USING COMPRESSION bitpacking, bench_shape_id INTEGER USING COMPRESSION bitpacking,
   -- statistics mode
   max_diff DOUBLE,
@@ -123,18 +148,10 @@ CREATE TABLE IF NOT EXISTS result_data (
   -- npu_stack (NPU_Stack_Info, stack mode), data_name (Data_name, tensor mode), in that order;
   -- NULL when all four are
   mode_texts VARCHAR[],
-  -- verdict
-  result_id INTEGER,              -- Result (statistics, md5) or Accuracy Reached or Not (tensor), as written
-  verdict_id INTEGER,             -- pass | warning | fail | unmatched | none
-  failing BOOLEAN,                -- the advisor's test: Warning (statistics), Different (md5), No (tensor)
-  err_message_id INTEGER,
-  mark_id INTEGER USING COMPRESSION rle,        -- red | yellow | NULL
-  mark_rules_id INTEGER USING COMPRESSION rle,  -- the highlight rules that fired
-  severity SMALLINT,              -- 0 pass, 1 yellow, 2 red or failing; NULL when not compared
   reason VARCHAR USING COMPRESSION dict_fsst  -- Reason (default mode, schema version 2): the rule that marked the
                                   -- row and its numbers, a dtype note, or why it is unmatched
 );
--- result_rows: result_data with its names, terms and texts (the table of schema versions 1-3,
+-- result_rows: result_data with its names, terms, texts and class (the table of schema versions 1-3,
 -- same columns, same order): op_name is the dump.json entry (NPU side; bench side for bench-only
 -- rows), npu_name and bench_name are NULL on the absent side. Stored in the file, like a table
 -- (docs/schema.md).
@@ -142,11 +159,8 @@ CREATE VIEW IF NOT EXISTS result_rows AS
 -- a term is read from the list of every term at its key's place (the keys have no gap): one
 -- scalar subquery a column, which DuckDB runs once a query, and not at all for a column the
 -- query does not read (a join, or a cross join of the list, cost a lookup a row either way)
-SELECT r.compare_id, r.out_seq,
-       (SELECT list(term ORDER BY term_id) FROM terms)[r.kind_id] AS kind,
-       o.name AS op_name, n.name AS npu_name, b.name AS bench_name,
-       (SELECT list(term ORDER BY term_id) FROM terms)[r.npu_dtype_id] AS npu_dtype,
-       (SELECT list(term ORDER BY term_id) FROM terms)[r.bench_dtype_id] AS bench_dtype,
+SELECT r.compare_id, r.out_seq, r.kind,
+       o.name AS op_name, n.name AS npu_name, b.name AS bench_name, r.npu_dtype, r.bench_dtype,
        (SELECT list(term ORDER BY term_id) FROM terms)[r.npu_shape_id] AS npu_shape,
        (SELECT list(term ORDER BY term_id) FROM terms)[r.bench_shape_id] AS bench_shape,
        r.max_diff,
@@ -173,24 +187,22 @@ SELECT r.compare_id, r.out_seq,
        r.texts[20] AS bench_mean_text, r.bench_norm,
        r.texts[21] AS bench_norm_text,
        r.mode_texts[1] AS npu_md5, r.mode_texts[2] AS bench_md5,
-       (SELECT list(term ORDER BY term_id) FROM terms)[r.result_id] AS result,
-       (SELECT list(term ORDER BY term_id) FROM terms)[r.verdict_id] AS verdict, r.failing,
-       (SELECT list(term ORDER BY term_id) FROM terms)[r.err_message_id] AS err_message,
-       (SELECT list(term ORDER BY term_id) FROM terms)[r.mark_id] AS mark,
-       (SELECT list(term ORDER BY term_id) FROM terms)[r.mark_rules_id] AS mark_rules, r.severity,
+       r.result, r.verdict, r.failing, r.err_message, r.mark, r.mark_rules, r.severity,
        r.mode_texts[3] AS npu_stack, r.mode_texts[4] AS data_name, r.reason,
-       -- a column a later version adds to result_data (none in version 10)
-       r.* EXCLUDE (compare_id, out_seq, kind_id, op_id, npu_id, bench_id, npu_dtype_id,
-                   bench_dtype_id, npu_shape_id, bench_shape_id, max_diff, min_diff, mean_diff,
-                   norm_diff, max_rel_pct, min_rel_pct, mean_rel_pct, norm_rel_pct, npu_max,
-                   npu_min, npu_mean, npu_norm, bench_max, bench_min, bench_mean, bench_norm,
-                   texts, tensor_metrics, mode_texts, result_id, verdict_id, failing,
-                   err_message_id, mark_id, mark_rules_id, severity, reason)
+       -- a column a later version adds to result_data (none in version 12)
+       r.* EXCLUDE (compare_id, out_seq, class_id, op_id, npu_id, bench_id, npu_shape_id,
+                   bench_shape_id, max_diff, min_diff, mean_diff, norm_diff, max_rel_pct,
+                   min_rel_pct, mean_rel_pct, norm_rel_pct, npu_max, npu_min, npu_mean, npu_norm,
+                   bench_max, bench_min, bench_mean, bench_norm, texts, tensor_metrics,
+                   mode_texts, reason, kind, npu_dtype, bench_dtype, result, verdict, failing,
+                   err_message, mark, mark_rules, severity)
 -- the row's texts (schema version 10: by key) joined from the small table texts, not read from a
 -- list of every list as the terms are (which made queries of a 64-pair run 1.5-6x slower, those
--- that read no text too; bench/README, "Session 21: hist")
-FROM (SELECT d.* EXCLUDE (texts_id), t.texts
-      FROM result_data d LEFT JOIN texts t ON t.texts_id = d.texts_id) r
+-- that read no text too; bench/README, "Session 21: hist"); its class (schema version 12) joined
+-- from result_classes likewise
+FROM (SELECT d.* EXCLUDE (texts_id), t.texts, c.* EXCLUDE (class_id)
+      FROM result_data d LEFT JOIN texts t ON t.texts_id = d.texts_id
+      JOIN result_classes c ON c.class_id = d.class_id) r
 JOIN names o ON o.name_id = r.op_id
 JOIN names n ON n.name_id = r.npu_id
 JOIN names b ON b.name_id = r.bench_id;
