@@ -156,13 +156,13 @@ CREATE TABLE IF NOT EXISTS result_data (
 -- rows), npu_name and bench_name are NULL on the absent side. Stored in the file, like a table
 -- (docs/schema.md).
 CREATE VIEW IF NOT EXISTS result_rows AS
--- a term is read from the list of every term at its key's place (the keys have no gap): one
--- scalar subquery a column, which DuckDB runs once a query, and not at all for a column the
--- query does not read (a join, or a cross join of the list, cost a lookup a row either way)
+-- the shapes are joined from terms by key (schema version 12; read from a list of every term by
+-- a scalar subquery in versions 8-11, which DuckDB, with the small result_classes to join, put
+-- into that join's build side and copied into each row: a SELECT * of 4 compares of a 64-pair
+-- run took 11 s, 1.2 s joined; bench/README, "Session 23: hist")
 SELECT r.compare_id, r.out_seq, r.kind,
        o.name AS op_name, n.name AS npu_name, b.name AS bench_name, r.npu_dtype, r.bench_dtype,
-       (SELECT list(term ORDER BY term_id) FROM terms)[r.npu_shape_id] AS npu_shape,
-       (SELECT list(term ORDER BY term_id) FROM terms)[r.bench_shape_id] AS bench_shape,
+       ns.term AS npu_shape, bs.term AS bench_shape,
        r.max_diff,
        r.texts[1] AS max_diff_text, r.min_diff,
        r.texts[2] AS min_diff_text, r.mean_diff,
@@ -205,4 +205,6 @@ FROM (SELECT d.* EXCLUDE (texts_id), t.texts, c.* EXCLUDE (class_id)
       JOIN result_classes c ON c.class_id = d.class_id) r
 JOIN names o ON o.name_id = r.op_id
 JOIN names n ON n.name_id = r.npu_id
-JOIN names b ON b.name_id = r.bench_id;
+JOIN names b ON b.name_id = r.bench_id
+LEFT JOIN terms ns ON ns.term_id = r.npu_shape_id
+LEFT JOIN terms bs ON bs.term_id = r.bench_shape_id;
