@@ -444,6 +444,16 @@ def test_typed_statistics_columns_are_what_the_displayed_cells_read_as(
         got = con.execute(f"SELECT out_seq, {typed} FROM ({rows_sql}) ORDER BY out_seq").fetchall()
         want = con.execute(f"SELECT out_seq, {', '.join(_TYPED_FROM_CELLS.values())} "
                            "FROM result_statistics ORDER BY out_seq").fetchall()
+        # a row's list is NULL exactly where every member is (the SQL tests has_cell_text and
+        # the relative errors' texts, not the members): the members are compared above; here
+        # no list of NULLs alone, on rows with a cell's text, a relative error's text alone, and
+        # neither
+        lists = con.execute(
+            f"SELECT h.has_cell_text, texts IS NULL, list_aggregate(texts, 'count') = 0, count(*) "
+            f"FROM ({rows_sql}) JOIN hist_result h USING (out_seq) GROUP BY ALL").fetchall()
+        assert not [g for g in lists if g[2]]
+        assert {(has, none) for has, none, _, _ in lists} == {(True, False), (False, False),
+                                                              (False, True)}
     finally:
         con.close()
 

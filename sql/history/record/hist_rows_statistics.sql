@@ -4,22 +4,27 @@
 -- stat_result's); the relative errors (max_rel_pct, max_rel_pct_text, ...) as hist_result gives
 -- them: from stat_result's numbers of them (hist_code_pct), or the statistics' numbers
 -- (hist_rel_pct, hist_source_statistics_cells.sql), not from their texts.
+-- has_cell_text (whether any of the twelve "<cell> (text)" columns holds a text: ~6 % of
+-- root-8x8-5000's rows) gates the texts: a row without one reads none of them (hist_row_text),
+-- and its list is made where it has a cell's text or a relative error's text, tested on that
+-- flag and the four relative errors' texts, not by a coalesce of all sixteen texts (which copies
+-- them): ~13 M instructions a 24,500-row pair less, the same rows.
 WITH v AS (
   SELECT r.*,
          CASE r."Result" WHEN '' THEN 'pass' WHEN 'Warning' THEN 'warning' ELSE 'unmatched' END
            AS verdict,
-         hist_plain_text("Max diff (text)") AS max_diff_text,
-         hist_plain_text("Min diff (text)") AS min_diff_text,
-         hist_plain_text("Mean diff (text)") AS mean_diff_text,
-         hist_plain_text("L2norm diff (text)") AS norm_diff_text,
-         hist_plain_text("NPU max (text)") AS npu_max_text,
-         hist_plain_text("NPU min (text)") AS npu_min_text,
-         hist_plain_text("NPU mean (text)") AS npu_mean_text,
-         hist_plain_text("NPU l2norm (text)") AS npu_norm_text,
-         hist_plain_text("Bench max (text)") AS bench_max_text,
-         hist_plain_text("Bench min (text)") AS bench_min_text,
-         hist_plain_text("Bench mean (text)") AS bench_mean_text,
-         hist_plain_text("Bench l2norm (text)") AS bench_norm_text
+         hist_row_text(has_cell_text, "Max diff (text)") AS max_diff_text,
+         hist_row_text(has_cell_text, "Min diff (text)") AS min_diff_text,
+         hist_row_text(has_cell_text, "Mean diff (text)") AS mean_diff_text,
+         hist_row_text(has_cell_text, "L2norm diff (text)") AS norm_diff_text,
+         hist_row_text(has_cell_text, "NPU max (text)") AS npu_max_text,
+         hist_row_text(has_cell_text, "NPU min (text)") AS npu_min_text,
+         hist_row_text(has_cell_text, "NPU mean (text)") AS npu_mean_text,
+         hist_row_text(has_cell_text, "NPU l2norm (text)") AS npu_norm_text,
+         hist_row_text(has_cell_text, "Bench max (text)") AS bench_max_text,
+         hist_row_text(has_cell_text, "Bench min (text)") AS bench_min_text,
+         hist_row_text(has_cell_text, "Bench mean (text)") AS bench_mean_text,
+         hist_row_text(has_cell_text, "Bench l2norm (text)") AS bench_norm_text
   FROM hist_result r
 )
 SELECT
@@ -46,11 +51,10 @@ SELECT
   hist_plain_num("Bench min", "Bench min (bool)", bench_min_text) AS bench_min,
   hist_plain_num("Bench mean", "Bench mean (bool)", bench_mean_text) AS bench_mean,
   hist_plain_num("Bench l2norm", "Bench l2norm (bool)", bench_norm_text) AS bench_norm,
-  CASE WHEN coalesce(max_diff_text, min_diff_text, mean_diff_text, norm_diff_text,
-                     max_rel_pct_text, min_rel_pct_text, mean_rel_pct_text, norm_rel_pct_text,
-                     npu_max_text, npu_min_text, npu_mean_text, npu_norm_text, bench_max_text,
-                     bench_min_text, bench_mean_text, bench_norm_text) IS NULL THEN NULL
-       ELSE [max_diff_text, min_diff_text, mean_diff_text, norm_diff_text, max_rel_pct_text,
+  -- NULL where every member would be: no cell's text (has_cell_text) and no relative error's
+  CASE WHEN has_cell_text OR max_rel_pct_text IS NOT NULL OR min_rel_pct_text IS NOT NULL
+            OR mean_rel_pct_text IS NOT NULL OR norm_rel_pct_text IS NOT NULL
+       THEN [max_diff_text, min_diff_text, mean_diff_text, norm_diff_text, max_rel_pct_text,
              min_rel_pct_text, mean_rel_pct_text, norm_rel_pct_text, NULL, NULL, NULL, NULL,
              NULL, npu_max_text, npu_min_text, npu_mean_text, npu_norm_text, bench_max_text,
              bench_min_text, bench_mean_text, bench_norm_text]::VARCHAR[] END AS texts,

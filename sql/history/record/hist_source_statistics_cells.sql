@@ -1,4 +1,4 @@
--- description: hist_source_statistics' rows from result_statistics where that is a table (--compat's, or a user's --sql-dir result): each cell's members as the plain columns stat_result holds ("<cell>" the number, "<cell> (text)" the text, a statistic's "<cell> (bool)" the boolean; union_extract is NULL for a member the cell does not hold), and the relative errors as history columns from each side's statistics (hist_rel_pct, hist_rel_pct_text).
+-- description: hist_source_statistics' rows from result_statistics where that is a table (--compat's, or a user's --sql-dir result): each cell's members as the plain columns stat_result holds ("<cell>" the number, "<cell> (text)" the text, a statistic's "<cell> (bool)" the boolean; union_extract is NULL for a member the cell does not hold), whether the row has any cell's text (has_cell_text), and the relative errors as history columns from each side's statistics (hist_rel_pct, hist_rel_pct_text).
 SELECT c.* REPLACE (union_extract(c."Max diff", 'n') AS "Max diff",
                     union_extract(c."Min diff", 'n') AS "Min diff",
                     union_extract(c."Mean diff", 'n') AS "Mean diff",
@@ -31,6 +31,19 @@ SELECT c.* REPLACE (union_extract(c."Max diff", 'n') AS "Max diff",
        union_extract(c."Bench mean", 'b') AS "Bench mean (bool)",
        union_extract(c."Bench l2norm", 's') AS "Bench l2norm (text)",
        union_extract(c."Bench l2norm", 'b') AS "Bench l2norm (bool)",
+       -- whether the row has any cell's text (stat_result's has_cell_text)
+       (union_extract(c."Max diff", 's') IS NOT NULL OR
+        union_extract(c."Min diff", 's') IS NOT NULL OR
+        union_extract(c."Mean diff", 's') IS NOT NULL OR
+        union_extract(c."L2norm diff", 's') IS NOT NULL OR
+        union_extract(c."NPU max", 's') IS NOT NULL OR
+        union_extract(c."NPU min", 's') IS NOT NULL OR
+        union_extract(c."NPU mean", 's') IS NOT NULL OR
+        union_extract(c."NPU l2norm", 's') IS NOT NULL OR
+        union_extract(c."Bench max", 's') IS NOT NULL OR
+        union_extract(c."Bench min", 's') IS NOT NULL OR
+        union_extract(c."Bench mean", 's') IS NOT NULL OR
+        union_extract(c."Bench l2norm", 's') IS NOT NULL) AS has_cell_text,
        o.op_name, m.mark, m.rules AS mark_rules,
        hist_rel_pct(c.kind = 'matched', x.n_max, x.b_max) AS max_rel_pct,
        hist_rel_pct(c.kind = 'matched', x.n_min, x.b_min) AS min_rel_pct,
