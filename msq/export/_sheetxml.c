@@ -489,6 +489,37 @@ static int fmt_repr(char *buf, double x) {
     return (int)(p - buf);
 }
 
+/* A relative error's text as sql/compare/schema/10_macros.sql's rel_text prints it, into buf
+ * (48 bytes: at most 27 written): the codes -1, -2, -3 as "N/A", " " and "0.0%", any other
+ * number as its repr (fmt_repr) and "%"; returns the length */
+static int pct_text(char *buf, double x) {
+    if (x == -1.0) {
+        memcpy(buf, "N/A", 3);
+        return 3;
+    }
+    if (x == -2.0) {
+        buf[0] = ' ';
+        return 1;
+    }
+    if (x == -3.0) {
+        memcpy(buf, "0.0%", 4);
+        return 4;
+    }
+    int n = fmt_repr(buf, x);
+    buf[n++] = '%';
+    return n;
+}
+
+/* The most characters pct_text can write for a finite a = |x| > 0 that is no code, of
+ * decimal exponent e (decimal_exponent's, exact away from a power of ten) and sign: its repr
+ * with seventeen digits (the most it has), as fmt_repr lays it out, and "%" */
+static int pct_chars_bound(int negative, int e) {
+    int n;
+    if (e >= -4 && e < 16) n = e < 0 ? 2 + (-e - 1) + 17 : 17 + 1;
+    else n = 1 + 17 + 2 + (e <= -100 || e >= 100 ? 3 : 2);
+    return negative + n + 1;
+}
+
 /* printf("%lld", n) for a row number (snprintf took ~1,100 instructions a row) */
 static int fmt_row(char *buf, long long n) {
     char d[24];
@@ -516,12 +547,13 @@ typedef struct {
     int64_t offset;         /* the array's offset into its buffers */
 } Arr;
 
-enum { COL_TEXT, COL_CELL };
+enum { COL_TEXT, COL_CELL, COL_PCT };
 
 typedef struct {
     int kind;
     Arr s;          /* COL_TEXT: the text; COL_CELL: its 's' member */
-    Arr n, b;       /* COL_CELL: 'n' (double) and 'b' (boolean) members */
+    Arr n, b;       /* COL_CELL: 'n' (double) and 'b' (boolean) members; COL_PCT: n, the
+                     * relative errors (doubles) written as their texts (pct_text) */
 } Column;
 
 static int bit(const uint8_t *bits, int64_t i) { return (bits[i >> 3] >> (i & 7)) & 1; }
@@ -781,8 +813,31 @@ static int text_of(Out *o, int mark, const Arr *a, int64_t i) {
                      a->end);
 }
 
+/* a relative error's cell: its text (pct_text) as text_cell writes it, printed where it goes
+ * (the text holds no byte to escape: digits, ".", "e", "+", "-", "%", "N/A", "nan", "inf",
+ * " "), not first into a text array and then copied out of it */
+static int pct_cell(Out *o, int mark, const Arr *a, int64_t i) {
+    if (!is_valid(a, i)) return empty_cell(o, mark);
+    char text[64];
+    int n = pct_text(text, ((const double *)a->data)[a->offset + i]);
+    if (out_reserve(o, 128)) return -1;
+    char *p = o->p + o->len;
+    LIT(p, "<c");
+    int quoted = starts_like_formula(text, (size_t)n);
+    memcpy(p, quoted ? STQ[mark] : ST[mark], 8);
+    p += quoted ? STQ_LEN[mark] : ST_LEN[mark];
+    if (blank(text[0]) || blank(text[n - 1])) LIT(p, " t=\"inlineStr\"><is><t xml:space=\"preserve\">");
+    else LIT(p, " t=\"inlineStr\"><is><t>");
+    memcpy(p, text, 32);  /* whole (at most 27 bytes count): p has the room */
+    p += n;
+    LIT(p, "</t></is></c>");
+    o->len = (size_t)(p - o->p);
+    return 0;
+}
+
 static int cell(Out *o, int mark, const Column *c, int64_t i, Memo *memo) {
     if (c->kind == COL_TEXT) return text_of(o, mark, &c->s, i);
+    if (c->kind == COL_PCT) return pct_cell(o, mark, &c->n, i);
     if (is_valid(&c->n, i))
         return num_cell(o, mark, ((const double *)c->n.data)[c->n.offset + i], memo);
     if (is_valid(&c->b, i))
@@ -945,13 +1000,21 @@ static PyObject *render(PyObject *self, PyObject *args) {
             if (kind[0] == 't' && !b) {
                 cols[c].kind = COL_TEXT;
                 ok = !parse_arr(a, &cols[c].s, views, &nviews);
+            } else if (kind[0] == 'r' && !b) {
+                cols[c].kind = COL_PCT;
+                ok = !parse_arr(a, &cols[c].n, views, &nviews);
+                if (ok && !cols[c].n.data && count > 0) {
+                    PyErr_SetString(PyExc_ValueError, "relative errors have data");
+                    ok = 0;
+                }
             } else if (kind[0] == 'c' && b && d) {
                 cols[c].kind = COL_CELL;
                 ok = !parse_arr(a, &cols[c].n, views, &nviews)
                      && !parse_arr(b, &cols[c].s, views, &nviews)
                      && !parse_arr(d, &cols[c].b, views, &nviews);
             } else {
-                PyErr_SetString(PyExc_ValueError, "a column is ('t', text) or ('c', n, s, b)");
+                PyErr_SetString(PyExc_ValueError,
+                                "a column is ('t', text), ('r', numbers) or ('c', n, s, b)");
             }
         }
         Py_DECREF(t);
@@ -1135,20 +1198,7 @@ static PyObject *percent_texts(PyObject *self, PyObject *args) {
             failed = out_reserve(&o, 48);
             if (failed) break;
             double x = ((const double *)num.data)[num.offset + i];
-            char *p = o.p + o.len;
-            if (x == -1.0) {
-                memcpy(p, "N/A", 3);
-                o.len += 3;
-            } else if (x == -2.0) {
-                *p = ' ';
-                o.len += 1;
-            } else if (x == -3.0) {
-                memcpy(p, "0.0%", 4);
-                o.len += 4;
-            } else {
-                o.len += (size_t)fmt_repr(p, x);
-                o.p[o.len++] = '%';
-            }
+            o.len += (size_t)pct_text(o.p + o.len, x);
             valid[i >> 3] |= (uint8_t)(1u << (i & 7));
         }
         if (o.len > INT32_MAX) failed = 1;
@@ -1168,6 +1218,73 @@ done:
     free(o.p);
     for (int k = 0; k < nviews; k++) PyBuffer_Release(&views[k]);
     return result;
+}
+
+/* percent_chars(numbers, count[, order, start]) -> int or None
+ *
+ * max_chars of percent_texts(numbers, ...) without the texts: the most characters of a
+ * relative error's text (pct_text) among the first count rows that are not NULL (with order,
+ * int64 row indices: among rows order[start:start+count]); None when every one is. The C
+ * renderer prints a relative error's text where its cell goes (COL_PCT), and the column's
+ * width is the longest. A number's text is printed here only when it could be longer than the
+ * longest so far: away from a power of ten its decimal exponent is decimal_exponent's, and
+ * seventeen digits (pct_chars_bound) the most it can have; most rows of a column are of a few
+ * exponents, and fmt_repr took ~315 instructions a number. */
+static PyObject *percent_chars(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *num_obj, *order_obj = Py_None;
+    long long count, start = 0;
+    if (!PyArg_ParseTuple(args, "OL|OL", &num_obj, &count, &order_obj, &start)) return NULL;
+    Py_buffer views[4];
+    int nviews = 0;
+    Arr a;
+    long long best = -1;
+    const int64_t *order = NULL;
+    if (parse_arr(num_obj, &a, views, &nviews) == 0 && count > 0) {
+        if (order_obj != Py_None) {
+            if (PyObject_GetBuffer(order_obj, &views[nviews], PyBUF_SIMPLE)) goto done;
+            order = views[nviews].buf;
+            if (start < 0 || (start + count) * (long long)sizeof(int64_t) > views[nviews].len) {
+                nviews++;
+                PyErr_SetString(PyExc_ValueError, "rows past the order's end");
+                goto done;
+            }
+            nviews++;
+        }
+        if (!a.data) {
+            PyErr_SetString(PyExc_ValueError, "numbers have data");
+        } else {
+            Py_BEGIN_ALLOW_THREADS
+            char text[64];
+            for (long long k = 0; k < count; k++) {
+                int64_t r = order ? order[start + k] : k;
+                if (!is_valid(&a, r)) continue;
+                double x = ((const double *)a.data)[a.offset + r];
+                if (x != 0.0 && isfinite(x) && x != -1.0 && x != -2.0 && x != -3.0) {
+                    double m = fabs(x);
+                    uint64_t bits;
+                    memcpy(&bits, &m, sizeof bits);
+                    if ((bits >> 52) != 0) {  /* normal (a subnormal is printed) */
+                        int e = decimal_exponent(m);
+                        /* near a power of ten (within ~2^-40 relative) the exponent may be
+                         * one off, and repr's rounding may carry into the next: printed */
+                        double lo = POW10D[e + 350], hi = POW10D[e + 1 + 350];
+                        if (m > lo * (1 + 0x1p-40) && m < hi * (1 - 0x1p-40)
+                            && pct_chars_bound(signbit(x) != 0, e) <= best)
+                            continue;
+                    }
+                }
+                long long n = pct_text(text, x);
+                if (n > best) best = n;
+            }
+            Py_END_ALLOW_THREADS
+        }
+    }
+done:
+    for (int k = 0; k < nviews; k++) PyBuffer_Release(&views[k]);
+    if (PyErr_Occurred()) return NULL;
+    if (best < 0) Py_RETURN_NONE;
+    return PyLong_FromLongLong(best);
 }
 
 /* spread_texts(order, seq, count, sparse_seq, texts) -> [(validity, offsets, data, 0), ...]
@@ -1325,6 +1442,9 @@ static PyMethodDef METHODS[] = {
     {"fmt_repr", py_fmt_repr, METH_O, "fmt_repr(x) -> repr(x), any NaN 'nan'"},
     {"percent_texts", percent_texts, METH_VARARGS,
      "percent_texts(numbers, count) -> a text array of relative errors as rel_text prints them"},
+    {"percent_chars", percent_chars, METH_VARARGS,
+     "percent_chars(numbers, count[, order, start]) -> the most characters of a relative "
+     "error's text, or None"},
     {"spread_texts", spread_texts, METH_VARARGS,
      "spread_texts(order, seq, count, sparse_seq, texts) -> every row's text arrays and nulls"},
     {"max_chars", max_chars, METH_VARARGS,

@@ -94,7 +94,7 @@ def _col_letter(index: int) -> str:
 
 def _text_query(spec: SheetSpec) -> str:
     """The sheet's query with each of its :attr:`SheetSpec.percents` as the text it shows (as
-    the rel_text macro prints it; msq/export/_sheetxml.c's percent_texts in C) and each of its
+    the rel_text macro prints it; msq/export/_sheetxml.c's pct_text in C) and each of its
     :attr:`SheetSpec.cells` as its cell (as the plain_cell macro makes it)."""
     if not spec.percents and not spec.cells:
         return spec.query
@@ -500,12 +500,14 @@ def _longest_texts(spec: SheetSpec, texts: list[str],
     longest: dict[str, int] = {}
     for name in texts:
         column = source.columns[spec.columns.index(name)]
-        if column[0] != "t":
+        if column[0] not in ("t", "r"):
             return None
+        # a relative error's texts are printed by the renderer: counted from their numbers
+        count = _sheetxml.max_chars if column[0] == "t" else _sheetxml.percent_chars
         if source.base is None:
-            most = _sheetxml.max_chars(column[1], source.n_rows)
+            most = count(column[1], source.n_rows)
         else:
-            most = _sheetxml.max_chars(column[1], source.n_rows, source.order, source.base)
+            most = count(column[1], source.n_rows, source.order, source.base)
         longest[name] = int(most or 0)
     return longest
 
@@ -647,8 +649,9 @@ def _tagged(xml: pa.Array, offset: int, count: int, first_row: int) -> bytes:
     return _row_tags(xml.slice(offset, count), first_row)
 
 
-#: A column for the C renderer: ("t", text array) or ("c", n, s, b arrays of a cell), each
-#: array as (validity, offsets, data, offset) buffers.
+#: A column for the C renderer: ("t", text array), ("r", the numbers of relative errors, each
+#: written as its text: _sheetxml.c's pct_text) or ("c", n, s, b arrays of a cell), each array
+#: as (validity, offsets, data, offset) buffers.
 _CArray = tuple[Any, Any, Any, int]
 
 
@@ -847,8 +850,7 @@ def _c_rows_queried(con: duckdb.DuckDBPyConnection, spec: SheetSpec, types: dict
                 if table.num_rows else (None, None, None, 0)
             if pct is None:
                 return None
-            columns.append(("t", _sheetxml.percent_texts(pct, table.num_rows)
-                                 if table.num_rows else pct))
+            columns.append(("r", pct))
         elif i in texts:
             text = _c_buffers(table.column(f"t{i}").chunk(0), pa.string()) \
                 if table.num_rows else (None, None, None, 0)
@@ -979,9 +981,7 @@ def _c_rows_of(n: int, got: dict[str, ArrowColumn], n_columns: int,
             parts = [part(f"n{i}", "g"), part(f"s{i}", "u"), part(f"b{i}", "b")]
         if any(p is None for p in parts):
             return None
-        if i in percented and n:
-            parts = [_sheetxml.percent_texts(parts[0], n)]
-        columns.append(("t" if i in texts else "c", *parts))
+        columns.append(("r" if i in percented else "t" if i in texts else "c", *parts))
     if n == 0:
         return _CRows(got, columns, None, b"", 0)
     seq, mark = got["_out_seq"], got["_mark"]

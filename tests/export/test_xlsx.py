@@ -751,3 +751,32 @@ def test_batch_sheets_write_each_pairs_workbook_from_the_batchs_rows(tmp_path: P
     assert want[0][0]["xl/worksheets/sheet1.xml"] != want[2][0]["xl/worksheets/sheet1.xml"]
     widths = [w[0]["xl/worksheets/sheet1.xml"].split(b"<sheetData>")[0] for w in want]
     assert widths[0] != widths[2]  # the first pair's longer texts
+
+
+@pytest.mark.skipif(xlsx_c() is None, reason="msq.export._sheetxml is not built")
+def test_c_percent_chars_are_the_longest_percent_text() -> None:
+    """_sheetxml.percent_chars (a relative error column's width, the renderer printing its
+    texts where their cells go): the most characters of percent_texts' texts, of every kind of
+    double alone (the exact length, where its bound by exponent and seventeen digits is not
+    enough), of random sets of them in any order, and of the codes; None for NULLs alone."""
+    import random
+
+    import numpy as np
+
+    from msq.export import _sheetxml, xlsx
+
+    values = pa.array([*_repr_values(), -1.0, -2.0, -3.0, None], pa.float64())
+    n = len(values)
+    numbers = xlsx._c_buffers(values, pa.float64())
+    texts = _sheetxml.percent_texts(numbers, n)
+    assert _sheetxml.percent_chars(numbers, n) == _sheetxml.max_chars(texts, n) == 25
+    for i in range(n):
+        one = np.array([i], np.int64).tobytes()
+        assert _sheetxml.percent_chars(numbers, 1, one, 0) == _sheetxml.max_chars(texts, 1, one, 0)
+    rng = random.Random(23)
+    for _ in range(300):
+        k = rng.choice([2, 5, 50, 500])
+        order = np.array(rng.sample(range(n), k), np.int64).tobytes()
+        assert _sheetxml.percent_chars(numbers, k, order, 0) == _sheetxml.max_chars(texts, k, order, 0)
+    nulls = pa.array([None, None], pa.float64())
+    assert _sheetxml.percent_chars(xlsx._c_buffers(nulls, pa.float64()), 2) is None
