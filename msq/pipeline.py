@@ -1011,52 +1011,78 @@ BATCH_LOADS = (("ops", "* REPLACE (op_seq + {op} AS op_seq), {pair} AS pair"),
 
 #: tensors' columns a batch's rows may give as another column's values or a constant
 #: (:func:`load_batch`): {column: (the readers' column it equals, or None; the text every
-#: row has, or None)}. match_name is the batch's disp_name (:data:`BATCH_LOADS`).
+#: row has, or None: NULL on every row)}. match_name is the batch's disp_name
+#: (:data:`BATCH_LOADS`). disp_name, disp_io and data_name are copies or constants the readers
+#: make (msq/_flatten.c emit_row); the statistics' kinds and texts are equal by what a dump
+#: holds: a tensor's Min is there (a number, a bool) where its Max is, its Norm where its Mean
+#: is, and their texts are NULL but for a scalar argument's, its value in all four
+#: (msq/_flatten.c stat_cols, typed_row); a batch's dumps have no md5 (one with an md5 is an
+#: md5 compare, read_batch: not a batch's). Every side of root-8x8-5000 has them all so. The
+#: sources are columns stored (none of these).
 DERIVED_ROWS: dict[str, tuple[str | None, str | None]] = {
     "disp_name": ("name", None), "match_name": ("name", None), "disp_io": ("io", None),
-    "data_name": (None, "-1")}
-
-#: :func:`load_batch`'s SELECT of tensors where the columns of :data:`DERIVED_ROWS` are
-#: generated (:func:`derived_tensors`): the readers' copies left out, match_name not made.
-BATCH_DERIVED_TENSORS = (
-    "* EXCLUDE ({}) REPLACE (op_seq + {{op}} AS op_seq, row_seq + {{row}} AS row_seq), "
-    "{{pair}} AS pair").format(", ".join(c for c in DERIVED_ROWS if c != "match_name"))
+    "md5": (None, None), "data_name": (None, "-1"), "min_kind": ("max_kind", None),
+    "norm_kind": ("mean_kind", None), "min_str": ("max_str", None),
+    "mean_str": ("max_str", None), "norm_str": ("max_str", None)}
 
 
-def derived_columns(pairs: list[BatchPair]) -> bool:
-    """Whether every side of every pair has each column of :data:`DERIVED_ROWS` equal to its
+def derived_columns(pairs: list[BatchPair]) -> list[str]:
+    """The columns of :data:`DERIVED_ROWS` that every side of every pair has equal to its
     source column or text, row for row (their buffers compared: a statistics dump's disp_name is
-    its name, disp_io its io in the default mode and data_name "-1", msq/_flatten.c emit_row).
-    Only the C reader's columns are looked at (a pyarrow table of the Python reader: False)."""
+    its name, disp_io its io in the default mode and data_name "-1", msq/_flatten.c emit_row),
+    each on its own; match_name where disp_name is. Only the C reader's columns are looked at
+    (a pyarrow table of the Python reader: none)."""
+    held = [name for name in DERIVED_ROWS if name != "match_name"]
     for part in pairs:
         for rows in (part.npu.rows, part.bench.rows):
             if not isinstance(rows, Columns):
-                return False
+                return []
             for batch in rows.batches:
                 cols = {c[0]: c for c in batch}
-                for name, (source, text) in DERIVED_ROWS.items():
-                    if name == "match_name":  # the batch's disp_name (BATCH_LOADS)
-                        continue
-                    col = cols.get(name)
-                    if col is None or col[1] != "str" or (
-                            not same_column(col, cols[source]) if source is not None
-                            else not all_text(col, str(text))):
-                        return False
-    return True
+                held = [name for name in held if _equal_rows(cols, name, *DERIVED_ROWS[name])]
+    # match_name is the batch's disp_name (BATCH_LOADS): generated as name where disp_name is
+    return [name for name in DERIVED_ROWS
+            if name in held or (name == "match_name" and "disp_name" in held)]
 
 
-def derived_tensors(con: duckdb.DuckDBPyConnection) -> None:
-    """``tensors`` made again (empty) with the columns of :data:`DERIVED_ROWS` generated
-    (virtual: DuckDB stores nothing and reads each as its expression), the others as the
-    schema's (same names, order, types and defaults)."""
+def _equal_rows(cols: dict[str, Any], name: str, source: str | None, text: str | None) -> bool:
+    """Whether the C reader's column ``name`` (of ``cols``) is its ``source`` column, ``text``,
+    or NULL (neither given) on every row."""
+    col = cols.get(name)
+    if col is None or col[1] != "str":
+        return False
+    if source is not None:
+        src = cols.get(source)
+        return src is not None and same_column(col, src)
+    if text is None:
+        return bool(col[3] == col[2])  # its NULLs: every row
+    return all_text(col, text)
+
+
+def batch_tensors_select(derived: list[str]) -> str:
+    """:func:`load_batch`'s SELECT of a pair's tensors rows where the ``derived`` columns are
+    generated (:func:`derived_tensors`): those of the readers left out, match_name made of
+    disp_name where it is not generated."""
+    stored = [c for c in derived if c != "match_name"]
+    exclude = f"EXCLUDE ({', '.join(stored)}) " if stored else ""
+    match = "" if "match_name" in derived else "disp_name AS match_name, "
+    return (f"* {exclude}REPLACE (op_seq + {{op}} AS op_seq, row_seq + {{row}} AS row_seq), "
+            f"{match}{{pair}} AS pair")
+
+
+def derived_tensors(con: duckdb.DuckDBPyConnection, derived: list[str]) -> None:
+    """``tensors`` made again (empty) with the ``derived`` columns of :data:`DERIVED_ROWS`
+    generated (virtual: DuckDB stores nothing and reads each as its expression), the others as
+    the schema's (same names, order, types and defaults)."""
     columns = []
     for name, type_, default in con.execute(
             "SELECT column_name, data_type, column_default FROM duckdb_columns() "
             "WHERE database_name = current_database() AND schema_name = 'main' "
             "AND table_name = 'tensors' ORDER BY column_index").fetchall():
-        source, text = DERIVED_ROWS.get(name, (None, None))
-        if source is not None or text is not None:
-            made = db.quote_ident(source) if source is not None else db.quote_str(str(text))
+        if name in derived:
+            source, text = DERIVED_ROWS[name]
+            made = (db.quote_ident(source) if source is not None
+                    else db.quote_str(text) if text is not None else "NULL")
             columns.append(f"{db.quote_ident(name)} {type_} GENERATED ALWAYS AS ({made}) VIRTUAL")
         else:
             columns.append(f"{db.quote_ident(name)} {type_}"
@@ -1070,20 +1096,20 @@ def load_batch(con: duckdb.DuckDBPyConnection, pairs: list[BatchPair]) -> None:
     but copies them once more into one that has rows (four 24,500-row pairs loaded one by one:
     40, 105, 270 and 110 ms of CPU).
 
-    Where every pair's rows have the columns of :data:`DERIVED_ROWS` equal to another column or
-    a constant (:func:`derived_columns`: any statistics dump of the C reader), those are not
-    stored but generated (:func:`derived_tensors`): the same rows and types. DuckDB's append of
-    a text (its statistics, its UTF-8 check) costs ~240 instructions a value: these were 4 of a
-    row's ~15 texts."""
+    Where every pair's rows have a column of :data:`DERIVED_ROWS` equal to another column or
+    a constant (:func:`derived_columns`: any statistics dump of the C reader, each column on its
+    own), it is not stored but generated (:func:`derived_tensors`): the same rows and types.
+    DuckDB's append of a text (its statistics, its UTF-8 check, the Arrow conversion) costs
+    ~100-240 instructions a value, NULL or short: these are 10 of a row's 18 texts."""
     derived = derived_columns(pairs)
     if derived:
-        derived_tensors(con)
+        derived_tensors(con, derived)
     streams: list[str] = []
     try:
         for table, select in BATCH_LOADS:
             parts = []
             if table == "tensors" and derived:
-                select = BATCH_DERIVED_TENSORS
+                select = batch_tensors_select(derived)
             for part in pairs:
                 name = f"_batch_{table}_{part.place.pair}"
                 side = (part.npu.ops, part.bench.ops) if table == "ops" else \

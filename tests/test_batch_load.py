@@ -35,7 +35,7 @@ def loaded(inps: list[SingleInput], monkeypatch: pytest.MonkeyPatch, derive: boo
     load_batch decides (None). Also which columns are generated."""
     _, pairs = pipeline.read_batch(inps, Options(workers=1))
     if derive is False:
-        monkeypatch.setattr(pipeline, "derived_columns", lambda pairs: False)
+        monkeypatch.setattr(pipeline, "derived_columns", lambda pairs: [])
     con = db.connect()
     db.run_schema(con)
     pipeline.load_batch(con, pairs)
@@ -60,28 +60,48 @@ def test_a_statistics_batch_generates_its_copies_as_the_same_rows(tmp_path, monk
     inps = inputs(tmp_path, [(with_kwargs(base), with_kwargs(noisy(base, 2, 0.1))),
                              (with_kwargs(model(3, ops=12)), base)])
     types, rows, made = loaded(inps, monkeypatch, None)
-    assert made == ["disp_name", "match_name", "disp_io", "data_name"]  # DERIVED_ROWS
+    assert sorted(made) == sorted(["disp_name", "match_name", "disp_io", "md5", "data_name",
+                                   "min_kind", "norm_kind", "min_str", "mean_str", "norm_str"])
     want_types, want_rows, want_made = loaded(inps, monkeypatch, False)
     assert want_made == []
     assert types == want_types
     assert len(rows) == len(want_rows) > 100
     assert rows == want_rows
     names = [name for name, _ in types]
-    # the keyword arguments' rows are there, named as the readers name them
-    assert any(".forward.input.alpha" in row[names.index("match_name")] for row in rows)
+    # the keyword arguments' rows are there, named as the readers name them, the int argument's
+    # statistics texts its value in all four
+    alpha = [row for row in rows if ".forward.input.alpha" in row[names.index("match_name")]]
+    assert alpha and all([row[names.index(f"{s}_str")] for s in ("max", "min", "mean", "norm")]
+                         == ["2"] * 4 for row in alpha)
 
 
-@pytest.mark.parametrize("change", ["data_name", "null_data_name"])
-def test_a_batch_whose_rows_differ_from_their_copies_loads_them_all(tmp_path, monkeypatch, change):
+#: what each change of test_a_batch_whose_rows_differ_from_their_copies_stores them leaves stored
+STORED = {"data_name": ["data_name"], "null_data_name": [],
+          "int_statistics": ["min_str", "mean_str", "norm_str"], "no_norm": ["norm_kind"],
+          "text_min": ["min_kind", "min_str"]}
+
+
+@pytest.mark.parametrize("change", list(STORED))
+def test_a_batch_whose_rows_differ_from_their_copies_stores_them(tmp_path, monkeypatch, change):
+    """A column of DERIVED_ROWS that one row of one side has other than its source is stored
+    (the others still generated): the rows and types of the full load."""
     base = model(1, ops=12)
     other = copy.deepcopy(base)
     entry = other["Functional.relu.0.forward"]["output"][0]
-    entry["data_name"] = "Functional.relu.0.forward.output.0.pt" if change == "data_name" else None
+    if change == "data_name":
+        entry["data_name"] = "Functional.relu.0.forward.output.0.pt"
+    elif change == "null_data_name":
+        entry["data_name"] = None  # a null data_name reads as "-1"
+    elif change == "int_statistics":  # an int tensor's: Max 5, Min 0 as ints (texts), Mean 2.5
+        entry.update({"dtype": "torch.int64", "Max": 5, "Min": 0, "Mean": 2.5, "Norm": 9.0})
+    elif change == "no_norm":
+        entry["Norm"] = None
+    else:  # a Min that is a text where Max is a number
+        entry["Min"] = "-inf"
     inps = inputs(tmp_path, [(base, base), (other, base)])
     types, rows, made = loaded(inps, monkeypatch, None)
     want = loaded(inps, monkeypatch, False)
-    # a data_name "-1" (null reads as "-1") derives; any other does not
-    assert bool(made) == (change == "null_data_name")
+    assert sorted(made) == sorted(c for c in pipeline.DERIVED_ROWS if c not in STORED[change])
     assert (types, rows) == want[:2]
 
 
