@@ -2023,6 +2023,127 @@ static PyObject *repeats(PyObject *self, PyObject *args) {
     return PyBool_FromLong(same);
 }
 
+/* ---------------------------------------------------------------------------------------- */
+/* distinct_texts: are a column's texts (of the rows counted) all different                  */
+
+/* 64-bit hash of n bytes, eight at a time (keys of ~100-300 bytes: hash_bytes' byte loop
+ * costs ~4 instructions a byte) */
+static uint64_t hash_words(const char *s, size_t n) {
+    uint64_t h = 0x9E3779B97F4A7C15ULL ^ n;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, s + i, 8);
+        h = (h ^ w) * 0xBF58476D1CE4E5B9ULL;
+        h ^= h >> 31;
+    }
+    if (i < n) {
+        uint64_t w = 0;
+        memcpy(&w, s + i, n - i);
+        h = (h ^ w) * 0x94D049BB133111EBULL;
+    }
+    h ^= h >> 29;
+    h *= 0xBF58476D1CE4E5B9ULL;
+    return h ^ (h >> 32);
+}
+
+/* distinct_texts(texts, counts) -> bool: whether the text column `texts` (a column tuple, see
+ * col_tuple) holds no text twice among its rows whose int32 column `counts` is above 0 (a NULL
+ * text there: False). Texts are equal when their bytes are (a hash, then the bytes compared).
+ * msq.pipeline.unique_op_keys: a side's ops' row_keys, whose k (op_pairs_default's keyed) is
+ * then 1 for every op with rows. ValueError on columns that do not agree. */
+static PyObject *distinct_texts(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *tc, *cc;
+    if (!PyArg_ParseTuple(args, "O!O!", &PyTuple_Type, &tc, &PyTuple_Type, &cc)) return NULL;
+    const char *tkind, *ckind;
+    long long tn, tnulls, cn, cnulls;
+    PyObject *tname, *tv, *td, *to, *cname, *cv, *cd, *co;
+    if (!PyArg_ParseTuple(tc, "OsLLOOO", &tname, &tkind, &tn, &tnulls, &tv, &td, &to)
+        || !PyArg_ParseTuple(cc, "OsLLOOO", &cname, &ckind, &cn, &cnulls, &cv, &cd, &co))
+        return NULL;
+    if (strcmp(tkind, "str") != 0 || strcmp(ckind, "i32") != 0 || tn != cn || tn < 0
+        || to == Py_None)
+        return PyErr_Format(PyExc_ValueError, "distinct_texts: a text and an int32 column of "
+                            "as many rows");
+    Py_buffer data = {0}, offs = {0}, valid = {0}, counts = {0}, cvalid = {0};
+    PyObject *out = NULL;
+    uint64_t *hashes = NULL;
+    int64_t *slots = NULL;
+    if (PyObject_GetBuffer(td, &data, PyBUF_SIMPLE) < 0) goto done;
+    if (PyObject_GetBuffer(to, &offs, PyBUF_SIMPLE) < 0) goto done;
+    if (PyObject_GetBuffer(cd, &counts, PyBUF_SIMPLE) < 0) goto done;
+    if (tv != Py_None && PyObject_GetBuffer(tv, &valid, PyBUF_SIMPLE) < 0) goto done;
+    if (cv != Py_None && PyObject_GetBuffer(cv, &cvalid, PyBUF_SIMPLE) < 0) goto done;
+    Py_ssize_t n = (Py_ssize_t)tn;
+    int ok = offs.len == 4 * (n + 1) && counts.len >= 4 * n
+             && (!valid.buf || valid.len >= (n + 7) / 8) && (!cvalid.buf || cvalid.len >= (n + 7) / 8);
+    const char *op = offs.buf;
+    int32_t prev = 0;
+    for (Py_ssize_t r = 0; ok && r <= n; r++) {  /* from 0 up, never down, within the data */
+        int32_t x;
+        memcpy(&x, op + 4 * r, 4);
+        ok = r == 0 ? x >= 0 : x >= prev;
+        prev = x;
+    }
+    if (!ok || prev > data.len) {
+        PyErr_SetString(PyExc_ValueError, "distinct_texts: a column's offsets, data or validity "
+                        "do not agree");
+        goto done;
+    }
+    size_t cap = 16;
+    while (cap < 2 * (size_t)n) cap *= 2;
+    slots = malloc(cap * sizeof *slots);
+    hashes = malloc(cap * sizeof *hashes);
+    if (!slots || !hashes) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    int distinct = 1;
+    Py_BEGIN_ALLOW_THREADS
+    for (size_t i = 0; i < cap; i++) slots[i] = -1;
+    const unsigned char *vb = valid.buf, *cvb = cvalid.buf;
+    const char *text = data.buf, *cp = counts.buf;
+    for (Py_ssize_t r = 0; r < n && distinct; r++) {
+        int32_t count;
+        memcpy(&count, cp + 4 * r, 4);
+        if ((cvb && !((cvb[r >> 3] >> (r & 7)) & 1)) || count <= 0) continue;
+        if (vb && !((vb[r >> 3] >> (r & 7)) & 1)) {
+            distinct = 0;  /* a NULL key: not looked into */
+            break;
+        }
+        int32_t a, b;
+        memcpy(&a, op + 4 * r, 4);
+        memcpy(&b, op + 4 * r + 4, 4);
+        size_t len = (size_t)(b - a);
+        uint64_t h = hash_words(text + a, len);
+        size_t at = (size_t)h & (cap - 1);
+        for (; slots[at] >= 0; at = (at + 1) & (cap - 1)) {
+            if (hashes[at] != h) continue;
+            int32_t a2, b2;
+            memcpy(&a2, op + 4 * slots[at], 4);
+            memcpy(&b2, op + 4 * slots[at] + 4, 4);
+            if ((size_t)(b2 - a2) == len && memcmp(text + a2, text + a, len) == 0) {
+                distinct = 0;
+                break;
+            }
+        }
+        slots[at] = r;
+        hashes[at] = h;
+    }
+    Py_END_ALLOW_THREADS
+    out = PyBool_FromLong(distinct);
+done:
+    free(slots);
+    free(hashes);
+    if (data.buf) PyBuffer_Release(&data);
+    if (offs.buf) PyBuffer_Release(&offs);
+    if (counts.buf) PyBuffer_Release(&counts);
+    if (valid.buf) PyBuffer_Release(&valid);
+    if (cvalid.buf) PyBuffer_Release(&cvalid);
+    return out;
+}
+
 static PyMethodDef METHODS[] = {
     {"flatten_dump", flatten_dump, METH_VARARGS,
      "flatten_dump(buffer, compat) -> (task, has_md5, looks_mindspore, op_cols, row_cols) | reason"},
@@ -2037,6 +2158,8 @@ static PyMethodDef METHODS[] = {
     {"stable_order", stable_order, METH_O, "stable_order(int64 bytes) -> int64 indices bytes"},
     {"equal_bytes", equal_bytes, METH_VARARGS, "equal_bytes(a, b) -> the buffers hold the same bytes"},
     {"repeats", repeats, METH_VARARGS, "repeats(buffer, unit) -> buffer is unit repeated"},
+    {"distinct_texts", distinct_texts, METH_VARARGS,
+     "distinct_texts(texts, counts) -> no text twice among the rows counted above 0"},
     {"arithmetic", arithmetic, METH_VARARGS,
      "arithmetic(n, width, step) -> bytes of n native int32/int64: 0, step, 2 * step, ..."},
     {NULL, NULL, 0, NULL}};

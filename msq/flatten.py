@@ -348,6 +348,13 @@ def concat_columns(parts: Sequence[Columns | pa.Table]) -> Columns | pa.Table:
     return pa.concat_tables([p.to_arrow() if isinstance(p, Columns) else p for p in parts])
 
 
+def distinct_texts(texts: CColumn, counts: CColumn) -> bool:
+    """Whether the C reader's text column ``texts`` holds no text twice (nor a NULL) among the
+    rows whose int32 column ``counts`` is above 0 (msq/_flatten.c ``distinct_texts``)."""
+    assert _c is not None
+    return bool(_c.distinct_texts(texts, counts))
+
+
 def same_column(a: CColumn, b: CColumn) -> bool:
     """Whether two of the C reader's columns hold the same values: kind, length, NULLs and
     buffers byte for byte (compared in C, not copied)."""

@@ -39,6 +39,7 @@ from msq.flatten import (
     all_text,
     check_stack_c,
     concat_columns,
+    distinct_texts,
     input_buffer,
     reader,
     same_column,
@@ -264,16 +265,43 @@ CANDIDATES_BATCH = (
 )
 
 
-def op_pairs_select(batch: bool = False) -> str:
+#: op_pairs_default.sql's keyed where no side of any pair has two ops of one key
+#: (:func:`unique_op_keys`): each op's k is then 1, with no list of its key's ops made and
+#: unnested (a GROUP BY of every op by its long key: ~9 ms of a 4-pair root batch's ~50).
+KEYED_UNIQUE = (
+    ("""  SELECT side, pair, match_key, unnest(ops) AS op_seq, generate_subscripts(ops, 1) AS k
+  FROM (SELECT side, pair, match_key, list(op_seq ORDER BY op_seq) AS ops FROM op_keys
+        GROUP BY side, pair, match_key)""",
+     "  SELECT side, pair, match_key, op_seq, 1 AS k FROM op_keys"),)
+
+
+def op_pairs_select(batch: bool = False, unique_keys: bool = False) -> str:
     """sql/compare/match/op_pairs_default.sql over op_candidates.sql's pairs with the readers'
     struct_keys (:data:`CANDIDATES_KEYED`): the same pairs, where op_keys is the readers'
-    (:data:`READER_OP_KEYS`). ``batch``: the settings are a batch's (:data:`CANDIDATES_BATCH`)."""
+    (:data:`READER_OP_KEYS`). ``batch``: the settings are a batch's (:data:`CANDIDATES_BATCH`);
+    ``unique_keys``: no side has two ops of one key (:data:`KEYED_UNIQUE`)."""
     cands = db.sql_file("compare/match/op_candidates.sql")
     pairs = db.sql_file("compare/match/op_pairs_default.sql")
     keyed = _replaced(cands.origin, cands.body,
                       CANDIDATES_KEYED + CANDIDATES_BATCH if batch else CANDIDATES_KEYED)
     return _replaced(pairs.origin, pairs.body, (
-        ("SEMI JOIN op_candidates c", f"SEMI JOIN ({keyed}\n) c"),))
+        ("SEMI JOIN op_candidates c", f"SEMI JOIN ({keyed}\n) c"),
+        *(KEYED_UNIQUE if unique_keys else ())))
+
+
+def unique_op_keys(pairs: list[BatchPair]) -> bool:
+    """Whether no side of any pair has two ops with rows of one row_key (op_keys' match_key:
+    msq/_flatten.c distinct_texts over each side's keys; the C reader's columns only, a side of
+    one record batch). A key is its op's rows' names, each made of its op's own name: the
+    40,000 ops with rows of a 4-pair root batch have 40,000 keys."""
+    for part in pairs:
+        for ops in (part.npu.ops, part.bench.ops):
+            if not isinstance(ops, Columns) or len(ops.batches) != 1:
+                return False
+            cols = {c[0]: c for c in ops.batches[0]}
+            if not distinct_texts(cols["row_key"], cols["n_rows"]):
+                return False
+    return True
 
 
 #: row_pairs' rows with each row's ``is_input``: its disp_io (the NPU row's, the bench row's
@@ -949,6 +977,7 @@ def compute_batch(inps: list[SingleInput], opts: Options, opened: EarlyDatabase,
         raise NotBatchable("no kept database")
     con.execute("INSERT INTO settings VALUES (?, ?, ?, ?, ?, ?, ?)",
                 [mode, False, False, False, False, False, False])
+    unique = unique_op_keys(pairs)
     load_batch(con, pairs)
     for part in pairs:  # nothing reads them again (~95 MB a worker in a 4-pair root batch)
         part.npu.release()
@@ -960,7 +989,7 @@ def compute_batch(inps: list[SingleInput], opts: Options, opened: EarlyDatabase,
     keep = "ALTER VIEW op_keys RENAME TO _src_op_keys; " if db.KEEP_SOURCES else ""
     con.execute(f"{keep}CREATE OR REPLACE VIEW op_keys AS {READER_OP_KEYS}")
     # the settings just inserted: not compat, not across frameworks (read_batch)
-    con.execute("INSERT INTO op_pairs " + op_pairs_select(batch=True))
+    con.execute("INSERT INTO op_pairs " + op_pairs_select(batch=True, unique_keys=unique))
     rows_and_windows(con)
     create_unmatched_reasons(con)
     db.materialize(con, "row_error", bound_row_error(mode))

@@ -167,3 +167,102 @@ def test_rows_and_windows_give_write_windows_rows(tmp_path):
     assert len(rows) == len(windows) > 100
     assert {w[2] for w in windows} == {True, False}  # inputs and outputs
     assert {r[4] for r in rows} >= {"matched", "npu_only"}
+
+
+def test_distinct_texts_tells_keys_apart():
+    """msq/_flatten.c distinct_texts (msq.pipeline.unique_op_keys): False exactly when two rows
+    counted above 0 hold one text (or one holds NULL), whatever rows not counted hold; texts
+    that differ in one byte anywhere, in length alone or by a trailing zero byte are apart."""
+    import random
+
+    import pyarrow as pa
+
+    from msq.flatten import distinct_texts
+
+    rng = random.Random(7)
+    base = "Functional.linear.3.forward.input.0\x1fFunctional.linear.3.forward.output.0"
+    texts = ["", "\x00", "\x00\x00", "a", "a\x00", "-"]
+    texts += [base[:n] for n in range(0, len(base), 3)]
+    texts += [base[:k] + chr(ord(base[k]) ^ 1) + base[k + 1:] for k in range(len(base))]
+    seen_both = set()
+    for trial in range(300):
+        values = rng.sample(texts, rng.randrange(1, 40))
+        if trial % 3 == 0:  # a text twice
+            values.append(rng.choice(values))
+        if trial % 7 == 0:
+            values.append(None)
+        rng.shuffle(values)
+        counts = [rng.choice([0, 1, 2, 5]) if trial % 2 else 1 for _ in values]
+        counted = [v for v, c in zip(values, counts, strict=True) if c > 0]
+        want = None not in counted and len(set(counted)) == len(counted)
+        arr = pa.array(values, pa.string())
+        valid, offsets, data = arr.buffers()
+        col = ("row_key", "str", len(arr), arr.null_count,
+               valid.to_pybytes() if valid is not None else None,
+               data.to_pybytes() if data else b"", offsets.to_pybytes()[: 4 * (len(arr) + 1)])
+        n = pa.array(counts, pa.int32())
+        count_col = ("n_rows", "i32", len(n), 0, None, n.buffers()[1].to_pybytes(), None)
+        assert distinct_texts(col, count_col) is want, (values, counts)
+        seen_both.add(want)
+    assert seen_both == {True, False}
+
+
+@pytest.mark.parametrize("bad", ["kind", "count_kind", "decreasing", "past_the_data",
+                                 "short_offsets", "short_validity", "rows"])
+def test_distinct_texts_refuses_columns_that_do_not_agree(bad):
+    from msq.flatten import _c
+
+    assert _c is not None
+    ok = text_column(["ab", "c", "-1"])
+    counts = ("n", "i32", 3, 0, None, b"\1\0\0\0" * 3, None)
+    col: Any = {
+        "kind": ok[:1] + ("i32",) + ok[2:],
+        "count_kind": ok,
+        "decreasing": ok[:6] + (b"\0\0\0\0\3\0\0\0\2\0\0\0\5\0\0\0",),
+        "past_the_data": ok[:6] + (b"\0\0\0\0\2\0\0\0\3\0\0\0\6\0\0\0",),
+        "short_offsets": ok[:6] + (ok[6][:12],),
+        "short_validity": ok[:3] + (1, b"", ok[5], ok[6]),
+        "rows": ok[:2] + (4,) + ok[3:],
+    }[bad]
+    with pytest.raises((ValueError, TypeError)):
+        if bad == "count_kind":
+            _c.distinct_texts(ok, col)
+        else:
+            _c.distinct_texts(col, counts)
+    assert _c.distinct_texts(ok, counts) is True
+
+
+def test_a_batch_pairs_ops_of_one_key_on_a_side_by_their_order(tmp_path):
+    """Two ops of one side with one key (their rows' names alike: "A.forward.input"
+    positional, "A.forward" keyword "input") make op_pairs' keyed count them (unique_op_keys
+    False): the batch pairs each with its bench op of the same place, as each pair alone does;
+    were they taken as unique, both would pair with both."""
+    from msq.opening import rules_variant, unused_views
+
+    dup = {"A.forward.input": fwd(t(), out=[]), "A.forward": fwd(out=[], input=t()),
+           **model(1, ops=4)}
+    inps = inputs(tmp_path, [(dup, dup), (model(2, ops=4), model(2, ops=4))])
+    opts = Options(workers=1)
+    mode, pairs = pipeline.read_batch(inps, opts)
+    assert not pipeline.unique_op_keys(pairs)
+    assert pipeline.unique_op_keys(pairs[1:])
+    got = {}
+    for unique in (False, True):
+        con = db.connect()
+        db.run_schema(con)
+        con.execute("INSERT INTO settings VALUES (?, false, false, false, false, false, false)",
+                    [mode])
+        pipeline.load_batch(con, pairs)
+        db.load_views(con, variants=[mode, rules_variant(opts)], skip=unused_views(opts))
+        con.execute(f"CREATE OR REPLACE VIEW op_keys AS {pipeline.READER_OP_KEYS}")
+        assert con.execute("SELECT count(*) - count(DISTINCT (side, pair, match_key)) "
+                           "FROM op_keys").fetchone() == (2,)
+        con.execute("INSERT INTO op_pairs "
+                    + pipeline.op_pairs_select(batch=True, unique_keys=unique))
+        got[unique] = con.execute("SELECT npu_op, bench_op, how FROM op_pairs "
+                                  "ORDER BY ord").fetchall()
+        con.close()
+    # as counted: op 0 with op 0, op 1 with op 1 (each pair its own order)
+    assert (0, 0, "matched") in got[False] and (1, 1, "matched") in got[False]
+    assert (0, 1, "matched") not in got[False]
+    assert got[True] != got[False]  # taken as unique: wrong
