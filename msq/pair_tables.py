@@ -373,7 +373,7 @@ def _batch_shared(jobs: list[PairJob], opts: Options, output_dir: Path,
     con = None
     try:
         with _kept_logs() as shared_logs:
-            con, mode, parts = compute_batch(inps, opts, cast("EarlyDatabase", database))
+            con, mode, parts = compute_batch(inps, opts, database)
             rows = _batch_history_rows(con, mode, [part.place for part in parts]) \
                 if opts.record else [None] * len(parts)
             results = batch_results(con, mode, parts, opts)
@@ -492,9 +492,10 @@ class WorkerDatabase:
     view the pair made or replaced dropped, the early views it turned into tables renamed back
     (a pair's materialisations leave them as ``_src_<view>``: msq.db.KEEP_SOURCES; renaming is
     ~0.2 ms a view, creating one from its text ~0.9 ms, DuckDB's parser) or, had the pair replaced
-    them, created again, the macros a pair adds dropped. The history's record macros are the
-    database's own, made with its schema (the same text every time: a batch does not make them
-    again, :func:`_batch_history_rows`).
+    them, created again, the macros a pair adds dropped; the views a batch creates beside the
+    database's own are kept for the next batch (:meth:`batch_views`). The history's record
+    macros are the database's own, made with its schema (the same text every time: a batch
+    does not make them again, :func:`_batch_history_rows`).
 
     Anything unexpected (a pair that fails, a reset that cannot complete or leaves another
     catalog) discards the database (:meth:`discard`): the pair is compared again in a new one,
@@ -552,6 +553,9 @@ class WorkerDatabase:
         #: the views the database holds for each pair (the ``opened`` hook's)
         self.views: set[str] = set(statements)
         self._macros: set[str] = set()  # the macros pairs add (learnt at the first reset)
+        #: the views a batch creates beside these (its mode's, unmatched_reasons), kept from
+        #: one batch to the next (:meth:`batch_views`): {name: (its statement, DuckDB's text)}
+        self._batch: dict[str, tuple[str, str]] = {}
         self._learnt = False
         self._con = con = db.connect(threads=1)
         try:
@@ -598,9 +602,26 @@ class WorkerDatabase:
         db.KEEP_SOURCES = True  # the views the pair materialises are kept for reset (renamed back)
         return cur
 
+    def batch_views(self, con: Any, statements: dict[str, str]) -> None:
+        """Create the views of ``statements`` ({name: its CREATE statement}) on ``con`` (a
+        batch's connection, :meth:`take`), but those the database holds from the previous batch
+        by the same statement: DuckDB parses a view's text as it creates it, ~60 M instructions
+        a 4-pair batch for the statistics mode's views and unmatched_reasons, the same texts
+        every batch. :meth:`reset` keeps them as they were created (a view a batch replaced or
+        dropped is dropped, and created again by the next batch)."""
+        made = [name for name, statement in statements.items()
+                if self._batch.get(name, ("", ""))[0] != statement]
+        if not made:
+            return
+        con.execute("\n;\n".join(statements[name] for name in made))
+        texts = dict(con.execute(self._VIEWS).fetchall())
+        for name in made:
+            self._batch[name] = (statements[name], texts[name])
+
     def reset(self) -> None:
-        """The catalog made as a new database's again (see the class docstring); raises when it
-        cannot be (the caller then discards the database)."""
+        """The catalog made as a new database's again (see the class docstring), but for the
+        views a batch keeps (:meth:`batch_views`); raises when it cannot be (the caller then
+        discards the database)."""
         from msq import db
 
         db.KEEP_SOURCES = False
@@ -612,7 +633,11 @@ class WorkerDatabase:
                 - self._template_macros
             self._learnt = True
         kept = {name for name, sql in views if self._views.get(name) == sql}
+        batch = {name for name, sql in views if self._batch.get(name, ("", ""))[1] == sql}
+        kept |= batch
         back = self._renamed_back(views, kept)
+        self._batch = {name: entry for name, entry in self._batch.items()
+                       if name in batch or name in back.values()}
         script = [f"DROP VIEW {db.quote_ident(name)}" for name, _ in views
                   if name not in kept and name not in back]
         script += [f"DROP TABLE {db.quote_ident(name)}" for name, _ in tables]
@@ -623,7 +648,9 @@ class WorkerDatabase:
         made = kept | set(back.values())
         script += [statement for name, statement in self.statements.items() if name not in made]
         con.execute("\n;\n".join(script))
-        if self._snapshot() != self._catalog:
+        names, *rest = self._catalog
+        if self._snapshot() != (sorted({*names, *self._batch}), *rest):
+            self._batch = {}
             raise RuntimeError("the kept compare database differs from a new one after its reset")
 
     def _renamed_back(self, views: list[tuple[str, str]], kept: set[str]) -> dict[str, str]:
@@ -634,7 +661,7 @@ class WorkerDatabase:
         back: dict[str, str] = {}
         for src, sql in views:
             name = src[len("_src_"):] if src.startswith("_src_") else ""
-            own = self._views.get(name)
+            own = self._views.get(name) or self._batch.get(name, ("", None))[1]
             if own is None or name in kept or not _SIMPLE_NAME.fullmatch(name):
                 continue
             head = f"CREATE VIEW {name} AS "

@@ -13,7 +13,7 @@ import os
 import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import duckdb
 
@@ -61,6 +61,7 @@ from msq.mindspore import hooks as mindspore_hooks
 from msq.mindspore.detect import is_cross_framework, resolve_framework
 from msq.opening import EarlyDatabase, rules_variant, unused_views
 from msq.result import CompareResult, RowRef, sheet_row
+from msq.sqlfiles import COMPARE_VIEWS, view_files, view_statement
 from msq.tensors_bridge import EarlyMetrics, fill_tensor_metrics
 
 log = logging.getLogger("msq")
@@ -600,12 +601,19 @@ def bound_reasons(con: duckdb.DuckDBPyConnection) -> db.SqlFile:
     return dataclasses.replace(file, text=text)
 
 
-def create_unmatched_reasons(con: duckdb.DuckDBPyConnection) -> None:
+def create_unmatched_reasons(con: duckdb.DuckDBPyConnection,
+                             opened: BatchDatabase | None = None) -> None:
     """``unmatched_reasons`` for the default mode's verdicts (not created with the other views,
     :func:`unused_views`): the empty stand-in when every row is matched, else the shipped view
-    with the compare's settings bound (:func:`bound_reasons`)."""
-    if not skip_unmatched_reasons(con):
-        db.create_view(con, bound_reasons(con), defer=True, comment=False)
+    with the compare's settings bound (:func:`bound_reasons`); ``opened``: a batch's kept
+    database, which keeps it from one batch to the next (:meth:`BatchDatabase.batch_views`)."""
+    if skip_unmatched_reasons(con):
+        return
+    file = bound_reasons(con)
+    if opened is None:
+        db.create_view(con, file, defer=True, comment=False)
+    else:
+        opened.batch_views(con, {file.name: view_statement(file, defer=db.can_defer_binding(con))})
 
 
 #: What sql/compare/rules/row_error.sql reads of the compare's settings (as written there): its
@@ -919,6 +927,18 @@ class BatchPair:
     place: BatchPlace
 
 
+class BatchDatabase(Protocol):
+    """The kept database a batch runs in (msq.pair_tables.WorkerDatabase): as
+    :class:`msq.opening.EarlyDatabase` (:meth:`take`, :attr:`views`), and it keeps the views a
+    batch creates (its mode's, unmatched_reasons) for the next batch (:meth:`batch_views`)."""
+
+    views: set[str]
+
+    def take(self, threads: int | None) -> Any: ...
+
+    def batch_views(self, con: Any, statements: dict[str, str]) -> None: ...
+
+
 class NotBatchable(Exception):  # a decision, not a failure: the pairs run one by one
     """The pairs cannot share one set of queries (their modes or settings differ, an option
     whose views are not pair-safe): each is compared alone."""
@@ -962,7 +982,7 @@ def read_batch(inps: list[SingleInput], opts: Options) -> tuple[str, list[BatchP
     return mode, pairs
 
 
-def compute_batch(inps: list[SingleInput], opts: Options, opened: EarlyDatabase,
+def compute_batch(inps: list[SingleInput], opts: Options, opened: BatchDatabase,
                   ) -> tuple[duckdb.DuckDBPyConnection, str, list[BatchPair]]:
     """Every pair's tables up to the result and its marks, computed at once for the batch (see
     above), blame's tables too, in the kept database ``opened`` (a pool worker's,
@@ -982,7 +1002,12 @@ def compute_batch(inps: list[SingleInput], opts: Options, opened: EarlyDatabase,
     for part in pairs:  # nothing reads them again (~95 MB a worker in a 4-pair root batch)
         part.npu.release()
         part.bench.release()
-    db.load_views(con, variants=[mode, rules_variant(opts)], skip=unused_views(opts) | opened.views)
+    # the mode's views, kept by the database from one batch to the next (DuckDB parses each
+    # text as it creates the view): shipped views only (no --sql-dir in a batch)
+    files, _ = view_files(COMPARE_VIEWS, variants=[mode, rules_variant(opts)],
+                          skip=unused_views(opts) | opened.views)
+    opened.batch_views(con, {file.name: view_statement(file, defer=db.can_defer_binding(con))
+                             for file in files})
     # a view of ops, not a table (BATCH_VIEWS): op_pairs reads it alone (~37 M instructions a
     # 4-pair root batch to store its 40,000 rows, their keys as long texts); the database's own
     # view kept as db.materialize keeps it (renamed back by the kept database's reset)
@@ -991,7 +1016,7 @@ def compute_batch(inps: list[SingleInput], opts: Options, opened: EarlyDatabase,
     # the settings just inserted: not compat, not across frameworks (read_batch)
     con.execute("INSERT INTO op_pairs " + op_pairs_select(batch=True, unique_keys=unique))
     rows_and_windows(con)
-    create_unmatched_reasons(con)
+    create_unmatched_reasons(con, opened)
     db.materialize(con, "row_error", bound_row_error(mode))
     for view in ("verdicts", result_table(mode), "marks"):
         with planned_without(con, BATCH_PLAN_SKIPS.get(view, ())):

@@ -259,6 +259,51 @@ def test_a_kept_database_compares_alone_exactly_after_a_batch(jobs, opts, tmp_pa
     assert contents(kept) == contents(alone(jobs[2], opts, tmp_path))
 
 
+def test_a_kept_database_keeps_a_batchs_views_for_the_next_batch(jobs, opts, tmp_path,
+                                                                 monkeypatch):
+    """The views a batch creates beside the database's own (its mode's, unmatched_reasons) stay
+    for the next batch, which creates none of them again (the same statements) and whose pairs
+    are their own compares; a view a batch replaced is dropped by the reset (never read by the
+    next batch) and created again."""
+    import duckdb
+
+    pair_tables._batch_shared(jobs[:2], opts, tmp_path)
+    kept = WorkerDatabase.get(opts)
+    assert kept is not None
+    mode = {"failing_rows", "stat_rows", "stat_result", "result_statistics"}
+    views = dict(kept._con.execute(WorkerDatabase._VIEWS).fetchall())
+    assert mode <= set(views) and "unmatched_reasons" not in views  # every row matched there
+    created: list[str] = []
+    execute = duckdb.DuckDBPyConnection.execute
+
+    def noted(con: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(query, str):
+            created.extend(re.findall(r'CREATE OR REPLACE VIEW "(\w+)"', query))
+        return execute(con, query, *args, **kwargs)
+
+    monkeypatch.setattr(duckdb.DuckDBPyConnection, "execute", noted)
+    outs = pair_tables._batch_shared(jobs[1:3], opts, tmp_path)  # raises unless batched
+    assert not mode & set(created), created
+    assert created.count("unmatched_reasons") == 1  # pair "lacking" has unmatched rows
+    created.clear()
+    outs += pair_tables._batch_shared(jobs[2:], opts, tmp_path)
+    assert not (mode | {"unmatched_reasons"}) & set(created), created
+    monkeypatch.undo()
+    for job, out in zip([*jobs[1:3], *jobs[2:]], outs, strict=True):
+        assert isinstance(out, PairTables)
+        assert contents(out) == contents(alone(job, opts, tmp_path)), job.title
+    # a view a batch replaced: dropped at the reset, not kept
+    con = kept.take(1)
+    con.execute("CREATE OR REPLACE VIEW stat_rows AS SELECT 1 AS replaced")
+    con.close()
+    kept.reset()
+    assert "stat_rows" not in dict(kept._con.execute(WorkerDatabase._VIEWS).fetchall())
+    again = pair_tables._batch_shared(jobs[2:], opts, tmp_path)
+    for job, out in zip(jobs[2:], again, strict=True):
+        assert isinstance(out, PairTables)
+        assert contents(out) == contents(alone(job, opts, tmp_path)), job.title
+
+
 def test_a_batch_plans_its_verdicts_without_its_skipped_passes_and_resets_them(
         jobs, opts, tmp_path, monkeypatch):
     """A batch's verdicts are planned without the passes of pipeline.BATCH_PLAN_SKIPS (DuckDB's
