@@ -566,6 +566,12 @@ def test_a_pair_left_in_a_shared_folder_is_the_pair_sent_whole(pairs, tmp_path, 
     assert _stamped(left.files) == _stamped(whole.files)
     assert list(left.history) == list(whole.history)
     assert all(_rows(left.history[t]).equals(_rows(whole.history[t])) for t in whole.history)
+    # blame's ENUMs come as Arrow dictionaries (hist_blame_rows.sql), which the driver looks up
+    # by their dictionaries alone (run_recorder._Classes); the folder's files keep them so
+    blame = left.history["blame_rows"]
+    assert blame.num_rows and all(
+        pa.types.is_dictionary(blame.schema.field(c).type)
+        for c in ("io", "role", "direction", "verdict", "link"))
 
 
 def test_the_driver_copies_a_shared_pairs_files_then_removes_its_folder(pairs, tmp_path,
