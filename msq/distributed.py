@@ -299,15 +299,17 @@ def _outcomes(jobs: list[PairJob], output_dir: Path, opts: Options,
         pool.shutdown(wait=True)
 
 
-#: Pairs a pool task compares at once (msq.pair_tables.compute_pairs_shared): a pair's fixed
-#: cost (~1,300 M instructions: binding and planning its queries) is paid once a batch; four
-#: pairs of 24,500 rows hold ~0.3 GB in a worker at once.
-BATCH_PAIRS = 4
+#: Pairs a pool task compares at once (msq.pair_tables.compute_pairs_shared): a batch's fixed
+#: cost (~1,300 M instructions, mostly DuckDB binding and planning its queries) is paid once a
+#: batch. Six 24,500-row root pairs a task rather than four: ~5 % less of the run's CPU, a
+#: worker's peak 0.63-0.71 GB (four: 0.48-0.51 GB, once a batch's read columns are let go
+#: after loading; bench/README "Session 23: lead").
+BATCH_PAIRS = 6
 #: The dump.json bytes (both sides of every pair) a batch holds at most: its pairs' rows are in
 #: one worker's database at once, so a batch's memory grows with its total, not its largest
-#: pair (a root-8x8-5000 pair: 10.3 MB, ~24,500 rows; a batch of four of them held ~0.3 GB more
-#: a worker than one pair). A pair above it goes alone: its fixed cost is a small part of its own.
-BATCH_MAX_BYTES = 48 << 20
+#: pair (a root-8x8-5000 pair: 10.3 MB, ~24,500 rows, ~40 MB more of a worker's peak each).
+#: A pair above it goes alone: its fixed cost is a small part of its own.
+BATCH_MAX_BYTES = 64 << 20
 
 
 def batches(jobs: list[PairJob], workers: int) -> Iterator[list[PairJob]]:
