@@ -1104,6 +1104,22 @@ done:
     return result;
 }
 
+/* The optional order argument of max_chars and percent_chars: int64 row indices, of which
+ * order[start:start+count] are read (None: rows 0..count-1, *order left NULL). Its buffer is
+ * held in views[*nviews] (released by the caller); -1 with the error set when it is shorter. */
+static int take_order(PyObject *order_obj, long long start, long long count, Py_buffer *views,
+                      int *nviews, const int64_t **order) {
+    if (order_obj == Py_None) return 0;
+    if (PyObject_GetBuffer(order_obj, &views[*nviews], PyBUF_SIMPLE)) return -1;
+    Py_buffer *view = &views[(*nviews)++];
+    *order = view->buf;
+    if (start < 0 || (start + count) * (long long)sizeof(int64_t) > view->len) {
+        PyErr_SetString(PyExc_ValueError, "rows past the order's end");
+        return -1;
+    }
+    return 0;
+}
+
 /* max_chars(text, count[, order, start]) -> int or None
  *
  * The most characters (Unicode code points, as DuckDB's length() counts them) among the first
@@ -1122,16 +1138,7 @@ static PyObject *max_chars(PyObject *self, PyObject *args) {
     long long best = -1;
     const int64_t *order = NULL;
     if (parse_arr(text, &a, views, &nviews) == 0 && count > 0) {
-        if (order_obj != Py_None) {
-            if (PyObject_GetBuffer(order_obj, &views[nviews], PyBUF_SIMPLE)) goto done;
-            order = views[nviews].buf;
-            if (start < 0 || (start + count) * (long long)sizeof(int64_t) > views[nviews].len) {
-                nviews++;
-                PyErr_SetString(PyExc_ValueError, "rows past the order's end");
-                goto done;
-            }
-            nviews++;
-        }
+        if (take_order(order_obj, start, count, views, &nviews, &order)) goto done;
         if (!a.offs || !a.data) {
             PyErr_SetString(PyExc_ValueError, "a text array has offsets and data");
         } else {
@@ -1241,16 +1248,7 @@ static PyObject *percent_chars(PyObject *self, PyObject *args) {
     long long best = -1;
     const int64_t *order = NULL;
     if (parse_arr(num_obj, &a, views, &nviews) == 0 && count > 0) {
-        if (order_obj != Py_None) {
-            if (PyObject_GetBuffer(order_obj, &views[nviews], PyBUF_SIMPLE)) goto done;
-            order = views[nviews].buf;
-            if (start < 0 || (start + count) * (long long)sizeof(int64_t) > views[nviews].len) {
-                nviews++;
-                PyErr_SetString(PyExc_ValueError, "rows past the order's end");
-                goto done;
-            }
-            nviews++;
-        }
+        if (take_order(order_obj, start, count, views, &nviews, &order)) goto done;
         if (!a.data) {
             PyErr_SetString(PyExc_ValueError, "numbers have data");
         } else {

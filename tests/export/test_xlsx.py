@@ -780,3 +780,23 @@ def test_c_percent_chars_are_the_longest_percent_text() -> None:
         assert _sheetxml.percent_chars(numbers, k, order, 0) == _sheetxml.max_chars(texts, k, order, 0)
     nulls = pa.array([None, None], pa.float64())
     assert _sheetxml.percent_chars(xlsx._c_buffers(nulls, pa.float64()), 2) is None
+
+
+def test_c_widths_refuse_an_order_shorter_than_their_rows() -> None:
+    """max_chars and percent_chars read rows order[start:start+count]: an order that ends
+    before them (or a negative start) is refused with ValueError, not read past its end; an
+    order that holds them gives the widths of those rows alone."""
+    import numpy as np
+
+    from msq.export import _sheetxml, xlsx
+
+    texts = xlsx._c_buffers(pa.array(["ab", "ññññ", None, "x"]), pa.string())
+    numbers = xlsx._c_buffers(pa.array([0.5, 123.25, None, 1.0]), pa.float64())
+    order = np.array([3, 1], np.int64).tobytes()
+    assert _sheetxml.max_chars(texts, 1, order, 0) == 1
+    assert _sheetxml.max_chars(texts, 2, order, 0) == 4
+    assert _sheetxml.percent_chars(numbers, 1, order, 1) == 7  # 123.25%
+    for width in (_sheetxml.max_chars, _sheetxml.percent_chars):
+        for count, start in ((3, 0), (2, 1), (1, -1)):
+            with pytest.raises(ValueError, match="past the order's end"):
+                width(texts if width is _sheetxml.max_chars else numbers, count, order, start)
