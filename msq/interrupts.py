@@ -10,6 +10,11 @@ thread, as Python's own SIGINT handler does, except in two states the library se
   now would report "interrupted" for a compare that was recorded; the signal is held until the
   next compare begins (:func:`unsettle` raises it then) or the command ends.
 
+Whatever the state, a signal whose ``KeyboardInterrupt`` lands where Python cannot raise it (a
+weakref callback or a ``__del__``: Python prints "Exception ignored in ..." with a traceback
+and goes on, the interruption lost) is delivered again, to be raised where it can
+(:func:`_unraisable`, ``sys.unraisablehook``).
+
 And whatever the state, a signal that arrives while a module is being imported is delivered
 again once the import is over: a ``KeyboardInterrupt`` inside a C extension's module
 initialisation (DuckDB's nanobind enums) aborts the process (SIGABRT: no exit 130, workers
@@ -54,17 +59,25 @@ def install() -> Callable[[], None]:
     _received, _pending, _shield_depth, _settled = None, False, 0, False
     defaults = {signal.SIGINT: signal.default_int_handler, signal.SIGTERM: signal.SIG_DFL}
     previous: dict[int, Any] = {}
+    hook = sys.unraisablehook
+    hooked = False  # this call put _unraisable in (its restore takes it out)
     if threading.current_thread() is threading.main_thread():
         for signum in SIGNALS:
             # already ours: msq's entry point installs it before the imports (msq/__main__.py)
             if signal.getsignal(signum) is defaults[signum]:
                 previous[signum] = signal.signal(signum, _handler)
         _installed = any(signal.getsignal(s) is _handler for s in SIGNALS)
+        if _installed and hook is not _unraisable:
+            _hooks.append(hook)
+            sys.unraisablehook = _unraisable
+            hooked = True
 
     def restore() -> None:
         global _installed
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+        if hooked and sys.unraisablehook is _unraisable:
+            sys.unraisablehook = _hooks.pop()
         _installed = False
 
     return restore
@@ -81,6 +94,22 @@ def _handler(signum: int, frame: Any) -> None:
         _deliver_again(signum)
         return
     raise KeyboardInterrupt
+
+
+def _unraisable(info: Any) -> None:
+    """``sys.unraisablehook`` while installed: a ``KeyboardInterrupt`` raised by :func:`_handler`
+    inside a weakref callback or a ``__del__`` (which Python cannot raise: it reports it here
+    and goes on) is delivered again, not printed; anything else goes to the hook before ours.
+    Seen at load: Ctrl-C landing in a WeakSet's ``_remove`` let the compare run to its end with
+    a traceback on stderr (test_ctrl_c_at_random_moments)."""
+    if info.exc_type is KeyboardInterrupt and _installed:
+        _deliver_again(_received or signal.SIGINT)
+        return
+    (_hooks[-1] if _hooks else sys.__unraisablehook__)(info)
+
+
+#: the unraisable hooks :func:`install` replaced (restored by its restore function)
+_hooks: list[Callable[[Any], None]] = []
 
 
 def _importing(frame: Any) -> bool:

@@ -365,3 +365,32 @@ def test_a_signal_inside_an_import_waits_for_the_import(tmp_path: Path) -> None:
                               capture_output=True, text=True, timeout=60, check=False)
         assert done.stdout.splitlines() == [f"interrupted after the import True {int(signum)}"], \
             done.stdout + done.stderr
+
+
+def test_a_signal_inside_a_weakref_callback_still_interrupts() -> None:
+    """Ctrl-C or SIGTERM whose KeyboardInterrupt lands in a weakref callback (Python cannot
+    raise it there: it printed "Exception ignored in ..." with a traceback and the compare ran
+    on, seen at load in a WeakSet's _remove) is delivered again and interrupts the code after
+    it, with nothing printed."""
+    script = (
+        "import os, signal, sys, time, weakref\n"
+        "from msq import interrupts\n"
+        "interrupts.install()\n"
+        "class Held: pass\n"
+        "def gone(_):\n"
+        "    os.kill(os.getpid(), int(sys.argv[1]))\n"
+        "    for _ in range(100_000): pass  # the handler runs here, inside the callback\n"
+        "held = Held()\n"
+        "ref = weakref.ref(held, gone)\n"
+        "try:\n"
+        "    del held\n"
+        "    time.sleep(10)\n"
+        "    print('not interrupted')\n"
+        "except KeyboardInterrupt:\n"
+        "    print('interrupted after the callback', interrupts.received())\n")
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        done = subprocess.run([sys.executable, "-c", script, str(int(signum))],
+                              capture_output=True, text=True, timeout=60, check=False)
+        assert done.stdout.splitlines() == [f"interrupted after the callback {int(signum)}"], \
+            done.stdout + done.stderr
+        assert done.stderr == ""
