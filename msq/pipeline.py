@@ -583,6 +583,17 @@ REASON_SETTINGS = {
 }
 
 
+def _bound(origin: str, text: str, reads: Mapping[str, str]) -> str:
+    """``text`` with every occurrence of each read (a settings read as the file writes it) in
+    it replaced by its constant; an error names the file when a read is no longer in it (the
+    file was rewritten: the binding must follow it)."""
+    for read, value in reads.items():
+        if read not in text:
+            raise AssertionError(f"{origin}: {read!r} is no longer read there")
+        text = text.replace(read, value)
+    return text
+
+
 def bound_reasons(con: duckdb.DuckDBPyConnection) -> db.SqlFile:
     """sql/compare/rules/unmatched_reasons.sql with the compare's settings in its text as
     constants (:data:`REASON_SETTINGS`), for the same rows: each read (eight in the text, more
@@ -592,13 +603,9 @@ def bound_reasons(con: duckdb.DuckDBPyConnection) -> db.SqlFile:
     file = db.sql_file("compare/rules/unmatched_reasons.sql")
     values = con.execute("SELECT " + ", ".join(f"({q})" for q in REASON_SETTINGS.values())
                          ).fetchall()[0]
-    text = file.text
-    for read, value in zip(REASON_SETTINGS, values, strict=True):
-        if read not in text:
-            raise AssertionError(f"{file.origin}: {read!r} is no longer read there")
-        text = text.replace(read, "CAST(NULL AS BOOLEAN)" if value is None else
-                            ("true" if value else "false"))
-    return dataclasses.replace(file, text=text)
+    constants = {read: "CAST(NULL AS BOOLEAN)" if value is None else ("true" if value else "false")
+                 for read, value in zip(REASON_SETTINGS, values, strict=True)}
+    return dataclasses.replace(file, text=_bound(file.origin, file.text, constants))
 
 
 def create_unmatched_reasons(con: duckdb.DuckDBPyConnection,
@@ -646,12 +653,7 @@ def bound_row_error(mode: str) -> str:
     reads = {ROW_ERROR_MODE: "'" + mode.replace("'", "''") + "'"}
     if mode != "tensor":
         reads.update(ROW_ERROR_METRICS)
-    text = file.body
-    for read, value in reads.items():
-        if read not in text:
-            raise AssertionError(f"{file.origin}: {read!r} is no longer read there")
-        text = text.replace(read, value)
-    return text
+    return _bound(file.origin, file.body, reads)
 
 
 #: What sql/compare/reports/statistics/stat_result.sql reads of the compare's settings (as
@@ -669,9 +671,7 @@ def bound_result(mode: str) -> str | None:
     if mode != "statistics":
         return None
     file = db.sql_file("compare/reports/statistics/stat_result.sql")
-    if STAT_RESULT_COMPAT not in file.body:
-        raise AssertionError(f"{file.origin}: {STAT_RESULT_COMPAT!r} is no longer read there")
-    return file.body.replace(STAT_RESULT_COMPAT, "false")
+    return _bound(file.origin, file.body, {STAT_RESULT_COMPAT: "false"})
 
 
 #: The part of each mode's result that reads neither the per-row error nor the verdicts.
