@@ -150,7 +150,8 @@ def compare_json(path: PathLike, output_path: PathLike, stack_mode: bool = False
     compare.json names two dump.json files (one card), two directories (ranks and steps) or,
     with ``rank_id``, two MindSpore kernel dumps. Its keys are msprobe's (``npu_path``,
     ``bench_path``, ``stack_path``) or the API's (``npu_json_path``, ...); relative paths are
-    taken from the working directory, else from compare.json's folder.
+    taken from the working directory, else from compare.json's folder when all of them are there
+    (all from one folder, never some from each).
 
     Args:
         path: the compare.json file.

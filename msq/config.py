@@ -97,18 +97,26 @@ def check_sql_dir(value: str | Path | None) -> None:
 
 
 def _resolve(base: Path, value: Any, key: str, source: Path) -> Path:
-    """A path from compare.json: absolute, else relative to the working directory (as msprobe
-    reads it), else relative to compare.json's own folder (so a shipped compare.json works from
-    anywhere)."""
+    """A path from compare.json: absolute, else relative to ``base`` (see ``_relative_base``)."""
     if not isinstance(value, str) or not value:
         raise InputError(f"{source}: '{key}' must be a non-empty path string, got {value!r}")
     path = Path(value)
-    if path.is_absolute():
-        return path
-    if not _exists(base / path, source) and source.is_file() \
-            and _exists(source.parent / path, source):
-        return source.parent / path
-    return base / path
+    return path if path.is_absolute() else base / path
+
+
+def _relative_base(doc: Mapping[str, Any], cwd: Path, source: Path) -> Path:
+    """The one folder a compare.json's relative paths are taken from: the working directory (as
+    msprobe reads them), else compare.json's own folder when every relative path is there (so a
+    shipped compare.json works from anywhere). One folder for all of them: taken path by path,
+    ``"npu_path": "npu", "bench_path": "bench"`` run from a folder that happens to hold a
+    ``bench`` compared the dump root's npu with that unrelated folder."""
+    rel = [Path(v) for k in ("npu_path", "bench_path", "stack_path")
+           if isinstance(v := doc.get(k), str) and v and not Path(v).is_absolute()]
+    if not rel or all(_exists(cwd / p, source) for p in rel) or not source.is_file():
+        return cwd
+    if all(_exists(source.parent / p, source) for p in rel):
+        return source.parent
+    return cwd
 
 
 def _elsewhere(value: str, tried: Path, source: Path) -> str:
@@ -117,6 +125,9 @@ def _elsewhere(value: str, tried: Path, source: Path) -> str:
     other = source.parent / value
     if Path(value).is_absolute() or not source.is_file() or other == tried:
         return ""
+    if _exists(other, source):
+        return (f" (compare.json's folder has {other}, but not every relative path of "
+                "compare.json is there: they are taken from one folder; give absolute paths)")
     return f", nor does {other}"
 
 
@@ -164,6 +175,7 @@ def input_from_mapping(doc: Mapping[str, Any], source: Path | str,
     for key in ("npu_path", "bench_path"):
         if key not in doc:
             raise InputError(f"{source}: missing '{key}'; compare.json needs npu_path and bench_path")
+    base = _relative_base(doc, base, source)
     npu = _resolve(base, doc["npu_path"], "npu_path", source)
     bench = _resolve(base, doc["bench_path"], "bench_path", source)
     if "is_print_compare_log" in doc and not isinstance(doc["is_print_compare_log"], bool):

@@ -4,15 +4,19 @@ traceback and no output file left behind."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import duckdb
 import pytest
 from click.testing import CliRunner
 
 from msq.cli import main
 from tests.dumps import fwd, t, write_pair
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
 
 def cli(*args: str) -> tuple[int, str]:
@@ -192,3 +196,37 @@ def test_a_relative_path_that_exists_nowhere_names_both_places_tried(tmp_path, m
     assert code == 1
     assert (f"{cfg}: {tmp_path / 'x' / 'dump.json'} does not exist, nor does "
             f"{tmp_path / 'cfg' / 'x' / 'dump.json'}; check the path") in out
+
+
+def _root_beside(folder: Path) -> Path:
+    """A two-sided dump root (npu/, bench/ with one step and rank) and its compare.json."""
+    for side in ("npu", "bench"):
+        shutil.copytree(FIXTURES / "ranks" / side, folder / side)
+    cfg = folder / "compare.json"
+    cfg.write_text('{"npu_path": "npu", "bench_path": "bench"}')
+    return cfg
+
+
+def test_relative_paths_are_all_taken_from_one_folder(tmp_path, monkeypatch):
+    # The working directory holds an unrelated "bench" folder (a repository's bench/, say) but no
+    # "npu": both paths come from compare.json's folder, not bench from here and npu from there.
+    cfg = _root_beside(tmp_path / "root")
+    (tmp_path / "bench" / "unrelated").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path)
+    code, out = cli("compare", str(cfg), "-o", str(tmp_path / "o"), "-q")
+    assert code == 0, out
+    rows = duckdb.connect(str(tmp_path / "o" / "msq.duckdb"), read_only=True).execute(
+        "SELECT DISTINCT bench_path FROM compares").fetchall()
+    assert rows and all(p.startswith(str(tmp_path / "root" / "bench")) for (p,) in rows), rows
+
+
+def test_relative_paths_split_between_two_folders_are_refused(tmp_path, monkeypatch):
+    cfg = _root_beside(tmp_path / "root")
+    shutil.rmtree(tmp_path / "root" / "bench")
+    shutil.copytree(FIXTURES / "ranks" / "bench", tmp_path / "bench")
+    monkeypatch.chdir(tmp_path)
+    code, out = cli("compare", str(cfg), "-o", str(tmp_path / "o"))
+    assert code == 1
+    assert (f"{cfg}: {tmp_path / 'npu'} does not exist (compare.json's folder has "
+            f"{tmp_path / 'root' / 'npu'}, but not every relative path") in out
+    assert not (tmp_path / "o" / "msq.duckdb").exists()
