@@ -30,7 +30,8 @@ edges AS (
   ) p ON p.row_seq = ed.producer_row
   WHERE ed.side = 'npu' AND (ed.how <> 'external' OR ed.consumer_row IN (SELECT row_seq FROM own))
 )
--- (is_input: the io as a boolean, as in blame_keys; blame_rows gives back its text)
+-- (is_input: the io as a boolean, as in blame_keys; blame_rows gives back its text; not the row's
+-- row_seq: no reader of this table reads it)
 -- blame_rows' dtype floor (before an md5 compare's 0) and its dtype, computed here: the two
 -- dtypes' texts were one more string column to store, and on the rows of one dtype (all but
 -- unmatched ones and NULL dtypes) the bench dtype's floor is the NPU dtype's, not computed again
@@ -42,7 +43,7 @@ SELECT * EXCLUDE (npu_dtype, bench_dtype, npu_floor, bench_floor),
        WHEN npu_floor >= bench_floor THEN npu_dtype ELSE bench_dtype END AS floor_dtype
 FROM (
 SELECT
-  t.row_seq, t.op_seq, t.io = 'input' AS is_input, t.disp_name AS npu_name,
+  t.op_seq, t.io = 'input' AS is_input, t.disp_name AS npu_name,
   t.dtype AS npu_dtype, b.dtype AS bench_dtype,
   blame_row_floor(t.dtype) AS npu_floor,
   CASE WHEN t.dtype = b.dtype THEN NULL ELSE blame_row_floor(b.dtype) END AS bench_floor,
