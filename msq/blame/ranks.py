@@ -238,6 +238,39 @@ def _one_compare(part: RankBlame, run_id: str) -> list[dict[str, Any]]:
             for rank, src in enumerate(part.summary.sources, start=1)]
 
 
+#: The view's columns that the run's weighing gives (its compare's rank, step and label; what
+#: the other ranks decide of a collective's output; the rank) and the row's key: what
+#: :func:`combine` fetches of the view. Its other columns are the rows' own, as given.
+_WEIGHED = ("compare_id", "out_seq", "label", "rank", "step", "input_err", "amplification",
+            "verdict", "reason", "blame_rank")
+
+
+def _local_rows(weighed: pa.Table, rows: pa.Table) -> pa.Table:
+    """The view's local rows (:data:`VIEW_COLUMNS`) of the :data:`_WEIGHED` columns fetched
+    (``weighed``) and the others taken from the rows the view read (``rows``: one a compare and
+    out_seq), each row's by its compare and out_seq: the view passes them through as they are
+    (the same values and Arrow types, DuckDB's VARCHAR read from and given as Arrow strings), and
+    fetching them back out of DuckDB was ~35 % of the run pass (49k local rows' ten texts:
+    root-8x8-5000, bench/README "Session 24: blame")."""
+    import numpy as np
+    import pyarrow as pa
+
+    def key(table: pa.Table) -> Any:  # compare_id and out_seq as one number (out_seq < 2**32)
+        return (table.column("compare_id").to_numpy().astype(np.int64) << 32) \
+            + table.column("out_seq").to_numpy().astype(np.int64)
+
+    keys = key(rows)
+    order = np.argsort(keys, kind="stable")
+    wanted = key(weighed)
+    at = order[np.searchsorted(keys, wanted, sorter=order)] if len(wanted) else order[:0]
+    if len(wanted) and not np.array_equal(keys[at], wanted):
+        raise AssertionError("the view gave a local row that its rows do not hold")
+    taken = pa.array(at)
+    return pa.Table.from_arrays(
+        [weighed.column(name) if name in _WEIGHED else rows.column(name).take(taken)
+         for name in VIEW_COLUMNS], names=list(VIEW_COLUMNS))
+
+
 def combine(parts: list[RankBlame], run_id: str | None = None) -> RunBlame:
     """Weigh the ranks of a run together (see the module docstring)."""
     run_id = run_id or new_run_id()
@@ -269,7 +302,8 @@ def combine(parts: list[RankBlame], run_id: str | None = None) -> RunBlame:
         # nothing else runs, for root-8x8-5000's ~54k rows: DuckDB's per-text statistics and
         # checks); but a column with no value in any row, of Arrow's null type, which a table
         # makes an INTEGER (rows of dicts: a column of no value in any of them)
-        if any(pa.types.is_null(column.type) for column in table.schema):
+        stored = any(pa.types.is_null(column.type) for column in table.schema)
+        if stored:
             db.insert_arrow(con, "blame_rows", table, create=True)
         else:
             con.register("blame_rows", table)
@@ -278,7 +312,10 @@ def combine(parts: list[RankBlame], run_id: str | None = None) -> RunBlame:
         # read: the view's rows sorted here again with every column, ~70 M instructions of
         # root-8x8-5000's run pass), and read again (first, moved) as that Arrow table, not
         # stored in a table first
-        result._rows = con.sql(f"SELECT * FROM {VIEW} WHERE verdict = 'local'").to_arrow_table()
+        local = f"FROM {VIEW} WHERE verdict = 'local'"
+        result._rows = con.sql(f"SELECT * {local}").to_arrow_table() if stored \
+            else _local_rows(con.sql(f"SELECT {', '.join(_WEIGHED)} {local}").to_arrow_table(),
+                             table)
         result.n_sources = result._rows.num_rows
         con.register("local", result._rows)
         # the first's blame_rank (its row then taken from the table: the top-1 of every column

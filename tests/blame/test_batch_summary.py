@@ -160,3 +160,35 @@ def test_a_runs_rows_hold_each_row_once_from_tables_as_from_dicts():
             assert table.column("floor_factor").to_pylist() == [2.0] * len(want)
             tables.append(table)
         assert tables[1].equals(tables[0], check_metadata=True)
+
+
+def test_a_runs_local_rows_are_the_views_whole_rows(monkeypatch):
+    """combine fetches of the view only what weighing the run gives (a compare's rank, step and
+    label, a collective's input error, verdict and reason, the rank) and takes each local row's
+    other columns from the rows the view read, by compare and out_seq: the same table (names,
+    types, values) as the view's whole local rows, which it fetches where the rows are stored
+    first. Among them collectives judged local by the other ranks, and two compares' rows of
+    one out_seq (fails with a row taken by its out_seq alone)."""
+    def collective(out_seq: int) -> dict[str, Any]:
+        return {**_blame_row(out_seq, True, "inherited"),
+                "op_name": "Distributed.all_reduce.0.forward", "input_err": 0.0,
+                "output_err": 1.0, "amplification": None}
+
+    def local(out_seq: int, err: float) -> dict[str, Any]:
+        return {**_blame_row(out_seq, False, "local"), "output_err": err}
+
+    cases = [([local(2, 3.0), local(4, 0.5)], [collective(1)]),
+             ([local(1, 2.0)], [collective(3)])]
+    parts = [RankBlame(i, 0, _summary(s, c, arrow=True)) for i, (s, c) in enumerate(cases)]
+    run = combine(parts, "r")
+    monkeypatch.setattr(pa.types, "is_null", lambda kind: True)  # stored: the view's whole rows
+    whole = combine(parts, "r")
+    assert run._rows.sort_by("blame_rank").equals(whole._rows.sort_by("blame_rank"),
+                                                  check_metadata=True)
+    assert run._rows.schema == whole._rows.schema
+    assert [(x["rank"], x["out_seq"]) for x in run.sources] == [(0, 2), (1, 1), (0, 1), (1, 3),
+                                                                (0, 4)]
+    weighed = [x for x in run.sources if x["op_name"].startswith("Distributed.")]
+    assert len(weighed) == 2 and all(x["verdict"] == "local" and x["reason"].startswith(
+        "error enters in the collective") for x in weighed)
+    assert run.counts == whole.counts and repr(run.first) == repr(whole.first)
