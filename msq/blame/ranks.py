@@ -306,7 +306,14 @@ def combine(parts: list[RankBlame], run_id: str | None = None) -> RunBlame:
         if stored:
             db.insert_arrow(con, "blame_rows", table, create=True)
         else:
-            con.register("blame_rows", table)
+            # the view reads the run's id only to tell runs apart (its calls' and peers' keys,
+            # the rank's partition), and every row is of this run: read with a one-letter id
+            # (DuckDB keeps a text of up to 12 bytes inline, the 32-letter id apart: ~72 M
+            # instructions of root-8x8-5000's run pass), the rows' own taken back by
+            # _local_rows, not fetched
+            con.register("blame_rows", table.set_column(
+                table.schema.get_field_index("run_id"), "run_id",
+                pa.repeat(pa.scalar("r", pa.string()), table.num_rows)))
         db.create_view(con, view_file())
         # the local rows fetched at once, in no order (RunBlame orders them by blame_rank when
         # read: the view's rows sorted here again with every column, ~70 M instructions of

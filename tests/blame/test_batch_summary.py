@@ -168,7 +168,7 @@ def test_a_runs_local_rows_are_the_views_whole_rows(monkeypatch):
     other columns from the rows the view read, by compare and out_seq: the same table (names,
     types, values) as the view's whole local rows, which it fetches where the rows are stored
     first. Among them collectives judged local by the other ranks, and two compares' rows of
-    one out_seq (fails with a row taken by its out_seq alone)."""
+    one out_seq (fails with a row taken by its out_seq alone, or the view's stand-in run id)."""
     def collective(out_seq: int) -> dict[str, Any]:
         return {**_blame_row(out_seq, True, "inherited"),
                 "op_name": "Distributed.all_reduce.0.forward", "input_err": 0.0,
@@ -180,9 +180,10 @@ def test_a_runs_local_rows_are_the_views_whole_rows(monkeypatch):
     cases = [([local(2, 3.0), local(4, 0.5)], [collective(1)]),
              ([local(1, 2.0)], [collective(3)])]
     parts = [RankBlame(i, 0, _summary(s, c, arrow=True)) for i, (s, c) in enumerate(cases)]
-    run = combine(parts, "r")
+    run_id = "0123456789abcdef0123456789abcdef"  # (the view reads a stand-in: the rows' own back)
+    run = combine(parts, run_id)
     monkeypatch.setattr(pa.types, "is_null", lambda kind: True)  # stored: the view's whole rows
-    whole = combine(parts, "r")
+    whole = combine(parts, run_id)
     assert run._rows.sort_by("blame_rank").equals(whole._rows.sort_by("blame_rank"),
                                                   check_metadata=True)
     assert run._rows.schema == whole._rows.schema
@@ -192,3 +193,4 @@ def test_a_runs_local_rows_are_the_views_whole_rows(monkeypatch):
     assert len(weighed) == 2 and all(x["verdict"] == "local" and x["reason"].startswith(
         "error enters in the collective") for x in weighed)
     assert run.counts == whole.counts and repr(run.first) == repr(whole.first)
+    assert {x["run_id"] for x in run.sources} == {run_id}
