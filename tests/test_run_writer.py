@@ -733,3 +733,48 @@ def test_a_transactions_new_names_and_terms_are_inserted_once_at_its_commit(pair
     assert recorded == _names(tmp_path / "b" / "msq.duckdb")
     names, _ = recorded
     assert [key for key, _ in names] == list(range(len(names))) and len(names) > 1
+
+
+def _one_row_tables(path: Path) -> list[tuple]:
+    """The compares rows (without what differs from run to run: the time taken, the output
+    folder and files) and blame_runs rows of the history at ``path``."""
+    with duckdb.connect(str(path), read_only=True) as con:
+        rows = con.execute("SELECT * EXCLUDE (started_at, seconds, output_dir, files) "
+                           "FROM compares ORDER BY compare_id").fetchall()
+        rows += con.execute("SELECT * FROM blame_runs ORDER BY compare_id").fetchall()
+    return rows
+
+
+def test_a_transactions_compares_and_blame_runs_rows_are_inserted_at_its_commit(pairs, tmp_path):
+    """A pair's compares and blame_runs rows (one each) are held until the transaction's
+    commit and inserted then, one statement a table for its pairs, with the compare_ids its
+    pairs were given: none is in the open transaction; a pair that fails after two pairs of its
+    transaction (appended again, with the same ids) leaves the same rows as the two pairs
+    recorded alone, and the next pair takes the next id."""
+    job, good = pairs[0]
+    bad = _unrecordable(good)
+    (tmp_path / "a").mkdir()
+    writer = RunWriter(tmp_path / "a", Options(record=True))
+    try:
+        ids = [writer.write(*pairs[0]).history_id, writer.write(*pairs[1]).history_id]
+        assert writer.con.execute(
+            "SELECT (SELECT count(*) FROM msq_history.compares), "
+            "(SELECT count(*) FROM msq_history.blame_runs)").fetchall() == [(0, 0)]
+        with pytest.raises(HistoryError, match="could not record"):
+            writer.write(job, bad)
+        assert committed(writer) == ids == [1, 2]
+        ids.append(writer.write(*pairs[1]).history_id)
+    finally:
+        writer.close()
+    assert ids == [1, 2, 3]
+    (tmp_path / "b").mkdir()
+    alone = RunWriter(tmp_path / "b", Options(record=True))
+    try:
+        for pair in (pairs[0], pairs[1], pairs[1]):
+            alone.write(*pair)
+            alone.commit()  # each pair its own transaction
+    finally:
+        alone.close()
+    recorded = _one_row_tables(tmp_path / "a" / "msq.duckdb")
+    assert recorded == _one_row_tables(tmp_path / "b" / "msq.duckdb")
+    assert len(recorded) == 6  # three compares, three blame_runs rows

@@ -1,9 +1,10 @@
 """Recording a directory compare: the history attached once for the run, pairs committed a few at a time.
 
 The driver of a directory compare (msq/run_writer.py) records every pair here, whichever engine
-computed it; no worker opens the file, so there is no per-pair locking. A pair's rows and its
-``compares`` row are appended (:meth:`RunRecorder.append`) to the transaction of the pairs not
-yet committed; :meth:`RunRecorder.commit` commits them together (the driver does so every few
+computed it; no worker opens the file, so there is no per-pair locking. A pair's rows are
+appended (:meth:`RunRecorder.append`) to the transaction of the pairs not yet committed, its
+``compares`` and ``blame_runs`` rows held and inserted with the other pairs' at the commit;
+:meth:`RunRecorder.commit` commits them together (the driver does so every few
 pairs, when it waits for the next pair, and when the run ends or stops): a stopped run keeps
 exactly the pairs it committed, and :meth:`RunRecorder.recorded` finds them for ``--resume``.
 Another process that wants the file waits until the run ends (``MSQ_DB_TIMEOUT``).
@@ -36,7 +37,6 @@ from msq.history.recorder import (
     RESULT_CLASS_COLUMNS,
     RESULT_TERMS,
     ROW_GROUP_ROWS,
-    _insert_compare,
     _mapping_text,
 )
 from msq.history.store import first_lines, lock_timeout, open_error, with_lock_retry
@@ -61,6 +61,12 @@ class RunRecorder:
         # inserted at its commit: one INSERT each for its pairs, not one a pair (~3.5 M
         # instructions each to register and plan)
         self._pending: dict[str, list[pa.Table]] = {}
+        # the compares and blame_runs rows of the open transaction's pairs (one row each a
+        # pair), inserted at its commit: one INSERT ... VALUES a table for its pairs, not one a
+        # pair (~5 M instructions each to plan and bind a compares row's 36 values)
+        self._rows: dict[str, list[tuple[tuple[str, ...], list[Any]]]] = {}
+        # the compare_id the next pair appended takes (None: not read yet in this transaction)
+        self._next_id: int | None = None
         if not path.parent.is_dir():
             raise HistoryError(f"{path}: its folder does not exist; create it or choose "
                                "another --db")
@@ -96,7 +102,7 @@ class RunRecorder:
         """Open the transaction the next pairs are appended to."""
         self.con.execute("BEGIN TRANSACTION")
         self._saved = self._state()
-        self._pending = {}
+        self._pending, self._rows, self._next_id = {}, {}, None
 
     def _state(self) -> tuple[Any, ...] | None:
         """The dictionaries held, as the file has them (None: not loaded yet)."""
@@ -119,8 +125,12 @@ class RunRecorder:
         back (:meth:`rollback`): DuckDB refuses any other statement in it."""
         con = self.con
         try:
-            compare_id = int(db.scalar(con, "SELECT coalesce(max(compare_id), 0) + 1 "
-                                            f"FROM {ALIAS}.compares"))
+            # the next after the largest committed, then after the transaction's pairs (their
+            # compares rows go in at its commit): read once a transaction, not once a pair
+            if self._next_id is None:
+                self._next_id = int(db.scalar(con, "SELECT coalesce(max(compare_id), 0) + 1 "
+                                                   f"FROM {ALIAS}.compares"))
+            compare_id = self._next_id
             keyed = None
             if "result_rows" in rows:  # first: blame's names take the keys its rows got
                 keyed = self._insert_result_rows(rows["result_rows"], compare_id)
@@ -132,11 +142,34 @@ class RunRecorder:
                                             rows.get("blame_runs"))
                     continue
                 self._insert_arrow(table, arrow, compare_id)
-            _insert_compare(con, compare_id, row)
         except (duckdb.Error, KeyError, ValueError, TypeError) as err:
             # DuckDB's, or pyarrow's on rows not of the history's shape
             raise self._error(err) from err
+        self._hold_row("compares", {"compare_id": compare_id, **row})
+        self._next_id = compare_id + 1
         return compare_id
+
+    def _hold_row(self, table: str, row: dict[str, Any]) -> None:
+        """One row of ``table`` (compares, blame_runs: a pair's one row), inserted at the
+        transaction's commit with the other pairs' (:meth:`_insert_rows`)."""
+        self._rows.setdefault(table, []).append((tuple(row), list(row.values())))
+
+    def _insert_rows(self, table: str) -> None:
+        """The rows of ``table`` held by :meth:`_hold_row`, in the order held: one INSERT ...
+        VALUES for each run of rows with the same columns (a pair's rows all have the same),
+        their values bound as parameters as one row's were."""
+        held = self._rows.pop(table, [])
+        at = 0
+        while at < len(held):
+            columns = held[at][0]
+            end = at
+            while end < len(held) and held[end][0] == columns:
+                end += 1
+            one = f"({', '.join('?' for _ in columns)})"
+            self.con.execute(f"INSERT INTO {ALIAS}.{table} ({', '.join(columns)}) "
+                             f"VALUES {', '.join(one for _ in range(at, end))}",
+                             [value for _, values in held[at:end] for value in values])
+            at = end
 
     def _insert_arrow(self, table: str, arrow: pa.Table, compare_id: int | None) -> None:
         """``arrow``'s rows into the history's ``table`` by column name (with ``compare_id``
@@ -166,9 +199,7 @@ class RunRecorder:
         # one row: its values as parameters (registering a one-row Arrow table and planning its
         # INSERT cost ~3.5 M instructions, the VALUES ~1.7 M; bench/README, "Session 20: hist")
         run = runs.select(shared).slice(0, 1).to_pylist()[0]
-        self.con.execute(f"INSERT INTO {ALIAS}.blame_runs (compare_id, {', '.join(shared)}) "
-                         f"VALUES (?::BIGINT, {', '.join('?' for _ in shared)})",
-                         [compare_id, *(run[c] for c in shared)])
+        self._hold_row("blame_runs", {"compare_id": compare_id, **{c: run[c] for c in shared}})
         keys = self._load()
         data, new = keys.names.key_blame(rows, result, keyed)
         if new is not None:
@@ -213,6 +244,9 @@ class RunRecorder:
                 parts = self._pending.pop(table, [])
                 if parts:
                     self._insert_arrow(table, pa.concat_tables(parts), None)
+            # the pairs' one-row tables, in the order of their compare_id
+            for table in ("blame_runs", "compares"):
+                self._insert_rows(table)
             self.con.execute("COMMIT")
         except duckdb.Error as err:
             raise self._error(err) from err
@@ -221,7 +255,7 @@ class RunRecorder:
         """Drop the open transaction (whole, also after a Ctrl-C)."""
         # no transaction open: nothing to drop
         with interrupts.deferred():
-            self._pending = {}
+            self._pending, self._rows, self._next_id = {}, {}, None
             with contextlib.suppress(duckdb.Error):
                 self.con.execute("ROLLBACK")
             # the names, terms, lists of texts and classes the dropped transaction added
