@@ -973,13 +973,28 @@ static int has_md5_arg(yyjson_val *entry) {
     return 0;
 }
 
-/* op names seen twice in 'data': an open-addressing set of key values */
-static uint64_t hash_bytes(const char *s, size_t n) {
-    uint64_t h = 1469598103934665603ULL;
-    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 1099511628211ULL;
-    return h;
+/* 64-bit hash of n bytes, eight at a time (op names of ~30 bytes, keys of ~100-300: a byte
+ * at a time costs ~4 instructions a byte) */
+static uint64_t hash_words(const char *s, size_t n) {
+    uint64_t h = 0x9E3779B97F4A7C15ULL ^ n;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, s + i, 8);
+        h = (h ^ w) * 0xBF58476D1CE4E5B9ULL;
+        h ^= h >> 31;
+    }
+    if (i < n) {
+        uint64_t w = 0;
+        memcpy(&w, s + i, n - i);
+        h = (h ^ w) * 0x94D049BB133111EBULL;
+    }
+    h ^= h >> 29;
+    h *= 0xBF58476D1CE4E5B9ULL;
+    return h ^ (h >> 32);
 }
 
+/* op names seen twice in 'data': an open-addressing set of key values */
 static int has_dup_ops(Flat *f, yyjson_val *data) {
     size_t n = yyjson_obj_size(data), cap = 16;
     while (cap < 2 * n) cap *= 2;
@@ -991,7 +1006,7 @@ static int has_dup_ops(Flat *f, yyjson_val *data) {
     yyjson_obj_foreach(data, idx, max, k, v) {
         const char *s = yyjson_get_str(k);
         size_t len = yyjson_get_len(k);
-        size_t at = hash_bytes(s, len) & (cap - 1);
+        size_t at = hash_words(s, len) & (cap - 1);
         while (slots[at]) {
             if (yyjson_get_len(slots[at]) == len && memcmp(yyjson_get_str(slots[at]), s, len) == 0) {
                 dup = 1;
@@ -2025,27 +2040,6 @@ static PyObject *repeats(PyObject *self, PyObject *args) {
 
 /* ---------------------------------------------------------------------------------------- */
 /* distinct_texts: are a column's texts (of the rows counted) all different                  */
-
-/* 64-bit hash of n bytes, eight at a time (keys of ~100-300 bytes: hash_bytes' byte loop
- * costs ~4 instructions a byte) */
-static uint64_t hash_words(const char *s, size_t n) {
-    uint64_t h = 0x9E3779B97F4A7C15ULL ^ n;
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        uint64_t w;
-        memcpy(&w, s + i, 8);
-        h = (h ^ w) * 0xBF58476D1CE4E5B9ULL;
-        h ^= h >> 31;
-    }
-    if (i < n) {
-        uint64_t w = 0;
-        memcpy(&w, s + i, n - i);
-        h = (h ^ w) * 0x94D049BB133111EBULL;
-    }
-    h ^= h >> 29;
-    h *= 0xBF58476D1CE4E5B9ULL;
-    return h ^ (h >> 32);
-}
 
 /* distinct_texts(texts, counts) -> bool: whether the text column `texts` (a column tuple, see
  * col_tuple) holds no text twice among its rows whose int32 column `counts` is above 0 (a NULL

@@ -216,6 +216,27 @@ GIVE_UP = {
 }
 
 
+def test_op_names_one_byte_apart_are_told_apart(tmp_path: Path) -> None:
+    """msq/_flatten.c has_dup_ops (a hash of eight bytes a step, then the bytes compared): op
+    names that differ in one byte anywhere (in a whole word of eight or in the tail), or in
+    length alone, are all read; the same name twice, however far apart, gives up."""
+    import json
+
+    base = "Module.layers.0.self_attn.q_proj.Linear.forward.0"
+    names = [base[:k] + chr(ord(base[k]) ^ 1) + base[k + 1:] for k in range(len(base))]
+    names += [base[:n] for n in range(1, len(base) + 1)]
+    data = {name: {"output": [None]} for name in names}
+    path = tmp_path / "dump.json"
+    path.write_text(json.dumps({"task": "statistics", "data": data}))
+    check_same(path, False)
+    text = path.read_text()
+    for dup in (names[0], names[len(base) + 7], base):
+        path.write_text(text[:-2] + f', "{dup}": {{}}}}}}')
+        buf = read_padded(path, "dump.json", C_PADDING or 0)
+        assert buf is not None
+        assert flatten_c(buf, False) == "an op name twice in data", dup
+
+
 @pytest.mark.parametrize("case", sorted(GIVE_UP))
 def test_gives_up_where_python_decides(tmp_path: Path, case: str) -> None:
     path = tmp_path / "dump.json"
