@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import functools
+import itertools
 import logging
 import os
 import re
@@ -779,7 +780,7 @@ def _batch_history_rows(con: Any, mode: str, places: list[Any]) -> list[dict[str
         at = rows.schema.get_field_index("op_name")
         rows = rows.set_column(at, rows.schema.field(at), ops(rows.column("out_seq")))
     parts = [{"result_rows": part} for part in split_rows(rows, ranges)]
-    del rows  # split_rows cuts a combined copy: these chunks would stay to the batch's end
+    del rows  # the parts hold what they need of it
     for table, sql in prepare_blame(con):
         if table == "blame_rows":
             blame, runs = _blame_rows(con, sql)
@@ -1025,11 +1026,11 @@ def _first_lines(rows: Any, seqs: Any) -> tuple[int, Any] | None:
 
 #: At most this many runs of rows a part is cut from, put together from slices (more: taken)
 _SLICED_RUNS = 64
-#: A part of at most this many runs goes to the driver as its slices (Arrow chunks), not copied
-#: into one: a batch's result rows come in ~2 runs a pair, whose copy was ~8 M instructions a
-#: 24,500-row pair, and DuckDB's scan in the driver takes two chunks as one. Blame's rows (10-25
-#: runs a pair) are copied: the driver's scan of many short chunks cost more than the copy
-#: (bench/README, "Session 19: hist").
+#: A part of at most this many chunks goes to the driver as its slices (Arrow chunks), not
+#: copied into one: a batch's result rows come in ~2 runs a pair, whose copy was ~8 M
+#: instructions a 24,500-row pair, and DuckDB's scan in the driver takes two chunks as one.
+#: A part of more is copied (blame's rows came in 10-25 runs a pair, now one or two): the
+#: driver's scan of many short chunks cost more than the copy (bench/README, "Session 19: hist").
 _CHUNKED_RUNS = 4
 
 
@@ -1037,39 +1038,81 @@ def split_rows(rows: pa.Table, ranges: list[tuple[int, int]], key: str = "out_se
                shifts: dict[str, list[int]] | None = None) -> list[pa.Table]:
     """``rows`` cut by their ``key`` in ``ranges`` (first, last; inclusive), each part's rows in
     their order in ``rows``, with ``shifts[column][i]`` subtracted from each of part i's
-    ``column`` (NULL stays NULL; the same type); by default its first from ``key``."""
+    ``column`` (NULL stays NULL; the same type); by default its first from ``key``.
+
+    ``rows`` is cut as it comes (the chunks of DuckDB's Arrow stream), not first copied into
+    one chunk: a part is the slices of its runs of rows, copied into one only where it has more
+    than :data:`_CHUNKED_RUNS` chunks (blame's rows), so the batch's rows are not held twice
+    while they are cut (~55 MB of a 6-pair root batch's result rows) nor copied for nothing."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
     if shifts is None:
         shifts = {key: [lo for lo, _ in ranges]}
-    rows = rows.combine_chunks()
-    seqs = rows.column(key).to_numpy()
+    column = rows.column(key)
+    if column.null_count:
+        raise ValueError(f"split_rows: NULL {key}")
+    runs = _runs(np.asarray(column.to_numpy()), ranges)
     out = []
-    for i, (lo, hi) in enumerate(ranges):
-        where = np.flatnonzero((seqs >= lo) & (seqs <= hi))
+    for i, (starts, ends) in enumerate(runs):
         # the runs of consecutive rows, sliced and put together (a join's rows come in a few
         # runs: those its build side did not match last): a take of each column costs ~25 times
         # more (~50 M instructions a 24,500-row pair)
-        cuts = np.flatnonzero(np.diff(where) != 1) + 1
-        starts = np.concatenate(([0], cuts)) if len(where) else np.array([], np.int64)
-        ends = np.concatenate((cuts, [len(where)])) if len(where) else starts
         if len(starts) <= _SLICED_RUNS:
-            part = pa.concat_tables([rows.slice(int(where[a]), int(b - a))
+            part = pa.concat_tables([rows.slice(int(a), int(b - a))
                                      for a, b in zip(starts, ends, strict=True)]
                                     or [rows.slice(0, 0)])
-            if len(starts) > _CHUNKED_RUNS:
+            if max((c.num_chunks for c in part.columns), default=0) > _CHUNKED_RUNS:
                 part = part.combine_chunks()
         else:
-            part = rows.take(pa.array(where))
-        for column, bases in shifts.items():
-            at = part.schema.get_field_index(column)
+            part = rows.take(pa.array(np.concatenate(
+                [np.arange(a, b) for a, b in zip(starts, ends, strict=True)]))).combine_chunks()
+        for name, bases in shifts.items():
+            at = part.schema.get_field_index(name)
             field = part.schema.field(at)
             moved = pc.subtract(part.column(at), pa.scalar(bases[i], field.type)).cast(field.type)
             part = part.set_column(at, field, moved)
         out.append(part)
     return out
+
+
+def _runs(seqs: Any, ranges: list[tuple[int, int]]) -> list[tuple[Any, Any]]:
+    """For each of ``ranges`` (first, last; inclusive), the runs of consecutive places of
+    ``seqs`` (numpy) within it, in order: (their starts, their ends). Where the ranges that have
+    rows are in order and apart (a batch's pairs), each value's range is found once, by a binary
+    search among their firsts (~2 M instructions less a pair than a pass over every row a
+    range); else range by range."""
+    import numpy as np
+
+    count = len(seqs)
+    firsts = np.array([lo for lo, _ in ranges], np.int64)
+    lasts = np.array([hi for _, hi in ranges], np.int64)
+    live = np.flatnonzero(firsts <= lasts)  # an empty range has no rows
+    if not (len(live) and bool((firsts[live][1:] > lasts[live][:-1]).all())):
+        return [_range_runs(np.flatnonzero((seqs >= lo) & (seqs <= hi))) for lo, hi in ranges]
+    where = np.searchsorted(firsts[live], seqs, side="right") - 1
+    low = np.maximum(where, 0)
+    part = np.where((where >= 0) & (seqs <= lasts[live][low]), live[low], -1)
+    cuts = np.flatnonzero(part[1:] != part[:-1]) + 1
+    starts = np.concatenate(([0], cuts)) if count else np.zeros(0, np.int64)
+    ends = np.concatenate((cuts, [count])) if count else starts
+    owner = part[starts]
+    order = np.argsort(owner, kind="stable")  # each range's runs, in their order
+    bounds = np.searchsorted(owner[order], np.arange(len(ranges) + 1))
+    return [(starts[order[a:b]], ends[order[a:b]])
+            for a, b in itertools.pairwise(bounds.tolist())]
+
+
+def _range_runs(where: Any) -> tuple[Any, Any]:
+    """The runs of consecutive places among ``where`` (ascending): (their starts, their ends)."""
+    import numpy as np
+
+    if not len(where):
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    cuts = np.flatnonzero(np.diff(where) != 1) + 1
+    return (where[np.concatenate(([0], cuts))],
+            where[np.concatenate((cuts, [len(where)])) - 1] + 1)
 
 
 def remove_pair_folders(dead: Collection[int] = ()) -> None:

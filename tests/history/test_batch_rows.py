@@ -43,6 +43,53 @@ def test_each_range_its_rows_in_their_order_numbered_from_its_first(kind, runs, 
         [2, 2, 2, 1] if runs and chunked else [1, 1, 1, 1])
 
 
+def reference_cut(table: pa.Table, ranges: list[tuple[int, int]]) -> list[list[dict[str, Any]]]:
+    """Each range's rows, in their order, out_seq numbered from the range's first (the rule
+    split_rows keeps, written out)."""
+    out = []
+    for lo, hi in ranges:
+        out.append([{**row, "out_seq": row["out_seq"] - lo} for row in table.to_pylist()
+                    if lo <= row["out_seq"] <= hi])
+    return out
+
+
+@pytest.mark.parametrize("ranges", [
+    [(0, 9), (10, 19), (20, 29), (30, 39)],  # a batch's pairs: in order, apart
+    [(10, 19), (0, 9), (30, 39)],  # out of order
+    [(0, 15), (10, 25), (5, 5), (40, 30)],  # overlapping, one empty
+    [(3, 7), (12, 12), (50, 60)],  # rows outside every range, a range without rows
+])
+@pytest.mark.parametrize("chunked", [4, 0, 1000])
+def test_the_cut_of_rows_in_many_chunks_is_each_ranges_rows(ranges, chunked, monkeypatch):
+    """A batch's rows come in DuckDB's chunks (a run of one pair's rows may cross from one
+    to the next): each range gets its rows wherever they are, whatever the chunks and runs."""
+    import random
+
+    monkeypatch.setattr(pair_tables, "_CHUNKED_RUNS", chunked)
+    order = list(range(40))
+    random.Random(4).shuffle(order)
+    order = sorted(order[:25]) + order[25:] + [order[0]]  # long runs, then short ones
+    table = rows(order)
+    table = pa.concat_tables([table.slice(a, b - a) for a, b in
+                              ((0, 3), (3, 3), (3, 17), (17, 30), (30, len(order)))])
+    got = split_rows(table, ranges)
+    assert [part.to_pylist() for part in got] == reference_cut(table, ranges)
+    for part in got:
+        assert part.schema == table.schema
+        assert max(column.num_chunks for column in part.columns) <= max(chunked, 1)
+
+
+def test_a_part_of_few_runs_is_its_rows_not_a_copy():
+    """Rows cut into parts of a few runs are not copied (the batch's rows held twice while
+    they are cut): each part's texts are the chunks' own bytes."""
+    table = pa.concat_tables([rows(list(range(6))), rows(list(range(6, 12)))])
+    got = split_rows(table, [(0, 3), (4, 9), (10, 11)])
+    sources = [chunk.buffers()[2].address for chunk in table.column("name").chunks]
+    for part in got:
+        for chunk in part.column("name").chunks:
+            assert chunk.buffers()[2].address in sources
+
+
 def test_a_range_of_one_run_of_rows_is_the_same_rows_as_taken():
     table = rows(list(range(10)))
     (part,) = split_rows(table, [(3, 6)])
