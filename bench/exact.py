@@ -18,7 +18,7 @@ Prints one line a case (identical, or the first differences found) and exits 1 i
 Cases: fx_stat, fx_ranks, fx_tensor (the shipped fixtures/), stat and stat_compat (a generated
 20,000-op statistics workload), root4 (a generated 2 ranks x 2 steps root of 5,000 ops a pair),
 golden (every ../shared/golden case's npu/bench, default mode), root64 (bench/work/root-8x8-5000,
-opt-in: ~40 s a build). Generated workloads are made once under --work and kept.
+opt-in: ~40 s a build; --root64 names another place). Generated workloads are made once under --work and kept.
 """
 from __future__ import annotations
 
@@ -61,7 +61,7 @@ def generated(work: Path, name: str, cmd: list[str]) -> Path:
     return out
 
 
-def cases(names: list[str], work: Path) -> list[Case]:
+def cases(names: list[str], work: Path, root64: Path) -> list[Case]:
     out: list[Case] = []
     for name in names:
         if name.startswith("fx_"):
@@ -75,7 +75,11 @@ def cases(names: list[str], work: Path) -> list[Case]:
                                           "--steps", "2", "--ops", "5000"])
             out.append(Case(name, d, ("compare.json",)))
         elif name == "root64":
-            out.append(Case(name, HERE / "work" / "root-8x8-5000", ("compare.json",)))
+            if not (root64 / "compare.json").is_file():
+                raise SystemExit(f"root64: {root64} has no compare.json; make it with "
+                                 "python bench/gen_root.py --ranks 8 --steps 8 --ops 5000 --out "
+                                 f"{root64}, or pass --root64 with where it is")
+            out.append(Case(name, root64, ("compare.json",)))
         elif name == "golden":
             if not GOLDEN.is_dir():
                 print(f"golden: skipped, {GOLDEN} is not here")
@@ -178,9 +182,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cand", required=True, help="the msq executable under test")
     ap.add_argument("--cases", default=DEFAULT_CASES)
     ap.add_argument("--work", type=Path, default=Path("/tmp/msq-exact"))
+    ap.add_argument("--root64", type=Path, default=HERE / "work" / "root-8x8-5000",
+                    help="the root64 case's dump root (a worktree can name main's)")
     args = ap.parse_args(argv)
     bad = 0
-    for case in cases(args.cases.split(","), args.work):
+    for case in cases(args.cases.split(","), args.work, args.root64.resolve()):
         slug = case.name.replace("/", "_")
         out_a, out_b = args.work / "base" / slug, args.work / "cand" / slug
         (rc_a, err_a), (rc_b, err_b) = run(args.base, case, out_a), run(args.cand, case, out_b)
