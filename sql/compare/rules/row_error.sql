@@ -29,10 +29,14 @@ WITH j AS (
   LEFT JOIN tensors b ON b.side = 'bench' AND b.row_seq = r.bench_row
   LEFT JOIN tensor_metrics tm ON tm.out_seq = r.out_seq
 ),
+-- The statistics figure (scales, parts, stat, part) is read only where both sides are tensors:
+-- made for those rows alone (CASE WHEN tensors: a value row, ~40 % of a root batch's, gets NULL),
+-- not for every row (~11 M instructions of a 6-pair root batch, ~1.8 %)
 scales AS (  -- each scale once a row (inside blame_rel's CASE it was made at each use)
   SELECT j.*,
-    greatest(blame_fin(n_norm), blame_fin(b_norm)) AS norm_scale,
-    greatest(blame_fin(n_max), blame_fin(n_min), blame_fin(b_max), blame_fin(b_min))
+    CASE WHEN tensors THEN greatest(blame_fin(n_norm), blame_fin(b_norm)) END AS norm_scale,
+    CASE WHEN tensors THEN
+      greatest(blame_fin(n_max), blame_fin(n_min), blame_fin(b_max), blame_fin(b_min)) END
       AS extreme_scale
   FROM j
 ),
@@ -40,15 +44,16 @@ parts AS (
   SELECT scales.*,
     n_norm IS NULL OR b_norm IS NULL OR n_max IS NULL OR b_max IS NULL
       OR n_min IS NULL OR b_min IS NULL OR n_mean IS NULL OR b_mean IS NULL AS stat_missing,
-    blame_rel(n_norm, b_norm, norm_scale) AS e_norm,
-    blame_rel(n_mean, b_mean, norm_scale / sqrt(numel)) AS e_mean,
-    blame_rel(n_max, b_max, extreme_scale) AS e_max,
-    blame_rel(n_min, b_min, extreme_scale) AS e_min
+    CASE WHEN tensors THEN blame_rel(n_norm, b_norm, norm_scale) END AS e_norm,
+    CASE WHEN tensors THEN blame_rel(n_mean, b_mean, norm_scale / sqrt(numel)) END AS e_mean,
+    CASE WHEN tensors THEN blame_rel(n_max, b_max, extreme_scale) END AS e_max,
+    CASE WHEN tensors THEN blame_rel(n_min, b_min, extreme_scale) END AS e_min
   FROM scales
 ),
 stat AS (
   SELECT parts.*,
-    CASE WHEN stat_missing THEN NULL ELSE greatest(e_norm, e_mean, e_max, e_min) END AS stat_err
+    CASE WHEN stat_missing OR NOT tensors THEN NULL
+         ELSE greatest(e_norm, e_mean, e_max, e_min) END AS stat_err
   FROM parts
 ),
 part AS (
@@ -58,7 +63,7 @@ part AS (
   -- (blame_rel of two numbers: 0, 1, inf or |a-b| / a scale > 0); tested against stat_err, not
   -- with three more greatest() of them (~3.4 M instructions of a 96,623-row batch)
   SELECT stat.*,
-    CASE WHEN stat_missing THEN NULL
+    CASE WHEN stat_missing OR NOT tensors THEN NULL
          WHEN e_norm = stat_err THEN 'Norm'
          WHEN e_mean = stat_err THEN 'Mean'
          WHEN e_max = stat_err THEN 'Max'
