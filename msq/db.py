@@ -508,15 +508,17 @@ class SelectStream:
     text as it is (``_submit``, what the relation calls to run). Elsewhere, or should that call
     not take these arguments, the relation runs it."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, sql: str) -> None:
+    def __init__(self, con: duckdb.DuckDBPyConnection, sql: str,
+                 batch_rows: int | None = None) -> None:
         self._con = con
         self._sql = sql
+        self._batch_rows = batch_rows or ARROW_BATCH_ROWS  # rows an Arrow batch (DuckDB 2's call)
 
     def __arrow_c_stream__(self, requested_schema: object = None) -> Any:
         submit = getattr(self._con, "_submit", None)
         if submit is not None:
             try:
-                return submit(self._sql, None, "stream", ARROW_BATCH_ROWS).arrow_capsule()
+                return submit(self._sql, None, "stream", self._batch_rows).arrow_capsule()
             except (TypeError, AttributeError):  # another signature or result: the public way
                 pass
         return self._con.sql(self._sql).__arrow_c_stream__(requested_schema)

@@ -439,14 +439,17 @@ def check_stack_c(buf: Any) -> str | None:
 # -- DuckDB results read back in C (msq/_flatten.c read_stream, stable_order) -------------
 
 #: One column of :func:`arrow_columns`: (format, null count, validity, offsets, data), Arrow's
-#: buffers from offset 0 (format: u utf8, g double, l int64, i int32, C uint8, b bits).
-ArrowColumn = tuple[str, int, "bytes | None", "bytes | None", bytes]
+#: buffers from offset 0 (format: u utf8, g double, l int64, i int32, C uint8, b bits): bytes,
+#: or read-only memoryviews of DuckDB's own buffers where the stream was one batch.
+ArrowColumn = tuple[str, int, "bytes | memoryview | None", "bytes | memoryview | None",
+                    "bytes | memoryview"]
 
 
 def arrow_columns(relation: Any) -> tuple[int, dict[str, ArrowColumn]] | None:
     """The rows of ``relation`` (a DuckDB relation, or another object exporting an Arrow C
     stream: msq.db.SelectStream; it runs now) as (row count, one buffer per column), read from
-    DuckDB's Arrow C stream in C (msq/_flatten.c ``read_stream``): pyarrow and numpy are not
+    DuckDB's Arrow C stream in C (msq/_flatten.c ``read_stream``; a stream of one batch read in
+    place, several copied into one buffer a column): pyarrow and numpy are not
     imported (~0.25 s of a small compare). None, without running it, where the C helpers are
     not built; None too when a column has another type (the caller then reads it again with
     pyarrow)."""
@@ -459,7 +462,7 @@ def arrow_columns(relation: Any) -> tuple[int, dict[str, ArrowColumn]] | None:
     return n, {name: (fmt, nulls, valid, offs, data) for name, fmt, _, nulls, valid, offs, data in got}
 
 
-def stable_order(values: bytes) -> bytes:
+def stable_order(values: bytes | memoryview) -> bytes:
     """The int64 indices that sort the int64 ``values`` stably (C; numpy's argsort where the C
     helpers are not built)."""
     if _c is not None:

@@ -99,3 +99,45 @@ def test_arrow_columns_counts_nulls_and_keeps_validity_at_any_offset() -> None:
             else:
                 bits = [bool((validity[i >> 3] >> (i & 7)) & 1) for i in range(count)]
                 assert bits == [v is not None for v in want.to_pylist()]
+
+
+def test_a_stream_of_one_batch_is_read_where_duckdb_wrote_it() -> None:
+    """A result of one Arrow batch (its rows fewer than the stream's batch_rows) is read in
+    place (memoryviews of DuckDB's buffers, msq/_flatten.c in_place_columns), the same bytes a
+    column (validity, offsets, data) and NULL counts as the copy of a stream of several
+    batches; the buffers outlive the connection and the other columns."""
+    import gc
+
+    query = ("SELECT i AS out_seq, CASE WHEN i % 5 = 0 THEN NULL ELSE 'name ' || i END AS name, "
+             "CASE WHEN i % 3 = 0 THEN NULL ELSE i / 7 END AS value, i % 2 = 0 AS even, "
+             "(i % 200)::UTINYINT AS mark, '' AS empty FROM range(300000) t(i)")
+    con = duckdb.connect()
+    con.execute("SET threads = 1")  # the rows in one order, both times
+    try:
+        copied = arrow_columns(db.SelectStream(con, query, 100_000))
+        if copied is None:  # the C helpers are not built: nothing to compare
+            return
+        in_place = arrow_columns(db.SelectStream(con, query, 1 << 20))
+    finally:
+        con.close()
+    assert in_place is not None
+    assert isinstance(copied[1]["name"][4], bytes)  # three batches: one buffer a column, copied
+    assert isinstance(in_place[1]["name"][4], memoryview)
+    assert copied[0] == in_place[0] == 300000
+    for name, (kind, nulls, valid, offsets, values) in in_place[1].items():
+        want = copied[1][name]
+        assert (kind, nulls) == want[:2], name
+        assert (valid is None) == (want[2] is None), name
+        for got, expected in ((valid, want[2]), (offsets, want[3])):
+            assert got is None or bytes(got) == expected, name
+        if kind == "g":  # the bytes under a NULL number are undefined: the others compared
+            ok = [i % 3 != 0 for i in range(300000)]
+            assert [x for x, v in zip(values.cast("d"), ok) if v] == \
+                [x for x, v in zip(memoryview(want[4]).cast("d"), ok) if v]
+        else:
+            assert bytes(values) == want[4], name
+    assert in_place[1]["mark"][1] == 0 and in_place[1]["even"][2] is None
+    names = in_place[1]["name"][4]  # held alone: the batch's other buffers let go
+    del in_place, valid, offsets, values, got, want
+    gc.collect()
+    assert bytes(names) == copied[1]["name"][4]

@@ -821,7 +821,7 @@ def _c_rows_queried(con: duckdb.DuckDBPyConnection, spec: SheetSpec, types: dict
     """
     try:
         # read from DuckDB's Arrow C stream in C where it can: no pyarrow nor numpy imported
-        fast = arrow_columns(SelectStream(con.cursor(), query))
+        fast = arrow_columns(SelectStream(con.cursor(), query, _ARROW_ROWS))
         spread_order = None
         if fast is not None and spread:
             spread_order = _spread_cell_texts(con, spec, spread, *fast)
@@ -895,7 +895,7 @@ def _spread_cell_texts(con: duckdb.DuckDBPyConnection, spec: SheetSpec, spread: 
     sparse = arrow_columns(SelectStream(con.cursor(), f"""
       WITH q AS ({spec.query})
       SELECT q.out_seq AS _out_seq, {columns} FROM q WHERE q."{spec.cell_texts}"
-      ORDER BY q.out_seq"""))
+      ORDER BY q.out_seq""", _ARROW_ROWS))
     if sparse is None:
         return None
     m, texts = sparse
@@ -911,6 +911,13 @@ def _spread_cell_texts(con: duckdb.DuckDBPyConnection, spec: SheetSpec, spread: 
     for name, (valid, offsets, data, nulls) in zip(spread, arrays, strict=True):
         got[name] = ("u", nulls, valid, offsets, data)
     return order
+
+
+#: Rows an Arrow batch of the C renderer's queries: their rows in one batch up to this many
+#: (a 6-pair batch of root-8x8-5000: ~146,000), read where DuckDB wrote them, not copied into
+#: one buffer a column (msq/_flatten.c in_place_columns); DuckDB reserves room for this many
+#: rows a column up front (address space: only the pages written are memory)
+_ARROW_ROWS = 1 << 20
 
 
 def _all_null(member: str, n: int) -> ArrowColumn:
