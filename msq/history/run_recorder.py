@@ -20,6 +20,7 @@ its joins on the whole dictionary each pair.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -158,18 +159,12 @@ class RunRecorder:
         """The rows of ``table`` held by :meth:`_hold_row`, in the order held: one INSERT ...
         VALUES for each run of rows with the same columns (a pair's rows all have the same),
         their values bound as parameters as one row's were."""
-        held = self._rows.pop(table, [])
-        at = 0
-        while at < len(held):
-            columns = held[at][0]
-            end = at
-            while end < len(held) and held[end][0] == columns:
-                end += 1
+        for columns, run in itertools.groupby(self._rows.pop(table, []), key=lambda r: r[0]):
+            values = [values for _, values in run]
             one = f"({', '.join('?' for _ in columns)})"
             self.con.execute(f"INSERT INTO {ALIAS}.{table} ({', '.join(columns)}) "
-                             f"VALUES {', '.join(one for _ in range(at, end))}",
-                             [value for _, values in held[at:end] for value in values])
-            at = end
+                             f"VALUES {', '.join(one for _ in values)}",
+                             [value for row in values for value in row])
 
     def _insert_arrow(self, table: str, arrow: pa.Table, compare_id: int | None) -> None:
         """``arrow``'s rows into the history's ``table`` by column name (with ``compare_id``

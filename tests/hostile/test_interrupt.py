@@ -17,6 +17,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -360,9 +361,7 @@ def test_a_signal_inside_an_import_waits_for_the_import(tmp_path: Path) -> None:
         "          interrupts.received())\n")
     # (the signal delivered again may come at any moment once the import is over: nothing is
     # printed before it, or it would cut that line at load)
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        done = subprocess.run([sys.executable, "-c", script, str(int(signum))],
-                              capture_output=True, text=True, timeout=60, check=False)
+    for signum, done in _each_signal(script):
         assert done.stdout.splitlines() == [f"interrupted after the import True {int(signum)}"], \
             done.stdout + done.stderr
 
@@ -388,9 +387,15 @@ def test_a_signal_inside_a_weakref_callback_still_interrupts() -> None:
         "    print('not interrupted')\n"
         "except KeyboardInterrupt:\n"
         "    print('interrupted after the callback', interrupts.received())\n")
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        done = subprocess.run([sys.executable, "-c", script, str(int(signum))],
-                              capture_output=True, text=True, timeout=60, check=False)
+    for signum, done in _each_signal(script):
         assert done.stdout.splitlines() == [f"interrupted after the callback {int(signum)}"], \
             done.stdout + done.stderr
         assert done.stderr == ""
+
+
+def _each_signal(script: str) -> Iterator[tuple[signal.Signals, subprocess.CompletedProcess[str]]]:
+    """``script`` run in a new Python with SIGINT, then SIGTERM, as its argument (the number it
+    sends itself): each signal and how that run ended."""
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        yield signum, subprocess.run([sys.executable, "-c", script, str(int(signum))],
+                                     capture_output=True, text=True, timeout=60, check=False)
