@@ -163,16 +163,16 @@ def _write_workbook(con: duckdb.DuckDBPyConnection, mode: str, cols: list[str],
     rows = f"SELECT * FROM {result_view(mode)}"
     percents: tuple[str, ...] = ()
     cells: dict[str, tuple[str, str | None]] = {}
-    cell_texts = None
+    cell_texts = cell_bools = None
     result_is_table, compat, blame = _workbook_facts(con, mode)
     if mode in RESULT_TABLES and not result_is_table:
         # the result view is ours, over the materialised stat_result (a user's or --compat's is
         # a table by now): its relative errors are printed by the renderer from their numbers,
         # its statistics and differences are read from their plain columns (PLAIN_CELLS), their
-        # texts from the rows that have one (has_cell_text)
+        # texts and booleans from the rows that have one (has_cell_text, cell_bools)
         rows, percents, cells = (f"SELECT * FROM {result_table(mode)}", PERCENT_COLUMNS,
                                  PLAIN_CELLS)
-        cell_texts = CELL_TEXTS
+        cell_texts, cell_bools = CELL_TEXTS, CELL_BOOLS
 
     shown = final_name(path)  # the writers write a temporary (see write_outputs)
 
@@ -184,7 +184,7 @@ def _write_workbook(con: duckdb.DuckDBPyConnection, mode: str, cols: list[str],
     extra = _blame_sheet() if blame else []
     sheets = write_xlsx(con, SheetSpec(rows, cols, cols, marks, browse=browse,
                                        percents=percents, cells=cells,
-                                       cell_texts=cell_texts), path,
+                                       cell_texts=cell_texts, cell_bools=cell_bools), path,
                         on_extra_sheet=extra_sheet, extra=extra) - len(extra)
     if sheets > 1:
         log.warning("%s holds %d sheets (Excel's row limit)", shown.name, sheets)
@@ -282,15 +282,22 @@ MARK_COLUMNS = (("Mark", "m.mark"), ("Mark_rules", f"m.{MARK_REASON}"))
 PERCENT_COLUMNS = ("MaxRelativeErr", "MinRelativeErr", "MeanRelativeErr", "NormRelativeErr")
 
 #: stat_result's cells as plain columns (sql/compare/reports/statistics/stat_result.sql): each
-#: workbook column, its text column and its boolean one (None: a difference has none);
-#: result_statistics makes the cells of them (plain_cell), the workbook's C renderer reads them.
+#: workbook column (its number's column), the SQL of its text and of its boolean (None: a
+#: difference has none): members of the lists cell_texts and cell_bools, in this order, which
+#: are NULL on the rows without any (a member of a NULL list is NULL); result_statistics makes
+#: the cells of them (plain_cell), the workbook's C renderer reads them.
 PLAIN_CELLS: dict[str, tuple[str, str | None]] = {
-    **{c: (f"{c} (text)", None) for c in ("Max diff", "Min diff", "Mean diff", "L2norm diff")},
-    **{c: (f"{c} (text)", f"{c} (bool)") for c in _STATS}}
+    **{c: (f"cell_texts[{i}]", None)
+       for i, c in enumerate(("Max diff", "Min diff", "Mean diff", "L2norm diff"), 1)},
+    **{c: (f"cell_texts[{i + 4}]", f"cell_bools[{i}]") for i, c in enumerate(_STATS, 1)}}
 
 #: stat_result's boolean column: whether a row has any of :data:`PLAIN_CELLS`' texts (the
 #: workbook's C renderer reads the texts of those rows alone: msq.export.xlsx.SheetSpec).
 CELL_TEXTS = "has_cell_text"
+
+#: stat_result's column that is not NULL on the rows with any of :data:`PLAIN_CELLS`' booleans
+#: (the workbook's C renderer reads them from those rows alone: msq.export.xlsx.SheetSpec).
+CELL_BOOLS = "cell_bools"
 
 
 def table_columns(cols: list[str]) -> list[str]:

@@ -71,16 +71,21 @@ class SheetSpec:
     # percent, or -1, -2, -3 for N/A, ' ', 0.0%), written as their texts (rel_text): printed by
     # the C renderer, in SQL by the others (see _text_query)
     percents: Sequence[str] = ()
-    # columns of cells the query holds as plain columns (stat_result's: the number "<col>", the
-    # text and the boolean column named here, None where it has none), each written as its
-    # cell (plain_cell): the C renderer reads them as they are, the others read the cell made
-    # in SQL (see _text_query)
+    # columns of cells the query holds as plain columns (stat_result's: the number "<col>", and
+    # the SQL, over the query's columns, of its text and of its boolean named here, None where
+    # it has none; stat_result's are members of its lists cell_texts and cell_bools), each
+    # written as its cell (plain_cell): the C renderer reads them as they are, the others read
+    # the cell made in SQL (see _text_query)
     cells: Mapping[str, tuple[str, str | None]] = field(default_factory=dict)
-    # a boolean column of the query, true on the rows where any of the cells' text columns is
-    # not NULL (stat_result's has_cell_text): the C renderer reads the texts of those rows
-    # alone, by a second query behind that filter (:func:`_spread_cell_texts`); with every
-    # row where the query has no such column (a --sql-dir stat_result of its own)
+    # a boolean column of the query, true on the rows where any of the cells' texts is not NULL
+    # (stat_result's has_cell_text): the C renderer reads the texts of those rows alone, by a
+    # second query behind that filter (:func:`_spread_cell_texts`); with every row where the
+    # query has no such column (a --sql-dir stat_result of its own)
     cell_texts: str | None = None
+    # with cell_texts, a column of the query that is NULL on the rows where every cell's boolean
+    # is (stat_result's cell_bools): the booleans are read by that second query too, from the
+    # rows where it is not NULL; None: with every row, by the first
+    cell_bools: str | None = None
 
 
 def _col_letter(index: int) -> str:
@@ -103,13 +108,11 @@ def _text_query(spec: SheetSpec) -> str:
         f'ELSE CASE WHEN isnan("{col}") THEN \'nan\' ELSE CAST("{col}" AS VARCHAR) END '
         f'|| \'%\' END AS "{col}"' for col in spec.percents]
     for col, (text, flag) in spec.cells.items():
-        boolean = f'"{flag}"' if flag else "NULL::BOOLEAN"
+        boolean = flag or "NULL::BOOLEAN"
         shown.append(f'CASE WHEN "{col}" IS NOT NULL THEN union_value(n := "{col}")::{_CELL_TYPE} '
-                     f'WHEN "{text}" IS NOT NULL THEN union_value(s := "{text}")::{_CELL_TYPE} '
+                     f'WHEN {text} IS NOT NULL THEN union_value(s := {text})::{_CELL_TYPE} '
                      f'ELSE union_value(b := {boolean})::{_CELL_TYPE} END AS "{col}"')
-    plain = [f'"{c}"' for text, flag in spec.cells.values() for c in (text, flag) if c]
-    dropped = f" EXCLUDE ({', '.join(plain)})" if plain else ""
-    return f"SELECT *{dropped} REPLACE ({', '.join(shown)}) FROM ({spec.query})"
+    return f"SELECT * REPLACE ({', '.join(shown)}) FROM ({spec.query})"
 
 
 def _escape_sql(expr: str) -> str:
@@ -793,11 +796,13 @@ def _c_rows_queried(con: duckdb.DuckDBPyConnection, spec: SheetSpec, types: dict
             if spec.cell_texts in types:  # read apart, from the rows that have one
                 spread[f"s{i}"] = shown
             else:
-                select.append(f'q."{shown}" AS s{i}')
-            if flag:
-                select.append(f'q."{flag}" AS b{i}')
-            else:
+                select.append(f"{shown} AS s{i}")
+            if not flag:
                 absent.add(f"b{i}")
+            elif spec.cell_texts in types and spec.cell_bools in types:  # likewise
+                spread[f"b{i}"] = flag
+            else:
+                select.append(f"{flag} AS b{i}")
         elif type_name == _CELL_TYPE:
             select += [f"union_extract({col}, 'n') AS n{i}", f"union_extract({col}, 's') AS s{i}",
                        f"union_extract({col}, 'b') AS b{i}"]
@@ -876,41 +881,76 @@ def _c_rows_queried(con: duckdb.DuckDBPyConnection, spec: SheetSpec, types: dict
 
 def _spread_cell_texts(con: duckdb.DuckDBPyConnection, spec: SheetSpec, spread: Mapping[str, str],
                        n: int, got: dict[str, ArrowColumn]) -> bytes | None:
-    """The cells' text columns (``spread``: each member's name, ``s<i>``, and the query's text
-    column) of the rows :func:`_c_rows_queried` read without them, put into ``got`` as text
-    arrays of all ``n`` rows; the rows' order (their indices in out_seq order, which
-    :func:`_c_rows_of` would compute), or None where they cannot be read in C.
+    """The cells' texts and booleans (``spread``: each member's name, ``s<i>`` or ``b<i>``, and
+    its SQL over the query's columns) of the rows :func:`_c_rows_queried` read without them,
+    put into ``got`` as arrays of all ``n`` rows; the rows' order (their indices in out_seq
+    order, which :func:`_c_rows_of` would compute), or None where they cannot be read in C.
 
     The texts are read from the rows whose :attr:`SheetSpec.cell_texts` column is true alone
-    (~6 % of root-8x8-5000's): DuckDB pushes that filter into its scan of the table, so the
-    other rows' texts are not read, and its Arrow export does not append their NULLs (the
-    twelve text columns of stat_result's cells cost ~116 M instructions a 4-pair batch read
-    with every row, ~12 M behind the filter); C spreads them over the rows (``spread_texts``,
-    by out_seq)."""
+    (~6 % of root-8x8-5000's), the booleans from those whose :attr:`SheetSpec.cell_bools` is
+    not NULL (~4 %), each by its own query: DuckDB pushes each filter into its scan of the
+    table (one query of either filter scanned both columns of every row), and its Arrow export
+    does not append the other rows' NULLs (the twelve text columns of stat_result's cells cost
+    ~116 M instructions a 4-pair batch read with every row, ~12 M behind the filter; its eight
+    booleans ~33 M a 6-pair batch); C spreads the texts over the rows (``spread_texts``, by
+    out_seq), numpy the booleans (:func:`_spread_bools`)."""
     seq = got["_out_seq"]
     if seq[0] != "l":
         return None
     order = stable_order(seq[4]) if n else b""
-    columns = ", ".join(f'q."{shown}" AS {name}' for name, shown in spread.items())
-    sparse = arrow_columns(SelectStream(con.cursor(), f"""
-      WITH q AS ({spec.query})
-      SELECT q.out_seq AS _out_seq, {columns} FROM q WHERE q."{spec.cell_texts}"
-      ORDER BY q.out_seq""", _ARROW_ROWS))
-    if sparse is None:
-        return None
-    m, texts = sparse
-    if m == 0:
-        for name in spread:
-            got[name] = _all_null("s", n)
-        return order
-    if texts["_out_seq"][0] != "l" or any(texts[name][0] != "u" for name in spread):
-        return None
-    arrays = _sheetxml.spread_texts(order, seq[4], n, texts["_out_seq"][4],
-                                    [(texts[name][2], texts[name][3], texts[name][4], 0)
-                                     for name in spread])
-    for name, (valid, offsets, data, nulls) in zip(spread, arrays, strict=True):
-        got[name] = ("u", nulls, valid, offsets, data)
+    strings = {name: shown for name, shown in spread.items() if name[0] == "s"}
+    bools = {name: shown for name, shown in spread.items() if name[0] == "b"}
+    for names, where, kind in ((strings, f'q."{spec.cell_texts}"', "u"),
+                               (bools, f'q."{spec.cell_bools}" IS NOT NULL', "b")):
+        if not names:
+            continue
+        columns = ", ".join(f"{shown} AS {name}" for name, shown in names.items())
+        sparse = arrow_columns(SelectStream(con.cursor(), f"""
+          WITH q AS ({spec.query})
+          SELECT q.out_seq AS _out_seq, {columns} FROM q WHERE {where}
+          ORDER BY q.out_seq""", _ARROW_ROWS))
+        if sparse is None:
+            return None
+        m, read = sparse
+        if m == 0:
+            for name in names:
+                got[name] = _all_null(name[0], n)
+            continue
+        if read["_out_seq"][0] != "l" or any(read[name][0] != kind for name in names):
+            return None
+        if kind == "b":
+            got.update(_spread_bools(order, seq[4], n, m, read, list(names)))
+            continue
+        arrays = _sheetxml.spread_texts(order, seq[4], n, read["_out_seq"][4],
+                                        [(read[name][2], read[name][3], read[name][4], 0)
+                                         for name in names])
+        for name, (valid, offsets, data, nulls) in zip(names, arrays, strict=True):
+            got[name] = ("u", nulls, valid, offsets, data)
     return order
+
+
+def _spread_bools(order: bytes, seq: Any, n: int, m: int, sparse: Mapping[str, ArrowColumn],
+                  names: Sequence[str]) -> dict[str, ArrowColumn]:
+    """The boolean columns ``names`` of the ``m`` rows ``sparse`` (their ``_out_seq`` in
+    order, each a row of the ``n`` whose out_seq are ``seq``, sorted by ``order``) as Arrow
+    boolean columns of all ``n`` rows, NULL on the others."""
+    import numpy as np
+
+    rank = np.frombuffer(order, np.int64, n)
+    at = rank[np.searchsorted(np.frombuffer(seq, np.int64, n)[rank],
+                              np.frombuffer(sparse["_out_seq"][4], np.int64, m))]
+    spread: dict[str, ArrowColumn] = {}
+    full = np.zeros((2, n), bool)  # validity and values, reused column by column
+    for name in names:
+        _, _, valid, _, data = sparse[name]
+        bits = np.unpackbits(np.frombuffer(data, np.uint8), count=m, bitorder="little")
+        known = np.ones(m, np.uint8) if valid is None else \
+            np.unpackbits(np.frombuffer(valid, np.uint8), count=m, bitorder="little")
+        full[:, at] = (known, bits & known)
+        packed = np.packbits(full, axis=1, bitorder="little")
+        spread[name] = ("b", m - int(np.count_nonzero(known)) + n - m, packed[0].tobytes(), None,
+                        packed[1].tobytes())
+    return spread
 
 
 #: Rows an Arrow batch of the C renderer's queries: their rows in one batch up to this many

@@ -550,7 +550,8 @@ def _cells_spec(con: duckdb.DuckDBPyConnection, browse: bool) -> tuple[SheetSpec
                     "\"d (text)\", t) VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
     marks = "SELECT out_seq, 'yellow' AS mark FROM plain WHERE out_seq % 3 = 0"
     spec = SheetSpec("SELECT * FROM plain", ["t", "c", "d"], ["T", "C", "D"], marks,
-                     browse=browse, cells={"c": ("c (text)", "c (bool)"), "d": ("d (text)", None)})
+                     browse=browse, cells={"c": ('"c (text)"', '"c (bool)"'),
+                                           "d": ('"d (text)"', None)})
     made = ", ".join(
         f"CASE WHEN {x} IS NOT NULL THEN union_value(n := {x})::{_CELL} "
         f"WHEN \"{x} (text)\" IS NOT NULL THEN union_value(s := \"{x} (text)\")::{_CELL} "
@@ -574,14 +575,17 @@ def test_cells_of_plain_columns_write_the_workbook_of_the_cells(
     con = duckdb.connect()
     spec, cells = _cells_spec(con, browse)
     sparse = dataclasses.replace(spec, cell_texts="has_text")
+    sparse_bools = dataclasses.replace(sparse, cell_bools="c (bool)")
     spread = []
     real_spread = xlsx._spread_cell_texts
     monkeypatch.setattr(xlsx, "_spread_cell_texts",
-                        lambda *args: spread.append(real_spread(*args)) or spread[-1])
+                        lambda *args: spread.append((sorted(args[2]), real_spread(*args)))
+                        or spread[-1][1])
     books = {}
     for name, sheet in (("c", spec), ("c-cells", cells), ("c-sparse", sparse),
-                        ("c-pyarrow", spec), ("c-sparse-pyarrow", sparse), ("sql", spec),
-                        ("sql-cells", cells), ("sql-sparse", sparse)):
+                        ("c-sparse-bools", sparse_bools), ("c-pyarrow", spec),
+                        ("c-sparse-pyarrow", sparse_bools), ("sql", spec),
+                        ("sql-cells", cells), ("sql-sparse", sparse_bools)):
         if name == "c-pyarrow":  # the columns read by pyarrow (no C stream reader)
             monkeypatch.setattr(xlsx, "arrow_columns", lambda _stream: None)
         if name == "sql":
@@ -591,11 +595,14 @@ def test_cells_of_plain_columns_write_the_workbook_of_the_cells(
         assert write_xlsx(con, sheet, path, max_rows=1000) > 1
         with zipfile.ZipFile(path) as zf:
             books[name] = {n: zf.read(n) for n in zf.namelist()}
-    assert books["c"] == books["c-cells"] == books["c-sparse"] == books["c-pyarrow"] \
-        == books["c-sparse-pyarrow"] == books["sql"] == books["sql-cells"] == books["sql-sparse"]
-    # the sparse texts were spread (twice: _c_rows above, then the workbook's own) and only
-    # with the C stream reader
-    assert len(spread) == 2 and all(order is not None for order in spread)
+    assert books["c"] == books["c-cells"] == books["c-sparse"] == books["c-sparse-bools"] \
+        == books["c-pyarrow"] == books["c-sparse-pyarrow"] == books["sql"] \
+        == books["sql-cells"] == books["sql-sparse"]
+    # the sparse texts (and booleans) were spread (twice a sheet: _c_rows above, then the
+    # workbook's own) and only with the C stream reader
+    assert len(spread) == 4 and all(order is not None for _, order in spread)
+    # c-sparse's texts alone, c-sparse-bools' texts and c's booleans (column 1: "c")
+    assert [names for names, _ in spread] == [["s1", "s2"]] * 2 + [["b1", "s1", "s2"]] * 2
     # each kind of cell is in the sheet: a number, a text, a boolean and an empty cell
     sheet = books["c"]["xl/worksheets/sheet1.xml"].decode()
     assert all(part in sheet for part in ("<v>1.5</v>", "t=\"b\"><v>1</v>", "t=\"b\"><v>0</v>",

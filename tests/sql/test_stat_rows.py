@@ -10,6 +10,7 @@ rel_text prints)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from msq import db, pipeline
 from msq.config import Options
@@ -85,16 +86,18 @@ def test_stat_rows_differences_and_relative_errors_are_the_macros() -> None:
         return (f"union_tag({want}) IS DISTINCT FROM union_tag({got}) OR "
                 f"CAST({want} AS VARCHAR) IS DISTINCT FROM CAST({got} AS VARCHAR)")
 
-    for stat in _STATS:
+    for i, stat in enumerate(_STATS):
         args = f"d.kind = 'matched', n_{stat}, n_{stat}_k, b_{stat}, b_{stat}_k"
         checks.append(differs(f"shown_diff({args})",
-                              f"plain_cell(s.{stat}_diff, s.{stat}_diff_text, NULL)"))
-        for side, name, absent in (("n", "NPU", "bench_only"), ("b", "Bench", "npu_only")):
+                              f"plain_cell(s.{stat}_diff, s.cell_texts[{i + 1}], NULL)"))
+        for k, (side, name, absent) in enumerate((("n", "NPU", "bench_only"),
+                                                  ("b", "Bench", "npu_only"))):
             col = f'{name} {_SHOWN[stat]}'
             checks.append(differs(
                 f"shown_stat(d.kind = '{absent}', d.{side}_{stat}, d.{side}_{stat}_k, "
                 f"d.{side}_{stat}_s)",
-                f'plain_cell(s."{col}", s."{col} (text)", s."{col} (bool)")'))
+                f'plain_cell(s."{col}", s.cell_texts[{5 + 4 * k + i}], '
+                f's.cell_bools[{1 + 4 * k + i}])'))
         # the relative error as a number (in percent, or its fixed text's code)
         checks.append(f"shown_rel({args}) IS DISTINCT FROM rel_text(s.{stat}_rel_pct)")
     query = (f"FROM stat_rows s JOIN display_rows d USING (out_seq) WHERE {' OR '.join(checks)}")
@@ -103,17 +106,23 @@ def test_stat_rows_differences_and_relative_errors_are_the_macros() -> None:
     # the inputs reach every case: each member and text of the differences, each kind of
     # relative error text
     texts = {t for (t,) in con.execute(
-        "SELECT DISTINCT coalesce(max_diff_text, CASE WHEN max_diff IS NOT NULL THEN 'n' END) "
+        "SELECT DISTINCT coalesce(cell_texts[1], CASE WHEN max_diff IS NOT NULL THEN 'n' END) "
         "FROM stat_rows").fetchall()}
     assert texts == {"n", "N/A", "None", "nan\t", "inf\t", "-inf\t"}
     # each member of a statistic and each text
     shown = {t for (t,) in con.execute(
-        'SELECT DISTINCT coalesce("NPU max (text)", CASE WHEN "NPU max" IS NOT NULL THEN \'n\' '
-        'WHEN "NPU max (bool)" IS NOT NULL THEN \'b\' ELSE \'none\' END) FROM stat_rows').fetchall()}
+        'SELECT DISTINCT coalesce(cell_texts[5], CASE WHEN "NPU max" IS NOT NULL THEN \'n\' '
+        'WHEN cell_bools[1] IS NOT NULL THEN \'b\' ELSE \'none\' END) FROM stat_rows').fetchall()}
     assert shown == {"n", "b", "N/A", "None", "nan\t", "inf\t", "-inf\t", "x"}
     rels = {t if t in ("N/A", " ", "0.0%", "nan%", "inf%") else "number" for (t,) in con.execute(
         "SELECT DISTINCT rel_text(max_rel_pct) FROM stat_rows").fetchall()}
     assert rels == {"N/A", " ", "0.0%", "nan%", "inf%", "number"}
+    # has_cell_text (tested on the numbers) is whether a text was made, on rows with booleans
+    # and without (every row of the grid has a text: a difference of a string's statistic)
+    _has_cell_text_is_any_text(con, "stat_rows")
+    kinds = set(con.execute("SELECT DISTINCT has_cell_text, cell_bools IS NULL "
+                            "FROM stat_rows").fetchall())
+    assert kinds == {(True, True), (True, False)}, kinds
 
 
 def test_readers_give_a_number_exactly_for_kinds_i_f_and_b(tmp_path: Path) -> None:
@@ -205,11 +214,22 @@ def test_stat_result_reads_a_verdict_that_says_nothing_as_no_verdict() -> None:
     assert {("Warning", False, True), ("", False, False), ("N/A", True, True),
             ("N/A", False, False), ("N/A", False, True)} <= texts
     # has_cell_text (the workbook reads the cells' texts of its rows alone): whether any of the
-    # twelve cells' text columns holds a text (every row of this grid has one; the rows without
-    # are the workbooks' of tests/export and tests/test_golden*)
-    texts_of = [c for (c,) in con.execute("SELECT column_name FROM (DESCRIBE stat_result) "
-                                          "WHERE column_name LIKE '% (text)'").fetchall()]
-    anyone = " OR ".join(f'"{c}" IS NOT NULL' for c in texts_of)
-    flags = con.execute(f"SELECT DISTINCT has_cell_text = ({anyone}), has_cell_text "
-                        "FROM stat_result").fetchall()
-    assert len(texts_of) == 12 and set(flags) == {(True, True)}
+    # twelve cells' texts is not NULL, tested on the numbers (plain_stat_has_text), and
+    # cell_texts NULL exactly where it is false; cell_bools NULL exactly where every boolean is
+    # (the grid's rows each have a text; the rows without are the workbooks' of tests/export
+    # and tests/test_golden*, and stat_rows' grid below)
+    _has_cell_text_is_any_text(con, "stat_result")
+
+
+def _has_cell_text_is_any_text(con: Any, table: str) -> None:
+    """``table``'s has_cell_text is whether any of cell_texts' twelve members is not NULL, and
+    cell_texts is NULL where it is false; cell_bools is NULL exactly where its eight members
+    all are."""
+    texts = " OR ".join(f"cell_texts[{i}] IS NOT NULL" for i in range(1, 13))
+    bools = " OR ".join(f"cell_bools[{i}] IS NOT NULL" for i in range(1, 9))
+    flags = con.execute(
+        f"SELECT DISTINCT has_cell_text IS NOT DISTINCT FROM ({texts}), "
+        "(cell_texts IS NULL) = NOT has_cell_text, len(cell_texts), "
+        f"(cell_bools IS NULL) = NOT ({bools}), len(cell_bools) FROM {table}").fetchall()
+    assert {row[:2] + row[3:4] for row in flags} == {(True, True, True)}, flags
+    assert {row[2] for row in flags} <= {12, None} and {row[4] for row in flags} <= {8, None}

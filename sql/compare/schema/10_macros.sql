@@ -68,6 +68,13 @@ CREATE OR REPLACE MACRO plain_stat_text(num_v, absent, num, kind, txt, fi, b) AS
        WHEN fi THEN nonfinite_text(num)
        WHEN kind IN ('s', 'o') THEN string_stat_text(txt)
        ELSE 'None' END);
+-- Whether plain_stat_text gives a statistic a text (not NULL), from its number column, its side's
+-- absence and its kind's boolean test, without making the text: its branches after the number's
+-- and the boolean's never give NULL (nonfinite_text, string_stat_text, 'None'), so it is NULL
+-- exactly where the number is or where the boolean branch is taken (b true on a present side).
+-- tests/sql/test_stat_rows.py holds it to the texts.
+CREATE OR REPLACE MACRO plain_stat_has_text(num_v, absent, b) AS (
+  num_v IS NULL AND (absent IS TRUE OR b IS NOT TRUE));
 -- A difference's text where it is not a finite number (shown_diff's): N/A unmatched, None where
 -- a side is not a number, a non-finite difference as num_cell writes it.
 CREATE OR REPLACE MACRO plain_diff_text(diff, matched, nums, d) AS (

@@ -1,10 +1,12 @@
 -- description: Statistics-mode output rows as typed history columns, from hist_result (inserted into result_rows by name).
 -- The cells' texts once each (the number columns read them too), in one list (result_data.texts,
 -- NULL on a row of numbers alone), from each cell's plain columns (hist_source_statistics:
--- stat_result's); the relative errors (max_rel_pct, max_rel_pct_text, ...) as hist_result gives
+-- stat_result's: the number, the texts' list cell_texts and the booleans' cell_bools, the latter
+-- read where the number is NULL alone, hist_plain_num's coalesce); the relative errors
+-- (max_rel_pct, max_rel_pct_text, ...) as hist_result gives
 -- them: from stat_result's numbers of them (hist_code_pct), or the statistics' numbers
 -- (hist_rel_pct, hist_source_statistics_cells.sql), not from their texts.
--- has_cell_text (whether any of the twelve "<cell> (text)" columns holds a text: ~6 % of
+-- has_cell_text (whether any of the twelve cells holds a text, the list cell_texts: ~6 % of
 -- root-8x8-5000's rows) gates the texts: a row without one reads none of them (hist_row_text),
 -- and its list is made where it has a cell's text or a relative error's text, tested on that
 -- flag and the four relative errors' texts, not by a coalesce of all sixteen texts (which copies
@@ -13,18 +15,18 @@ WITH v AS (
   SELECT r.*,
          CASE r."Result" WHEN '' THEN 'pass' WHEN 'Warning' THEN 'warning' ELSE 'unmatched' END
            AS verdict,
-         hist_row_text(has_cell_text, "Max diff (text)") AS max_diff_text,
-         hist_row_text(has_cell_text, "Min diff (text)") AS min_diff_text,
-         hist_row_text(has_cell_text, "Mean diff (text)") AS mean_diff_text,
-         hist_row_text(has_cell_text, "L2norm diff (text)") AS norm_diff_text,
-         hist_row_text(has_cell_text, "NPU max (text)") AS npu_max_text,
-         hist_row_text(has_cell_text, "NPU min (text)") AS npu_min_text,
-         hist_row_text(has_cell_text, "NPU mean (text)") AS npu_mean_text,
-         hist_row_text(has_cell_text, "NPU l2norm (text)") AS npu_norm_text,
-         hist_row_text(has_cell_text, "Bench max (text)") AS bench_max_text,
-         hist_row_text(has_cell_text, "Bench min (text)") AS bench_min_text,
-         hist_row_text(has_cell_text, "Bench mean (text)") AS bench_mean_text,
-         hist_row_text(has_cell_text, "Bench l2norm (text)") AS bench_norm_text
+         hist_row_text(has_cell_text, cell_texts[1]) AS max_diff_text,
+         hist_row_text(has_cell_text, cell_texts[2]) AS min_diff_text,
+         hist_row_text(has_cell_text, cell_texts[3]) AS mean_diff_text,
+         hist_row_text(has_cell_text, cell_texts[4]) AS norm_diff_text,
+         hist_row_text(has_cell_text, cell_texts[5]) AS npu_max_text,
+         hist_row_text(has_cell_text, cell_texts[6]) AS npu_min_text,
+         hist_row_text(has_cell_text, cell_texts[7]) AS npu_mean_text,
+         hist_row_text(has_cell_text, cell_texts[8]) AS npu_norm_text,
+         hist_row_text(has_cell_text, cell_texts[9]) AS bench_max_text,
+         hist_row_text(has_cell_text, cell_texts[10]) AS bench_min_text,
+         hist_row_text(has_cell_text, cell_texts[11]) AS bench_mean_text,
+         hist_row_text(has_cell_text, cell_texts[12]) AS bench_norm_text
   FROM hist_result r
 )
 SELECT
@@ -43,14 +45,14 @@ SELECT
   min_rel_pct,
   mean_rel_pct,
   norm_rel_pct,
-  hist_plain_num("NPU max", "NPU max (bool)", npu_max_text) AS npu_max,
-  hist_plain_num("NPU min", "NPU min (bool)", npu_min_text) AS npu_min,
-  hist_plain_num("NPU mean", "NPU mean (bool)", npu_mean_text) AS npu_mean,
-  hist_plain_num("NPU l2norm", "NPU l2norm (bool)", npu_norm_text) AS npu_norm,
-  hist_plain_num("Bench max", "Bench max (bool)", bench_max_text) AS bench_max,
-  hist_plain_num("Bench min", "Bench min (bool)", bench_min_text) AS bench_min,
-  hist_plain_num("Bench mean", "Bench mean (bool)", bench_mean_text) AS bench_mean,
-  hist_plain_num("Bench l2norm", "Bench l2norm (bool)", bench_norm_text) AS bench_norm,
+  hist_plain_num("NPU max", cell_bools[1], npu_max_text) AS npu_max,
+  hist_plain_num("NPU min", cell_bools[2], npu_min_text) AS npu_min,
+  hist_plain_num("NPU mean", cell_bools[3], npu_mean_text) AS npu_mean,
+  hist_plain_num("NPU l2norm", cell_bools[4], npu_norm_text) AS npu_norm,
+  hist_plain_num("Bench max", cell_bools[5], bench_max_text) AS bench_max,
+  hist_plain_num("Bench min", cell_bools[6], bench_min_text) AS bench_min,
+  hist_plain_num("Bench mean", cell_bools[7], bench_mean_text) AS bench_mean,
+  hist_plain_num("Bench l2norm", cell_bools[8], bench_norm_text) AS bench_norm,
   -- NULL where every member would be: no cell's text (has_cell_text) and no relative error's
   CASE WHEN has_cell_text OR max_rel_pct_text IS NOT NULL OR min_rel_pct_text IS NOT NULL
             OR mean_rel_pct_text IS NOT NULL OR norm_rel_pct_text IS NOT NULL

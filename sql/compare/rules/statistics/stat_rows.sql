@@ -1,4 +1,4 @@
--- description: Statistics mode: each row's displayed cells (names, dtypes, shapes, the eight statistics and the four differences, each cell as plain columns: "<cell>" its number, "<cell> (text)" its text, a statistic's "<cell> (bool)" its boolean, exactly one not NULL), its four relative errors (numbers in percent, or their fixed texts' codes, which rel_text prints; N/A on an unmatched row) and its Warning flag (spec §4.1, §5.4; --compat only, NULL in the default mode).
+-- description: Statistics mode: each row's displayed cells (names, dtypes, shapes, the eight statistics and the four differences, each cell as plain columns: "<cell>" its number, and on the rows that have any, its text in the list cell_texts (has_cell_text) and a statistic's boolean in cell_bools; at most one not NULL), its four relative errors (numbers in percent, or their fixed texts' codes, which rel_text prints; N/A on an unmatched row) and its Warning flag (spec §4.1, §5.4; --compat only, NULL in the default mode).
 -- Only what result_statistics shows: the default mode makes this view a table (beside the
 -- verdicts), and copying the raw columns of display_rows too took a fifth of its time.
 -- The differences and relative errors are shown_diff's and shown_rel's cases
@@ -13,48 +13,61 @@
 -- history and the workbook's C renderer read them directly. Each number first (a statistic:
 -- shown_stat's finite number of kind f or i, its boolean of kind b; a difference: shown_diff's
 -- finite difference), each text from whether they are NULL (shown_stat's and shown_diff's other
--- branches, in their order).
+-- branches, in their order). The texts and booleans are NULL on most rows (~94 % of
+-- root-8x8-5000's): they are two lists, NULL on a row without any, not twenty columns (each NULL
+-- was appended to the table and scanned by every reader), and the texts are made on the rows
+-- that have one alone (has_cell_text, tested on the numbers): ~190 M instructions less a 6-pair
+-- root batch (bench/README, "Session 25: sparse").
 -- tests/sql/test_stat_rows.py checks these columns against the macros.
 SELECT
   out_seq, kind, stack,
   "NPU Name", "Bench Name", "NPU Dtype", "Bench Dtype", "NPU Tensor Shape", "Bench Tensor Shape",
   -- shown_stat: N/A on the absent side, the finite number (f, i), the boolean (b), else its text
   -- (a boolean statistic without a number: all three NULL, plain_cell's boolean NULL)
-  n_max_v AS "NPU max",
-  plain_stat_text(n_max_v, n_absent, n_max, n_max_k, n_max_s, n_max_fi, n_max_b) AS "NPU max (text)",
-  n_max_bool AS "NPU max (bool)",
-  n_min_v AS "NPU min",
-  plain_stat_text(n_min_v, n_absent, n_min, n_min_k, n_min_s, n_min_fi, n_min_b) AS "NPU min (text)",
-  n_min_bool AS "NPU min (bool)",
-  n_mean_v AS "NPU mean",
-  plain_stat_text(n_mean_v, n_absent, n_mean, n_mean_k, n_mean_s, n_mean_fi, n_mean_b) AS "NPU mean (text)",
-  n_mean_bool AS "NPU mean (bool)",
-  n_norm_v AS "NPU l2norm",
-  plain_stat_text(n_norm_v, n_absent, n_norm, n_norm_k, n_norm_s, n_norm_fi, n_norm_b) AS "NPU l2norm (text)",
-  n_norm_bool AS "NPU l2norm (bool)",
-  b_max_v AS "Bench max",
-  plain_stat_text(b_max_v, b_absent, b_max, b_max_k, b_max_s, b_max_fi, b_max_b) AS "Bench max (text)",
-  b_max_bool AS "Bench max (bool)",
-  b_min_v AS "Bench min",
-  plain_stat_text(b_min_v, b_absent, b_min, b_min_k, b_min_s, b_min_fi, b_min_b) AS "Bench min (text)",
-  b_min_bool AS "Bench min (bool)",
-  b_mean_v AS "Bench mean",
-  plain_stat_text(b_mean_v, b_absent, b_mean, b_mean_k, b_mean_s, b_mean_fi, b_mean_b) AS "Bench mean (text)",
-  b_mean_bool AS "Bench mean (bool)",
+  n_max_v AS "NPU max", n_min_v AS "NPU min", n_mean_v AS "NPU mean", n_norm_v AS "NPU l2norm",
+  b_max_v AS "Bench max", b_min_v AS "Bench min", b_mean_v AS "Bench mean",
   b_norm_v AS "Bench l2norm",
-  plain_stat_text(b_norm_v, b_absent, b_norm, b_norm_k, b_norm_s, b_norm_fi, b_norm_b) AS "Bench l2norm (text)",
-  b_norm_bool AS "Bench l2norm (bool)",
   -- shown_diff: N/A unmatched, the finite difference, else its text (None where a side is not
   -- a number)
-  max_diff,
-  plain_diff_text(max_diff, matched, max_nums, max_d) AS max_diff_text,
-  min_diff,
-  plain_diff_text(min_diff, matched, min_nums, min_d) AS min_diff_text,
-  mean_diff,
-  plain_diff_text(mean_diff, matched, mean_nums, mean_d) AS mean_diff_text,
-  norm_diff,
-  plain_diff_text(norm_diff, matched, norm_nums, norm_d) AS norm_diff_text,
-  max_rel_pct, min_rel_pct, mean_rel_pct, norm_rel_pct, flagged
+  max_diff, min_diff, mean_diff, norm_diff,
+  max_rel_pct, min_rel_pct, mean_rel_pct, norm_rel_pct, flagged,
+  has_cell_text,
+  -- the twelve cells' texts (plain_diff_text, plain_stat_text), made on the rows that have one
+  -- alone (a CASE computes its THEN for the rows its WHEN selects)
+  CASE WHEN has_cell_text THEN [
+    plain_diff_text(max_diff, matched, max_nums, max_d),
+    plain_diff_text(min_diff, matched, min_nums, min_d),
+    plain_diff_text(mean_diff, matched, mean_nums, mean_d),
+    plain_diff_text(norm_diff, matched, norm_nums, norm_d),
+    plain_stat_text(n_max_v, n_absent, n_max, n_max_k, n_max_s, n_max_fi, n_max_b),
+    plain_stat_text(n_min_v, n_absent, n_min, n_min_k, n_min_s, n_min_fi, n_min_b),
+    plain_stat_text(n_mean_v, n_absent, n_mean, n_mean_k, n_mean_s, n_mean_fi, n_mean_b),
+    plain_stat_text(n_norm_v, n_absent, n_norm, n_norm_k, n_norm_s, n_norm_fi, n_norm_b),
+    plain_stat_text(b_max_v, b_absent, b_max, b_max_k, b_max_s, b_max_fi, b_max_b),
+    plain_stat_text(b_min_v, b_absent, b_min, b_min_k, b_min_s, b_min_fi, b_min_b),
+    plain_stat_text(b_mean_v, b_absent, b_mean, b_mean_k, b_mean_s, b_mean_fi, b_mean_b),
+    plain_stat_text(b_norm_v, b_absent, b_norm, b_norm_k, b_norm_s, b_norm_fi, b_norm_b)]
+  END AS cell_texts,
+  -- the eight statistics' booleans, on the rows that have one (a statistic of kind b)
+  CASE WHEN n_max_bool IS NOT NULL OR n_min_bool IS NOT NULL OR n_mean_bool IS NOT NULL
+            OR n_norm_bool IS NOT NULL OR b_max_bool IS NOT NULL OR b_min_bool IS NOT NULL
+            OR b_mean_bool IS NOT NULL OR b_norm_bool IS NOT NULL
+       THEN [n_max_bool, n_min_bool, n_mean_bool, n_norm_bool, b_max_bool, b_min_bool,
+             b_mean_bool, b_norm_bool] END AS cell_bools
+FROM (
+-- whether any of the twelve cells has a text: a difference where it is not a finite number
+-- (plain_diff_text's), a statistic where plain_stat_text gives one (plain_stat_has_text),
+-- tested on the numbers, not on the texts (made above on those rows alone)
+SELECT d.*,
+  max_diff IS NULL OR min_diff IS NULL OR mean_diff IS NULL OR norm_diff IS NULL
+  OR plain_stat_has_text(n_max_v, n_absent, n_max_b)
+  OR plain_stat_has_text(n_min_v, n_absent, n_min_b)
+  OR plain_stat_has_text(n_mean_v, n_absent, n_mean_b)
+  OR plain_stat_has_text(n_norm_v, n_absent, n_norm_b)
+  OR plain_stat_has_text(b_max_v, b_absent, b_max_b)
+  OR plain_stat_has_text(b_min_v, b_absent, b_min_b)
+  OR plain_stat_has_text(b_mean_v, b_absent, b_mean_b)
+  OR plain_stat_has_text(b_norm_v, b_absent, b_norm_b) AS has_cell_text
 FROM (
   SELECT d.*,
     plain_stat_num(n_absent, n_max, n_max_fi) AS n_max_v,
@@ -134,4 +147,5 @@ FROM (
              b_norm_k = 'b' AS b_norm_b
           FROM display_rows d) d
   ) d
+) d
 )
