@@ -8,6 +8,10 @@ install still succeeds and msq uses its numpy kernel, which gives the same cells
 it into Arrow columns in C (see msq/_flatten.c); ``msq.export._sheetxml`` renders workbook rows.
 Both optional too: without them msq reads dump.json with Python's json and msq/flatten.py, and
 renders the rows in DuckDB, which give the same rows and bytes, several times slower.
+
+``msq.history._names`` holds the history's names as a hash table for a directory compare's
+driver (see msq/history/_names.c); optional too: without it the names are looked up in Arrow,
+with the same keys.
 """
 
 import sys
@@ -48,6 +52,14 @@ setup(
             ["msq/export/_sheetxml.c"],
             depends=["msq/_source_crc.h"],
             define_macros=source_crc("msq/export/_sheetxml.c"),
+            extra_compile_args=ARGS,
+            optional=True,
+        ),
+        Extension(
+            "msq.history._names",
+            ["msq/history/_names.c"],
+            depends=["msq/_source_crc.h"],
+            define_macros=source_crc("msq/history/_names.c"),
             extra_compile_args=ARGS,
             optional=True,
         ),

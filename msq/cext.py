@@ -1,7 +1,8 @@
 """msq's optional C extensions, loaded only when they were built from the source beside them.
 
-Each extension (``msq._flatten``, ``msq.export._sheetxml``, ``msq.tensors._fused``) is optional:
-without it msq runs its Python/numpy code, which gives the same cells, only slower. In an
+Each extension (``msq._flatten``, ``msq.export._sheetxml``, ``msq.tensors._fused``,
+``msq.history._names``) is optional: without it msq runs its Python/numpy code, which gives the
+same cells, only slower. In an
 editable install (``pip install -e .``) the compiled module stays where it was built while the
 source moves on with ``git pull``: a module built from an older ``.c`` file can take other
 arguments or return other columns than the Python code that calls it now expects, and fails
@@ -32,6 +33,7 @@ SOURCES = {
     "msq._flatten": "_flatten.c",
     "msq.export._sheetxml": os.path.join("export", "_sheetxml.c"),
     "msq.tensors._fused": os.path.join("tensors", "_fused.c"),
+    "msq.history._names": os.path.join("history", "_names.c"),
 }
 
 _loaded: dict[str, ModuleType | None] = {}

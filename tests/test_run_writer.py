@@ -196,11 +196,13 @@ def test_names_keyed_as_a_single_card_compare_keys_them(tmp_path):
                            "WHERE texts_id IS NOT NULL").fetchall()[0][0] > 1
 
 
-def test_names_keys_follow_each_names_first_row(tmp_path):
+@pytest.mark.parametrize("index", [True, False], ids=["hash-table", "arrow"])
+def test_names_keys_follow_each_names_first_row(tmp_path, index):
     """_Names keys a pair's new names in the order of each name's first row (op, NPU, bench name
     within a row), each once, after the largest key; known names keep theirs, NULL is 0. Checked
     against the rule written out in Python, over pairs whose new names come first in any column,
-    repeat within and across rows, and mix with known ones."""
+    repeat within and across rows, and mix with known ones; with the names held in the C hash
+    table (msq/history/_names.c) and with Arrow's lookup alone."""
     from msq.history.run_recorder import _Names
 
     def reference(known: dict[str, int], rows: list[tuple]) -> tuple[list[tuple], list]:
@@ -215,8 +217,7 @@ def test_names_keys_follow_each_names_first_row(tmp_path):
                  for seq, *names in rows]
         return keyed, list(added.items())
 
-    names = _Names.__new__(_Names)
-    names.names, names.ids, names.top = pa.array([], pa.string()), pa.array([], pa.int32()), 0
+    names = _Names.of(pa.array([], pa.string()), pa.array([], pa.int32()), 0, index=index)
     known: dict[str, int] = {}
     pairs = [
         [(2, "b", "c", None), (0, "a", None, "c"), (1, "d", "a", "e")],  # rows out of order
@@ -239,15 +240,15 @@ def test_names_keys_follow_each_names_first_row(tmp_path):
     assert names.top == len(known) == 8
 
 
-def test_blame_names_take_their_output_rows_keys_and_new_ones_follow_their_first_row():
+@pytest.mark.parametrize("index", [True, False], ids=["hash-table", "arrow"])
+def test_blame_names_take_their_output_rows_keys_and_new_ones_follow_their_first_row(index):
     """_Names.key_blame: a blame row's names that are those of the output row with its out_seq
     take that row's keys; any other name (another name at that out_seq, an out_seq without an
     output row) is looked up, and a new one keyed after the largest in the order of its first
     blame row (op, then NPU name); NULL is 0."""
     from msq.history.run_recorder import _Names
 
-    names = _Names.__new__(_Names)
-    names.names, names.ids, names.top = pa.array([], pa.string()), pa.array([], pa.int32()), 0
+    names = _Names.of(pa.array([], pa.string()), pa.array([], pa.int32()), 0, index=index)
     result = pa.table({"out_seq": pa.array([0, 1, 2], pa.int64()),
                        "op_name": ["a", "a", "b"], "npu_name": ["x", "y", None],
                        "bench_name": ["x", None, "w"]})
@@ -665,7 +666,8 @@ def _chunked(table: pa.Table, *cuts: int) -> pa.Table:
     return pa.concat_tables([table.slice(a, b - a) for a, b in itertools.pairwise(bounds)])
 
 
-def test_lookups_take_columns_of_several_chunks_as_one_array():
+@pytest.mark.parametrize("index", [True, False], ids=["hash-table", "arrow"])
+def test_lookups_take_columns_of_several_chunks_as_one_array(index):
     """A pair's rows come with their columns in a few chunks (msq.pair_tables.split_rows), which
     the lookups take as the chunks of one array, not copied: _Names.key, key_blame and
     _Terms.key give each a chunked table's rows what they give the same rows in one chunk, new
@@ -673,8 +675,7 @@ def test_lookups_take_columns_of_several_chunks_as_one_array():
     from msq.history.run_recorder import _Names, _Terms
 
     def fresh() -> tuple[_Names, _Terms]:
-        names = _Names.__new__(_Names)
-        names.names, names.ids, names.top = pa.array(["k"]), pa.array([1], pa.int32()), 1
+        names = _Names.of(pa.array(["k"]), pa.array([1], pa.int32()), 1, index=index)
         terms = _Terms.__new__(_Terms)
         terms.terms = pa.array(["pass"])
         return names, terms

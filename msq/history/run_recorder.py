@@ -333,15 +333,53 @@ class _Names:
 
         known = con.sql(f"SELECT name, name_id FROM {ALIAS}.names WHERE name IS NOT NULL "
                         "ORDER BY name_id").to_arrow_table()
-        self.names = known.column("name").combine_chunks().cast(pa.string())
-        self.ids = known.column("name_id").combine_chunks().cast(pa.int32())
-        self.top = int(db.scalar(con, f"SELECT coalesce(max(name_id), 0) FROM {ALIAS}.names"))
+        self.hold(known.column("name").combine_chunks().cast(pa.string()),
+                  known.column("name_id").combine_chunks().cast(pa.int32()),
+                  int(db.scalar(con, f"SELECT coalesce(max(name_id), 0) FROM {ALIAS}.names")))
+
+    @classmethod
+    def of(cls, names: pa.Array, ids: pa.Array, top: int, *, index: bool = True) -> _Names:
+        """The dictionary of ``names`` (strings, none NULL) keyed ``ids``, ``top`` the largest
+        key, without a file (tests); ``index``: False for Arrow's lookup alone."""
+        made = cls.__new__(cls)
+        made.hold(names, ids, top, index=index)
+        return made
+
+    def hold(self, names: pa.Array, ids: pa.Array, top: int, *, index: bool = True) -> None:
+        # the names and their keys as parts, one a transaction's pair that added names: joined
+        # only for Arrow's lookup (with the hash table they are not read again; joining them
+        # after every pair copied every name held, ~3 M instructions a pair)
+        self.names: tuple[pa.Array, ...] = (names,)
+        self.ids: tuple[pa.Array, ...] = (ids,)
+        self.top = top
+        # the same names and keys as a hash table held for the run (msq/history/_names.c): a
+        # pair's names probed in it, not in the hash set Arrow's index_in builds of every known
+        # name again at each call (~45,000 names after a ranks x steps run's first pair;
+        # bench/README, "Session 25: hist"); None without the C extension (the lookup is then
+        # Arrow's, with the same keys)
+        self.index = _name_index(names, ids) if index else None
 
     def state(self) -> tuple[Any, ...]:
         return self.names, self.ids, self.top
 
     def restore(self, state: tuple[Any, ...]) -> None:
         self.names, self.ids, self.top = state
+        if self.index is not None:
+            held = sum(len(part) for part in self.names)
+            # names are only added after those held: the dropped transaction's are the newest
+            if len(self.index) > held:
+                self.index.truncate(held)
+            elif len(self.index) < held:
+                self.index = _name_index(*self._known())
+
+    def _known(self) -> tuple[pa.Array, pa.Array]:
+        """The names held and their keys, each as one array (for Arrow's lookup)."""
+        import pyarrow as pa
+
+        if len(self.names) > 1:
+            self.names = (pa.concat_arrays(list(self.names)),)
+            self.ids = (pa.concat_arrays(list(self.ids)),)
+        return self.names[0], self.ids[0]
 
     def key(self, rows: pa.Table) -> tuple[pa.Table, pa.Table | None]:
         """``rows`` (``result_rows``' shape without compare_id) with the three name columns
@@ -390,7 +428,9 @@ class _Names:
         count = rows.num_rows
         names = _texts(rows, self.BLAME_COLUMNS)
         ids = pa.nulls(2 * count, pa.int32())
-        if result is not None and keyed is not None:
+        if self.index is not None:  # probed in the hash table: ~2x cheaper than the places
+            ids = _index_lookup(self.index, names)
+        elif result is not None and keyed is not None:
             at = _places(rows.column("out_seq"), result.column("out_seq"))
             at = pa.array(at, pa.int64(), mask=at < 0)
             theirs = _texts(pa.table({c: result.column(c).take(at) for c in self.BLAME_COLUMNS}),
@@ -416,8 +456,14 @@ class _Names:
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        found = _whole(pc.index_in(names, value_set=self.names))
-        ids = pc.take(self.ids, found)
+        index = self.index
+        if index is not None:
+            ids = _index_lookup(index, names)
+            found = ids
+        else:
+            known, known_ids = self._known()
+            found = _whole(pc.index_in(names, value_set=known))
+            ids = pc.take(known_ids, found)
         fresh = pc.and_(pc.is_null(found), _whole(pc.is_valid(names)))
         if not pc.any(fresh).as_py():
             return ids, None
@@ -427,15 +473,64 @@ class _Names:
         added = pc.unique(candidates.take(pc.sort_indices(firsts)))
         top = self.top
         keys = pa.array(range(top + 1, top + 1 + len(added)), pa.int32())
-        self.names = pa.concat_arrays([self.names, added])
-        self.ids = pa.concat_arrays([self.ids, keys])
+        self.names, self.ids = (*self.names, added), (*self.ids, keys)
         self.top += len(added)
+        if index is not None:  # held, and the new names' keys probed there
+            _index_add(index, added, keys)
+            ids = pc.replace_with_mask(ids, fresh, _index_lookup(index, candidates))
+            return ids, pa.table({"name_id": keys, "name": added})
         # the new names' keys from their place among the added ones alone: not a second
         # lookup in the whole dictionary (~40,000 names hashed again, ~4 ms a pair), and of
         # the new names alone
         place = _whole(pc.index_in(candidates, value_set=added))
         ids = pc.replace_with_mask(ids, fresh, pc.add(place, _int32(top + 1)))
         return ids, pa.table({"name_id": keys, "name": added})
+
+
+def _name_index(names: pa.Array, ids: pa.Array) -> Any:
+    """``names`` (strings, none NULL) with their keys ``ids`` as a ``msq.history._names``
+    NameIndex; None without the C extension."""
+    from msq import cext
+
+    module: Any = cext.load("msq.history._names")
+    if module is None:
+        return None
+    index = module.NameIndex()
+    _index_add(index, names, ids)
+    return index
+
+
+def _string_buffers(chunk: pa.Array) -> tuple[Any, ...]:
+    """A string array's buffers and extent as NameIndex takes them."""
+    validity, offsets, data = chunk.buffers()
+    return validity, offsets, data, chunk.offset, len(chunk), False
+
+
+def _index_add(index: Any, names: pa.Array, ids: pa.Array) -> None:
+    """``names`` (strings) held by ``index`` with their keys ``ids`` (int32, one a name)."""
+    import numpy as np
+    import pyarrow as pa
+
+    if len(names):
+        keys = np.ascontiguousarray(ids.cast(pa.int32()).to_numpy(zero_copy_only=False))
+        index.add(*_string_buffers(names.cast(pa.string())), keys)
+
+
+def _index_lookup(index: Any, names: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """The keys ``index`` holds for ``names`` (int32; NULL for a NULL or a name not held)."""
+    import pyarrow as pa
+
+    chunks = names.chunks if isinstance(names, pa.ChunkedArray) else [names]
+    parts = []
+    for chunk in chunks:
+        if len(chunk):
+            keys, valid = index.lookup(*_string_buffers(chunk.cast(pa.string())))
+            parts.append(pa.Array.from_buffers(
+                pa.int32(), len(chunk),
+                [None if valid is None else pa.py_buffer(valid), pa.py_buffer(keys)]))
+    if len(parts) == 1:
+        return parts[0]
+    return pa.concat_arrays(parts) if parts else pa.array([], pa.int32())
 
 
 class _Terms:

@@ -1,0 +1,133 @@
+"""The history's names held as a hash table for a directory compare's driver
+(msq/history/_names.c, used by msq.history.run_recorder._Names).
+
+Its lookups are checked against a Python dict of the same names, over Arrow arrays as the driver
+gets them (sliced, with NULLs, empty and multi-byte names, names that share their first bytes,
+int32 and int64 offsets), across the table's growth and after the newest names are dropped
+again (a rolled-back transaction's); and ``_Names`` keys the same pairs alike with it and with
+Arrow's lookup alone, a dropped transaction's restore included.
+"""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from msq import cext
+from msq.history.run_recorder import _Names
+
+_module = cext.load("msq.history._names")
+pytestmark = pytest.mark.skipif(_module is None, reason=cext.why_not("msq.history._names"))
+
+
+def _lookup(index, array: pa.Array) -> list[int]:
+    validity, offsets, data = array.buffers()
+    large = pa.types.is_large_string(array.type)
+    found, valid = index.lookup(validity, offsets, data, array.offset, len(array), large)
+    keys = np.frombuffer(found, np.int32).tolist()
+    # the validity bitmap: set where a key was found, None when every string was
+    bits = (np.unpackbits(np.frombuffer(valid, np.uint8), bitorder="little")[:len(keys)].tolist()
+            if valid is not None else [1] * len(keys))
+    assert bits == [int(k >= 0) for k in keys]
+    return keys
+
+
+def _add(index, array: pa.Array, ids: list[int]) -> None:
+    validity, offsets, data = array.buffers()
+    large = pa.types.is_large_string(array.type)
+    index.add(validity, offsets, data, array.offset, len(array), large,
+              np.array(ids, np.int32))
+
+
+def _names(count: int, seed: int) -> list[str]:
+    """Names of every length around the hash's 8-byte steps, sharing long prefixes."""
+    rng = random.Random(seed)
+    stems = ["Functional.linear", "Tensor.add", "Distributed.all_reduce", "é", "a", ""]
+    out = set()
+    while len(out) < count:
+        out.add(f"{rng.choice(stems)}.{rng.randrange(10 ** rng.randrange(1, 6))}"
+                f"{'.forward.output.0' * rng.randrange(3)}"[: rng.randrange(0, 60)])
+    return sorted(out)
+
+
+@pytest.mark.parametrize("kind", [pa.string(), pa.large_string()], ids=["string", "large"])
+def test_lookups_give_each_held_names_key_and_minus_one_else(kind):
+    held = _names(3000, 1)
+    keys = {name: 7 + 3 * i for i, name in enumerate(held)}
+    index = _module.NameIndex()
+    for start in range(0, len(held), 700):  # added in parts: the table grows several times
+        part = held[start:start + 700]
+        _add(index, pa.array(part, kind), [keys[n] for n in part])
+    assert len(index) == len(held)
+    others = [n + "x" for n in held[:500]] + ["", "Functional.linear"]
+    probe = held[::-1] + others + [None] * 5
+    random.Random(2).shuffle(probe)
+    array = pa.array(["pad", *probe, "pad"], kind).slice(1, len(probe))  # an offset, NULLs
+    assert _lookup(index, array) == [keys.get(n, -1) if n is not None else -1 for n in probe]
+
+
+def test_names_added_with_nulls_skip_them_and_an_empty_name_is_a_name():
+    index = _module.NameIndex()
+    _add(index, pa.array(["a", None, "", "b"]), [1, 0, 2, 3])
+    assert len(index) == 3
+    assert _lookup(index, pa.array(["", "b", None, "a", "c"])) == [2, 3, -1, 1, -1]
+    assert _lookup(index, pa.array([], pa.string())) == []
+
+
+def test_truncate_drops_the_newest_names_alone():
+    index = _module.NameIndex()
+    first, later = _names(200, 3), [f"new.{i}" for i in range(300)]
+    _add(index, pa.array(first), list(range(1, 201)))
+    _add(index, pa.array(later), list(range(201, 501)))
+    index.truncate(200)
+    assert len(index) == 200
+    assert _lookup(index, pa.array(first + later)) == list(range(1, 201)) + [-1] * 300
+    _add(index, pa.array(later[::-1]), list(range(201, 501)))  # added again, other keys
+    assert _lookup(index, pa.array(later)) == list(range(500, 200, -1))
+    with pytest.raises(ValueError):
+        index.truncate(501)
+
+
+def test_buffers_shorter_than_the_array_are_refused():
+    index = _module.NameIndex()
+    array = pa.array(["a", "b"])
+    validity, offsets, data = array.buffers()
+    with pytest.raises(ValueError, match="shorter"):
+        index.lookup(validity, offsets, data, 0, 5, False)
+
+
+def _pair(rows: list[tuple[str | None, ...]]) -> pa.Table:
+    return pa.table({"out_seq": pa.array(range(len(rows)), pa.int64()),
+                     **{c: pa.array([r[i] for r in rows], pa.string())
+                        for i, c in enumerate(_Names.COLUMNS)}})
+
+
+def test_names_key_pairs_alike_with_the_table_and_with_arrow_a_restore_included():
+    """A run's pairs keyed by _Names with the hash table and with Arrow's lookup alone: the same
+    keys and new names, also after a dropped transaction's names are restored away (the table
+    drops its newest names) and the next pair brings names of its own."""
+    known = _names(400, 4)
+    pairs = [[(n, n + ".out", None if i % 3 else n) for i, n in enumerate(known[:300])],
+             [(n, "fresh." + n, n) for n in known[200:]],
+             [("dropped", None, "again." + n) for n in known[:50]],
+             [(n, "other." + n, None) for n in known[100:160]]]
+    got = []
+    for index in (True, False):
+        names = _Names.of(pa.array(known[:100]), pa.array(range(1, 101), pa.int32()), 100,
+                          index=index)
+        keyed = []
+        for i, rows in enumerate(pairs):
+            saved = names.state()
+            rows_keyed, new = names.key(_pair(rows))
+            keyed.append((rows_keyed.to_pylist(), None if new is None else new.to_pylist()))
+            if i == 2:  # this pair's transaction is rolled back
+                names.restore(saved)
+        if index:
+            assert names.index is not None
+            assert len(names.index) == sum(len(part) for part in names.names)
+        got.append(keyed)
+    assert got[0] == got[1]
+    assert got[0][3][1] is not None and got[0][3][1][0]["name_id"] == got[0][2][1][0]["name_id"]
