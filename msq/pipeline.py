@@ -622,8 +622,9 @@ def create_unmatched_reasons(con: duckdb.DuckDBPyConnection,
                              opened: BatchDatabase | None = None) -> None:
     """``unmatched_reasons`` for the default mode's verdicts (not created with the other views,
     :func:`unused_views`): the empty stand-in when every row is matched, else the shipped view
-    with the compare's settings bound (:func:`bound_reasons`); ``opened``: a batch's kept
-    database, which keeps it from one batch to the next (:meth:`BatchDatabase.batch_views`)."""
+    with the compare's settings bound (:func:`bound_reasons`), made a table of its rows;
+    ``opened``: a batch's kept database, which keeps the view from one batch to the next
+    (:meth:`BatchDatabase.batch_views`)."""
     if skip_unmatched_reasons(con):
         return
     file = bound_reasons(con)
@@ -631,6 +632,13 @@ def create_unmatched_reasons(con: duckdb.DuckDBPyConnection,
         db.create_view(con, file, defer=True, comment=False)
     else:
         opened.batch_views(con, {file.name: view_statement(file, defer=db.can_defer_binding(con))})
+    # A table of its few rows before verdicts reads it: read as a view, DuckDB's estimate of its
+    # rows (the joins of the unmatched ops' APIs to every op of the other side: millions) made
+    # verdicts build its last join's hash table on the ~146,000 rows of a 6-pair batch, not on
+    # the ~30 reasons (~76 M instructions); planned without verdicts' passes too (~16 M less).
+    # The same rows: the view's query, once (bench/README, "Session 25: unm").
+    with planned_without(con, BATCH_PLAN_SKIPS["verdicts"]):
+        db.materialize(con, "unmatched_reasons")
 
 
 #: What sql/compare/rules/row_error.sql reads of the compare's settings (as written there): its
