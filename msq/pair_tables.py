@@ -1091,9 +1091,7 @@ def _runs(seqs: Any, ranges: list[tuple[int, int]]) -> list[tuple[Any, Any]]:
     live = np.flatnonzero(firsts <= lasts)  # an empty range has no rows
     if not (len(live) and bool((firsts[live][1:] > lasts[live][:-1]).all())):
         return [_range_runs(np.flatnonzero((seqs >= lo) & (seqs <= hi))) for lo, hi in ranges]
-    where = np.searchsorted(firsts[live], seqs, side="right") - 1
-    low = np.maximum(where, 0)
-    part = np.where((where >= 0) & (seqs <= lasts[live][low]), live[low], -1)
+    part = _owners(seqs, firsts[live], lasts[live], live)
     cuts = np.flatnonzero(part[1:] != part[:-1]) + 1
     starts = np.concatenate(([0], cuts)) if count else np.zeros(0, np.int64)
     ends = np.concatenate((cuts, [count])) if count else starts
@@ -1102,6 +1100,27 @@ def _runs(seqs: Any, ranges: list[tuple[int, int]]) -> list[tuple[Any, Any]]:
     bounds = np.searchsorted(owner[order], np.arange(len(ranges) + 1))
     return [(starts[order[a:b]], ends[order[a:b]])
             for a, b in itertools.pairwise(bounds.tolist())]
+
+
+def _owners(seqs: Any, firsts: Any, lasts: Any, live: Any) -> Any:
+    """Each of ``seqs``' range: ``live[i]`` where it is in ranges[i] (``firsts``, ``lasts``:
+    the live ranges', in order and apart), else -1. From a table of the values' span (one
+    gather: a batch's out_seqs and pair numbers span no more values than it has rows) where
+    that span has at most :data:`_DENSE_SLACK` more places than there are values, else by a
+    binary search among the ranges' firsts (~25 M instructions a 6-pair root batch more)."""
+    import numpy as np
+
+    count = len(seqs)
+    low = min(int(firsts[0]), int(seqs.min())) if count else int(firsts[0])
+    high = max(int(lasts[-1]), int(seqs.max())) if count else int(lasts[-1])
+    if high - low + 1 <= count + _DENSE_SLACK:
+        table = np.full(high - low + 1, -1, np.int64)
+        for at, lo, hi in zip(live.tolist(), firsts.tolist(), lasts.tolist(), strict=True):
+            table[lo - low:hi - low + 1] = at
+        return table[seqs - low]
+    where = np.searchsorted(firsts, seqs, side="right") - 1
+    found = np.maximum(where, 0)
+    return np.where((where >= 0) & (seqs <= lasts[found]), live[found], -1)
 
 
 def _range_runs(where: Any) -> tuple[Any, Any]:

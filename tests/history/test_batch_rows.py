@@ -58,14 +58,19 @@ def reference_cut(table: pa.Table, ranges: list[tuple[int, int]]) -> list[list[d
     [(10, 19), (0, 9), (30, 39)],  # out of order
     [(0, 15), (10, 25), (5, 5), (40, 30)],  # overlapping, one empty
     [(3, 7), (12, 12), (50, 60)],  # rows outside every range, a range without rows
+    [(5, 9), (20, 24), (10**12, 10**12 + 5)],  # a span too wide for a table: the search
 ])
 @pytest.mark.parametrize("chunked", [4, 0, 1000])
-def test_the_cut_of_rows_in_many_chunks_is_each_ranges_rows(ranges, chunked, monkeypatch):
+@pytest.mark.parametrize("slack", [65_536, -1_000])  # each row's range by a table; by a search
+def test_the_cut_of_rows_in_many_chunks_is_each_ranges_rows(ranges, chunked, slack,
+                                                            monkeypatch):
     """A batch's rows come in DuckDB's chunks (a run of one pair's rows may cross from one
-    to the next): each range gets its rows wherever they are, whatever the chunks and runs."""
+    to the next): each range gets its rows wherever they are, whatever the chunks and runs,
+    each row's range found in a table of the values' span or by a search among the ranges."""
     import random
 
     monkeypatch.setattr(pair_tables, "_CHUNKED_RUNS", chunked)
+    monkeypatch.setattr(pair_tables, "_DENSE_SLACK", slack)
     order = list(range(40))
     random.Random(4).shuffle(order)
     order = sorted(order[:25]) + order[25:] + [order[0]]  # long runs, then short ones
