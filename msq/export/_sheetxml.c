@@ -30,6 +30,7 @@
 typedef struct {
     char *p;
     size_t len, cap;
+    int pct_len;  /* the characters of the last relative error's text pct_cell wrote; -1: NULL */
 } Out;
 
 static int out_reserve(Out *o, size_t extra) {
@@ -817,9 +818,11 @@ static int text_of(Out *o, int mark, const Arr *a, int64_t i) {
  * (the text holds no byte to escape: digits, ".", "e", "+", "-", "%", "N/A", "nan", "inf",
  * " "), not first into a text array and then copied out of it */
 static int pct_cell(Out *o, int mark, const Arr *a, int64_t i) {
+    o->pct_len = -1;
     if (!is_valid(a, i)) return empty_cell(o, mark);
     char text[64];
     int n = pct_text(text, ((const double *)a->data)[a->offset + i]);
+    o->pct_len = n;  /* one byte a character: ASCII */
     if (out_reserve(o, 128)) return -1;
     char *p = o->p + o->len;
     LIT(p, "<c");
@@ -843,6 +846,24 @@ static int cell(Out *o, int mark, const Column *c, int64_t i, Memo *memo) {
     if (is_valid(&c->b, i))
         return bool_cell(o, mark, bit((const uint8_t *)c->b.data, c->b.offset + i));
     return text_of(o, mark, &c->s, i);
+}
+
+/* The most characters (Unicode code points) of a's texts in rows order[start:start+count]
+ * (order NULL: rows start .. start+count-1) that are not NULL, and best: max_chars' count */
+static long long most_chars(const Arr *a, const int64_t *order, long long start, long long count,
+                            long long best) {
+    for (long long k = 0; k < count; k++) {
+        int64_t r = order ? order[start + k] : start + k;
+        if (!is_valid(a, r)) continue;
+        int64_t j = a->offset + r;
+        int32_t from = a->offs[j], to = a->offs[j + 1];
+        if (to - from <= best) continue;  /* no more characters than bytes */
+        long long n = 0;
+        for (int32_t b = from; b < to; b++)
+            n += ((unsigned char)a->data[b] & 0xC0) != 0x80;  /* not a continuation byte */
+        if (n > best) best = n;
+    }
+    return best;
 }
 
 /* Whether row i's texts of a and b are the same (both NULL, or the same bytes): the cells
@@ -963,7 +984,7 @@ static int parse_arr(PyObject *t, Arr *a, Py_buffer *views, int *nviews) {
 
 #define MAX_COLS 64
 
-/* render(columns, marks, order, start, count, first_row[, twins]) -> Rendered (a buffer of
+/* render(columns, marks, order, start, count, first_row[, twins, chars]) -> Rendered (a buffer of
  * the bytes)
  *
  * columns: ("t", text) or ("c", n, s, b), each array as (validity, offsets, data, offset);
@@ -972,13 +993,18 @@ static int parse_arr(PyObject *t, Arr *a, Py_buffer *views, int *nviews) {
  * twins: a byte a column (or None), non-zero for a text column whose text is often the text
  * column's before it in the same row (a bench name the NPU's: root-8x8-5000's names, dtypes
  * and shapes in 99.98 % of its rows): compared first, and where the same, that cell's bytes
- * are copied (a text cell took ~130 instructions). */
+ * are copied (a text cell took ~130 instructions); chars: a writable buffer of an int64 a
+ * column (or None), each text column's and relative error column's entry raised to the most
+ * characters of its texts in the rows rendered (as max_chars and percent_chars count them;
+ * -1 to start: a column whose every text is NULL stays so), for the column widths of a sheet
+ * rendered before its head: a relative error's text is counted as it is printed
+ * (percent_chars printed or bounded each again, ~38 M instructions a 6-pair root batch). */
 static PyObject *render(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *cols_obj, *marks_obj, *order_obj, *twins_obj = Py_None;
+    PyObject *cols_obj, *marks_obj, *order_obj, *twins_obj = Py_None, *chars_obj = Py_None;
     long long start, count, first_row;
-    if (!PyArg_ParseTuple(args, "OOOLLL|O", &cols_obj, &marks_obj, &order_obj, &start, &count,
-                          &first_row, &twins_obj))
+    if (!PyArg_ParseTuple(args, "OOOLLL|OO", &cols_obj, &marks_obj, &order_obj, &start, &count,
+                          &first_row, &twins_obj, &chars_obj))
         return NULL;
     Py_ssize_t ncols = PySequence_Size(cols_obj);
     if (ncols < 0) return NULL;
@@ -1036,7 +1062,20 @@ static PyObject *render(PyObject *self, PyObject *args) {
             twin[c] = t[c] && cols[c].kind == COL_TEXT && cols[c - 1].kind == COL_TEXT;
         PyBuffer_Release(&tw);
     }
-    Out o = {NULL, 0, 0};
+    /* chars: a writable int64 a column, each text and relative error column's most
+     * characters (max_chars', percent_chars') raised to those of the rows rendered */
+    Py_buffer chars_view = {0};
+    long long *chars = NULL;
+    if (chars_obj != Py_None) {
+        if (PyObject_GetBuffer(chars_obj, &chars_view, PyBUF_WRITABLE)) goto done;
+        if (chars_view.len < (Py_ssize_t)(ncols * sizeof(long long))) {
+            PyBuffer_Release(&chars_view);
+            PyErr_SetString(PyExc_ValueError, "chars has fewer places than columns");
+            goto done;
+        }
+        chars = chars_view.buf;
+    }
+    Out o = {NULL, 0, 0, -1};
     take_spare(&o);
     int failed = 0;
     Memo *memo = calloc(MEMO_SIZE, sizeof(Memo));  /* NULL: every number printed */
@@ -1074,6 +1113,8 @@ static PyObject *render(PyObject *self, PyObject *args) {
                 }
             } else {
                 failed = cell(&o, mark, &cols[c], i, memo);
+                /* a relative error's text: its length, as pct_cell printed it */
+                if (chars && cols[c].kind == COL_PCT && o.pct_len > chars[c]) chars[c] = o.pct_len;
             }
             before = here;
         }
@@ -1083,8 +1124,13 @@ static PyObject *render(PyObject *self, PyObject *args) {
             o.len += 6;
         }
     }
+    /* the texts' characters: the rows just rendered again, their offsets still in cache */
+    for (Py_ssize_t c = 0; chars && !failed && c < ncols; c++)
+        if (cols[c].kind == COL_TEXT && cols[c].s.offs && cols[c].s.data)
+            chars[c] = most_chars(&cols[c].s, order, start, count, chars[c]);
     Py_END_ALLOW_THREADS
     free(memo);
+    if (chars) PyBuffer_Release(&chars_view);
     if (failed) {
         free(o.p);
         PyErr_NoMemory();
@@ -1143,17 +1189,7 @@ static PyObject *max_chars(PyObject *self, PyObject *args) {
             PyErr_SetString(PyExc_ValueError, "a text array has offsets and data");
         } else {
             Py_BEGIN_ALLOW_THREADS
-            for (long long k = 0; k < count; k++) {
-                int64_t r = order ? order[start + k] : k;
-                if (!is_valid(&a, r)) continue;
-                int64_t j = a.offset + r;
-                int32_t from = a.offs[j], to = a.offs[j + 1];
-                if (to - from <= best) continue;  /* no more characters than bytes */
-                long long n = 0;
-                for (int32_t b = from; b < to; b++)
-                    n += ((unsigned char)a.data[b] & 0xC0) != 0x80;  /* not a continuation byte */
-                if (n > best) best = n;
-            }
+            best = most_chars(&a, order, order ? start : 0, count, best);
             Py_END_ALLOW_THREADS
         }
     }
@@ -1433,7 +1469,7 @@ static PyObject *py_fmt16g(PyObject *self, PyObject *arg) {
 
 static PyMethodDef METHODS[] = {
     {"render", render, METH_VARARGS,
-     "render(columns, marks, order, start, count, first_row[, twins]) -> a buffer of <row> elements"},
+     "render(columns, marks, order, start, count, first_row[, twins, chars]) -> a buffer of <row> elements"},
     {"keep_buffers", keep_buffers, METH_O,
      "keep_buffers(keep) -> None: keep rendered rows' buffers for the next renders, or free them"},
     {"fmt16g", py_fmt16g, METH_O, "fmt16g(x) -> printf('%.16g', x)"},

@@ -13,6 +13,7 @@ Text that starts like a formula also gets Excel's quote-prefix style, so editing
 
 from __future__ import annotations
 
+import array
 import bisect
 import contextlib
 import dataclasses
@@ -486,6 +487,11 @@ def _widths(con: duckdb.DuckDBPyConnection, spec: SheetSpec,
             row = con.cursor().execute(f"SELECT {lengths} FROM ({_text_query(spec)})"
                                        ).fetchall()[0]
             longest = {c: int(n or 0) for c, n in zip(texts, row)}
+    return _widths_of(spec, longest)
+
+
+def _widths_of(spec: SheetSpec, longest: Mapping[str, int]) -> list[float]:
+    """:func:`_widths` of the characters of each text column's longest text (``longest``)."""
     widths = []
     for col, head in zip(spec.columns, spec.headers):
         data = longest.get(col, _NUMBER_WIDTH)
@@ -628,10 +634,18 @@ def _write_sheets(zf: zipfile.ZipFile, con: duckdb.DuckDBPyConnection, spec: She
     rows = _rendered_rows(con, spec, types) if source is None else None
     total = source.n_rows if source is not None else len(rows or ())
     bold = spec.pandas_style or spec.browse
+    ahead = _rendered_ahead(spec, types, source, max_rows) if spec.browse else None
+    widths = None
+    if spec.browse:
+        widths = ahead[1] if ahead is not None else _widths(con, spec, types, source)
     layout = _Layout(_header_xml(spec.headers, _HEADER_STYLE if bold else ""), len(spec.columns),
-                     _widths(con, spec, types, source) if spec.browse else None, spec.browse)
+                     widths, spec.browse)
     with _Sheets(zf, layout, max_rows - 1, total, on_extra_sheet, first) as sheets:
-        if source is not None:
+        if ahead is not None:
+            assert source is not None
+            for part in ahead[0]:
+                sheets.add(part.count, functools.partial(part.render, source))
+        elif source is not None:
             for start in range(0, source.n_rows, _BATCH_ROWS):
                 count = min(_BATCH_ROWS, source.n_rows - start)
                 sheets.add(count, functools.partial(source.render, start))
@@ -646,6 +660,49 @@ def _write_sheets(zf: zipfile.ZipFile, con: duckdb.DuckDBPyConnection, spec: She
 
 
 _BATCH_ROWS = 20_000
+
+
+def _rendered_ahead(spec: SheetSpec, types: dict[str, str], source: _CRows | None,
+                    max_rows: int) -> tuple[list[_Ahead], list[float]] | None:
+    """A batch's pair's sheet (:func:`batch_sheets`) rendered before its head, in batches of
+    :data:`_BATCH_ROWS` rows, and the column widths :func:`_widths` gives, from the texts'
+    characters the renderer counted as it wrote them (``_sheetxml.render``'s chars: ~10 M
+    instructions a 24,500-row pair less than counting them in passes of their own before the
+    rows). None where the sheet is not one of a batch's pairs (a single compare's rows are
+    rendered while the writer thread deflates the batch before; a pool worker has no idle core
+    to overlap them on), has no rows or more than one sheet holds, or a text column is not one
+    the renderer counts."""
+    if _BATCH is None or _BATCH.rows is None or source is None or _sheetxml is None \
+            or not 0 < source.n_rows <= max_rows - 1:
+        return None
+    texts = [i for i, c in enumerate(spec.columns) if types[c] == "VARCHAR"]
+    if any(source.columns[i][0] not in ("t", "r") for i in texts):
+        return None
+    chars = array.array("q", [-1] * len(spec.columns))
+    parts = []
+    for start in range(0, source.n_rows, _BATCH_ROWS):
+        count = min(_BATCH_ROWS, source.n_rows - start)
+        # the sheet's rows are numbered from 2 (the header is row 1): one sheet holds them all
+        parts.append(_Ahead(start, count, start + 2,
+                            source.render(start, 0, count, start + 2, chars)))
+    return parts, _widths_of(spec, {spec.columns[i]: max(0, chars[i]) for i in texts})
+
+
+@dataclass(frozen=True)
+class _Ahead:
+    """Rows of a sheet rendered ahead (:func:`_rendered_ahead`)."""
+
+    start: int      # the first's place in the sheet's order
+    count: int
+    first_row: int  # its row number
+    xml: Any        # memoryview: _CRows.render's
+
+    def render(self, source: _CRows, offset: int, count: int, first_row: int) -> Any:
+        """:meth:`_CRows.render` of rows ``offset`` .. ``+ count`` of these, numbered from
+        ``first_row``: the XML rendered ahead where it is those rows, else rendered now."""
+        if offset == 0 and count == self.count and first_row == self.first_row:
+            return self.xml
+        return source.render(self.start, offset, count, first_row)
 
 
 def _tagged(xml: pa.Array, offset: int, count: int, first_row: int) -> bytes:
@@ -673,13 +730,15 @@ class _CRows:
     #: where the same, that cell copied (:func:`_twins`)
     twins: bytes | None = None
 
-    def render(self, start: int, offset: int, count: int, first_row: int) -> memoryview:
+    def render(self, start: int, offset: int, count: int, first_row: int,
+               chars: array.array[int] | None = None) -> memoryview:
         """Rows ``start + offset`` .. ``+ count`` of the sheet order, numbered from ``first_row``
-        (the C renderer's own buffer, not copied into bytes)."""
+        (the C renderer's own buffer, not copied into bytes); ``chars``: an int64 a column,
+        each text column's raised to the most characters of its texts in those rows."""
         assert _sheetxml is not None
         return memoryview(_sheetxml.render(self.columns, self.marks, self.order,
                                            (self.base or 0) + start + offset, count, first_row,
-                                           self.twins))
+                                           self.twins, chars))
 
 
 def _twins(n_columns: int, texts: Collection[int], percented: Collection[int]) -> bytes:

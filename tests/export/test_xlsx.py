@@ -702,12 +702,27 @@ def test_same_fact_is_asked_once_a_key_inside_same_shapes() -> None:
 
 
 @pytest.mark.skipif(xlsx_c() is None, reason="msq.export._sheetxml is not built")
-def test_batch_sheets_write_each_pairs_workbook_from_the_batchs_rows(tmp_path: Path) -> None:
+@pytest.mark.parametrize("batch_rows", [20_000, 300])
+def test_batch_sheets_write_each_pairs_workbook_from_the_batchs_rows(
+        tmp_path: Path, batch_rows: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """Inside batch_sheets a pair's sheet whose queries it maps is its slice of the batch's
     rows (fetched once, in any stored order): the same package, widths, marks and percent texts
     included, as the pair's own query writes, for a pair of no rows too; a sheet it does not map
-    asks its own query."""
+    asks its own query. A pair's sheet of one sheet's rows is rendered before its head, in one
+    batch of rows or several, its widths counted by the renderer (_sheetxml.max_chars and
+    percent_chars are not asked: _longest_texts is not called)."""
     from msq.export import xlsx
+
+    monkeypatch.setattr(xlsx, "_BATCH_ROWS", batch_rows)
+    longest = xlsx._longest_texts
+    counted: list[int] = []
+
+    def longest_texts(spec: SheetSpec, texts: list[str],
+                      source: xlsx._CRows) -> dict[str, int] | None:
+        counted.append(source.n_rows)
+        return longest(spec, texts, source)
+
+    monkeypatch.setattr(xlsx, "_longest_texts", longest_texts)
 
     con = duckdb.connect()
     n = 3000
@@ -755,6 +770,10 @@ def test_batch_sheets_write_each_pairs_workbook_from_the_batchs_rows(tmp_path: P
             got.append((book(tmp_path / "got.xlsx"), book(tmp_path / "got-other.xlsx")))
         assert len(sheets.sources) == 1
     assert got == want
+    # outside a batch every sheet's widths are counted apart; inside, only where a sheet is not
+    # rendered first: the second pair's (no rows) and the third's sheet of more rows than a
+    # sheet holds (two sheets)
+    assert counted == [1000, 1000, 0, 0, 2000, 2000] + [0, 0, 2000]
     assert want[0][0]["xl/worksheets/sheet1.xml"] != want[2][0]["xl/worksheets/sheet1.xml"]
     widths = [w[0]["xl/worksheets/sheet1.xml"].split(b"<sheetData>")[0] for w in want]
     assert widths[0] != widths[2]  # the first pair's longer texts
@@ -807,3 +826,44 @@ def test_c_widths_refuse_an_order_shorter_than_their_rows() -> None:
         for count, start in ((3, 0), (2, 1), (1, -1)):
             with pytest.raises(ValueError, match="past the order's end"):
                 width(texts if width is _sheetxml.max_chars else numbers, count, order, start)
+
+
+@pytest.mark.skipif(xlsx_c() is None, reason="msq.export._sheetxml is not built")
+def test_c_render_counts_each_text_columns_most_characters_as_max_chars() -> None:
+    """render's chars (a sheet rendered before its head, its widths counted as its rows are
+    written): each text column's most characters as max_chars counts them (multi-byte texts,
+    NULLs, twins copied from the column before), each relative error column's as percent_chars,
+    over any rows in any order and any chars to start from; -1 (none) for NULLs alone, and
+    the rows rendered are those rendered without chars."""
+    import array
+    import random
+
+    import numpy as np
+
+    from msq.export import _sheetxml, xlsx
+
+    rng = random.Random(5)
+    n = 400
+    names = [rng.choice([*_TEXTS, "\u4e2d" * 12, "x" * 20, None]) for _ in range(n)]
+    twins = [name if rng.random() < 0.8 else rng.choice(_TEXTS) for name in names]
+    values = [*_repr_values()[:200], -1.0, -2.0, -3.0, None]
+    numbers = pa.array([rng.choice(values) for _ in range(n)], pa.float64())
+    nulls = pa.array([None] * n, pa.string())
+    columns = [("t", xlsx._c_buffers(pa.array(names, pa.string()), pa.string())),
+               ("t", xlsx._c_buffers(pa.array(twins, pa.string()), pa.string())),
+               ("r", xlsx._c_buffers(numbers, pa.float64())),
+               ("t", xlsx._c_buffers(nulls, pa.string()))]
+    marks = bytes(rng.choice([0, 1, 2]) for _ in range(n))
+    for k, start in ((n, 0), (37, 0), (100, 250)):
+        order = np.array(rng.sample(range(n), n), np.int64).tobytes()
+        for begin in (-1, 3):
+            chars = array.array("q", [begin] * 4)
+            got = _sheetxml.render(columns, marks, order, start, k, 2, b"\0\1\0\0", chars)
+            assert bytes(got) == bytes(_sheetxml.render(columns, marks, order, start, k, 2,
+                                                        b"\0\1\0\0"))
+            want = [_sheetxml.max_chars(columns[0][1], k, order, start),
+                    _sheetxml.max_chars(columns[1][1], k, order, start),
+                    _sheetxml.percent_chars(columns[2][1], k, order, start), None]
+            assert list(chars) == [max(begin, -1 if w is None else w) for w in want]
+    with pytest.raises(ValueError, match="fewer places"):
+        _sheetxml.render(columns, marks, None, 0, 1, 2, None, array.array("q", [0] * 3))
