@@ -774,7 +774,8 @@ def _batch_history_rows(con: Any, mode: str, places: list[Any]) -> list[dict[str
         prepare_ops(con, macros=False)  # the kept database has the macros (WorkerDatabase)
     else:  # none: they are put in below
         con.execute(f"CREATE OR REPLACE VIEW hist_row_ops AS {_NO_OPS}")
-    rows = pa.table(db.SelectStream(con, prepare_rows(con, mode, ops=False)))
+    select, sided = _unsided(prepare_rows(con, mode, ops=False))
+    rows = _sided(pa.table(db.SelectStream(con, select)), sided)
     con.execute("DROP VIEW temp.hist_result; DROP VIEW hist_row_ops")
     if ops is not None:
         at = rows.schema.get_field_index("op_name")
@@ -797,6 +798,98 @@ def _batch_history_rows(con: Any, mode: str, places: list[Any]) -> list[dict[str
         for part, made in zip(parts, cut, strict=True):
             part[table] = made
     return parts
+
+
+#: The result rows' columns of one side (hist_rows_<mode>.sql): NULL on the rows of the other
+#: side alone, by a CASE of each ({column: (the side's name in the result, the other side's kind)})
+_SIDED = {f"{side.lower()}_{name}": (f"{side} {shown}", other)
+          for side, other in (("NPU", "bench_only"), ("Bench", "npu_only"))
+          for name, shown in (("name", "Name"), ("dtype", "Dtype"), ("shape", "Tensor Shape"))}
+
+
+def _sided_case(column: str) -> str:
+    shown, other = _SIDED[column]
+    return f"CASE WHEN kind <> '{other}' THEN \"{shown}\" END AS {column}"
+
+
+def _unsided(select: str) -> tuple[str, list[str]]:
+    """The result rows' SELECT (``select``) with each of the :data:`_SIDED` columns it makes by
+    its CASE selected as it is, and those columns (:func:`_sided` NULLs them where the CASE
+    would): DuckDB's CASE copied each of the six texts of every row (~50 M instructions a
+    6-pair root batch), where a column's validity bitmap ANDed with its side's is a bitmap."""
+    sided = []
+    for column in _SIDED:
+        case = _sided_case(column)
+        if select.count(case) == 1:
+            select = select.replace(case, f'"{_SIDED[column][0]}" AS {column}')
+            sided.append(column)
+    return select, sided
+
+
+def _sided(rows: pa.Table, sided: list[str]) -> pa.Table:
+    """``rows`` with each of ``sided`` (:func:`_unsided`) NULL where its CASE would make it:
+    on the rows whose kind is NULL or the other side's."""
+    import pyarrow as pa
+
+    kinds = rows.column("kind")
+    keep: dict[str, list[Any]] = {}
+    for column in sided:
+        other = _SIDED[column][1]
+        at = rows.schema.get_field_index(column)
+        values = rows.column(at)
+        if [len(c) for c in values.chunks] != [len(c) for c in kinds.chunks]:  # not DuckDB's
+            values, kinds = (pa.chunked_array([c.combine_chunks()]) for c in (values, kinds))
+            keep = {}
+        if other not in keep:
+            keep[other] = [_kept(kind, other) for kind in kinds.chunks]
+        chunks = [_masked(chunk, kept)
+                  for chunk, kept in zip(values.chunks, keep[other], strict=True)]
+        rows = rows.set_column(at, rows.schema.field(at), pa.chunked_array(chunks, values.type))
+    return rows
+
+
+def _kept(kinds: pa.Array, other: str) -> Any:
+    """Where ``kinds`` is neither NULL nor ``other``, as numpy booleans: the texts of
+    ``other``'s length alone compared with it (a batch's kinds differ in length; ``other``'s
+    rows ~1 %), not every text (pyarrow's not_equal: ~16 instructions a row)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from msq import db
+
+    if not pa.types.is_string(kinds.type):
+        return np.asarray(pc.fill_null(pc.not_equal(kinds, other), False))
+    n = len(kinds)
+    offsets = np.frombuffer(kinds.buffers()[1], np.int32)[kinds.offset:kinds.offset + n + 1]
+    word = other.encode()
+    same = np.flatnonzero(np.diff(offsets) == len(word))
+    if len(same):
+        data = np.frombuffer(kinds.buffers()[2], np.uint8)
+        texts = data[offsets[same][:, None] + np.arange(len(word))]
+        same = same[(texts == np.frombuffer(word, np.uint8)).all(axis=1)]
+    kept = np.ones(n, bool)
+    kept[same] = False
+    valid = db.valid_mask(kinds)
+    return kept if valid is None else kept & valid
+
+
+def _masked(values: pa.Array, keep: Any) -> pa.Array:
+    """``values`` NULL where ``keep`` (numpy booleans) is false: its own buffers with a
+    validity bitmap of its own and ``keep``'s, not its texts copied (as ``if_else`` does)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not (pa.types.is_string(values.type) or pa.types.is_large_string(values.type)) \
+            or values.offset or len(values) != len(keep):
+        return pc.if_else(pa.array(keep), values, pa.scalar(None, values.type))
+    bits = np.packbits(keep, bitorder="little")
+    if values.null_count:
+        own = values.buffers()[0]
+        bits &= np.frombuffer(own, np.uint8)[:len(bits)]
+    return pa.Array.from_buffers(values.type, len(values),
+                                 [pa.py_buffer(bits), *values.buffers()[1:]])
 
 
 #: The column that says whose a batch's edge is (dropped once the edges are cut)

@@ -291,3 +291,42 @@ def test_no_rows_no_ops():
     lookup = pair_tables._batch_row_ops(con, lines_of(con))
     assert lookup is not None
     assert lookup(pa.chunked_array([pa.array([0], pa.int64())])).to_pylist() == [None]
+
+
+def test_a_sides_columns_are_nulled_as_their_case_nulls_them():
+    """A batch's result rows select each side's name, dtype and shape as they are and NULL them
+    where the recorder's CASE does (a row of the other side alone, or of no kind), by their
+    validity bitmaps (msq.pair_tables._unsided, _sided): the same rows as the CASEs give, in
+    DuckDB's chunks, whatever the kinds (a kind of the other side's length that is not it)
+    and NULLs."""
+    import duckdb
+
+    from msq import db
+
+    con = duckdb.connect()
+    con.execute("""
+      CREATE TABLE r AS SELECT range AS out_seq,
+        CASE range % 10 WHEN 0 THEN 'npu_only' WHEN 1 THEN 'bench_only' WHEN 2 THEN NULL
+                        WHEN 3 THEN 'npu_onlX' WHEN 4 THEN 'bench_onlX' ELSE 'matched' END AS kind,
+        CASE WHEN range % 7 <> 0 THEN 'npu' || range END AS "NPU Name",
+        CASE WHEN range % 11 <> 0 THEN 'bench' || range END AS "Bench Name",
+        'f' || (range % 3) AS "NPU Dtype", CASE WHEN range % 2 = 0 THEN 'g' END AS "Bench Dtype",
+        '[' || range || ']' AS "NPU Tensor Shape", '[]' AS "Bench Tensor Shape"
+      FROM range(5000)""")
+    body = db.sql_file("history/record/hist_rows_statistics.sql").body
+    cases = [line.strip().rstrip(",") for line in body.splitlines() if "CASE WHEN kind <>" in line]
+    assert len(cases) == 6
+    select = f"SELECT out_seq, kind, {', '.join(cases)} FROM r"
+    unsided, sided = pair_tables._unsided(select)
+    assert len(sided) == 6 and "CASE" not in unsided
+    # in chunks as DuckDB's stream gives them (each its own buffers), and a slice of one (an
+    # offset into its buffers: nulled by a copy)
+    parts = [pa.table(db.SelectStream(con, f"{unsided} WHERE out_seq BETWEEN {lo} AND {hi}"))
+             for lo, hi in ((0, 1999), (2000, 3499), (3500, 4999))]
+    chunks = pa.concat_tables([parts[0], parts[1], parts[2].slice(7)])
+    got = pair_tables._sided(chunks, sided)
+    assert got.column("npu_name").num_chunks == 3
+    assert got.to_pylist() == con.sql(f"{select} WHERE out_seq NOT BETWEEN 3500 AND 3506"
+                                      ).to_arrow_table().to_pylist()
+    # a SELECT without those CASEs is left as it is
+    assert pair_tables._unsided("SELECT 1 AS npu_name") == ("SELECT 1 AS npu_name", [])
