@@ -660,6 +660,10 @@ def _write_sheets(zf: zipfile.ZipFile, con: duckdb.DuckDBPyConnection, spec: She
 
 
 _BATCH_ROWS = 20_000
+#: A sheet of at most this many rows is rendered before its head (:func:`_rendered_ahead`): its
+#: rendered rows are held until they are written (~0.9 kB a root-8x8-5000 row), as many as the
+#: writer thread's overlap held (a batch deflated, the next rendered); a larger one streams
+_AHEAD_ROWS = 2 * _BATCH_ROWS
 
 
 def _rendered_ahead(spec: SheetSpec, types: dict[str, str], source: _CRows | None,
@@ -670,10 +674,10 @@ def _rendered_ahead(spec: SheetSpec, types: dict[str, str], source: _CRows | Non
     instructions a 24,500-row pair less than counting them in passes of their own before the
     rows). None where the sheet is not one of a batch's pairs (a single compare's rows are
     rendered while the writer thread deflates the batch before; a pool worker has no idle core
-    to overlap them on), has no rows or more than one sheet holds, or a text column is not one
-    the renderer counts."""
+    to overlap them on), has no rows or more than one sheet (or :data:`_AHEAD_ROWS`) holds, or
+    a text column is not one the renderer counts."""
     if _BATCH is None or _BATCH.rows is None or source is None or _sheetxml is None \
-            or not 0 < source.n_rows <= max_rows - 1:
+            or not 0 < source.n_rows <= min(max_rows - 1, _AHEAD_ROWS):
         return None
     texts = [i for i, c in enumerate(spec.columns) if types[c] == "VARCHAR"]
     if any(source.columns[i][0] not in ("t", "r") for i in texts):

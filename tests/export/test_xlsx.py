@@ -702,9 +702,10 @@ def test_same_fact_is_asked_once_a_key_inside_same_shapes() -> None:
 
 
 @pytest.mark.skipif(xlsx_c() is None, reason="msq.export._sheetxml is not built")
-@pytest.mark.parametrize("batch_rows", [20_000, 300])
+@pytest.mark.parametrize(("batch_rows", "ahead_rows"), [(20_000, 40_000), (300, 40_000),
+                                                       (300, 1500)])
 def test_batch_sheets_write_each_pairs_workbook_from_the_batchs_rows(
-        tmp_path: Path, batch_rows: int, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, batch_rows: int, ahead_rows: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """Inside batch_sheets a pair's sheet whose queries it maps is its slice of the batch's
     rows (fetched once, in any stored order): the same package, widths, marks and percent texts
     included, as the pair's own query writes, for a pair of no rows too; a sheet it does not map
@@ -714,6 +715,7 @@ def test_batch_sheets_write_each_pairs_workbook_from_the_batchs_rows(
     from msq.export import xlsx
 
     monkeypatch.setattr(xlsx, "_BATCH_ROWS", batch_rows)
+    monkeypatch.setattr(xlsx, "_AHEAD_ROWS", ahead_rows)
     longest = xlsx._longest_texts
     counted: list[int] = []
 
@@ -771,9 +773,10 @@ def test_batch_sheets_write_each_pairs_workbook_from_the_batchs_rows(
         assert len(sheets.sources) == 1
     assert got == want
     # outside a batch every sheet's widths are counted apart; inside, only where a sheet is not
-    # rendered first: the second pair's (no rows) and the third's sheet of more rows than a
-    # sheet holds (two sheets)
-    assert counted == [1000, 1000, 0, 0, 2000, 2000] + [0, 0, 2000]
+    # rendered first: the second pair's (no rows), the third's sheet of more rows than a sheet
+    # holds (two sheets), and a sheet of more rows than _AHEAD_ROWS (streamed as it renders)
+    assert counted == [1000, 1000, 0, 0, 2000, 2000] + (
+        [0, 0, 2000] if ahead_rows > 2000 else [0, 0, 2000, 2000])
     assert want[0][0]["xl/worksheets/sheet1.xml"] != want[2][0]["xl/worksheets/sheet1.xml"]
     widths = [w[0]["xl/worksheets/sheet1.xml"].split(b"<sheetData>")[0] for w in want]
     assert widths[0] != widths[2]  # the first pair's longer texts
