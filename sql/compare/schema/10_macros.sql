@@ -60,6 +60,11 @@ CREATE OR REPLACE MACRO plain_stat_num(absent, num, fi) AS (
   CASE WHEN NOT absent AND fi AND isfinite(num) THEN num END);
 CREATE OR REPLACE MACRO plain_stat_bool(absent, num, b) AS (
   CASE WHEN NOT absent AND b THEN num = 1 END);
+-- Whether plain_stat_bool gives a statistic a boolean (not NULL), without making it: its side is
+-- present, its kind is b, and it has a number (true, or NULL where it gives none, which a CASE's
+-- WHEN reads as false).
+CREATE OR REPLACE MACRO plain_stat_has_bool(absent, num, b) AS (
+  NOT absent AND b AND num IS NOT NULL);
 -- plain_stat_text's last branches are stat_text's, its kind IN ('f', 'i') test the flag fi (a
 -- nested stat_text made each of its eight uses bind and test the kind again).
 -- tests/sql/test_stat_rows.py holds them to shown_stat's.

@@ -48,12 +48,24 @@ SELECT
     plain_stat_text(b_mean_v, b_absent, b_mean, b_mean_k, b_mean_s, b_mean_fi, b_mean_b),
     plain_stat_text(b_norm_v, b_absent, b_norm, b_norm_k, b_norm_s, b_norm_fi, b_norm_b)]
   END AS cell_texts,
-  -- the eight statistics' booleans, on the rows that have one (a statistic of kind b)
-  CASE WHEN n_max_bool IS NOT NULL OR n_min_bool IS NOT NULL OR n_mean_bool IS NOT NULL
-            OR n_norm_bool IS NOT NULL OR b_max_bool IS NOT NULL OR b_min_bool IS NOT NULL
-            OR b_mean_bool IS NOT NULL OR b_norm_bool IS NOT NULL
-       THEN [n_max_bool, n_min_bool, n_mean_bool, n_norm_bool, b_max_bool, b_min_bool,
-             b_mean_bool, b_norm_bool] END AS cell_bools
+  -- the eight statistics' booleans (plain_stat_bool), made on the rows that have one (a
+  -- statistic of kind b: plain_stat_has_bool) alone
+  CASE WHEN plain_stat_has_bool(n_absent, n_max, n_max_b)
+            OR plain_stat_has_bool(n_absent, n_min, n_min_b)
+            OR plain_stat_has_bool(n_absent, n_mean, n_mean_b)
+            OR plain_stat_has_bool(n_absent, n_norm, n_norm_b)
+            OR plain_stat_has_bool(b_absent, b_max, b_max_b)
+            OR plain_stat_has_bool(b_absent, b_min, b_min_b)
+            OR plain_stat_has_bool(b_absent, b_mean, b_mean_b)
+            OR plain_stat_has_bool(b_absent, b_norm, b_norm_b)
+       THEN [plain_stat_bool(n_absent, n_max, n_max_b),
+             plain_stat_bool(n_absent, n_min, n_min_b),
+             plain_stat_bool(n_absent, n_mean, n_mean_b),
+             plain_stat_bool(n_absent, n_norm, n_norm_b),
+             plain_stat_bool(b_absent, b_max, b_max_b),
+             plain_stat_bool(b_absent, b_min, b_min_b),
+             plain_stat_bool(b_absent, b_mean, b_mean_b),
+             plain_stat_bool(b_absent, b_norm, b_norm_b)] END AS cell_bools
 FROM (
 -- whether any of the twelve cells has a text: a difference where it is not a finite number
 -- (plain_diff_text's), a statistic where plain_stat_text gives one (plain_stat_has_text),
@@ -71,21 +83,13 @@ SELECT d.*,
 FROM (
   SELECT d.*,
     plain_stat_num(n_absent, n_max, n_max_fi) AS n_max_v,
-    plain_stat_bool(n_absent, n_max, n_max_b) AS n_max_bool,
     plain_stat_num(n_absent, n_min, n_min_fi) AS n_min_v,
-    plain_stat_bool(n_absent, n_min, n_min_b) AS n_min_bool,
     plain_stat_num(n_absent, n_mean, n_mean_fi) AS n_mean_v,
-    plain_stat_bool(n_absent, n_mean, n_mean_b) AS n_mean_bool,
     plain_stat_num(n_absent, n_norm, n_norm_fi) AS n_norm_v,
-    plain_stat_bool(n_absent, n_norm, n_norm_b) AS n_norm_bool,
     plain_stat_num(b_absent, b_max, b_max_fi) AS b_max_v,
-    plain_stat_bool(b_absent, b_max, b_max_b) AS b_max_bool,
     plain_stat_num(b_absent, b_min, b_min_fi) AS b_min_v,
-    plain_stat_bool(b_absent, b_min, b_min_b) AS b_min_bool,
     plain_stat_num(b_absent, b_mean, b_mean_fi) AS b_mean_v,
-    plain_stat_bool(b_absent, b_mean, b_mean_b) AS b_mean_bool,
     plain_stat_num(b_absent, b_norm, b_norm_fi) AS b_norm_v,
-    plain_stat_bool(b_absent, b_norm, b_norm_b) AS b_norm_bool,
     CASE WHEN matched AND max_nums AND isfinite(max_d) THEN max_d END AS max_diff,
     CASE WHEN matched AND min_nums AND isfinite(min_d) THEN min_d END AS min_diff,
     CASE WHEN matched AND mean_nums AND isfinite(mean_d) THEN mean_d END AS mean_diff,
