@@ -10,6 +10,7 @@
 -- Non-tensor arguments: |a-b| / max(|a|,|b|) for numbers, 0/1 for other values.
 -- Empty tensors: 0. Unmatched rows: err NULL, err_kind 'unmatched'.
 -- err_stat (statistics mode): which of the four statistics set err, for the verdict reasons.
+-- The columns after err_stat: what verdicts reads of the row's statistics and dtypes (below).
 WITH j AS (
   SELECT
     r.out_seq, r.kind,
@@ -23,6 +24,10 @@ WITH j AS (
     -- f and b (tests/sql/test_stat_rows.py), so no kind is read or compared
     n.max_num IS NOT NULL AND b.max_num IS NOT NULL AS n_num,
     n.max_str AS n_max_str, b.max_str AS b_max_str,
+    -- for verdicts' precision note: the raw dtypes of a matched row whose dtypes differ (most
+    -- rows: NULL, nothing stored)
+    CASE WHEN r.kind = 'matched' AND n.dtype <> b.dtype THEN n.dtype END AS n_dtype_raw,
+    CASE WHEN r.kind = 'matched' AND n.dtype <> b.dtype THEN b.dtype END AS b_dtype_raw,
     tm.status, tm.sq_diff, tm.npu_sq, tm.bench_sq
   FROM compare_rows r
   LEFT JOIN tensors n ON n.side = 'npu' AND n.row_seq = r.npu_row
@@ -109,5 +114,18 @@ SELECT
   END AS err_kind,
   -- statistics mode: the statistic that set err ('Norm', 'Mean', 'Max' or 'Min'), else NULL
   CASE WHEN kind = 'matched' AND coalesce(tensors, false) AND NOT empty
-            AND (SELECT mode FROM settings) = 'statistics' THEN stat_part END AS err_stat
+            AND (SELECT mode FROM settings) = 'statistics' THEN stat_part END AS err_stat,
+  -- What verdicts reads of the row (sql/compare/rules/default/verdicts.sql), carried here, where
+  -- both sides' tensors rows are joined already: verdicts joined compare_rows and tensors twice
+  -- again for them (bench/README, "Session 25: rows"). unmatched: kind <> 'matched' (a boolean:
+  -- a text column costs more to store); the Max and Min statistics (its inf/nan rule and
+  -- reasons); the texts of a value; the statistic that set err_stat on each side.
+  kind <> 'matched' AS unmatched, n_dtype_raw, b_dtype_raw,
+  n_max, n_min, b_max, b_min, n_max_str, b_max_str,
+  CASE WHEN kind = 'matched' AND coalesce(tensors, false) AND NOT empty
+            AND (SELECT mode FROM settings) = 'statistics' THEN CASE stat_part WHEN 'Norm' THEN n_norm WHEN 'Mean' THEN n_mean
+    WHEN 'Max' THEN n_max WHEN 'Min' THEN n_min END END AS n_stat_val,
+  CASE WHEN kind = 'matched' AND coalesce(tensors, false) AND NOT empty
+            AND (SELECT mode FROM settings) = 'statistics' THEN CASE stat_part WHEN 'Norm' THEN b_norm WHEN 'Mean' THEN b_mean
+    WHEN 'Max' THEN b_max WHEN 'Min' THEN b_min END END AS b_stat_val
 FROM part

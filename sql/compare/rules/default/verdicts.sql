@@ -7,18 +7,10 @@
 -- it selects, and does not hoist common subexpressions out of one. Computed for every row, the
 -- texts took most of this view's time on a 100k-row compare of which a fifth is marked.
 WITH s AS (SELECT * FROM settings),
-e AS (
-  SELECT r.out_seq, r.kind, x.err, x.err_kind, x.err_stat, w.win,
-         coalesce(w.is_input, false) AS is_input,
-         n.dtype AS n_dtype_raw, b.dtype AS b_dtype_raw,
-         n.max_num AS n_max, n.min_num AS n_min, n.mean_num AS n_mean, n.norm_num AS n_norm,
-         b.max_num AS b_max, b.min_num AS b_min, b.mean_num AS b_mean, b.norm_num AS b_norm,
-         n.max_str AS n_max_str, b.max_str AS b_max_str
-  FROM compare_rows r
-  JOIN row_error x USING (out_seq)
+e AS (  -- row_error carries the row's statistics and dtypes verdicts reads (see there)
+  SELECT x.*, w.win, coalesce(w.is_input, false) AS is_input
+  FROM row_error x
   LEFT JOIN hl_windows w USING (out_seq)
-  LEFT JOIN tensors n ON n.side = 'npu' AND n.row_seq = r.npu_row
-  LEFT JOIN tensors b ON b.side = 'bench' AND b.row_seq = r.bench_row
 ),
 inputs AS (  -- the worst error among the inputs of each op (its highlight window)
   SELECT w.win, max(x.err) AS in_err
@@ -29,7 +21,7 @@ inputs AS (  -- the worst error among the inputs of each op (its highlight windo
 judged AS (
   SELECT e.*, i.in_err,
     CASE
-      WHEN (SELECT mode FROM s) = 'md5' OR e.kind <> 'matched' THEN NULL
+      WHEN (SELECT mode FROM s) = 'md5' OR e.unmatched THEN NULL
       WHEN err = 'inf'::DOUBLE
            OR ((SELECT mode FROM s) = 'tensor' AND err_kind <> 'value'
                -- an inf or NaN in Max or Min that the other side does not share (tensor mode:
@@ -48,24 +40,20 @@ judged AS (
 ),
 texts AS (  -- the numbers a marked row's reason names (NULL on the other rows)
   SELECT j.*,
-    CASE WHEN rule IS NOT NULL THEN
-      CASE err_stat WHEN 'Norm' THEN n_norm WHEN 'Mean' THEN n_mean
-                    WHEN 'Max' THEN n_max WHEN 'Min' THEN n_min END END AS n_stat,
-    CASE WHEN rule IS NOT NULL THEN
-      CASE err_stat WHEN 'Norm' THEN b_norm WHEN 'Mean' THEN b_mean
-                    WHEN 'Max' THEN b_max WHEN 'Min' THEN b_min END END AS b_stat,
+    -- the statistic that set err_stat (row_error's, made there from its columns)
+    CASE WHEN rule IS NOT NULL THEN n_stat_val END AS n_stat,
+    CASE WHEN rule IS NOT NULL THEN b_stat_val END AS b_stat,
     -- the compared values themselves (a value compare: one element a side)
     CASE WHEN rule IS NOT NULL AND err_kind = 'value'
          THEN coalesce(n_max_str, reason_num(n_max)) END AS n_value,
     CASE WHEN rule IS NOT NULL AND err_kind = 'value'
          THEN coalesce(b_max_str, reason_num(b_max)) END AS b_value,
     -- dtypes renamed as PyTorch writes them, for the precision note: only where the raw dtypes
-    -- differ (most rows: equal, nothing renamed); once each, not at each use (each use of a
-    -- macro is bound and optimised anew: four renames were a third of this view's planning)
-    CASE WHEN kind = 'matched' AND n_dtype_raw <> b_dtype_raw
-         THEN ms_to_torch_dtype(n_dtype_raw) END AS n_dtype,
-    CASE WHEN kind = 'matched' AND n_dtype_raw <> b_dtype_raw
-         THEN ms_to_torch_dtype(b_dtype_raw) END AS b_dtype
+    -- of a matched row differ (row_error's n_dtype_raw and b_dtype_raw, NULL on the other rows:
+    -- most are equal, nothing renamed); once each, not at each use (each use of a macro is
+    -- bound and optimised anew: four renames were a third of this view's planning)
+    CASE WHEN n_dtype_raw IS NOT NULL THEN ms_to_torch_dtype(n_dtype_raw) END AS n_dtype,
+    CASE WHEN b_dtype_raw IS NOT NULL THEN ms_to_torch_dtype(b_dtype_raw) END AS b_dtype
   FROM judged j
 )
 SELECT
