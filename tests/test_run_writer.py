@@ -268,13 +268,15 @@ def test_blame_names_take_their_output_rows_keys_and_new_ones_follow_their_first
     assert none is None and again.equals(data)
 
 
-def test_terms_keyed_by_the_rule_the_single_card_recorder_follows():
+@pytest.mark.parametrize("index", [True, False], ids=["hash-table", "arrow"])
+def test_terms_keyed_by_the_rule_the_single_card_recorder_follows(index):
     """_Terms.key (all of a pair's term columns looked up together): each column replaced in
     its place by ``<column>_id``, its terms' keys: known terms keep theirs, a pair's new terms
     (from any column, repeated within and across columns) are keyed after the largest in
     their sorted byte order, each once; NULL stays NULL. Checked against that rule written out
-    in Python over pairs of new, known and mixed terms."""
-    from msq.history.run_recorder import _Terms
+    in Python over pairs of new, known and mixed terms; with the terms held in the C hash table
+    (msq/history/_names.c) and with Arrow's lookup alone."""
+    from msq.history.run_recorder import _place_index, _Terms
 
     def reference(known: list[str], rows: list[tuple]) -> tuple[list[tuple], list[str]]:
         added = sorted({t for row in rows for t in row if t is not None and t not in known},
@@ -284,6 +286,7 @@ def test_terms_keyed_by_the_rule_the_single_card_recorder_follows():
 
     terms = _Terms.__new__(_Terms)
     terms.terms = pa.array([], pa.string())
+    terms.index = _place_index(terms.terms) if index else None
     known: list[str] = []
     columns = ("kind", "verdict", "mark")
     pairs = [
@@ -426,12 +429,16 @@ def _check_classes(columns: tuple[str, ...], types: dict[str, pa.DataType],
     ``dictionary_columns`` dictionary-encoded."""
     import pyarrow.compute as pc
 
-    from msq.history.run_recorder import _Classes
+    from msq.history.run_recorder import _Classes, _place_index
 
-    for cuts, dictionary in (((), False), ((2, 2, 4), False), ((1, 3), True)):
+    for cuts, dictionary, index in (((), False, True), ((2, 2, 4), False, True),
+                                    ((1, 3), True, True), ((2, 2, 4), False, False),
+                                    ((1, 3), True, False)):
         classes = _Classes.__new__(_Classes)
         classes.table, classes.columns = "classes", columns
         classes.keys, classes.texts = {}, pa.array(["clean", "x"])
+        # the class texts held in the C hash table (msq/history/_names.c), or Arrow's lookup
+        classes.index = _place_index(classes.texts) if index else None
         known: list[tuple] = []
         for rows in pairs:
             values = {c: [cls[i] for _, cls in rows] for i, c in enumerate(columns)}
@@ -672,12 +679,13 @@ def test_lookups_take_columns_of_several_chunks_as_one_array(index):
     the lookups take as the chunks of one array, not copied: _Names.key, key_blame and
     _Terms.key give each a chunked table's rows what they give the same rows in one chunk, new
     names and terms among them, with a name of one chunk equal to another's."""
-    from msq.history.run_recorder import _Names, _Terms
+    from msq.history.run_recorder import _Names, _place_index, _Terms
 
     def fresh() -> tuple[_Names, _Terms]:
         names = _Names.of(pa.array(["k"]), pa.array([1], pa.int32()), 1, index=index)
         terms = _Terms.__new__(_Terms)
         terms.terms = pa.array(["pass"])
+        terms.index = _place_index(terms.terms) if index else None
         return names, terms
 
     result = pa.table({"out_seq": pa.array(range(6), pa.int64()),

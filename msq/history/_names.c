@@ -52,6 +52,35 @@ static inline uint64_t hash_bytes(const char *p, size_t n) {
     return h;
 }
 
+/* whether n bytes at a and b are the same: 8 at a time, the last 8 overlapping (inlined: the
+ * texts are short, and a call of memcmp cost more than the comparison) */
+static inline int same(const char *a, const char *b, size_t n) {
+    uint64_t x, y;
+    if (n >= 8) {
+        size_t at = 0;
+        for (; at + 8 < n; at += 8) {
+            memcpy(&x, a + at, 8);
+            memcpy(&y, b + at, 8);
+            if (x != y) return 0;
+        }
+        memcpy(&x, a + n - 8, 8);
+        memcpy(&y, b + n - 8, 8);
+        return x == y;
+    }
+    uint32_t u, v;
+    if (n >= 4) {  /* the first 4 bytes and the last 4 (overlapping) */
+        memcpy(&u, a, 4);
+        memcpy(&v, b, 4);
+        if (u != v) return 0;
+        memcpy(&u, a + n - 4, 4);
+        memcpy(&v, b + n - 4, 4);
+        return u == v;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (a[i] != b[i]) return 0;
+    return 1;
+}
+
 /* the entry holding these bytes, or -1 */
 static inline Py_ssize_t find(const NameIndex *self, const char *p, size_t n, uint64_t h) {
     if (!self->slots) return -1;
@@ -61,7 +90,7 @@ static inline Py_ssize_t find(const NameIndex *self, const char *p, size_t n, ui
         if (!slot) return -1;
         Py_ssize_t e = (Py_ssize_t)slot - 1;
         if (self->hashes[e] == h && (size_t)(self->starts[e + 1] - self->starts[e]) == n &&
-            memcmp(self->bytes + self->starts[e], p, n) == 0)
+            same(self->bytes + self->starts[e], p, n))
             return e;
         at = (at + 1) & self->mask;
     }
@@ -211,8 +240,6 @@ static PyObject *NameIndex_lookup(NameIndex *self, PyObject *const *args, Py_ssi
         return NULL;
     }
     int32_t *keys = (int32_t *)PyBytes_AS_STRING(out);
-    uint8_t *bits = (uint8_t *)PyBytes_AS_STRING(valid);
-    memset(bits, 0, (size_t)(s.length + 7) / 8);
     Py_ssize_t missing = 0;
     /* the string before (a row's op name repeats on the op's every input and output row):
      * an equal one takes its key without hashing and probing */
@@ -232,7 +259,7 @@ static PyObject *NameIndex_lookup(NameIndex *self, PyObject *const *args, Py_ssi
         int32_t key;
         if (rc) {
             key = -1;
-        } else if (last && n == last_n && memcmp(p, last, n) == 0) {
+        } else if (last && n == last_n && same(p, last, n)) {
             key = last_key;
         } else {
             Py_ssize_t e = find(self, p, n, hash_bytes(p, n));
@@ -241,15 +268,17 @@ static PyObject *NameIndex_lookup(NameIndex *self, PyObject *const *args, Py_ssi
             last_n = n;
         }
         keys[i] = key;
-        if (key < 0)
-            missing++;
-        else
-            bits[i >> 3] |= (uint8_t)(1u << (i & 7));
+        missing += key < 0;
     }
     strings_release(&s);
-    if (!missing) {
+    if (!missing) {  /* most calls: no bitmap to make */
         Py_DECREF(valid);
         valid = Py_NewRef(Py_None);
+    } else {
+        uint8_t *bits = (uint8_t *)PyBytes_AS_STRING(valid);
+        memset(bits, 0, (size_t)(s.length + 7) / 8);
+        for (Py_ssize_t i = 0; i < s.length; i++)
+            bits[i >> 3] |= (uint8_t)((keys[i] >= 0) << (i & 7));
     }
     PyObject *both = PyTuple_Pack(2, out, valid);
     Py_DECREF(out);

@@ -131,3 +131,45 @@ def test_names_key_pairs_alike_with_the_table_and_with_arrow_a_restore_included(
         got.append(keyed)
     assert got[0] == got[1]
     assert got[0][3][1] is not None and got[0][3][1][0]["name_id"] == got[0][2][1][0]["name_id"]
+
+
+def test_terms_and_class_texts_key_pairs_alike_with_the_table_and_with_arrow():
+    """_Terms and _Classes probe their texts' places in the same hash table (by place): the
+    same keys and new terms and classes as with Arrow's lookup alone, also after a dropped
+    transaction's are restored away (the table drops its newest texts) and the next pair
+    brings texts of its own."""
+    from msq.history.run_recorder import _Classes, _place_index, _Terms
+
+    columns = ("kind", "verdict")
+    pairs = [[("matched", "pass"), ("matched", "pass"), ("npu_only", None)],
+             [("matched", "fail"), ("mapped", "fail"), (None, "pass")],
+             [("dropped", "gone"), ("matched", "gone")],
+             [("matched", "warning"), ("npu_only", "warning"), ("matched", "pass")]]
+    got = []
+    for index in (True, False):
+        terms = _Terms.__new__(_Terms)
+        terms.terms = pa.array(["pass"])
+        terms.index = _place_index(terms.terms) if index else None
+        classes = _Classes.__new__(_Classes)
+        classes.table, classes.columns = "classes", columns
+        classes.keys, classes.texts = {}, pa.array(["matched"])
+        classes.index = _place_index(classes.texts) if index else None
+        made = []
+        for i, rows in enumerate(pairs):
+            table = pa.table({"out_seq": pa.array(range(len(rows)), pa.int64()),
+                              **{c: pa.array([r[k] for r in rows], pa.string())
+                                 for k, c in enumerate(columns)}})
+            saved = terms.state(), classes.state()
+            keyed, new_terms = terms.key(table, columns)
+            data, new_classes = classes.key(table)
+            made.append([t.to_pylist() if t is not None else None
+                         for t in (keyed, new_terms, data, new_classes)])
+            if i == 2:  # this pair's transaction is rolled back
+                terms.restore(saved[0])
+                classes.restore(saved[1])
+                if index:
+                    assert len(terms.index) == len(terms.terms)
+                    assert len(classes.index) == len(classes.texts)
+        got.append(made)
+    assert got[0] == got[1]
+    assert got[0][3][1] is not None and got[0][3][3] is not None
