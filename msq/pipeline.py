@@ -1076,15 +1076,13 @@ def planned_without(con: duckdb.DuckDBPyConnection, passes: tuple[str, ...]) -> 
         con.execute("RESET disabled_optimizers")
 
 
-#: What :func:`load_batch` selects of each pair's readers' columns, by table.
-BATCH_LOADS = (("ops", "* REPLACE (op_seq + {op} AS op_seq), {pair} AS pair"),
-               ("tensors", ("* REPLACE (op_seq + {op} AS op_seq, row_seq + {row} AS row_seq), "
-                           "disp_name AS match_name, {pair} AS pair")))
+#: What :func:`load_batch` selects of each pair's readers' ops columns.
+BATCH_OPS_LOAD = "* REPLACE (op_seq + {op} AS op_seq), {pair} AS pair"
 
 #: tensors' columns a batch's rows may give as another column's values or a constant
 #: (:func:`load_batch`): {column: (the readers' column it equals, or None; the text every
 #: row has, or None: NULL on every row)}. match_name is the batch's disp_name
-#: (:data:`BATCH_LOADS`). disp_name, disp_io and data_name are copies or constants the readers
+#: (:func:`batch_tensors_select`). disp_name, disp_io and data_name are copies or constants the readers
 #: make (msq/_flatten.c emit_row); the statistics' kinds and texts are equal by what a dump
 #: holds: a tensor's Min is there (a number, a bool) where its Max is, its Norm where its Mean
 #: is, and their texts are NULL but for a scalar argument's, its value in all four
@@ -1112,7 +1110,7 @@ def derived_columns(pairs: list[BatchPair]) -> list[str]:
             for batch in rows.batches:
                 cols = {c[0]: c for c in batch}
                 held = [name for name in held if _equal_rows(cols, name, *DERIVED_ROWS[name])]
-    # match_name is the batch's disp_name (BATCH_LOADS): generated as name where disp_name is
+    # match_name is the batch's disp_name (batch_tensors_select): name where disp_name is
     return [name for name in DERIVED_ROWS
             if name in held or (name == "match_name" and "disp_name" in held)]
 
@@ -1133,8 +1131,8 @@ def _equal_rows(cols: dict[str, Any], name: str, source: str | None, text: str |
 
 def batch_tensors_select(derived: list[str]) -> str:
     """:func:`load_batch`'s SELECT of a pair's tensors rows where the ``derived`` columns are
-    generated (:func:`derived_tensors`): those of the readers left out, match_name made of
-    disp_name where it is not generated."""
+    made by the ``tensors`` view (:func:`tensor_rows`): those of the readers left out,
+    match_name made of disp_name where it is not derived."""
     stored = [c for c in derived if c != "match_name"]
     exclude = f"EXCLUDE ({', '.join(stored)}) " if stored else ""
     match = "" if "match_name" in derived else "disp_name AS match_name, "
@@ -1142,24 +1140,46 @@ def batch_tensors_select(derived: list[str]) -> str:
             f"{match}{{pair}} AS pair")
 
 
-def derived_tensors(con: duckdb.DuckDBPyConnection, derived: list[str]) -> None:
-    """``tensors`` made again (empty) with the ``derived`` columns of :data:`DERIVED_ROWS`
-    generated (virtual: DuckDB stores nothing and reads each as its expression), the others as
-    the schema's (same names, order, types and defaults)."""
-    columns = []
+#: The table a batch stores its ``tensors`` rows in (:func:`load_batch`): ``tensors`` is then
+#: a view of it, the columns of :data:`DERIVED_ROWS` it holds as copies of others or constants
+#: made by the view (:func:`tensor_rows`). Not generated columns of ``tensors`` itself: DuckDB
+#: binds and evaluates a table's generated columns again for every 2,048-row chunk it inserts
+#: (DataTable::VerifyAppendConstraints, ~65 M instructions a 6-pair root batch), a view's
+#: expressions only where a query reads them.
+TENSOR_ROWS = "tensor_rows"
+
+#: tensors' texts of few values a batch stores as ENUMs of the schema
+#: (sql/compare/schema/00_types.sql) in :data:`TENSOR_ROWS`, the ``tensors`` view giving them
+#: back as texts: {column: its ENUM}. The readers write no other value (msq/_flatten.c
+#: emit_row, stat_cols); one that were would fail the INSERT, and the batch's pairs would be
+#: compared one by one.
+CODED_ROWS = {"side": "row_side", "io": "row_io", "disp_io": "row_io", "max_kind": "stat_kind",
+              "min_kind": "stat_kind", "mean_kind": "stat_kind", "norm_kind": "stat_kind"}
+
+
+def tensor_rows(con: duckdb.DuckDBPyConnection, derived: list[str]) -> None:
+    """``tensors`` made again as a view of a new, empty :data:`TENSOR_ROWS` table of its other
+    columns (the schema's names, order, types and defaults), with its ``derived`` columns of
+    :data:`DERIVED_ROWS` made by the view: the same columns, types and rows as the table."""
+    stored, shown = [], []
     for name, type_, default in con.execute(
             "SELECT column_name, data_type, column_default FROM duckdb_columns() "
             "WHERE database_name = current_database() AND schema_name = 'main' "
             "AND table_name = 'tensors' ORDER BY column_index").fetchall():
+        column = db.quote_ident(name)
         if name in derived:
             source, text = DERIVED_ROWS[name]
             made = (db.quote_ident(source) if source is not None
                     else db.quote_str(text) if text is not None else "NULL")
-            columns.append(f"{db.quote_ident(name)} {type_} GENERATED ALWAYS AS ({made}) VIRTUAL")
+            shown.append(f"{made}::{type_} AS {column}")
+        elif name in CODED_ROWS:
+            stored.append(f"{column} {CODED_ROWS[name]}")
+            shown.append(f"{column}::{type_} AS {column}")
         else:
-            columns.append(f"{db.quote_ident(name)} {type_}"
-                           + (f" DEFAULT {default}" if default is not None else ""))
-    con.execute(f"DROP TABLE tensors; CREATE TABLE tensors ({', '.join(columns)})")
+            stored.append(f"{column} {type_}" + (f" DEFAULT {default}" if default is not None else ""))
+            shown.append(column)
+    con.execute(f"DROP TABLE tensors; CREATE TABLE {TENSOR_ROWS} ({', '.join(stored)}); "
+                f"CREATE VIEW tensors AS SELECT {', '.join(shown)} FROM {TENSOR_ROWS}")
 
 
 def load_batch(con: duckdb.DuckDBPyConnection, pairs: list[BatchPair]) -> None:
@@ -1168,20 +1188,18 @@ def load_batch(con: duckdb.DuckDBPyConnection, pairs: list[BatchPair]) -> None:
     but copies them once more into one that has rows (four 24,500-row pairs loaded one by one:
     40, 105, 270 and 110 ms of CPU).
 
+    ``tensors`` is a view of :data:`TENSOR_ROWS` (:func:`tensor_rows`), which the rows go in.
     Where every pair's rows have a column of :data:`DERIVED_ROWS` equal to another column or
     a constant (:func:`derived_columns`: any statistics dump of the C reader, each column on its
-    own), it is not stored but generated (:func:`derived_tensors`): the same rows and types.
-    DuckDB's append of a text (its statistics, its UTF-8 check, the Arrow conversion) costs
-    ~100-240 instructions a value, NULL or short: these are 10 of a row's 18 texts."""
+    own), it is not stored but made by the view: the same rows and types. DuckDB's append of a
+    text (its statistics, its UTF-8 check, the Arrow conversion) costs ~100-240 instructions a
+    value, NULL or short: these are 10 of a row's 18 texts."""
     derived = derived_columns(pairs)
-    if derived:
-        derived_tensors(con, derived)
+    tensor_rows(con, derived)
     streams: list[str] = []
     try:
-        for table, select in BATCH_LOADS:
+        for table, select in (("ops", BATCH_OPS_LOAD), (TENSOR_ROWS, batch_tensors_select(derived))):
             parts = []
-            if table == "tensors" and derived:
-                select = batch_tensors_select(derived)
             for part in pairs:
                 name = f"_batch_{table}_{part.place.pair}"
                 side = (part.npu.ops, part.bench.ops) if table == "ops" else \
@@ -1224,7 +1242,7 @@ def place_pairs(con: duckdb.DuckDBPyConnection, pairs: list[BatchPair]) -> list[
 #: of a pair are those of its pair number ("pair") or of its out_seq or ord range.
 BATCH_TABLES: dict[str, tuple[str, dict[str, str]]] = {
     "ops": ("pair", {"op_seq": "op"}),
-    "tensors": ("pair", {"op_seq": "op", "row_seq": "row"}),
+    TENSOR_ROWS: ("pair", {"op_seq": "op", "row_seq": "row"}),
     "op_keys": ("pair", {"op_seq": "op"}),
     "op_pairs": ("ord", {"ord": "ord", "npu_op": "op", "bench_op": "op"}),
     "compare_rows": ("out", {"out_seq": "out", "ord": "ord", "npu_row": "row", "bench_row": "row"}),
@@ -1242,6 +1260,8 @@ BATCH_TABLES: dict[str, tuple[str, dict[str, str]]] = {
 #: The batch's tables of :data:`BATCH_TABLES` that a batch keeps as views of other batch tables
 #: (:func:`compute_batch`): not renamed by :func:`split_batch`, so that each pair's is the same
 #: view over that pair's own views (op_keys over its ``ops``: numbered as its own compare's).
+#: ``tensors`` is such a view too (over :data:`TENSOR_ROWS`, :func:`load_batch`), not one of
+#: :data:`BATCH_TABLES`.
 BATCH_VIEWS = ("op_keys",)
 
 
