@@ -1156,29 +1156,40 @@ TENSOR_ROWS = "tensor_rows"
 CODED_ROWS = {"side": "row_side", "io": "row_io", "disp_io": "row_io", "max_kind": "stat_kind",
               "min_kind": "stat_kind", "mean_kind": "stat_kind", "norm_kind": "stat_kind"}
 
+#: tensors' dtype as an ENUM of the dtypes a statistics dump of PyTorch holds and the readers'
+#: own (sql/compare/schema/00_types.sql), where it holds every one of the batch's
+#: (:func:`load_batch`)
+CODED_DTYPE = {"dtype": "row_dtype"}
 
-def tensor_rows(con: duckdb.DuckDBPyConnection, derived: list[str]) -> None:
-    """``tensors`` made again as a view of a new, empty :data:`TENSOR_ROWS` table of its other
-    columns (the schema's names, order, types and defaults), with its ``derived`` columns of
-    :data:`DERIVED_ROWS` made by the view: the same columns, types and rows as the table."""
+
+#: tensors' columns (name, type, default) in the schema's order
+_TENSORS_COLUMNS = ("SELECT column_name, data_type, column_default FROM duckdb_columns() "
+                    "WHERE database_name = current_database() AND schema_name = 'main' "
+                    "AND table_name = 'tensors' ORDER BY column_index")
+
+
+def tensor_rows(con: duckdb.DuckDBPyConnection, columns: list[tuple[str, str, str | None]],
+                derived: list[str], coded: dict[str, str], drop: str) -> None:
+    """``tensors`` (its ``columns``, :data:`_TENSORS_COLUMNS`) made as a view of a new, empty
+    :data:`TENSOR_ROWS` table of its other columns (the schema's names, order, types and
+    defaults; those of ``coded`` as its ENUMs), with its ``derived`` columns of
+    :data:`DERIVED_ROWS` made by the view: the same columns, types and rows as the table.
+    ``drop``: what to drop first (the schema's table, or the view and table made before)."""
     stored, shown = [], []
-    for name, type_, default in con.execute(
-            "SELECT column_name, data_type, column_default FROM duckdb_columns() "
-            "WHERE database_name = current_database() AND schema_name = 'main' "
-            "AND table_name = 'tensors' ORDER BY column_index").fetchall():
+    for name, type_, default in columns:
         column = db.quote_ident(name)
         if name in derived:
             source, text = DERIVED_ROWS[name]
             made = (db.quote_ident(source) if source is not None
                     else db.quote_str(text) if text is not None else "NULL")
             shown.append(f"{made}::{type_} AS {column}")
-        elif name in CODED_ROWS:
-            stored.append(f"{column} {CODED_ROWS[name]}")
+        elif name in coded:
+            stored.append(f"{column} {coded[name]}")
             shown.append(f"{column}::{type_} AS {column}")
         else:
             stored.append(f"{column} {type_}" + (f" DEFAULT {default}" if default is not None else ""))
             shown.append(column)
-    con.execute(f"DROP TABLE tensors; CREATE TABLE {TENSOR_ROWS} ({', '.join(stored)}); "
+    con.execute(f"{drop}; CREATE TABLE {TENSOR_ROWS} ({', '.join(stored)}); "
                 f"CREATE VIEW tensors AS SELECT {', '.join(shown)} FROM {TENSOR_ROWS}")
 
 
@@ -1193,23 +1204,39 @@ def load_batch(con: duckdb.DuckDBPyConnection, pairs: list[BatchPair]) -> None:
     a constant (:func:`derived_columns`: any statistics dump of the C reader, each column on its
     own), it is not stored but made by the view: the same rows and types. DuckDB's append of a
     text (its statistics, its UTF-8 check, the Arrow conversion) costs ~100-240 instructions a
-    value, NULL or short: these are 10 of a row's 18 texts."""
+    value, NULL or short: these are 10 of a row's 18 texts. The texts of few values are stored
+    as ENUMs (:data:`CODED_ROWS`); the dtypes too where the ENUM holds every one of the batch's
+    (:data:`CODED_DTYPE`), else as texts."""
     derived = derived_columns(pairs)
-    tensor_rows(con, derived)
+    _insert_pairs(con, "ops", BATCH_OPS_LOAD, pairs)
+    select = batch_tensors_select(derived)
+    columns = con.execute(_TENSORS_COLUMNS).fetchall()
+    tensor_rows(con, columns, derived, {**CODED_ROWS, **CODED_DTYPE}, "DROP TABLE tensors")
+    try:
+        _insert_pairs(con, TENSOR_ROWS, select, pairs)
+    except duckdb.ConversionException:  # a dtype the ENUM does not hold: its texts stored
+        tensor_rows(con, columns, derived, CODED_ROWS,
+                    f"DROP VIEW tensors; DROP TABLE {TENSOR_ROWS}")
+        _insert_pairs(con, TENSOR_ROWS, select, pairs)
+
+
+def _insert_pairs(con: duckdb.DuckDBPyConnection, table: str, select: str,
+                  pairs: list[BatchPair]) -> None:
+    """Every pair's rows of ``table`` (``ops``, else the tensors rows) in one INSERT, each
+    pair's through ``select`` (its place's numbers formatted in)."""
     streams: list[str] = []
     try:
-        for table, select in (("ops", BATCH_OPS_LOAD), (TENSOR_ROWS, batch_tensors_select(derived))):
-            parts = []
-            for part in pairs:
-                name = f"_batch_{table}_{part.place.pair}"
-                side = (part.npu.ops, part.bench.ops) if table == "ops" else \
-                    (part.npu.rows, part.bench.rows)
-                con.register(name, concat_columns(list(side)))
-                streams.append(name)
-                where = select.format(op=part.place.op_base, row=part.place.row_base,
-                                      pair=part.place.pair)
-                parts.append(f"SELECT {where} FROM {name}")
-            con.execute(f"INSERT INTO {table} BY NAME {' UNION ALL '.join(parts)}")
+        parts = []
+        for part in pairs:
+            name = f"_batch_{table}_{part.place.pair}"
+            side = (part.npu.ops, part.bench.ops) if table == "ops" else \
+                (part.npu.rows, part.bench.rows)
+            con.register(name, concat_columns(list(side)))
+            streams.append(name)
+            where = select.format(op=part.place.op_base, row=part.place.row_base,
+                                  pair=part.place.pair)
+            parts.append(f"SELECT {where} FROM {name}")
+        con.execute(f"INSERT INTO {table} BY NAME {' UNION ALL '.join(parts)}")
     finally:
         for name in streams:
             con.unregister(name)

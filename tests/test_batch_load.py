@@ -39,6 +39,7 @@ def loaded(inps: list[SingleInput], monkeypatch: pytest.MonkeyPatch, derive: boo
     if derive is False:
         monkeypatch.setattr(pipeline, "derived_columns", lambda pairs: [])
         monkeypatch.setattr(pipeline, "CODED_ROWS", {})
+        monkeypatch.setattr(pipeline, "CODED_DTYPE", {})
     con = db.connect()
     db.run_schema(con)
     pipeline.load_batch(con, pairs)
@@ -80,6 +81,29 @@ def test_a_batch_stores_its_few_valued_texts_as_enums(tmp_path):
         ("bench", "input", "input", "f", "f"), ("bench", "output", "output", "f", "f"),
         ("npu", "input", "input", "f", "f"), ("npu", "output", "output", "f", "f")]
     con.close()
+
+
+@pytest.mark.parametrize("dtype", ["torch.float16", "torch.float8_e4m3fn"])
+def test_a_batch_stores_its_dtypes_as_an_enum_where_it_holds_them(tmp_path, monkeypatch, dtype):
+    """dtype is stored as the schema's ENUM row_dtype (CODED_DTYPE) where it holds every dtype
+    of the batch, else as a text (the INSERT refused, made again): the rows and types of a load
+    of every column as texts either way."""
+    base = model(1, ops=6)
+    other = copy.deepcopy(base)
+    other["Functional.relu.0.forward"]["output"][0]["dtype"] = dtype
+    inps = inputs(tmp_path, [(with_kwargs(base), with_kwargs(noisy(base, 2, 0.1))),
+                             (with_kwargs(other), with_kwargs(base))])
+    _, pairs = pipeline.read_batch(inps, Options(workers=1))
+    con = db.connect()
+    db.run_schema(con)
+    pipeline.load_batch(con, pairs)
+    (stored,) = con.execute("SELECT data_type FROM duckdb_columns() WHERE table_name = "
+                            f"'{pipeline.TENSOR_ROWS}' AND column_name = 'dtype'").fetchone()
+    assert con.execute("SELECT count(*) FROM tensors WHERE dtype = ?", [dtype]).fetchone() == (1,)
+    con.close()
+    assert stored.startswith("ENUM('torch.float32'") if dtype == "torch.float16" \
+        else stored == "VARCHAR"
+    assert loaded(inps, monkeypatch, None)[:2] == loaded(inps, monkeypatch, False)[:2]
 
 
 def with_kwargs(data: dict[str, Any]) -> dict[str, Any]:

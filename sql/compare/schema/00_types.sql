@@ -5,3 +5,9 @@ CREATE TYPE IF NOT EXISTS cell AS UNION(n DOUBLE, s VARCHAR, b BOOLEAN);
 CREATE TYPE IF NOT EXISTS row_side AS ENUM ('npu', 'bench');
 CREATE TYPE IF NOT EXISTS row_io AS ENUM ('input', 'output');
 CREATE TYPE IF NOT EXISTS stat_kind AS ENUM ('n', 'b', 'i', 'f', 's');
+-- ... and its dtypes (msq.pipeline.CODED_DTYPE) where this holds every one of the batch's
+-- (PyTorch's and the readers' own for arguments that are not tensors), else as texts.
+CREATE TYPE IF NOT EXISTS row_dtype AS ENUM ('torch.float32', 'torch.float16', 'torch.bfloat16',
+  'torch.float64', 'torch.int64', 'torch.int32', 'torch.int16', 'torch.int8', 'torch.uint8',
+  'torch.bool', 'torch.complex64', 'torch.complex128', '<class ''int''>', '<class ''float''>',
+  '<class ''bool''>', '<class ''str''>', '<class ''NoneType''>', 'torch.Size', 'slice');
