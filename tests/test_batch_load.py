@@ -323,3 +323,25 @@ def test_a_batch_pairs_ops_of_one_key_on_a_side_by_their_order(tmp_path):
     assert (0, 0, "matched") in got[False] and (1, 1, "matched") in got[False]
     assert (0, 1, "matched") not in got[False]
     assert got[True] != got[False]  # taken as unique: wrong
+
+
+def test_coded_text_is_the_cast():
+    """coded_text: each ENUM's values (those given as constants and the others), NULL and a
+    text the ENUM does not hold come out as the cast alone gives them (the last refused)."""
+    import duckdb
+
+    con = db.connect()
+    db.run_schema(con)
+    for enum in sorted(set(pipeline.CODED_ROWS.values()) | set(pipeline.CODED_DTYPE.values())):
+        values = [v for (v,) in con.execute(f"SELECT unnest(enum_range(NULL::{enum}))").fetchall()]
+        assert set(pipeline.ENUM_VALUES[enum]) <= set(values)
+        texts = [*values, None]
+        got = con.execute(f"SELECT list({pipeline.coded_text('x', enum)} ORDER BY k), "
+                          f"list(x::{enum} ORDER BY k), any_value(typeof({pipeline.coded_text('x', enum)})) "
+                          "FROM (SELECT unnest(?::VARCHAR[]) AS x, generate_subscripts(?::VARCHAR[], 1) AS k)",
+                          [texts, texts]).fetchone()
+        assert got[0] == got[1] == texts
+        assert got[2] == f"ENUM({', '.join(db.quote_str(v) for v in values)})"
+        with pytest.raises(duckdb.ConversionException):
+            con.execute(f"SELECT {pipeline.coded_text('x', enum)} FROM (SELECT 'torch.none' AS x)")
+    con.close()
