@@ -172,8 +172,8 @@ CREATE OR REPLACE MACRO fuzzy_rename(name) AS (
        ELSE 'E:' || name END);
 -- MindSpore dtype names as PyTorch writes them (cross-framework compares, spec §3.7). One
 -- constant map, not a CASE of fifteen branches: each use of a macro is bound and optimised anew,
--- and the CASE's nodes were ~7 M instructions a use (unmatched_reasons and verdicts use it five
--- times); a lookup costs ~30 ns more a row, for the rows that need it (dtypes that differ).
+-- and the CASE's nodes were ~7 M instructions a use (unmatched_reasons uses it three times and
+-- verdicts twice); a lookup costs ~30 ns more a row, for the rows that need it (dtypes that differ).
 CREATE OR REPLACE MACRO ms_to_torch_dtype(d) AS (
   coalesce(MAP {'Int8': 'torch.int8', 'UInt8': 'torch.uint8', 'Int16': 'torch.int16',
                 'UInt16': 'torch.uint16', 'Int32': 'torch.int32', 'UInt32': 'torch.uint32',
