@@ -80,9 +80,10 @@ def cases(names: list[str], work: Path, root64: Path) -> list[Case]:
                                  f"{root64}, or pass --root64 with where it is")
             out.append(Case(name, root64, ("compare.json",)))
         elif name == "golden":
-            if not GOLDEN.is_dir():
-                print(f"golden: skipped, {GOLDEN} is not here")
-                continue
+            if not GOLDEN.is_dir():  # refused, not skipped: a skipped case read as a pass
+                others = ",".join(c for c in DEFAULT_CASES.split(",") if c != "golden")
+                raise SystemExit(f"golden: {GOLDEN} is not here; link ../shared beside the "
+                                 f"checkout, or pass --cases without it (e.g. --cases {others})")
             for case in sorted(p for p in GOLDEN.iterdir() if (p / "expected").is_dir()):
                 cj = case / "expected" / "default" / "compare.json"
                 if cj.is_file():
