@@ -870,3 +870,46 @@ def test_c_render_counts_each_text_columns_most_characters_as_max_chars() -> Non
             assert list(chars) == [max(begin, -1 if w is None else w) for w in want]
     with pytest.raises(ValueError, match="fewer places"):
         _sheetxml.render(columns, marks, None, 0, 1, 2, None, array.array("q", [0] * 3))
+
+
+def test_spread_bools_python_equals_numpy() -> None:
+    """A single statistics compare spreads its cells' booleans in Python (it loads no numpy), a
+    pool worker by numpy: the two give the same Arrow columns, unknowns and row order included."""
+    import random
+
+    import numpy as np
+
+    from msq.export.xlsx import _spread_bools_numpy, _spread_bools_python
+
+    rng = random.Random(7)
+    for n in (1, 9, 64, 1000):
+        seq = rng.sample(range(5, 5 + 3 * n), n)  # out_seq: unique, not contiguous, any order
+        order = np.argsort(np.array(seq, np.int64), kind="stable").astype(np.int64).tobytes()
+        picked = sorted(rng.sample(seq, rng.randint(1, n)))  # the sparse rows, by out_seq
+        m = len(picked)
+        sparse = {"_out_seq": ("l", 0, None, None, np.array(picked, np.int64).tobytes())}
+        for name, with_nulls in (("b0", False), ("b1", True)):
+            values = np.array([rng.random() < 0.5 for _ in range(m)])
+            known = np.array([rng.random() < 0.7 for _ in range(m)])
+            valid = np.packbits(known, bitorder="little").tobytes() if with_nulls else None
+            sparse[name] = ("b", 0, valid, None,
+                            np.packbits(values, bitorder="little").tobytes())
+        args = (order, np.array(seq, np.int64).tobytes(), n, m, sparse, ["b0", "b1"])
+        assert _spread_bools_python(*args) == _spread_bools_numpy(*args)
+
+
+def test_statistics_compare_loads_no_numpy(tmp_path: Path) -> None:
+    """The fixtures' statistics compare (booleans among its statistics) writes its workbook
+    without importing numpy: importing it cost a small compare ~45 ms (issue 15, target 4)."""
+    import subprocess
+    import sys
+
+    fixture = Path(__file__).resolve().parents[2] / "fixtures"
+    script = ("import sys; from msq.cli import main\n"
+              "try:\n    main(['compare', 'compare.json', '-o', sys.argv[1], '-q'])\n"
+              "except SystemExit as e:\n    assert not e.code, e.code\n"
+              "print('numpy' in sys.modules)")
+    ran = subprocess.run([sys.executable, "-c", script, str(tmp_path / "out")],
+                         cwd=fixture / "stat",
+                         capture_output=True, text=True, check=True)
+    assert ran.stdout.strip().splitlines()[-1] == "False", ran.stdout + ran.stderr
