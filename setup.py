@@ -37,39 +37,22 @@ def source_crc(source: str) -> list[tuple[str, str]]:
     return [("MSQ_SOURCE_CRC", f"{zlib.crc32(Path(source).read_bytes())}UL")]
 
 
+
+def optional_extension(name: str, sources: list[str], depends: tuple[str, ...] = (),
+                       macros: list[tuple[str, str]] | None = None) -> Extension:
+    """One of msq's C extensions: built where a compiler is, skipped (not failed) where none
+    is; its own .c file (the first of ``sources``) checked by its CRC at import (source_crc)."""
+    return Extension(name, sources, depends=[*depends, "msq/_source_crc.h"],
+                     define_macros=(macros or []) + source_crc(sources[0]),
+                     extra_compile_args=ARGS, optional=True)
+
+
 setup(
     ext_modules=[
-        Extension(
-            "msq.tensors._fused",
-            ["msq/tensors/_fused.c"],
-            depends=["msq/_source_crc.h"],
-            define_macros=source_crc("msq/tensors/_fused.c"),
-            extra_compile_args=ARGS,
-            optional=True,
-        ),
-        Extension(
-            "msq.export._sheetxml",
-            ["msq/export/_sheetxml.c"],
-            depends=["msq/_source_crc.h"],
-            define_macros=source_crc("msq/export/_sheetxml.c"),
-            extra_compile_args=ARGS,
-            optional=True,
-        ),
-        Extension(
-            "msq.history._names",
-            ["msq/history/_names.c"],
-            depends=["msq/_source_crc.h"],
-            define_macros=source_crc("msq/history/_names.c"),
-            extra_compile_args=ARGS,
-            optional=True,
-        ),
-        Extension(
-            "msq._flatten",
-            ["msq/_flatten.c", "msq/_vendor/yyjson/yyjson.c"],
-            depends=["msq/_vendor/yyjson/yyjson.h", "msq/_source_crc.h"],
-            define_macros=YYJSON_MACROS + source_crc("msq/_flatten.c"),
-            extra_compile_args=ARGS,
-            optional=True,
-        ),
+        optional_extension("msq.tensors._fused", ["msq/tensors/_fused.c"]),
+        optional_extension("msq.export._sheetxml", ["msq/export/_sheetxml.c"]),
+        optional_extension("msq.history._names", ["msq/history/_names.c"]),
+        optional_extension("msq._flatten", ["msq/_flatten.c", "msq/_vendor/yyjson/yyjson.c"],
+                           depends=("msq/_vendor/yyjson/yyjson.h",), macros=YYJSON_MACROS),
     ]
 )
