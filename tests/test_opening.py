@@ -8,6 +8,7 @@ and its outputs are the same either way.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -321,3 +322,26 @@ def test_installed_version_reads_only_a_plain_dist_info(tmp_path: Path, layout: 
     assert installed_version("some-pkg") == want
     if want is not None:
         assert importlib.metadata.version("some-pkg") == want
+
+
+def test_the_command_starts_numpy_without_blas_threads() -> None:
+    """msq/__main__.py tells OpenBLAS to start no threads before numpy loads (a statistics
+    compare imports numpy through pyarrow and the history, and its pool workers inherit the
+    environment): numpy imported after the command ran finds OPENBLAS_NUM_THREADS=1 and the
+    process has its one thread. A user's own value is kept."""
+    code = ("import atexit, os, sys\n"
+            "def after():\n"
+            "    import numpy\n"
+            "    print(os.environ.get('OPENBLAS_NUM_THREADS'), len(os.listdir('/proc/self/task')))\n"
+            "atexit.register(after)\n"
+            "sys.argv = ['msq', '--version']\n"
+            "from msq.__main__ import run\n"
+            "run()\n")
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120, check=False, env=env)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split()[-2:] == ["1", "1"]
+    kept = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, check=False, env={**env, "OPENBLAS_NUM_THREADS": "2"})
+    assert kept.stdout.split()[-2] == "2"
