@@ -75,7 +75,8 @@ static void buf_free(Buf *b) {
     b->len = b->cap = 0;
 }
 
-enum { K_STR, K_I32, K_I64, K_F64, K_BOOL, K_U64 };  /* K_U64: arrow_stream's input only */
+/* K_U64, K_U8: arrow_stream's input only (the tensor pool's hashes; text_codes' codes) */
+enum { K_STR, K_I32, K_I64, K_F64, K_BOOL, K_U64, K_U8 };
 
 typedef struct {
     int kind;
@@ -1453,7 +1454,7 @@ struct ArrowArrayStream {
 };
 #endif
 
-static const char *ARROW_FORMATS[] = {"u", "i", "l", "g", "b", "L"};  /* by K_STR .. K_U64 */
+static const char *ARROW_FORMATS[] = {"u", "i", "l", "g", "b", "L", "C"};  /* by K_STR .. K_U8 */
 
 typedef struct {
     int64_t n, nulls;
@@ -1593,8 +1594,8 @@ static void capsule_free(PyObject *capsule) {
 }
 
 static int kind_of(const char *name) {
-    static const char *KINDS[] = {"str", "i32", "i64", "f64", "bool", "u64"};
-    for (int k = 0; k < 6; k++)
+    static const char *KINDS[] = {"str", "i32", "i64", "f64", "bool", "u64", "u8"};
+    for (int k = 0; k < 7; k++)
         if (!strcmp(name, KINDS[k])) return k;
     return -1;
 }
@@ -1620,7 +1621,7 @@ static int scol_from(PyObject *t, SCol *c, int *kind, const char **name) {
     }
     Py_ssize_t bits = (Py_ssize_t)((n + 7) / 8);
     Py_ssize_t need = *kind == K_BOOL ? bits : *kind == K_I32 ? (Py_ssize_t)(4 * n)
-                      : *kind == K_STR ? 0 : (Py_ssize_t)(8 * n);
+                      : *kind == K_U8 ? (Py_ssize_t)n : *kind == K_STR ? 0 : (Py_ssize_t)(8 * n);
     if (dn < need || (valid != Py_None && vn < bits)) {
         PyErr_SetString(PyExc_ValueError, "arrow_stream: a column shorter than its length");
         return -1;
@@ -1647,7 +1648,8 @@ static int scol_from(PyObject *t, SCol *c, int *kind, const char **name) {
 /* arrow_stream(batches) -> PyCapsule "arrow_array_stream"
  *
  * batches: a sequence of record batches of one schema, each a sequence of column tuples as
- * flatten_dump returns them (or of kind "u64": uint64 values, the tensor pool's hashes). The
+ * flatten_dump returns them (or of kind "u64": uint64 values, the tensor pool's hashes; or "u8":
+ * uint8 values, text_codes' codes). The
  * capsule's stream yields them in order, without a copy. */
 static PyObject *arrow_stream(PyObject *self, PyObject *arg) {
     (void)self;
@@ -2220,6 +2222,171 @@ done:
     return out;
 }
 
+/* ---------------------------------------------------------------------------------------- */
+/* text_codes: a text column of few values as one byte a row                                 */
+
+/* n bytes of a and b equal: short texts (a dtype, "input", a kind) compared by two overlapping
+ * loads of eight, four or one byte from each end, without a loop or a call of memcmp a row (a
+ * loop of bytes took ~66 instructions a value of a batch's five coded columns) */
+static inline int same_short(const char *a, const char *b, size_t n) {
+    if (n >= 8) {
+        if (n > 16) return memcmp(a, b, n) == 0;
+        uint64_t x0, y0, x1, y1;
+        memcpy(&x0, a, 8);
+        memcpy(&y0, b, 8);
+        memcpy(&x1, a + n - 8, 8);
+        memcpy(&y1, b + n - 8, 8);
+        return ((x0 ^ y0) | (x1 ^ y1)) == 0;
+    }
+    if (n >= 4) {
+        uint32_t x0, y0, x1, y1;
+        memcpy(&x0, a, 4);
+        memcpy(&y0, b, 4);
+        memcpy(&x1, a + n - 4, 4);
+        memcpy(&y1, b + n - 4, 4);
+        return ((x0 ^ y0) | (x1 ^ y1)) == 0;
+    }
+    return n == 0 || (a[0] == b[0] && a[n >> 1] == b[n >> 1] && a[n - 1] == b[n - 1]);
+}
+
+/* text_codes(column, values) -> (codes, seen) | None
+ *
+ * column: a text column tuple (see col_tuple); values: a tuple of at most 64 bytes objects. codes
+ * is one byte a row, the place in values of the row's text (0 on a NULL row: the column's
+ * validity tells those), seen a bit mask of the places found; None when a row's text is none of
+ * values. msq.pipeline.load_batch hands DuckDB these bytes for the ENUM columns of a batch's
+ * tensors (a text's Arrow import, compare and cast cost ~120 instructions a value more than a
+ * byte's: bench/README, "Session 26: read"). */
+static PyObject *text_codes(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *tc, *values;
+    if (!PyArg_ParseTuple(args, "O!O!", &PyTuple_Type, &tc, &PyTuple_Type, &values)) return NULL;
+    const char *kind;
+    long long n, nulls;
+    PyObject *name, *tv, *td, *to;
+    if (!PyArg_ParseTuple(tc, "OsLLOOO", &name, &kind, &n, &nulls, &tv, &td, &to)) return NULL;
+    Py_ssize_t nv = PyTuple_GET_SIZE(values);
+    if (strcmp(kind, "str") != 0 || to == Py_None || n < 0 || nv > 64)
+        return PyErr_Format(PyExc_ValueError, "text_codes: a text column and at most 64 values");
+    const char *vp[64];
+    size_t vn[64];
+    for (Py_ssize_t j = 0; j < nv; j++) {
+        PyObject *v = PyTuple_GET_ITEM(values, j);
+        if (!PyBytes_Check(v)) return PyErr_Format(PyExc_TypeError, "text_codes: bytes values");
+        vp[j] = PyBytes_AS_STRING(v);
+        vn[j] = (size_t)PyBytes_GET_SIZE(v);
+    }
+    Py_buffer data = {0}, offs = {0}, valid = {0};
+    PyObject *out = NULL, *codes = NULL;
+    if (PyObject_GetBuffer(td, &data, PyBUF_SIMPLE) < 0) goto done;
+    if (PyObject_GetBuffer(to, &offs, PyBUF_SIMPLE) < 0) goto done;
+    if (tv != Py_None && PyObject_GetBuffer(tv, &valid, PyBUF_SIMPLE) < 0) goto done;
+    if (offs.len < 4 * (n + 1) || (valid.buf && valid.len < (n + 7) / 8)) {
+        PyErr_SetString(PyExc_ValueError, "text_codes: a column shorter than its length");
+        goto done;
+    }
+    codes = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)n);
+    if (!codes) goto done;
+    uint8_t *w = (uint8_t *)PyBytes_AS_STRING(codes);
+    /* the loop's values held in locals: a store through w (a char pointer) may alias any
+     * memory, so the compiler would load again every field it read from memory */
+    const int32_t *o = offs.buf;
+    const uint8_t *bits = valid.buf;
+    const char *d = data.buf;
+    const uint32_t dlen = data.len > INT32_MAX ? (uint32_t)INT32_MAX : (uint32_t)data.len;
+    uint8_t by_byte[256];  /* a one-byte value's place + 1 (0: none): the kinds, looked up */
+    memset(by_byte, 0, sizeof by_byte);
+    int8_t by_len[33];  /* the place of the only value of a length, -1 none, -2 several */
+    memset(by_len, -1, sizeof by_len);
+    for (Py_ssize_t j = nv - 1; j >= 0; j--) {
+        if (vn[j] == 1) by_byte[(uint8_t)vp[j][0]] = (uint8_t)(j + 1);
+        if (vn[j] < sizeof by_len) by_len[vn[j]] = by_len[vn[j]] == -1 ? (int8_t)j : (int8_t)-2;
+    }
+    /* the offsets checked first, in a loop of their own (vectorized): from o[0] >= 0 up, never
+     * down, within the data; then the loop below reads them unchecked */
+    int bad = o[0] < 0 || (uint32_t)o[n] > dlen;
+    for (long long r = 0; r < n; r++) bad |= o[r + 1] < o[r];
+    if (bad) {
+        PyErr_SetString(PyExc_ValueError, "text_codes: string offsets out of range");
+        goto done;
+    }
+    /* texts of one length (a side's constant column, the kinds): by whole-column loops */
+    uint32_t step = n ? (uint32_t)(o[1] - o[0]) : 0;
+    int uniform = n > 0 && step > 0;
+    for (long long r = 0; uniform && r < n; r++) uniform = (uint32_t)(o[r + 1] - o[r]) == step;
+    if (uniform && step == 1) {  /* a kind a row: looked up */
+        const uint8_t *t = (const uint8_t *)d + o[0];
+        uint8_t hit = 1;
+        uint64_t seen = 0;
+        for (long long r = 0; r < n; r++) {
+            uint8_t j = by_byte[t[r]];
+            hit &= j != 0;
+            w[r] = (uint8_t)(j - 1);
+            seen |= (uint64_t)1 << ((j - 1) & 63);
+        }
+        out = hit ? Py_BuildValue("(OK)", codes, (unsigned long long)seen) : Py_NewRef(Py_None);
+        goto done;
+    }
+    if (uniform && memcmp(d + o[0], d + o[0] + step, (size_t)(n - 1) * step) == 0) {
+        /* one text repeated (each equal to the one before) */
+        Py_ssize_t j = 0;
+        while (j < nv && !(vn[j] == step && same_short(d + o[0], vp[j], step))) j++;
+        if (j < nv) memset(w, (int)j, (size_t)n);
+        out = j < nv ? Py_BuildValue("(OK)", codes, (unsigned long long)((uint64_t)1 << j))
+                     : Py_NewRef(Py_None);
+        goto done;
+    }
+    uint64_t seen = 0;
+    /* the place found last (none yet): most rows have the text of the row before */
+    Py_ssize_t last = 0;
+    const char *last_p = "";
+    size_t last_n = (size_t)-1;
+    int found = 1;
+    uint32_t at = (uint32_t)o[0];
+    for (long long r = 0; r < n; r++) {
+        uint32_t end = (uint32_t)o[r + 1];
+        size_t len = end - at;
+        const char *t = d + at;
+        at = end;
+        if (len == 1) {  /* a kind: looked up */
+            unsigned j = by_byte[(uint8_t)t[0]];
+            if (j) {
+                w[r] = (uint8_t)(j - 1);
+                seen |= (uint64_t)1 << (j - 1);
+                continue;
+            }
+        } else if (last_n == len && same_short(t, last_p, len)) {
+            w[r] = (uint8_t)last;
+            continue;
+        }
+        /* a text of the only value of its length (input, output) is compared with it alone */
+        Py_ssize_t j = len < sizeof by_len ? by_len[len] : -2;
+        if (j >= 0 && !same_short(t, vp[j], len)) j = nv;
+        else if (j == -1) j = nv;
+        else if (j == -2)
+            for (j = 0; j < nv && !(vn[j] == len && same_short(t, vp[j], len));) j++;
+        if (j < nv) {
+            last = j;
+            last_p = vp[j];
+            last_n = vn[j];
+            w[r] = (uint8_t)j;
+            seen |= (uint64_t)1 << j;
+        } else if (bits && !((bits[r >> 3] >> (r & 7)) & 1)) {
+            w[r] = 0;  /* NULL (looked at only here: a NULL of the C reader is an empty text) */
+        } else {
+            found = 0;
+            break;
+        }
+    }
+    out = found ? Py_BuildValue("(OK)", codes, (unsigned long long)seen) : Py_NewRef(Py_None);
+done:
+    Py_XDECREF(codes);
+    if (data.buf) PyBuffer_Release(&data);
+    if (offs.buf) PyBuffer_Release(&offs);
+    if (valid.buf) PyBuffer_Release(&valid);
+    return out;
+}
+
 static PyMethodDef METHODS[] = {
     {"flatten_dump", flatten_dump, METH_VARARGS,
      "flatten_dump(buffer, compat) -> (task, has_md5, looks_mindspore, op_cols, row_cols) | reason"},
@@ -2238,6 +2405,8 @@ static PyMethodDef METHODS[] = {
      "distinct_texts(texts, counts) -> no text twice among the rows counted above 0"},
     {"arithmetic", arithmetic, METH_VARARGS,
      "arithmetic(n, width, step) -> bytes of n native int32/int64: 0, step, 2 * step, ..."},
+    {"text_codes", text_codes, METH_VARARGS,
+     "text_codes(column, values) -> (one byte a row: its text's place in values, seen) | None"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef MODULE = {PyModuleDef_HEAD_INIT, "_flatten",

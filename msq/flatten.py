@@ -391,6 +391,20 @@ def _arithmetic(n: int, width: int, step: int) -> bytes:
     return array("i" if width == 4 else "q", range(0, n * step, step)).tobytes()
 
 
+def coded_column(col: CColumn, values: Sequence[str]) -> tuple[CColumn, int] | None:
+    """The C reader's text column ``col`` as one byte a row, the place of its text in
+    ``values`` (at most 64; a NULL row stays NULL), and a bit mask of the places it holds; None
+    when a row holds a text not among ``values``. Made in C (msq/_flatten.c ``text_codes``)."""
+    assert _c is not None
+    if col[1] != "str":
+        return None
+    got = _c.text_codes(col, tuple(v.encode() for v in values))
+    if got is None:
+        return None
+    codes, seen = got
+    return (col[0], "u8", col[2], col[3], col[4], codes, None), int(seen)
+
+
 def constant_column(name: str, text: str, n: int) -> CColumn:
     """A string column of ``n`` times ``text``."""
     data = text.encode()

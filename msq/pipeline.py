@@ -35,9 +35,11 @@ from msq.export.outputs import MARK_REASON, ensure_output_dir, result_table, wri
 from msq.export.xlsx import deflate, renderer
 from msq.flatten import (
     C_PADDING,
+    CColumn,
     Columns,
     all_text,
     check_stack_c,
+    coded_column,
     concat_columns,
     distinct_texts,
     input_buffer,
@@ -1129,15 +1131,19 @@ def _equal_rows(cols: dict[str, Any], name: str, source: str | None, text: str |
     return all_text(col, text)
 
 
-def batch_tensors_select(derived: list[str], coded: dict[str, str]) -> str:
+def batch_tensors_select(derived: list[str], coded: dict[str, str],
+                         by_code: dict[str, str] | None = None) -> str:
     """:func:`load_batch`'s SELECT of a pair's tensors rows where the ``derived`` columns are
     made by the ``tensors`` view (:func:`tensor_rows`): those of the readers left out,
     match_name made of disp_name where it is not derived; the ``coded`` columns stored as
-    their ENUMs (:func:`coded_text`)."""
+    their ENUMs (:func:`coded_text`), or by the expression ``by_code`` gives one whose rows
+    are handed over as codes (:func:`batch_codes`)."""
     stored = [c for c in derived if c != "match_name"]
     exclude = f"EXCLUDE ({', '.join(stored)}) " if stored else ""
     match = "" if "match_name" in derived else "disp_name AS match_name, "
-    codes = "".join(f", {coded_text(db.quote_ident(c), enum)} AS {db.quote_ident(c)}"
+    by_code = by_code or {}
+    codes = "".join(f", {by_code.get(c) or coded_text(db.quote_ident(c), enum)} "
+                    f"AS {db.quote_ident(c)}"
                     for c, enum in coded.items() if c not in derived)
     return (f"* {exclude}REPLACE (op_seq + {{op}} AS op_seq, row_seq + {{row}} AS row_seq{codes}), "
             f"{match}{{pair}} AS pair")
@@ -1231,27 +1237,108 @@ def load_batch(con: duckdb.DuckDBPyConnection, pairs: list[BatchPair]) -> None:
     _insert_pairs(con, "ops", BATCH_OPS_LOAD, pairs)
     columns = con.execute(_TENSORS_COLUMNS).fetchall()
     coded = {**CODED_ROWS, **CODED_DTYPE}
+    rows, by_code = batch_codes(con, pairs, {c: e for c, e in coded.items() if c not in derived})
     tensor_rows(con, columns, derived, coded, "DROP TABLE tensors")
     try:
-        _insert_pairs(con, TENSOR_ROWS, batch_tensors_select(derived, coded), pairs)
+        _insert_pairs(con, TENSOR_ROWS, batch_tensors_select(derived, coded, by_code), pairs,
+                      rows)
     except duckdb.ConversionException:  # a dtype the ENUM does not hold: its texts stored
+        if any(c in by_code for c in CODED_DTYPE):  # coded: the ENUM holds them (batch_codes)
+            raise
         tensor_rows(con, columns, derived, CODED_ROWS,
                     f"DROP VIEW tensors; DROP TABLE {TENSOR_ROWS}")
-        _insert_pairs(con, TENSOR_ROWS, batch_tensors_select(derived, CODED_ROWS), pairs)
+        _insert_pairs(con, TENSOR_ROWS, batch_tensors_select(derived, CODED_ROWS, by_code),
+                      pairs, rows)
+
+
+#: Each ENUM's values in :func:`batch_codes`' order (the code of a text its place), read from
+#: the schema once a process: :data:`ENUM_VALUES` first, then the others in the ENUM's order
+_CODE_VALUES: dict[str, tuple[str, ...]] = {}
+
+
+def code_values(con: duckdb.DuckDBPyConnection, enum: str) -> tuple[str, ...]:
+    """The values of the schema's ENUM ``enum`` numbered for :func:`batch_codes`: its
+    common ones (:data:`ENUM_VALUES`) first."""
+    if enum not in _CODE_VALUES:
+        (held,) = con.execute(f"SELECT enum_range(NULL::{enum})").fetchall()[0]
+        first = ENUM_VALUES.get(enum, ())
+        _CODE_VALUES[enum] = (*first, *(v for v in held if v not in first))
+    return _CODE_VALUES[enum]
+
+
+def batch_codes(con: duckdb.DuckDBPyConnection, pairs: list[BatchPair], coded: dict[str, str],
+                ) -> tuple[list[Any], dict[str, str]]:
+    """Each pair's tensors rows as :func:`load_batch` hands them to DuckDB, and the SQL
+    expression of each ``coded`` column (its ENUM's) that they hold as one byte a row, its text's
+    code (:func:`code_values`; msq.flatten.coded_column), not as texts. DuckDB's import of a text,
+    its compare with the common values and their cast (:func:`coded_text`) cost ~120
+    instructions a value more than a byte's and its CASE: ~1.4 M values a 6-pair root batch.
+    A column is coded where every row of every side of the batch holds one of its ENUM's values
+    (or NULL) and both sides of every pair were read in C; else it stays text, as before."""
+    sides = [concat_columns([part.npu.rows, part.bench.rows]) for part in pairs]
+    if not coded or not all(isinstance(rows, Columns) for rows in sides):
+        return sides, {}
+    kept = dict(coded)  # the columns every batch of every pair's rows holds as codes
+    seen = dict.fromkeys(coded, 0)
+    nulls = dict.fromkeys(coded, False)
+    codes: list[list[dict[str, CColumn]]] = []
+    for rows in sides:
+        assert isinstance(rows, Columns)
+        codes.append([])
+        for batch in rows.batches:
+            by_name = {col[0]: col for col in batch}
+            made_here: dict[str, CColumn] = {}
+            for column, enum in list(kept.items()):
+                got = coded_column(by_name[column], code_values(con, enum)) \
+                    if column in by_name else None
+                if got is None:
+                    del kept[column]
+                    continue
+                made_here[column] = got[0]
+                seen[column] |= got[1]
+                nulls[column] = nulls[column] or by_name[column][3] > 0
+            codes[-1].append(made_here)
+    if not kept:
+        return sides, {}
+    made: list[Any] = []
+    for rows, its in zip(sides, codes, strict=True):
+        assert isinstance(rows, Columns)
+        made.append(Columns([[its[b][col[0]] if col[0] in kept else col for col in batch]
+                             for b, batch in enumerate(rows.batches)]))
+    return made, {c: code_case(db.quote_ident(c), enum, code_values(con, enum), seen[c], nulls[c])
+                  for c, enum in kept.items()}
+
+
+def code_case(column: str, enum: str, values: tuple[str, ...], seen: int, nulls: bool) -> str:
+    """A SQL expression: the codes ``column`` (:func:`batch_codes`: a byte, the place of the
+    text in ``values``) as the ENUM ``enum``, for the codes of the bit mask ``seen``; NULL
+    where the code is. Without NULLs the last code is the CASE's ELSE, one compare fewer;
+    a single code without NULLs is a constant."""
+    held = [k for k in range(len(values)) if seen >> k & 1]
+    if not held:
+        return f"NULL::{enum}"
+    whens = [f"WHEN {column} = {k} THEN {db.quote_str(values[k])}::{enum}" for k in held]
+    if nulls:
+        return f"CASE {' '.join(whens)} END"
+    last = f"{db.quote_str(values[held[-1]])}::{enum}"
+    return f"CASE {' '.join(whens[:-1])} ELSE {last} END" if len(held) > 1 else last
 
 
 def _insert_pairs(con: duckdb.DuckDBPyConnection, table: str, select: str,
-                  pairs: list[BatchPair]) -> None:
-    """Every pair's rows of ``table`` (``ops``, else the tensors rows) in one INSERT, each
-    pair's through ``select`` (its place's numbers formatted in)."""
+                  pairs: list[BatchPair], rows: list[Any] | None = None) -> None:
+    """Every pair's rows of ``table`` (``ops``, else the tensors rows: ``rows``, each pair's,
+    :func:`batch_codes`) in one INSERT, each pair's through ``select`` (its place's numbers
+    formatted in)."""
     streams: list[str] = []
     try:
         parts = []
-        for part in pairs:
+        for k, part in enumerate(pairs):
             name = f"_batch_{table}_{part.place.pair}"
-            side = (part.npu.ops, part.bench.ops) if table == "ops" else \
-                (part.npu.rows, part.bench.rows)
-            con.register(name, concat_columns(list(side)))
+            if table == "ops":
+                con.register(name, concat_columns([part.npu.ops, part.bench.ops]))
+            else:
+                con.register(name, rows[k] if rows is not None else
+                             concat_columns([part.npu.rows, part.bench.rows]))
             streams.append(name)
             where = select.format(op=part.place.op_base, row=part.place.row_base,
                                   pair=part.place.pair)

@@ -345,3 +345,133 @@ def test_coded_text_is_the_cast():
         with pytest.raises(duckdb.ConversionException):
             con.execute(f"SELECT {pipeline.coded_text('x', enum)} FROM (SELECT 'torch.none' AS x)")
     con.close()
+
+
+def test_coded_column_numbers_each_text_by_its_place():
+    """msq.flatten.coded_column (msq/_flatten.c text_codes): a row's code is its text's place
+    among the values, a NULL row stays NULL, the mask holds the places found; None where a text
+    is none of the values (one a byte off, a prefix, a longer one, an empty one)."""
+    import pyarrow as pa
+
+    from msq.flatten import coded_column
+
+    values = ["torch.float32", "<class 'int'>", "input", "b", "torch.bfloat16"]
+    texts = ["input", "input", None, "torch.float32", "b", "torch.bfloat16", "<class 'int'>",
+             None, "input"]
+    arr = pa.array(texts, pa.string())
+    valid, offsets, data = arr.buffers()
+    assert valid is not None
+    col = ("dtype", "str", len(arr), arr.null_count, valid.to_pybytes(), data.to_pybytes(),
+           offsets.to_pybytes()[: 4 * (len(arr) + 1)])
+    got = coded_column(col, values)
+    assert got is not None
+    codes, seen = got
+    assert codes[:5] == ("dtype", "u8", len(texts), 2, col[4])
+    assert [c if t is not None else None for c, t in zip(codes[5], texts, strict=True)] == \
+        [values.index(t) if t is not None else None for t in texts]
+    assert seen == 0b11111
+    assert coded_column(text_column(["input", "input"]), values) == \
+        (("x", "u8", 2, 0, None, b"\2\2", None), 0b100)
+    for odd in ["torch.float31", "torch.float3", "torch.float322", "", "inpuT", "c"]:
+        assert coded_column(text_column(["input", odd, "b"]), values) is None, odd
+    assert coded_column(("x", "i32", 1, 0, None, b"\0\0\0\0", None), values) is None
+
+
+def test_a_batch_hands_its_enum_columns_over_as_codes(tmp_path, monkeypatch):
+    """load_batch hands DuckDB the ENUM columns of a batch of C-read statistics dumps as a byte
+    a row (batch_codes), made ENUMs by code_case: the same rows and types as the texts cast
+    (a batch with NULL dtypes, several dtypes and every statistics kind but a text); a dtype the
+    ENUM does not hold leaves dtype a text column, the others still codes."""
+    plain = model(1, ops=8)
+    base = with_kwargs(plain)
+    other = copy.deepcopy(base)
+    other["Functional.relu.0.forward"]["output"][0].update(
+        {"dtype": "torch.int64", "Max": 5, "Min": 0, "Mean": 2.5, "Norm": None})
+    other["Functional.none.9.forward"] = fwd(None, {"type": "bool", "value": True},
+                                             out=t(dtype="torch.float16"))
+    inps = inputs(tmp_path, [(base, with_kwargs(noisy(plain, 2, 0.1))), (other, base)])
+    _, pairs = pipeline.read_batch(inps, Options(workers=1))
+    con = db.connect()
+    db.run_schema(con)
+    coded = {c: e for c, e in {**pipeline.CODED_ROWS, **pipeline.CODED_DTYPE}.items()
+             if c not in pipeline.derived_columns(pairs)}
+    _, by_code = pipeline.batch_codes(con, pairs, coded)
+    con.close()
+    assert sorted(by_code) == ["dtype", "io", "max_kind", "mean_kind", "norm_kind", "side"]
+    assert "WHEN" in by_code["dtype"] and "ELSE" not in by_code["dtype"]  # NULL dtypes
+    got = loaded(inps, monkeypatch, None)
+    monkeypatch.setattr(pipeline, "batch_codes", lambda con, pairs, coded: (
+        [pipeline.concat_columns([p.npu.rows, p.bench.rows]) for p in pairs], {}))
+    assert got[:2] == loaded(inps, monkeypatch, None)[:2]
+    assert got[:2] == loaded(inps, monkeypatch, False)[:2]
+    nulls = [row for row in got[1] if row[[n for n, _ in got[0]].index("dtype")] is None]
+    assert nulls
+
+    odd = copy.deepcopy(other)
+    odd["Functional.relu.0.forward"]["output"][0]["dtype"] = "torch.float8_e4m3fn"
+    inps = inputs(tmp_path / "odd", [(base, base), (odd, base)])
+    _, pairs = pipeline.read_batch(inps, Options(workers=1))
+    con = db.connect()
+    db.run_schema(con)
+    _, by_code = pipeline.batch_codes(con, pairs, coded)
+    con.close()
+    assert "dtype" not in by_code and "io" in by_code
+    assert loaded(inps, monkeypatch, None)[:2] == loaded(inps, monkeypatch, False)[:2]
+
+
+def test_code_case_gives_each_code_its_value():
+    """code_case: every code held its ENUM's value, NULL as NULL; one code without NULLs a
+    constant, the last code without NULLs the ELSE."""
+    con = db.connect()
+    db.run_schema(con)
+    values = pipeline.code_values(con, "row_dtype")
+    assert values[:4] == pipeline.ENUM_VALUES["row_dtype"] and len(set(values)) == len(values)
+    for seen, codes in [(0b1, [0]), (0b101, [0, 2, 2, 0]), (0b1 << 18 | 0b10, [1, 18]),
+                        ((1 << len(values)) - 1, list(range(len(values))))]:
+        for nulls in (False, True):
+            expr = pipeline.code_case("c", "row_dtype", values, seen, nulls)
+            rows = [*codes, None] if nulls else codes
+            got = con.execute(f"SELECT list({expr} ORDER BY k) FROM (SELECT unnest(?::UTINYINT[]) "
+                              "AS c, generate_subscripts(?::UTINYINT[], 1) AS k)",
+                              [rows, rows]).fetchone()[0]
+            assert got == [values[c] if c is not None else None for c in rows], (seen, nulls)
+    assert pipeline.code_case("c", "row_side", ("npu", "bench"), 0b1, False) == "'npu'::row_side"
+    assert pipeline.code_case("c", "row_side", ("npu", "bench"), 0, True) == "NULL::row_side"
+    con.close()
+
+
+def test_coded_column_tells_texts_apart_by_every_byte():
+    """text_codes' compare (loads from both ends of a text, by its length): a text of 1 to 20
+    bytes with any one byte changed, or one byte longer or shorter, is not the value."""
+    from msq.flatten import coded_column
+
+    for n in range(1, 21):
+        value = "".join(chr(ord("a") + k % 26) for k in range(n))
+        assert coded_column(text_column([value] * 3), [value]) == \
+            (("x", "u8", 3, 0, None, b"\0\0\0", None), 1)
+        others = [value[:k] + "#" + value[k + 1:] for k in range(n)] + [value + "a", value[:-1]]
+        for other in others:
+            assert coded_column(text_column([value, other]), [value]) is None, (value, other)
+
+
+@pytest.mark.parametrize("bad", ["decreasing", "past_the_data", "negative", "short_offsets",
+                                 "short_validity", "kind"])
+def test_coded_column_refuses_columns_that_do_not_agree(bad):
+    """text_codes reads a column's offsets unchecked only after checking them all: a column
+    whose offsets go down, past its data or below 0, or whose buffers are short, is refused
+    (ValueError), not read out of its bounds."""
+    from msq.flatten import _c
+
+    assert _c is not None
+    ok = text_column(["ab", "c", "ab"])
+    col: Any = {
+        "decreasing": ok[:6] + (b"\0\0\0\0\3\0\0\0\2\0\0\0\5\0\0\0",),
+        "past_the_data": ok[:6] + (b"\0\0\0\0\2\0\0\0\3\0\0\0\6\0\0\0",),
+        "negative": ok[:6] + (b"\xff\xff\xff\xff\2\0\0\0\3\0\0\0\5\0\0\0",),
+        "short_offsets": ok[:6] + (ok[6][:12],),
+        "short_validity": ok[:3] + (1, b"", ok[5], ok[6]),
+        "kind": ok[:1] + ("i32",) + ok[2:6] + (None,),
+    }[bad]
+    with pytest.raises(ValueError):
+        _c.text_codes(col, (b"ab", b"c"))
+    assert _c.text_codes(ok, (b"ab", b"c")) == (b"\0\1\0", 0b11)

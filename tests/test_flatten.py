@@ -351,7 +351,8 @@ def test_both_sides_reach_duckdb_as_one_arrow_stream(tmp_path: Path) -> None:
     [[("a", "i64", 1, 0, None, bytes(8), None)], [("b", "i64", 1, 0, None, bytes(8), None)]],
     [[("a", "i64", 1, 1, None, bytes(8), None)]],                    # a null without validity
     [[("a", "i64", 1, 0, None, bytes(8), None), ("b", "i64", 2, 0, None, bytes(16), None)]],
-    [[("a", "u8", 1, 0, None, bytes(8), None)]],                     # an unknown kind
+    [[("a", "u16", 1, 0, None, bytes(8), None)]],                    # an unknown kind
+    [[("a", "u8", 9, 0, None, bytes(8), None)]],                     # 8 codes for 9
 ])
 def test_arrow_stream_refuses_malformed_columns(bad: list[Any]) -> None:
     """The C stream checks every buffer against its length: DuckDB never reads past one."""
