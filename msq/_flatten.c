@@ -22,6 +22,7 @@
 #include "_source_crc.h"  /* msq_add_source_crc: SOURCE_CRC, see msq/cext.py */
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -1089,6 +1090,95 @@ static int flatten_doc(Flat *f, yyjson_doc *doc, int compat, DocInfo *info) {
 /* ---------------------------------------------------------------------------------------- */
 /* results as Python objects                                                                 */
 
+/* A read's large blocks kept from one read to the next: a dump's bytes (input_buffer) and
+ * yyjson's document of it (its values, ~16 bytes each, ~1.2x the dump's bytes) were new malloc'd
+ * blocks every read, which the kernel maps and zeroes page by page again (~1,500 page faults a
+ * 5 MB dump each). A freed block is kept (at most DOC_KEPT of them, the largest: both sides of
+ * a pair are read at once, a thread each, each with its bytes and its document) and given to
+ * the next block it fits; one too small grows by realloc as before. */
+#define DOC_KEPT 4
+
+typedef struct {
+    size_t cap;  /* the bytes after this head */
+    size_t pad;  /* a head of 16 bytes: the values keep their alignment */
+} DocHead;
+
+static DocHead *doc_kept[DOC_KEPT];
+static pthread_mutex_t doc_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void *doc_malloc(void *ctx, size_t size) {
+    (void)ctx;
+    DocHead *got = NULL;
+    pthread_mutex_lock(&doc_lock);
+    int best = -1;  /* the smallest kept block that fits */
+    for (int i = 0; i < DOC_KEPT; i++)
+        if (doc_kept[i] && doc_kept[i]->cap >= size
+            && (best < 0 || doc_kept[i]->cap < doc_kept[best]->cap))
+            best = i;
+    if (best >= 0) {
+        got = doc_kept[best];
+        doc_kept[best] = NULL;
+    }
+    pthread_mutex_unlock(&doc_lock);
+    if (!got) {
+        if (size > SIZE_MAX - sizeof(DocHead)) return NULL;
+        got = malloc(sizeof(DocHead) + size);
+        if (!got) return NULL;
+        got->cap = size;
+    }
+    return got + 1;
+}
+
+static void *doc_realloc(void *ctx, void *ptr, size_t old_size, size_t size) {
+    (void)ctx, (void)old_size;
+    DocHead *head = (DocHead *)ptr - 1;
+    if (head->cap >= size) return ptr;  /* a kept block larger than asked for */
+    if (size > SIZE_MAX - sizeof(DocHead)) return NULL;
+    DocHead *grown = realloc(head, sizeof(DocHead) + size);
+    if (!grown) return NULL;
+    grown->cap = size;
+    return grown + 1;
+}
+
+static void doc_free(void *ctx, void *ptr) {
+    (void)ctx;
+    if (!ptr) return;
+    DocHead *head = (DocHead *)ptr - 1;
+    pthread_mutex_lock(&doc_lock);
+    int at = -1;  /* an empty place, else the smallest kept block if smaller than this one */
+    for (int i = 0; i < DOC_KEPT; i++) {
+        if (!doc_kept[i]) {
+            at = i;
+            break;
+        }
+        if (doc_kept[i]->cap < head->cap && (at < 0 || doc_kept[i]->cap < doc_kept[at]->cap))
+            at = i;
+    }
+    DocHead *drop = head;
+    if (at >= 0) {
+        drop = doc_kept[at];
+        doc_kept[at] = head;
+    }
+    pthread_mutex_unlock(&doc_lock);
+    free(drop);
+}
+
+static const yyjson_alc DOC_ALC = {doc_malloc, doc_realloc, doc_free, NULL};
+
+/* kept_blocks() -> (count, bytes) of the blocks kept for the next read (tests) */
+static PyObject *kept_blocks(PyObject *self, PyObject *unused) {
+    (void)self, (void)unused;
+    long long count = 0, bytes = 0;
+    pthread_mutex_lock(&doc_lock);
+    for (int i = 0; i < DOC_KEPT; i++)
+        if (doc_kept[i]) {
+            count++;
+            bytes += (long long)doc_kept[i]->cap;
+        }
+    pthread_mutex_unlock(&doc_lock);
+    return Py_BuildValue("(LL)", count, bytes);
+}
+
 /* Memory of this module's handed to Python without a copy: a finished column buffer (read-only;
  * a bytes object of it was a copy of every column, ~14 M instructions a 24,500-row pair), or a
  * buffer for a dump.json's bytes (input_buffer: writable, and not zeroed first as bytearray(n)
@@ -1102,6 +1192,7 @@ typedef struct {
     /* NULL: p is malloc'd and this Buffer's; else what holds p (read_stream's in_place: an
      * Arrow array of DuckDB's), released with the last Buffer of it */
     PyObject *owner;
+    int kept;  /* p is a block of doc_malloc's (input_buffer): given back by doc_free */
 } Buffer;
 
 static long long buffers_live;  /* bytes of Buffers alive (under the GIL): live_bytes() */
@@ -1110,6 +1201,9 @@ static void buffer_dealloc(PyObject *o) {
     Buffer *m = (Buffer *)o;
     if (m->owner) {
         Py_DECREF(m->owner);
+    } else if (m->kept) {
+        doc_free(NULL, m->p);
+        buffers_live -= (long long)m->len;
     } else {
         free(m->p);
         buffers_live -= (long long)m->len;
@@ -1159,6 +1253,7 @@ static PyObject *buffer_of(char *p, size_t len, int writable) {
     m->len = len;
     m->writable = writable;
     m->owner = NULL;
+    m->kept = 0;
     buffers_live += (long long)len;
     return (PyObject *)m;
 }
@@ -1202,10 +1297,21 @@ static PyObject *input_buffer(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "nn", &n, &padding)) return NULL;
     if (n < 0 || padding < 0 || n > PY_SSIZE_T_MAX - padding - 1)
         return PyErr_Format(PyExc_ValueError, "input_buffer: n >= 0 and padding >= 0");
-    char *p = malloc((size_t)(n + padding) + 1);
+    char *p = doc_malloc(NULL, (size_t)(n + padding) + 1);  /* a kept block, if one fits */
     if (!p) return PyErr_NoMemory();
     memset(p + n, 0, (size_t)padding + 1);
-    return buffer_of(p, (size_t)(n + padding), 1);
+    Buffer *m = PyObject_New(Buffer, &BufferType);
+    if (!m) {
+        doc_free(NULL, p);
+        return NULL;
+    }
+    m->p = p;
+    m->len = (size_t)(n + padding);
+    m->writable = 1;
+    m->owner = NULL;
+    m->kept = 1;
+    buffers_live += (long long)m->len;
+    return (PyObject *)m;
 }
 
 static PyObject *live_bytes(PyObject *self, PyObject *unused) {
@@ -1326,7 +1432,7 @@ static PyObject *flatten_dump(PyObject *self, PyObject *args) {
             /* a UTF-16 escape in the range of surrogates: jsonio refuses a lone one by line */
             f.why = "a surrogate escape";
             failed = 1;
-        } else if (!(doc = yyjson_read_opts((char *)view.buf, len, READ_FLAGS, NULL, &err))) {
+        } else if (!(doc = yyjson_read_opts((char *)view.buf, len, READ_FLAGS, &DOC_ALC, &err))) {
             f.why = err.code == YYJSON_READ_ERROR_MEMORY_ALLOCATION ? NULL : "not JSON yyjson reads";
             f.nomem = err.code == YYJSON_READ_ERROR_MEMORY_ALLOCATION;
             failed = 1;
@@ -1388,7 +1494,7 @@ static PyObject *check_stack(PyObject *self, PyObject *args) {
     yyjson_read_err err;
     size_t len = (size_t)view.len - YYJSON_PADDING_SIZE;
     memset((char *)view.buf + len, 0, YYJSON_PADDING_SIZE);
-    yyjson_doc *doc = yyjson_read_opts((char *)view.buf, len, READ_FLAGS, NULL, &err);
+    yyjson_doc *doc = yyjson_read_opts((char *)view.buf, len, READ_FLAGS, &DOC_ALC, &err);
     if (!doc) {
         f.why = "not JSON yyjson reads";
         failed = 1;
@@ -1868,6 +1974,7 @@ static PyObject *held_buffer(PyObject *owner, const void *p, size_t len) {
     m->len = p ? len : 0;
     m->writable = 0;
     m->owner = Py_NewRef(owner);
+    m->kept = 0;
     PyObject *view = PyMemoryView_FromObject((PyObject *)m);
     Py_DECREF(m);
     return view;
@@ -2398,6 +2505,8 @@ static PyMethodDef METHODS[] = {
     {"input_buffer", input_buffer, METH_VARARGS,
      "input_buffer(n, padding) -> a writable buffer of n + padding bytes, the padding zero"},
     {"live_bytes", live_bytes, METH_NOARGS, "live_bytes() -> bytes of this module's buffers alive"},
+    {"kept_blocks", kept_blocks, METH_NOARGS,
+     "kept_blocks() -> (count, bytes) of the blocks kept for the next read"},
     {"stable_order", stable_order, METH_O, "stable_order(int64 bytes) -> int64 indices bytes"},
     {"equal_bytes", equal_bytes, METH_VARARGS, "equal_bytes(a, b) -> the buffers hold the same bytes"},
     {"repeats", repeats, METH_VARARGS, "repeats(buffer, unit) -> buffer is unit repeated"},

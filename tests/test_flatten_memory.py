@@ -69,3 +69,29 @@ def test_the_readers_buffers_are_counted_while_alive(tmp_path: Path) -> None:
     del out
     gc.collect()
     assert flatten_mod._c.live_bytes() == live
+
+
+def test_a_reads_large_blocks_are_kept_for_the_next_read(tmp_path: Path) -> None:
+    """A dump's bytes and yyjson's document of it are blocks kept for the next read (the
+    kernel maps and zeroes a new block page by page: ~1,500 page faults a 5 MB dump each), at
+    most four of them, however many dumps are read; a dump read into a kept block gives the
+    same columns as the first read of it."""
+    big = write_dump(tmp_path / "big", {f"Functional.op_{i}.0.forward": fwd(t(mx=float(i)), out=t())
+                                        for i in range(3000)})
+    small = write_dump(tmp_path / "small", {"Functional.op_0.0.forward": fwd(t(), out=t())})
+
+    def columns(path: Path) -> list[object]:
+        buf = read_padded(path, "dump.json", C_PADDING or 0, flatten_mod.input_buffer)
+        out = flatten_c(buf, False)
+        del buf
+        assert not isinstance(out, str)
+        return [out.ops.to_pylist(), out.rows.to_pylist()]
+
+    first = columns(big)
+    count, kept = flatten_mod._c.kept_blocks()
+    assert 2 <= count <= 4 and kept >= 2 * big.stat().st_size  # its bytes and its document
+    for _ in range(5):
+        assert columns(big) == first
+        columns(small)
+    count, again = flatten_mod._c.kept_blocks()
+    assert count <= 4 and again == kept  # the same blocks taken again, none added
