@@ -268,6 +268,8 @@ typedef struct {
     Buf name;           /* the argument name being built */
     Buf tmp;
     Buf shape;          /* a row's shape text (list_text), reused row after row */
+    struct ShapeSlot *shapes;  /* shapes seen (shape_seen), SHAPE_SLOTS of them, or NULL */
+    Buf shape_texts;    /* their texts */
     int nomem;          /* allocation failed */
     const char *why;    /* why the fast path gave up (NULL: it did not) */
 } Flat;
@@ -588,6 +590,49 @@ static void name_push_index(Flat *f, size_t *saved, long long index) {
     if (buf_put(&f->name, ".", 1) || int_text(&f->name, (int64_t)index)) f->nomem = 1;
 }
 
+/* Shapes seen, by a hash of their dimensions: a dump's ~14,600 tensors have ~960 distinct
+ * shapes, and list_text reads and formats each dimension (~500 instructions a shape); a shape
+ * of at most SHAPE_DIMS dimensions, each an int below 10^18 (what list_text reads as an int),
+ * is looked up in a table of the last shape of each hash, its text and product kept. */
+#define SHAPE_SLOTS 4096
+#define SHAPE_DIMS 6
+
+typedef struct ShapeSlot {
+    int32_t n;       /* dimensions; -1: an empty slot */
+    uint32_t text_at, text_len;  /* its text in Flat.shape_texts */
+    int64_t prod;    /* its product (no overflow: an overflowing shape gives up) */
+    uint64_t dims[SHAPE_DIMS];
+} ShapeSlot;
+
+/* The shape's dimensions and hash (0: not one kept: too many dimensions, or one other than an
+ * int below 10^18) */
+static uint64_t shape_key(yyjson_val *list, uint64_t *dims, int32_t *n) {
+    size_t count = yyjson_arr_size(list);
+    if (count > SHAPE_DIMS) return 0;
+    uint64_t h = 0x9E3779B97F4A7C15ULL ^ count;
+    size_t idx, max;
+    yyjson_val *e;
+    yyjson_arr_foreach(list, idx, max, e) {
+        if (!yyjson_is_uint(e)) return 0;
+        uint64_t u = yyjson_get_uint(e);
+        if (u >= 1000000000000000000ULL) return 0;
+        dims[idx] = u;
+        h = (h ^ u) * 0xBF58476D1CE4E5B9ULL;
+        h ^= h >> 29;
+    }
+    *n = (int32_t)count;
+    return h | 1;
+}
+
+static ShapeSlot *shape_slot(Flat *f, uint64_t h) {
+    if (!f->shapes) {
+        f->shapes = malloc(SHAPE_SLOTS * sizeof(ShapeSlot));
+        if (!f->shapes) return NULL;
+        for (int i = 0; i < SHAPE_SLOTS; i++) f->shapes[i].n = -1;
+    }
+    return &f->shapes[(h >> 17) & (SHAPE_SLOTS - 1)];
+}
+
 static int tensor_row(Flat *f, yyjson_val *item) {
     yyjson_val *shape = NULL, *grad = NULL, *dtype = NULL, *data_name = NULL, *md5 = NULL;
     yyjson_val *stats[4] = {NULL, NULL, NULL, NULL};
@@ -619,6 +664,16 @@ static int tensor_row(Flat *f, yyjson_val *item) {
         dn = yyjson_get_str(data_name);
         dn_len = yyjson_get_len(data_name);
     }
+    int has_dtype = dtype && yyjson_is_str(dtype);
+    const char *dt = has_dtype ? yyjson_get_str(dtype) : NULL;
+    size_t dt_len = has_dtype ? yyjson_get_len(dtype) : 0;
+    uint64_t dims[SHAPE_DIMS];
+    int32_t n_dims = 0;
+    uint64_t h = shape_key(shape, dims, &n_dims);
+    ShapeSlot *slot = h ? shape_slot(f, h) : NULL;
+    if (slot && slot->n == n_dims && memcmp(slot->dims, dims, (size_t)n_dims * sizeof *dims) == 0)
+        return emit_row(f, dt, dt_len, f->shape_texts.p + slot->text_at, slot->text_len, md5,
+                        stats, 1, slot->prod, dn, dn_len, 1);
     Buf *shape_text = &f->shape;
     int all_int, overflow;
     int64_t prod;
@@ -628,9 +683,22 @@ static int tensor_row(Flat *f, yyjson_val *item) {
         return -1;
     }
     if (all_int && overflow) GIVE_UP(f, "a shape whose element count overflows");
-    int has_dtype = dtype && yyjson_is_str(dtype);
-    return emit_row(f, has_dtype ? yyjson_get_str(dtype) : NULL, has_dtype ? yyjson_get_len(dtype) : 0,
-                    shape_text->p, shape_text->len, md5, stats, all_int, prod, dn, dn_len, 1);
+    if (slot && all_int && f->shape_texts.len + shape_text->len < (1u << 24)) {
+        /* kept for the next tensor of this shape (the texts of a dump: a few tens of KB) */
+        slot->n = -1;
+        uint32_t at = (uint32_t)f->shape_texts.len;
+        if (buf_put(&f->shape_texts, shape_text->p, shape_text->len)) {
+            f->nomem = 1;
+            return -1;
+        }
+        memcpy(slot->dims, dims, (size_t)n_dims * sizeof *dims);
+        slot->text_at = at;
+        slot->text_len = (uint32_t)shape_text->len;
+        slot->prod = prod;
+        slot->n = n_dims;
+    }
+    return emit_row(f, dt, dt_len, shape_text->p, shape_text->len, md5, stats, all_int, prod,
+                    dn, dn_len, 1);
 }
 
 static int typed_row(Flat *f, yyjson_val *item) {
@@ -1381,6 +1449,9 @@ static void flat_free(Flat *f) {
     buf_free(&f->name);
     buf_free(&f->tmp);
     buf_free(&f->shape);
+    buf_free(&f->shape_texts);
+    free(f->shapes);
+    f->shapes = NULL;
 }
 
 static int flat_init(Flat *f) {

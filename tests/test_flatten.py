@@ -518,3 +518,21 @@ def test_reader_keys_give_the_views_rows(tmp_path: Path, pair: tuple[dict[str, A
             con.execute("SELECT * FROM row_pairs ORDER BY out_seq").fetchall()
     finally:
         con.close()
+
+
+def test_shapes_seen_before_read_as_the_first_time(tmp_path: Path) -> None:
+    """The C reader keeps the shapes it has read (msq/_flatten.c shape_key: a table of the last
+    shape of each hash): a shape read again, one of a shape's dimensions changed, in another
+    order, one dimension more or fewer, more dimensions than it keeps, a negative, a bool, a
+    huge or a zero dimension, an empty shape, and more distinct shapes than its slots (each
+    slot taken over), each read as the Python reader reads it (a dimension of 10^18 or more:
+    the Python reader's, test_gives_up_where_python_decides)."""
+    shapes: list[list[Any]] = [[2, 3], [2, 3], [3, 2], [2, 3, 1], [2], [], [], [0, 4], [0, 4],
+                               [1, 2, 3, 4, 5, 6], [1, 2, 3, 4, 5, 6], [1, 2, 3, 4, 5, 6, 7],
+                               [1, 2, 3, 4, 5, 6, 7], [-1, 3], [-1, 3], [True, 3], [True, 3],
+                               [10 ** 17 + 3, 1], [10 ** 17 + 3, 1], [10 ** 17, 10], [10 ** 17, 10]]
+    shapes += [[k % 97, k // 97 + 1] for k in range(9000)] + [[2, 3], [5, 1]]
+    shapes += [[k % 97, k // 97 + 1] for k in range(0, 9000, 7)]
+    data = {f"Functional.op_{i}.0.forward": fwd(t(shape), out=t([s + 1 for s in shape[:1]]))
+            for i, shape in enumerate(shapes)}
+    check_same(write_dump(tmp_path, data), False)
