@@ -429,15 +429,21 @@ def _check_classes(columns: tuple[str, ...], types: dict[str, pa.DataType],
     ``dictionary_columns`` dictionary-encoded."""
     import pyarrow.compute as pc
 
-    from msq.history.run_recorder import _Classes, _place_index
+    from msq.history.run_recorder import _Classes, _group_rows, _place_index
 
-    for cuts, dictionary, index in (((), False, True), ((2, 2, 4), False, True),
-                                    ((1, 3), True, True), ((2, 2, 4), False, False),
-                                    ((1, 3), True, False)):
+    for cuts, dictionary, index, group in (
+            ((), False, True, True), ((2, 2, 4), False, True, True), ((1, 3), True, True, True),
+            ((), False, True, False), ((2, 2, 4), False, True, False),
+            ((1, 3), True, True, False), ((2, 2, 4), False, False, False),
+            ((1, 3), True, False, False)):
         classes = _Classes.__new__(_Classes)
         classes.table, classes.columns = "classes", columns
         classes.keys, classes.texts = {}, pa.array(["clean", "x"])
-        # the class texts held in the C hash table (msq/history/_names.c), or Arrow's lookup
+        # the rows grouped in one pass in C (msq/history/_names.c), or their texts held in the
+        # C hash table, or Arrow's lookup
+        classes.group = _group_rows() if group else None
+        if group:
+            assert classes.group is not None
         classes.index = _place_index(classes.texts) if index else None
         known: list[tuple] = []
         for rows in pairs:

@@ -11,6 +11,9 @@
  *
  * The strings come as an Arrow string or large_string array's buffers (validity, offsets, data;
  * the array's offset and length), read through the buffer protocol, not copied.
+ *
+ * group_rows (below) numbers a pair's rows by their class (run_recorder._Classes: ten or nine
+ * columns a row) in one pass over the columns' buffers, with no table held between calls.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -371,6 +374,598 @@ static void NameIndex_dealloc(NameIndex *self) {
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
+/* ---- A pair's rows grouped by their class's columns (run_recorder._Classes) ----
+ *
+ * A class is the combination of a row's values in ten (result rows) or nine (blame) columns;
+ * a pair has ~24,500 rows but ~20-45 combinations, each column a few distinct values, and a
+ * row's value mostly its row before's. group_rows numbers the combinations in the order of
+ * their first row in two passes over the columns' Arrow buffers: each column's values made
+ * small codes (a text equal to the row before's takes its code by a comparison, another is
+ * probed among the column's texts; a dictionary's entries are coded once; a boolean or an
+ * integer is its own code), then each row's codes compared with the row before's, and only a
+ * row that differs hashed and probed among the pair's combinations. It replaced looking each
+ * text up among the classes' texts and combining the ten codes a row in numpy (bench/README,
+ * "Session 26: drv"). */
+
+/* An Arrow string array's buffers, or a dictionary's indices and a number column's values */
+typedef struct {
+    int kind;            /* COL_TEXT, COL_DICT, COL_FIXED */
+    Strings s;           /* COL_TEXT: the texts; COL_DICT: the dictionary */
+    Py_buffer ivalid, idata;  /* COL_DICT: the indices; COL_FIXED: the values */
+    int has_ivalid, width;    /* width: bytes a value (0: bits, Arrow's booleans) */
+    Py_ssize_t ioffset;
+    int held;             /* which buffers are held (to release) */
+} Column;
+
+enum { COL_TEXT, COL_DICT, COL_FIXED };
+
+/* The code of a NULL (values are coded 1, 2, ...) */
+#define NULL_TEXT 0
+
+static void column_release(Column *c) {
+    if (c->held & 1) strings_release(&c->s);
+    if (c->held & 2) PyBuffer_Release(&c->idata);
+    if (c->held & 4) PyBuffer_Release(&c->ivalid);
+    c->held = 0;
+}
+
+/* a fixed-width value at ``r`` (the array's offset added): bits, or 1, 2, 4 bytes (unsigned
+ * below 4: Arrow's dictionary indices are uint8 when DuckDB sends an ENUM) */
+static inline int64_t fixed_at(const Column *c, Py_ssize_t r) {
+    const uint8_t *d = (const uint8_t *)c->idata.buf;
+    switch (c->width) {
+    case 0: return (d[r >> 3] >> (r & 7)) & 1;
+    case 1: return d[r];
+    case 2: return ((const uint16_t *)d)[r];
+    default: return ((const int32_t *)d)[r];
+    }
+}
+
+static inline int fixed_valid(const Column *c, Py_ssize_t r) {
+    return !c->has_ivalid || ((((const uint8_t *)c->ivalid.buf)[r >> 3] >> (r & 7)) & 1);
+}
+
+/* (one column's spec, the batch's length) -> 0, or -1 with an exception. A spec is the texts'
+ * (validity, offsets, data, offset, length, large) as NameIndex.lookup takes them; for a
+ * dictionary-encoded column, the dictionary's six and then its indices' (validity, values,
+ * offset, width); for numbers and booleans, (validity, values, offset, width: 0 for bits) */
+static int column_get(PyObject *spec, Py_ssize_t length, Column *c) {
+    memset(c, 0, sizeof *c);
+    if (!PyTuple_Check(spec)) {
+        PyErr_SetString(PyExc_TypeError, "a column is a tuple of its buffers");
+        return -1;
+    }
+    Py_ssize_t size = PyTuple_GET_SIZE(spec);
+    PyObject *const *items = PySequence_Fast_ITEMS(spec);  /* a tuple's items */
+    PyObject *const *fixed = NULL;
+    if (size == 6 || size == 10) {  /* the texts, or the dictionary: as NameIndex.lookup's */
+        if (strings_get(items, &c->s)) return -1;
+        c->held |= 1;
+        c->kind = size == 6 ? COL_TEXT : COL_DICT;
+        if (size == 6 && c->s.length < length) {
+            PyErr_SetString(PyExc_ValueError, "fewer texts than the batch's rows");
+            column_release(c);
+            return -1;
+        }
+        if (size == 10) fixed = items + 6;
+    } else if (size == 4) {
+        c->kind = COL_FIXED;
+        fixed = items;
+    } else {
+        PyErr_SetString(PyExc_TypeError, "a column is 4, 6 or 10 buffers and numbers");
+        return -1;
+    }
+    if (fixed) {
+        c->ioffset = PyLong_AsSsize_t(fixed[2]);
+        long width = PyLong_AsLong(fixed[3]);
+        if (PyErr_Occurred()) goto fail;
+        if (c->ioffset < 0 || (width != 0 && width != 1 && width != 2 && width != 4)) {
+            PyErr_SetString(PyExc_ValueError, "a negative offset, or a width not 0, 1, 2, 4");
+            goto fail;
+        }
+        c->width = (int)width;
+        if (PyObject_GetBuffer(fixed[1], &c->idata, PyBUF_SIMPLE)) goto fail;
+        c->held |= 2;
+        if (fixed[0] != Py_None) {
+            if (PyObject_GetBuffer(fixed[0], &c->ivalid, PyBUF_SIMPLE)) goto fail;
+            c->held |= 4;
+            c->has_ivalid = 1;
+        }
+        Py_ssize_t end = c->ioffset + length;
+        Py_ssize_t need = width ? end * width : (end + 7) / 8;
+        if (c->idata.len < need || (c->has_ivalid && c->ivalid.len * 8 < end)) {
+            PyErr_SetString(PyExc_ValueError, "buffers shorter than the array");
+            goto fail;
+        }
+    }
+    return 0;
+fail:
+    column_release(c);
+    return -1;
+}
+
+/* A column's distinct texts (pointing into the batches' buffers, held until the end), coded
+ * 1, 2, ... in the order met; an open-addressing table, at most half full */
+typedef struct {
+    const char **p;
+    size_t *n;
+    uint64_t *hash;
+    Py_ssize_t count, cap;
+    uint32_t *slots;
+    uint64_t mask;
+} Texts;
+
+static void texts_free(Texts *t) {
+    free(t->p);
+    free(t->n);
+    free(t->hash);
+    free(t->slots);
+}
+
+/* the code of these bytes in ``t`` (added if new), or -1 out of memory */
+static int64_t texts_code(Texts *t, const char *p, size_t n) {
+    uint64_t h = hash_bytes(p, n);
+    if (!t->slots) {
+        t->mask = 15;
+        t->slots = calloc(t->mask + 1, sizeof *t->slots);
+        if (!t->slots) return -1;
+    }
+    uint64_t at = h & t->mask;
+    for (;;) {
+        uint32_t slot = t->slots[at];
+        if (!slot) break;
+        Py_ssize_t e = (Py_ssize_t)slot - 1;
+        if (t->hash[e] == h && t->n[e] == n && same(t->p[e], p, n)) return e + 1;
+        at = (at + 1) & t->mask;
+    }
+    if (t->count == t->cap) {
+        Py_ssize_t cap = t->cap ? t->cap * 2 : 16;
+        const char **p2 = realloc(t->p, (size_t)cap * sizeof *p2);
+        if (!p2) return -1;
+        t->p = p2;
+        size_t *n2 = realloc(t->n, (size_t)cap * sizeof *n2);
+        if (!n2) return -1;
+        t->n = n2;
+        uint64_t *h2 = realloc(t->hash, (size_t)cap * sizeof *h2);
+        if (!h2) return -1;
+        t->hash = h2;
+        t->cap = cap;
+    }
+    Py_ssize_t e = t->count++;
+    t->p[e] = p;
+    t->n[e] = n;
+    t->hash[e] = h;
+    if ((uint64_t)t->count * 2 > t->mask + 1) {
+        uint64_t size = (t->mask + 1) * 2;
+        uint32_t *slots = calloc(size, sizeof *slots);
+        if (!slots) return -1;
+        free(t->slots);
+        t->slots = slots;
+        t->mask = size - 1;
+        for (Py_ssize_t k = 0; k < t->count; k++) {
+            uint64_t s = t->hash[k] & t->mask;
+            while (t->slots[s]) s = (s + 1) & t->mask;
+            t->slots[s] = (uint32_t)(k + 1);
+        }
+    } else {
+        t->slots[at] = (uint32_t)(e + 1);
+    }
+    return e + 1;
+}
+
+/* one batch's column ``c`` as codes (``out``, one a row): dense, 0 for NULL, 1, 2, ... for
+ * each distinct value in the order met across the batches (a boolean: 1 + its bit; an integer
+ * by its bytes in ``t`` as a text's): 0, or -1 with an exception */
+static int column_codes(const Column *c, Py_ssize_t n, Texts *t, int32_t *restrict out) {
+    if (c->kind == COL_FIXED) {
+        if (c->width == 0) {  /* a boolean */
+            for (Py_ssize_t i = 0; i < n; i++) {
+                Py_ssize_t r = c->ioffset + i;
+                out[i] = fixed_valid(c, r) ? 1 + (int32_t)fixed_at(c, r) : NULL_TEXT;
+            }
+            return 0;
+        }
+        const char *data = (const char *)c->idata.buf;
+        int64_t last = -1, last_code = NULL_TEXT;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            Py_ssize_t r = c->ioffset + i;
+            if (!fixed_valid(c, r)) {
+                out[i] = NULL_TEXT;
+                continue;
+            }
+            int64_t v = fixed_at(c, r);
+            if (v != last || last_code == NULL_TEXT) {
+                last_code = texts_code(t, data + r * c->width, (size_t)c->width);
+                if (last_code < 0) {
+                    PyErr_NoMemory();
+                    return -1;
+                }
+                last = v;
+            }
+            out[i] = (int32_t)last_code;
+        }
+        return 0;
+    }
+    if (c->kind == COL_DICT) {  /* the dictionary's entries coded once, then each row's */
+        Py_ssize_t size = c->s.length;
+        int32_t *entry = malloc((size_t)(size ? size : 1) * sizeof *entry);
+        if (!entry) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        for (Py_ssize_t j = 0; j < size; j++) {
+            const char *p;
+            size_t len;
+            int rc = strings_at(&c->s, j, &p, &len);
+            int64_t code = rc ? NULL_TEXT : texts_code(t, p, len);
+            if (rc < 0 || code < 0) {
+                free(entry);
+                if (rc >= 0) PyErr_NoMemory();
+                return -1;
+            }
+            entry[j] = (int32_t)code;
+        }
+        for (Py_ssize_t i = 0; i < n; i++) {
+            Py_ssize_t r = c->ioffset + i;
+            if (!fixed_valid(c, r)) {
+                out[i] = NULL_TEXT;
+                continue;
+            }
+            int64_t j = fixed_at(c, r);
+            if (j < 0 || j >= size) {
+                free(entry);
+                PyErr_SetString(PyExc_ValueError, "a dictionary index outside its dictionary");
+                return -1;
+            }
+            out[i] = entry[j];
+        }
+        free(entry);
+        return 0;
+    }
+    /* the last two texts met (a column mostly holds its row before's, or alternates between
+     * two: an op's input and output rows): an equal one takes its code by a comparison, not a
+     * hash and a probe. The offsets read here for int32 ones (Arrow's string), not by
+     * strings_at: its checks a row cost as much as the comparison */
+    const char *p1 = NULL, *p2 = NULL;
+    size_t n1 = 0, n2 = 0;
+    int64_t c1 = -1, c2 = -1;
+    const int32_t *off = c->s.large ? NULL : (const int32_t *)c->s.offsets.buf + c->s.offset;
+    const uint8_t *valid = c->s.has_valid ? (const uint8_t *)c->s.valid.buf : NULL;
+    const char *data = (const char *)c->s.data.buf;
+    if (off && n) {
+        /* the offsets checked once (0 <= the first, each <= the next, the last <= the data's
+         * end: every row's bytes inside the data), not row by row */
+        int bad = off[0] < 0 || (uint64_t)(int64_t)off[n] > (uint64_t)c->s.data.len;
+        for (Py_ssize_t i = 0; i < n; i++) bad |= off[i] > off[i + 1];
+        if (bad) {
+            PyErr_SetString(PyExc_ValueError, "string offsets outside the data buffer");
+            return -1;
+        }
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const char *p;
+        size_t len;
+        int rc;
+        if (off) {
+            Py_ssize_t r = c->s.offset + i;
+            int32_t from = off[i], to = off[i + 1];
+            rc = valid && !((valid[r >> 3] >> (r & 7)) & 1);
+            p = data + from;
+            len = (size_t)(to - from);
+        } else {
+            rc = strings_at(&c->s, i, &p, &len);
+            if (rc < 0) return -1;
+        }
+        int64_t code;
+        if (rc) {
+            code = NULL_TEXT;
+        } else if (len == n1 && c1 >= 0 && same(p, p1, len)) {
+            code = c1;
+        } else {
+            if (len == n2 && c2 >= 0 && same(p, p2, len)) {
+                code = c2;
+            } else {
+                code = texts_code(t, p, len);
+                if (code < 0) {
+                    PyErr_NoMemory();
+                    return -1;
+                }
+            }
+            p2 = p1, n2 = n1, c2 = c1;
+            p1 = p, n1 = len, c1 = code;
+        }
+        out[i] = (int32_t)code;
+    }
+    return 0;
+}
+
+/* the bits a column's codes take (its texts, or a boolean's 0, 1, 2) */
+static int code_bits(const Column *c, const Texts *t) {
+    uint64_t top = c->kind == COL_FIXED && c->width == 0 ? 2 : (uint64_t)t->count;
+    int bits = 0;
+    while (top >> bits) bits++;
+    return bits;
+}
+
+static inline uint64_t codes_hash(const int32_t *codes, int ncols) {
+    uint64_t h = 0x243F6A8885A308D3ULL;
+    for (int k = 0; k < ncols; k++) {
+        h = (h ^ ((uint64_t)(uint32_t)codes[k] * 0xFF51AFD7ED558CCDULL)) * 0x9E3779B97F4A7C15ULL;
+        h ^= h >> 31;
+    }
+    return h;
+}
+
+/* The pair's combinations: each one's codes, hash and first row, numbered in the order met; an
+ * open-addressing table of them, at most half full */
+typedef struct {
+    int ncols;
+    int32_t *codes;
+    uint64_t *hash;
+    int64_t *heads;
+    Py_ssize_t count, cap;
+    uint32_t *slots;
+    uint64_t mask;
+} Groups;
+
+static void groups_free(Groups *g) {
+    free(g->codes);
+    free(g->hash);
+    free(g->heads);
+    free(g->slots);
+}
+
+/* the number of the combination ``row`` (added, first met at row ``at``, if new), or -1 with
+ * an exception */
+static int32_t groups_find(Groups *g, const int32_t *row, int64_t at) {
+    int ncols = g->ncols;
+    uint64_t h = codes_hash(row, ncols), s = h & g->mask;
+    for (;;) {
+        uint32_t slot = g->slots[s];
+        if (!slot) break;
+        Py_ssize_t e = (Py_ssize_t)slot - 1;
+        if (g->hash[e] == h && !memcmp(row, &g->codes[e * ncols], (size_t)ncols * sizeof *row))
+            return (int32_t)e;
+        s = (s + 1) & g->mask;
+    }
+    if (g->count == g->cap) {
+        Py_ssize_t cap = g->cap ? g->cap * 2 : 64;
+        int32_t *c2 = realloc(g->codes, (size_t)cap * (size_t)ncols * sizeof *c2);
+        if (c2) g->codes = c2;
+        uint64_t *h2 = c2 ? realloc(g->hash, (size_t)cap * sizeof *h2) : NULL;
+        if (h2) g->hash = h2;
+        int64_t *f2 = h2 ? realloc(g->heads, (size_t)cap * sizeof *f2) : NULL;
+        if (!f2) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        g->heads = f2;
+        g->cap = cap;
+    }
+    if (g->count >= INT32_MAX - 1) {
+        PyErr_SetString(PyExc_OverflowError, "too many combinations");
+        return -1;
+    }
+    Py_ssize_t e = g->count++;
+    memcpy(&g->codes[e * ncols], row, (size_t)ncols * sizeof *row);
+    g->hash[e] = h;
+    g->heads[e] = at;
+    if ((uint64_t)g->count * 2 > g->mask + 1) {  /* grown: the slots made again */
+        uint64_t size = (g->mask + 1) * 2;
+        uint32_t *slots = calloc(size, sizeof *slots);
+        if (!slots) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        free(g->slots);
+        g->slots = slots;
+        g->mask = size - 1;
+        for (Py_ssize_t k = 0; k < g->count; k++) {
+            uint64_t t = g->hash[k] & g->mask;
+            while (g->slots[t]) t = (t + 1) & g->mask;
+            g->slots[t] = (uint32_t)(k + 1);
+        }
+    } else {
+        g->slots[s] = (uint32_t)(e + 1);
+    }
+    return (int32_t)e;
+}
+
+/* A batch's rows' codes packed into one 64-bit key a row (where their bits fit), each key met
+ * with its combination's number: an open-addressing table, at most half full, emptied for
+ * each batch (the packing is the batch's) */
+typedef struct {
+    uint64_t *keys;
+    int32_t *groups;  /* -1: an empty slot */
+    Py_ssize_t count;
+    uint64_t mask;
+} Packed;
+
+static int packed_reset(Packed *p, Py_ssize_t want) {
+    uint64_t size = 64;
+    while (size < (uint64_t)want * 2) size *= 2;
+    if (!p->keys || p->mask + 1 != size) {
+        free(p->keys);
+        free(p->groups);
+        p->keys = malloc(size * sizeof *p->keys);
+        p->groups = malloc(size * sizeof *p->groups);
+        if (!p->keys || !p->groups) return -1;
+        p->mask = size - 1;
+    }
+    memset(p->groups, 0xff, size * sizeof *p->groups);
+    p->count = 0;
+    return 0;
+}
+
+static inline uint64_t key_hash(uint64_t k) {
+    k ^= k >> 33;
+    k *= 0xFF51AFD7ED558CCDULL;
+    k ^= k >> 33;
+    return k;
+}
+
+PyDoc_STRVAR(group_rows_doc,
+"group_rows(batches) -> (bytes, bytes)\n\n"
+"The rows of batches (each (length, columns), a column a tuple of its Arrow buffers: see\n"
+"_names.c) numbered by their combination of the columns' values, 0, 1, 2, ... in the order\n"
+"of each combination's first row: each row's number (int32s, native order), and each\n"
+"number's first row (int64s, counted across the batches). Texts are equal by their bytes, a\n"
+"NULL only to a NULL.");
+
+static PyObject *group_rows(PyObject *module, PyObject *batches) {
+    (void)module;
+    PyObject *seq = PySequence_Fast(batches, "batches must be a sequence");
+    if (!seq) return NULL;
+    Py_ssize_t nb = PySequence_Fast_GET_SIZE(seq), total = 0, longest = 0;
+    int ncols = -1;
+    for (Py_ssize_t b = 0; b < nb; b++) {
+        PyObject *batch = PySequence_Fast_GET_ITEM(seq, b);
+        if (!PyTuple_Check(batch) || PyTuple_GET_SIZE(batch) != 2 ||
+            !PyTuple_Check(PyTuple_GET_ITEM(batch, 1))) {
+            PyErr_SetString(PyExc_TypeError, "a batch is (length, a tuple of columns)");
+            Py_DECREF(seq);
+            return NULL;
+        }
+        Py_ssize_t n = PyLong_AsSsize_t(PyTuple_GET_ITEM(batch, 0));
+        if (n == -1 && PyErr_Occurred()) {
+            Py_DECREF(seq);
+            return NULL;
+        }
+        int k = (int)PyTuple_GET_SIZE(PyTuple_GET_ITEM(batch, 1));
+        if (n < 0 || (ncols >= 0 && k != ncols) || k < 1) {
+            PyErr_SetString(PyExc_ValueError, "batches of a negative length, or of other columns");
+            Py_DECREF(seq);
+            return NULL;
+        }
+        ncols = k;
+        total += n;
+        if (n > longest) longest = n;
+    }
+    if (ncols < 0) ncols = 1;
+    PyObject *which = PyBytes_FromStringAndSize(NULL, total * 4);
+    /* a batch's codes (column after column) and packed keys; a row's codes; each column's
+     * texts; every batch's columns (their buffers held until the end: the texts point there) */
+    size_t rows = (size_t)(longest ? longest : 1);
+    int32_t *codes = malloc(rows * (size_t)ncols * sizeof *codes);
+    uint64_t *keys = malloc(rows * sizeof *keys);
+    int32_t *row = malloc((size_t)ncols * sizeof *row);
+    Texts *texts = calloc((size_t)ncols, sizeof *texts);
+    Column *held = calloc((size_t)(nb ? nb : 1) * (size_t)ncols, sizeof *held);
+    Groups groups = {.ncols = ncols, .mask = 63, .slots = calloc(64, sizeof(uint32_t))};
+    Packed packed = {0};
+    Py_ssize_t nheld = 0;
+    PyObject *result = NULL;
+    if (!which || !codes || !keys || !row || !texts || !held || !groups.slots) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    int32_t *out = (int32_t *)PyBytes_AS_STRING(which);
+    Py_ssize_t at = 0;
+    for (Py_ssize_t b = 0; b < nb; b++) {
+        PyObject *batch = PySequence_Fast_GET_ITEM(seq, b);
+        Py_ssize_t n = PyLong_AsSsize_t(PyTuple_GET_ITEM(batch, 0));
+        PyObject *specs = PyTuple_GET_ITEM(batch, 1);
+        Column *bc = held + b * ncols;
+        int bits = 0;
+        for (int k = 0; k < ncols; k++) {
+            if (column_get(PyTuple_GET_ITEM(specs, k), n, &bc[k])) goto done;
+            nheld = b * ncols + k + 1;
+            if (column_codes(&bc[k], n, &texts[k], codes + (size_t)k * (size_t)n)) goto done;
+            bits += code_bits(&bc[k], &texts[k]);
+        }
+        if (bits <= 64) {
+            /* each row's codes as one key: a row of the row before's key takes its number,
+             * another key is probed among the batch's keys, and only a key new to the batch
+             * among the combinations */
+            memset(keys, 0, (size_t)n * sizeof *keys);
+            int shift = 0;
+            for (int k = 0; k < ncols; k++) {
+                const int32_t *restrict col = codes + (size_t)k * (size_t)n;
+                uint64_t *restrict into = keys;
+                int width = code_bits(&bc[k], &texts[k]);
+                if (!width) continue;  /* every row NULL (and no shift by 64) */
+                for (Py_ssize_t i = 0; i < n; i++) into[i] |= (uint64_t)(uint32_t)col[i] << shift;
+                shift += width;
+            }
+            if (packed_reset(&packed, groups.count + 16)) {
+                PyErr_NoMemory();
+                goto done;
+            }
+            int32_t last = -1;
+            for (Py_ssize_t i = 0; i < n; i++, at++) {
+                uint64_t key = keys[i];
+                if (i && key == keys[i - 1]) {
+                    out[at] = last;
+                    continue;
+                }
+                uint64_t s = key_hash(key) & packed.mask;
+                while (packed.groups[s] >= 0 && packed.keys[s] != key) s = (s + 1) & packed.mask;
+                if (packed.groups[s] < 0) {  /* a key new to the batch */
+                    for (int k = 0; k < ncols; k++) row[k] = codes[(size_t)k * (size_t)n + (size_t)i];
+                    int32_t g = groups_find(&groups, row, at);
+                    if (g < 0) goto done;
+                    packed.keys[s] = key;
+                    packed.groups[s] = g;
+                    if ((uint64_t)++packed.count * 2 > packed.mask) {  /* full: made again */
+                        if (packed_reset(&packed, packed.count * 2)) {
+                            PyErr_NoMemory();
+                            goto done;
+                        }
+                    }
+                    out[at] = last = g;
+                    continue;
+                }
+                out[at] = last = packed.groups[s];
+            }
+            continue;
+        }
+        int32_t last = -1;  /* too many bits: each row's codes compared with the row before's */
+        for (Py_ssize_t i = 0; i < n; i++, at++) {
+            int equal = i > 0;
+            for (int k = 0; k < ncols; k++) {
+                const int32_t *col = codes + (size_t)k * (size_t)n;
+                row[k] = col[i];
+                equal = equal && col[i] == col[i - 1];
+            }
+            if (equal) {
+                out[at] = last;
+                continue;
+            }
+            last = groups_find(&groups, row, at);
+            if (last < 0) goto done;
+            out[at] = last;
+        }
+    }
+    {
+        PyObject *firsts = PyBytes_FromStringAndSize((const char *)groups.heads,
+                                                     groups.count * (Py_ssize_t)sizeof(int64_t));
+        if (firsts) {
+            result = PyTuple_Pack(2, which, firsts);
+            Py_DECREF(firsts);
+        }
+    }
+done:
+    for (Py_ssize_t k = 0; k < nheld; k++) column_release(&held[k]);
+    if (texts)
+        for (int k = 0; k < ncols; k++) texts_free(&texts[k]);
+    free(texts);
+    free(held);
+    free(codes);
+    free(keys);
+    free(row);
+    groups_free(&groups);
+    free(packed.keys);
+    free(packed.groups);
+    Py_XDECREF(which);
+    Py_DECREF(seq);
+    return result;
+}
+
+static PyMethodDef module_methods[] = {
+    {"group_rows", (PyCFunction)group_rows, METH_O, group_rows_doc},
+    {NULL, NULL, 0, NULL},
+};
+
 static PyMethodDef NameIndex_methods[] = {
     {"lookup", (PyCFunction)(void (*)(void))NameIndex_lookup, METH_FASTCALL, lookup_doc},
     {"add", (PyCFunction)(void (*)(void))NameIndex_add, METH_FASTCALL, add_doc},
@@ -394,7 +989,7 @@ static PyTypeObject NameIndexType = {
 
 static struct PyModuleDef MODULE = {PyModuleDef_HEAD_INIT, "_names",
                                     "The history's names held as a hash table (see _names.c).",
-                                    -1, NULL, NULL, NULL, NULL, NULL};
+                                    -1, module_methods, NULL, NULL, NULL, NULL};
 
 PyMODINIT_FUNC PyInit__names(void) {
     if (PyType_Ready(&NameIndexType) < 0) return NULL;

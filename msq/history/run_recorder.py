@@ -736,7 +736,11 @@ class _Classes:
         texts = {row[1 + i] for row in known for i, column in enumerate(columns)
                  if column in self.text_columns} - {None}
         self.texts = pa.array(sorted(texts), pa.string())
-        self.index = _place_index(self.texts)  # their places, probed as the names are
+        # a pair's rows grouped by their combination in one pass in C (msq/history/_names.c),
+        # or without the C extension their texts probed in Arrow and their codes combined in
+        # numpy (the same keys)
+        self.group = _group_rows()
+        self.index = None if self.group is not None else _place_index(self.texts)
 
     @property
     def text_columns(self) -> tuple[str, ...]:
@@ -760,11 +764,17 @@ class _Classes:
         dictionaries alone), the booleans taken as 0, 1, 2, an integer as 1 + its distance from
         the pair's least (0: NULL); a row's
         codes are made one number in numpy, the numbers dictionary-encoded, and each distinct
-        combination made a Python tuple once."""
+        combination made a Python tuple once. With the C extension (:attr:`group`), the rows
+        are grouped by their columns' values in one pass over their buffers instead
+        (:meth:`_key_grouped`)."""
         import numpy as np
         import pyarrow as pa
         import pyarrow.compute as pc
 
+        if self.group is not None:
+            grouped = self._key_grouped(rows)
+            if grouped is not None:
+                return grouped
         count = rows.num_rows
         # what is looked up: each text column's chunks, or its chunks' dictionaries
         parts = [chunk.dictionary if pa.types.is_dictionary(chunk.type) else chunk
@@ -829,20 +839,67 @@ class _Classes:
         # when its number is above every number before it
         encoded = pc.dictionary_encode(pa.array(codes))
         which = encoded.indices.to_numpy()
-        kinds = len(encoded.dictionary)
         highest = np.maximum.accumulate(which)
         heads = np.flatnonzero(np.concatenate([[True], highest[1:] > highest[:-1]]))
+        classes = [tuple((None, False, True)[code[head]] if column in _BOOLEANS
+                         else (None if not code[head] else int(code[head]) - 1 + least[column])
+                         if column in _INTEGERS else values[code[head]]
+                         for column, code in zip(self.columns, columns, strict=True))
+                   for head in heads.tolist()]
+        return self._keyed(rows, classes, which, heads)
+
+    def _key_grouped(self, rows: pa.Table) -> tuple[pa.Table, pa.Table | None] | None:
+        """:meth:`key` by :attr:`group`: the rows numbered by their combination of the
+        columns' values in the order of its first row, in one pass over the columns' Arrow
+        buffers (a row equal to the row before takes its number without a hash; both tables'
+        keying ~42 -> ~30 M instructions a root-8x8-5000 pair; bench/README, "Session 26:
+        drv"),
+        and each combination made a Python tuple from its first row. None: a column of a type
+        the pass does not read (the caller keys the rows as without it)."""
+        import numpy as np
+        import pyarrow as pa
+
+        batches = [batch for batch in rows.select(list(self.columns)).to_batches()
+                   if batch.num_rows]
+        specs = []
+        for batch in batches:
+            spec = tuple(_group_spec(batch.column(i), column)
+                         for i, column in enumerate(self.columns))
+            if any(one is None for one in spec):
+                return None
+            specs.append((batch.num_rows, spec))
+        which_bytes, heads_bytes = self.group(specs)
+        which = np.frombuffer(which_bytes, np.int32)
+        heads = np.frombuffer(heads_bytes, np.int64)
+        # each combination's values: its first row's (~20-45 rows a pair), taken batch by
+        # batch (a take of the table joined its chunks first: a copy of every row)
+        classes: list[tuple[Any, ...]] = []
+        start = 0
+        for batch in batches:
+            end = start + batch.num_rows
+            here = heads[(heads >= start) & (heads < end)] - start
+            if len(here):
+                first = batch.take(pa.array(here)).to_pydict()
+                classes += zip(*(first[column] for column in self.columns), strict=True)
+            start = end
+        return self._keyed(rows, classes, which, heads)
+
+    def _keyed(self, rows: pa.Table, classes: list[tuple[Any, ...]], which: Any,
+               heads: Any) -> tuple[pa.Table, pa.Table | None]:
+        """:meth:`key`'s result from the pair's combinations: ``classes`` (each a tuple of
+        the columns' values, in the order of its first row in ``rows``), ``which`` (each row's
+        place among them) and ``heads`` (each one's first row)."""
+        import numpy as np
+        import pyarrow as pa
+
+        count = rows.num_rows
+        kinds = len(classes)
         seqs = _whole(rows.column("out_seq")).cast(pa.int64()).to_numpy(zero_copy_only=False)
         if count < 2 or bool((seqs[1:] > seqs[:-1]).all()):  # in row order: its first row's
             firsts = seqs[heads]
         else:
             firsts = np.full(kinds, np.iinfo(np.int64).max)
             np.minimum.at(firsts, which, seqs)
-        classes = [tuple((None, False, True)[code[head]] if column in _BOOLEANS
-                         else (None if not code[head] else int(code[head]) - 1 + least[column])
-                         if column in _INTEGERS else values[code[head]]
-                         for column, code in zip(self.columns, columns, strict=True))
-                   for head in heads.tolist()]
         known = self.keys
         keys = np.array([known.get(c, 0) for c in classes], np.int64)
         new = None
@@ -862,7 +919,8 @@ class _Classes:
                                                 else pa.int16() if column in _INTEGERS
                                                 else pa.string())
                                for i, column in enumerate(self.columns)}})
-        ids = pa.array(keys[which].astype(np.int32))
+        # (np.take: an index array's fancy indexing cost ~20 instructions a row)
+        ids = pa.array(keys.astype(np.int32).take(which))
         return rows.drop_columns(list(self.columns)).append_column("class_id", ids), new
 
 
@@ -870,6 +928,64 @@ class _Classes:
 #: others are texts
 _BOOLEANS = ("is_module", "collective", "failing")
 _INTEGERS = ("severity",)
+
+
+def _group_rows() -> Any:
+    """``msq.history._names.group_rows`` (:meth:`_Classes._key_grouped`); None without the C
+    extension."""
+    from msq import cext
+
+    module: Any = cext.load("msq.history._names")
+    return None if module is None else module.group_rows
+
+
+def _group_spec(array: pa.Array, column: str) -> tuple[Any, ...] | None:
+    """One batch's ``column`` as ``group_rows`` reads it (see msq/history/_names.c): a text
+    column's buffers (a dictionary's, and its indices'), a boolean's or an integer's; None for a
+    type it does not read."""
+    import pyarrow as pa
+
+    kind = array.type
+    if column in _BOOLEANS or column in _INTEGERS:
+        # (a boolean of another type, an integer column of NULLs' type: keyed by the numpy
+        # path, which casts them)
+        width = (0 if kind == pa.bool_() else None) if column in _BOOLEANS else _int_width(kind)
+        if width is None:
+            return None
+        validity, values = array.buffers()
+        return validity if array.null_count else None, values, array.offset, width
+    if pa.types.is_dictionary(kind):
+        width = _int_width(kind.index_type)
+        if width is None:
+            return None
+        indices = array.indices
+        validity, values = indices.buffers()
+        return (*_text_buffers(array.dictionary),
+                validity if indices.null_count else None, values, indices.offset, width)
+    return _text_buffers(array)
+
+
+def _int_width(kind: pa.DataType) -> int | None:
+    """The bytes a value of integer type ``kind`` takes (1, 2, 4: ``group_rows`` tells an
+    integer column's values apart by their bytes, and reads a dictionary's indices unsigned
+    below 4 bytes); None for another type."""
+    import pyarrow as pa
+
+    if pa.types.is_integer(kind) and kind.bit_width <= 32:
+        return kind.bit_width // 8
+    return None
+
+
+def _text_buffers(array: pa.Array) -> tuple[Any, ...]:
+    """A text array's buffers and extent as NameIndex.lookup takes them (other types cast to
+    strings first)."""
+    import pyarrow as pa
+
+    if not (pa.types.is_string(array.type) or pa.types.is_large_string(array.type)):
+        array = array.cast(pa.string())
+    validity, offsets, data = array.buffers()
+    return (validity if array.null_count else None, offsets, data, array.offset, len(array),
+            pa.types.is_large_string(array.type))
 
 
 def _group_lists(chunk: pa.ListArray, seqs: Any, group: Any,

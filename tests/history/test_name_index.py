@@ -153,6 +153,7 @@ def test_terms_and_class_texts_key_pairs_alike_with_the_table_and_with_arrow():
         classes = _Classes.__new__(_Classes)
         classes.table, classes.columns = "classes", columns
         classes.keys, classes.texts = {}, pa.array(["matched"])
+        classes.group = None  # the texts' lookups (the grouping pass: test_group_rows_*)
         classes.index = _place_index(classes.texts) if index else None
         made = []
         for i, rows in enumerate(pairs):
@@ -173,3 +174,132 @@ def test_terms_and_class_texts_key_pairs_alike_with_the_table_and_with_arrow():
         got.append(made)
     assert got[0] == got[1]
     assert got[0][3][1] is not None and got[0][3][3] is not None
+
+
+def _grouped(table: pa.Table, columns: tuple[str, ...]) -> tuple[list[int], list[int]]:
+    """group_rows over ``table``'s batches as _Classes._key_grouped gives them."""
+    from msq.history.run_recorder import _group_spec
+
+    batches = [(b.num_rows, tuple(_group_spec(b.column(c), c) for c in columns))
+               for b in table.select(list(columns)).to_batches() if b.num_rows]
+    which, heads = _module.group_rows(batches)
+    return np.frombuffer(which, np.int32).tolist(), np.frombuffer(heads, np.int64).tolist()
+
+
+def _reference(rows: list[tuple]) -> tuple[list[int], list[int]]:
+    """Each row's combination numbered in the order of its first row, and each one's first."""
+    seen: dict[tuple, int] = {}
+    heads = []
+    for i, row in enumerate(rows):
+        if row not in seen:
+            seen[row] = len(seen)
+            heads.append(i)
+    return [seen[row] for row in rows], heads
+
+
+def test_group_rows_numbers_each_combination_in_the_order_of_its_first_row():
+    """group_rows (the classes' one pass in C) against a Python dict of the rows' tuples: texts
+    with NULLs, empty and multi-byte ones (plain, large, sliced, dictionary-encoded with a
+    dictionary of its own in each batch, unused and repeated entries, uint8 and int32 indices),
+    booleans and integers of 1, 2 and 4 bytes with NULLs and negatives; in one batch and in
+    several (an empty one among them). A NULL is equal to a NULL alone, a text by its bytes."""
+    rng = random.Random(7)
+    texts = [None, "", "a", "ab", "abc", "abcd", "torch.float32", "torch.float16", "é", "ü",
+             "Need double check api accuracy.", "x" * 40]
+    n = 3000
+    # runs of equal rows, as a pair's rows come, and rows that alternate
+    rows = []
+    while len(rows) < n:
+        row = (rng.choice(texts), rng.choice(texts[:4]), rng.choice([None, False, True]),
+               rng.choice([None, 0, 2, -3, 2 ** 14]), rng.choice([None, -1, 5]),
+               rng.choice(texts), rng.choice(texts[:3]))
+        rows += [row] * rng.choice([1, 1, 2, 7])
+    rows = rows[:n]
+    cols = list(zip(*rows, strict=True))
+    columns = ("kind", "npu_dtype", "failing", "severity", "small", "err_message", "mark")
+    table = pa.table({"kind": pa.array(cols[0], pa.string()),
+                      "npu_dtype": pa.array(cols[1], pa.large_string()),
+                      "failing": pa.array(cols[2], pa.bool_()),
+                      "severity": pa.array(cols[3], pa.int32()),
+                      "small": pa.array(cols[4], pa.int8()),
+                      "err_message": pa.array(cols[5], pa.string()),
+                      "mark": pa.array(cols[6], pa.string()).dictionary_encode()})
+    want = _reference(rows)
+    import msq.history.run_recorder as rr
+
+    # "small" (an int8) read as an integer column: as _INTEGERS' are
+    saved = rr._INTEGERS
+    rr._INTEGERS = (*saved, "small")
+    try:
+        assert _grouped(table, columns) == want
+        # in batches: an empty one, a sliced one, each dictionary its own (another order, an
+        # unused entry, an entry twice)
+        cut = [table.slice(0, 700), table.slice(700, 0), table.slice(700, 1), table.slice(701)]
+        parts = []
+        for part in cut:
+            mark = part.column("mark").combine_chunks().dictionary_decode()
+            values = pa.array(["unused", "a", "", "a", None])
+            index = {"a": 1, "": 2}
+            indices = pa.array([None if v is None else index[v] for v in mark.to_pylist()],
+                               pa.int32())
+            part = part.set_column(part.schema.get_field_index("mark"), "mark",
+                                   pa.DictionaryArray.from_arrays(indices, values))
+            parts.append(part)
+        chunked = pa.concat_tables(parts)
+        assert len(chunked.to_batches()) >= 3
+        assert _grouped(chunked, columns) == want
+    finally:
+        rr._INTEGERS = saved
+
+
+def test_group_rows_with_more_values_than_a_key_holds_compare_codes():
+    """Columns whose codes take more than 64 bits together (ten of 300 values each) are grouped
+    by comparing each row's codes with the row before's: the same numbers."""
+    rng = random.Random(3)
+    values = [f"v{i}" for i in range(300)]
+    rows = [tuple(rng.choice(values) for _ in range(10)) for _ in range(500)]
+    rows += rows[:200] + [rows[5]] * 10
+    columns = tuple(f"c{k}" for k in range(10))
+    table = pa.table({c: pa.array([r[k] for r in rows]) for k, c in enumerate(columns)})
+    assert _grouped(table, columns) == _reference(rows)
+
+
+def test_group_rows_refuses_buffers_that_do_not_hold_the_rows():
+    """Offsets outside the data, a dictionary index outside its dictionary, and buffers shorter
+    than the batch are refused (ValueError), not read."""
+    good = pa.array(["ab", "cd"])
+    _, offsets, data = good.buffers()
+    bad_offsets = pa.py_buffer(np.array([0, 2, 9], np.int32).tobytes())
+    with pytest.raises(ValueError):
+        _module.group_rows([(2, ((None, bad_offsets, data, 0, 2, False),))])
+    dictionary = (None, offsets, data, 0, 2, False)
+    indices = pa.py_buffer(np.array([0, 5], np.int32).tobytes())
+    with pytest.raises(ValueError):
+        _module.group_rows([(2, ((*dictionary, None, indices, 0, 4),))])
+    with pytest.raises(ValueError):
+        _module.group_rows([(3, ((None, offsets, data, 0, 2, False),))])
+    flags = pa.py_buffer(b"\x01")
+    with pytest.raises(ValueError):
+        _module.group_rows([(9, ((None, flags, 0, 0),))])
+    assert _module.group_rows([]) == (b"", b"")
+
+
+def test_classes_of_a_column_group_rows_does_not_read_are_keyed_without_it():
+    """A class column of a type group_rows does not read (an int64 severity) is keyed by the
+    numpy path: the same keys and new classes as without the C pass."""
+    from msq.history.run_recorder import _Classes, _group_rows
+
+    columns = ("kind", "severity")
+    table = pa.table({"out_seq": pa.array([0, 1, 2, 3], pa.int64()),
+                      "kind": pa.array(["a", "a", None, "a"]),
+                      "severity": pa.array([5, 5, None, 0], pa.int64())})
+    made = []
+    for group in (_group_rows(), None):
+        classes = _Classes.__new__(_Classes)
+        classes.table, classes.columns = "classes", columns
+        classes.keys, classes.texts, classes.index = {}, pa.array([], pa.string()), None
+        classes.group = group
+        keyed, new = classes.key(table)
+        made.append((keyed.to_pylist(), new.to_pylist() if new is not None else None))
+    assert made[0] == made[1]
+    assert [r["class_id"] for r in made[0][0]] == [1, 1, 2, 3]
