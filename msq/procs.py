@@ -30,7 +30,7 @@ import signal
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import InvalidStateError
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -103,18 +103,52 @@ def start_forkserver() -> None:
     directory first, and before 3.13 it ignores the parent's ``sys.path``: a folder ``msq`` there
     (the source tree of a non-editable install, another version's checkout) would be the msq the
     server preloads and every worker runs. ``PYTHONSAFEPATH`` (Python 3.11+) keeps it off; the
-    server is started here, under it, rather than at the pool's first task."""
+    server is started here, under it, rather than at the pool's first task. It also starts
+    with :func:`worker_memory_environment`, which its workers inherit."""
     from multiprocessing import forkserver
 
-    saved = os.environ.get("PYTHONSAFEPATH")
-    os.environ["PYTHONSAFEPATH"] = "1"
+    wanted = {"PYTHONSAFEPATH": "1", **worker_memory_environment(os.environ)}
+    saved = {name: os.environ.get(name) for name in wanted}
+    os.environ.update(wanted)
     try:
         forkserver.ensure_running()
     finally:
-        if saved is None:
-            del os.environ["PYTHONSAFEPATH"]
-        else:
-            os.environ["PYTHONSAFEPATH"] = saved
+        for name, value in saved.items():
+            if value is None:
+                del os.environ[name]
+            else:
+                os.environ[name] = value
+
+
+#: The glibc tunable that has malloc ask for transparent huge pages (glibc 2.35+; older ones
+#: ignore a tunable they do not know).
+GLIBC_HUGE_PAGES = "glibc.malloc.hugetlb=1"
+#: DuckDB's jemalloc keeps the pages it frees for 5 s as lazily freed (MADV_FREE) before it
+#: gives them back (its own setting gives them back at once, after its 1 s of dirty decay).
+DUCKDB_LAZY_FREE = "muzzy_decay_ms:5000"
+
+
+def worker_memory_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """What a worker started from a new interpreter (the forkserver's) gets in its environment
+    so that it faults in fewer fresh pages; values the user set are kept.
+
+    A pool worker of a directory compare takes task after task of the same size, each faulting
+    its memory in anew: ~1.3 M page faults in a root-8x8-5000 run's two workers, ~10 % of the
+    run's CPU (perf). Two allocators give pages back between tasks: glibc's malloc (the C
+    reader's and the workbook's buffers, numpy's and DuckDB's C++ objects) in 4 KB pages, and
+    DuckDB's jemalloc, which returns what it freed a second later, so that the next task faults
+    it in again. With glibc's huge pages (where the kernel's transparent huge pages are
+    "madvise" or "always") and jemalloc's lazy freeing the workers fault ~54 % fewer pages
+    (bench/README, "Session 26: lead"): lazily freed pages are reused without a fault, and the
+    kernel takes them back when memory is short. Both are read when a process starts, so only a
+    new interpreter gets them: msq's own command keeps its allocators as they are."""
+    out: dict[str, str] = {}
+    tunables = environ.get("GLIBC_TUNABLES", "")
+    if "glibc.malloc.hugetlb" not in tunables:
+        out["GLIBC_TUNABLES"] = f"{tunables}:{GLIBC_HUGE_PAGES}" if tunables else GLIBC_HUGE_PAGES
+    if "DUCKDB_JE_MALLOC_CONF" not in environ:
+        out["DUCKDB_JE_MALLOC_CONF"] = DUCKDB_LAZY_FREE
+    return out
 
 
 def process_pool(workers: int, *, preload: Sequence[str] = (),

@@ -207,3 +207,52 @@ def test_pool_workers_run_this_msq_not_a_folder_named_msq_in_the_working_directo
     assert "working directory was imported" not in done.stderr, done.stderr
     assert "2 compares" in done.stdout + done.stderr
     assert len(list((tmp_path / "out").glob("compare_result_*.csv"))) == 2
+
+
+def test_worker_memory_environment_keeps_the_users_values() -> None:
+    env = procs.worker_memory_environment
+    assert env({}) == {"GLIBC_TUNABLES": "glibc.malloc.hugetlb=1",
+                       "DUCKDB_JE_MALLOC_CONF": "muzzy_decay_ms:5000"}
+    assert env({"GLIBC_TUNABLES": "glibc.malloc.tcache_count=20"})["GLIBC_TUNABLES"] == \
+        "glibc.malloc.tcache_count=20:glibc.malloc.hugetlb=1"
+    assert env({"GLIBC_TUNABLES": "glibc.malloc.hugetlb=0",
+                "DUCKDB_JE_MALLOC_CONF": "dirty_decay_ms:0"}) == {}
+
+
+def _memory_of_a_worker() -> tuple[str | None, str | None, int]:
+    """This worker's allocator settings, and its huge pages after it fills 64 MB from malloc."""
+    block = bytearray(64 << 20)
+    block[::4096] = bytes([1]) * len(block[::4096])
+    with open("/proc/self/smaps_rollup") as f:
+        huge = next(int(line.split()[1]) for line in f if line.startswith("AnonHugePages:"))
+    return os.environ.get("GLIBC_TUNABLES"), os.environ.get("DUCKDB_JE_MALLOC_CONF"), huge
+
+
+def test_forkserver_workers_ask_for_huge_pages_and_lazy_freeing() -> None:
+    """A directory compare's pool workers (from the forkserver: the history is open) start
+    with glibc's huge pages and jemalloc's lazy freeing (procs.worker_memory_environment), and
+    malloc's memory is backed by huge pages where the kernel gives them on request. This
+    process's own environment is as it was."""
+    import subprocess
+    import sys
+
+    code = ("import os\n"
+            "from msq import db, procs\n"
+            "from tests.test_procs import _memory_of_a_worker\n"
+            "con = db.connect()\n"
+            "with procs.process_pool(1) as pool:\n"
+            "    print(*pool.submit(_memory_of_a_worker).result())\n"
+            "print(os.environ.get('GLIBC_TUNABLES'), os.environ.get('DUCKDB_JE_MALLOC_CONF'))\n")
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("GLIBC_TUNABLES", "DUCKDB_JE_MALLOC_CONF")}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, check=False, env=env,
+                          cwd=Path(__file__).resolve().parent.parent)
+    assert done.returncode == 0, done.stderr
+    worker, parent = done.stdout.splitlines()
+    tunables, jemalloc, huge_kb = worker.split()
+    assert (tunables, jemalloc) == ("glibc.malloc.hugetlb=1", "muzzy_decay_ms:5000")
+    assert parent == "None None"
+    thp = Path("/sys/kernel/mm/transparent_hugepage/enabled")
+    if thp.is_file() and "[never]" not in thp.read_text():
+        assert int(huge_kb) >= 32 << 10  # most of the 64 MB
