@@ -478,6 +478,15 @@ def _list(select: str) -> str:
 _SIMPLE_NAME = re.compile(r"[a-z_][a-z0-9_]*")
 
 
+#: Memory a kept worker database's blocks (its tables' column segments, its hash tables) come
+#: from and go back to, never given back to the system (DuckDB's block allocator): a worker
+#: takes task after task of the same size, and blocks given back to the allocator between two
+#: of them were faulted in again by the next (~160,000 of a root-8x8-5000 run's page faults,
+#: for ~70 MB more of the tree's peak: bench/README "Session 26: lead"). What a task needs
+#: beyond it comes from the allocator, as before.
+WORKER_BLOCK_MEMORY = "384MB"
+
+
 class WorkerDatabase:
     """A pool worker's compare database, kept from one pair to the next.
 
@@ -560,6 +569,7 @@ class WorkerDatabase:
         self._learnt = False
         self._con = con = db.connect(threads=1)
         try:
+            db.keep_blocks(con, WORKER_BLOCK_MEMORY)
             db.can_defer_binding(con)  # its probe's view made and dropped now, not in a pair
             self._table_files: list[str] = []
             for file in db.sql_files("compare/schema"):  # as db.run_schema

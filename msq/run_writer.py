@@ -91,6 +91,10 @@ class RunWriter:
         # in the file already, so a cap only drops them from the cache.
         self.con.execute(f"SET memory_limit = '{DRIVER_MEMORY}'")
         self.con.execute(f"SET disabled_compression_methods = '{DRIVER_SKIPS_COMPRESSION}'")
+        # its blocks (the appended row groups, the checkpoint's compression buffers) are kept
+        # for the next transaction's, not faulted in anew each time (~50,000 page faults of a
+        # root-8x8-5000 run; bench/README "Session 26: lead")
+        db.keep_blocks(self.con, DRIVER_MEMORY)
         self.history: RunRecorder | None = None
         self._held: list[_Held] = []  # the pairs of the open transaction
         self.commits = 0  # transactions committed (-vv's driver line)

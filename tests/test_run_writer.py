@@ -793,3 +793,20 @@ def test_a_transactions_compares_and_blame_runs_rows_are_inserted_at_its_commit(
     recorded = _one_row_tables(tmp_path / "a" / "msq.duckdb")
     assert recorded == _one_row_tables(tmp_path / "b" / "msq.duckdb")
     assert len(recorded) == 6  # three compares, three blame_runs rows
+
+
+def test_the_driver_keeps_its_blocks_memory(pairs, tmp_path):
+    """The driver's DuckDB appends transaction after transaction: its blocks come from
+    DuckDB's block allocator, up to its memory limit (run_writer.DRIVER_MEMORY), and pairs are
+    recorded as before."""
+    writer = RunWriter(tmp_path, Options(record=True))
+    try:
+        setting = "SELECT current_setting('block_allocator_memory'), current_setting('memory_limit')"
+        kept, limit = writer.con.execute(setting).fetchall()[0]
+        assert kept == limit == "152.5 MiB"  # 160 MB
+        for job, tables in pairs:
+            writer.write(job, tables)
+        writer.commit()
+        assert committed(writer) == list(range(1, len(pairs) + 1))
+    finally:
+        writer.close()

@@ -160,3 +160,19 @@ def test_materialised_views_are_renamed_back_only_when_they_are_the_databases_ow
     db.materialize(con, "v")
     assert con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall() == []
     con.close()
+
+
+def test_a_kept_database_keeps_its_blocks_memory(tmp_path):
+    """A kept worker database runs task after task: its blocks come from DuckDB's block
+    allocator (pair_tables.WORKER_BLOCK_MEMORY), not faulted in anew by each task; a pair
+    compared in it still gives the catalog back as a new database's."""
+    jobs = _dumps(tmp_path)
+    opts = Options(workers=1, record=True)
+    WorkerDatabase.discard()
+    database = WorkerDatabase.get(opts)
+    assert database is not None
+    setting = "SELECT current_setting('block_allocator_memory')"
+    assert database._con.execute(setting).fetchall()[0][0] == "366.2 MiB"  # 384 MB
+    template = database._snapshot()
+    compute_pair(jobs[2], opts, tmp_path, kept=True)
+    assert WorkerDatabase._kept is database and database._snapshot() == template
