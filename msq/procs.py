@@ -120,9 +120,11 @@ def start_forkserver() -> None:
                 os.environ[name] = value
 
 
-#: The glibc tunable that has malloc ask for transparent huge pages (glibc 2.35+; older ones
-#: ignore a tunable they do not know).
-GLIBC_HUGE_PAGES = "glibc.malloc.hugetlb=1"
+#: glibc's malloc tunables a new worker gets (glibc 2.35+ knows both; a glibc ignores a tunable
+#: it does not know): malloc's memory in transparent huge pages, and a per-thread cache of up to
+#: 1,024 freed chunks of each small size (glibc's default: 7), which DuckDB's C++ objects churn
+#: through: ~3 % fewer instructions for a compared pair (callgrind; 256: 2.5 %, 4,096: 3.2 %).
+GLIBC_WORKER_TUNABLES = {"glibc.malloc.hugetlb": "1", "glibc.malloc.tcache_count": "1024"}
 #: DuckDB's jemalloc keeps the pages it frees for 5 s as lazily freed (MADV_FREE) before it
 #: gives them back (its own setting gives them back at once, after its 1 s of dirty decay).
 DUCKDB_LAZY_FREE = "muzzy_decay_ms:5000"
@@ -140,12 +142,16 @@ def worker_memory_environment(environ: Mapping[str, str]) -> dict[str, str]:
     it in again. With glibc's huge pages (where the kernel's transparent huge pages are
     "madvise" or "always") and jemalloc's lazy freeing the workers fault ~54 % fewer pages
     (bench/README, "Session 26: lead"): lazily freed pages are reused without a fault, and the
-    kernel takes them back when memory is short. Both are read when a process starts, so only a
-    new interpreter gets them: msq's own command keeps its allocators as they are."""
+    kernel takes them back when memory is short. glibc's larger cache of freed chunks
+    (:data:`GLIBC_WORKER_TUNABLES`) saves a worker ~3 % of its instructions. These are read when
+    a process starts, so only a new interpreter gets them: msq's own command keeps its
+    allocators as they are."""
     out: dict[str, str] = {}
-    tunables = environ.get("GLIBC_TUNABLES", "")
-    if "glibc.malloc.hugetlb" not in tunables:
-        out["GLIBC_TUNABLES"] = f"{tunables}:{GLIBC_HUGE_PAGES}" if tunables else GLIBC_HUGE_PAGES
+    users = environ.get("GLIBC_TUNABLES", "")
+    ours = [f"{name}={value}" for name, value in GLIBC_WORKER_TUNABLES.items()
+            if f"{name}=" not in users]
+    if ours:
+        out["GLIBC_TUNABLES"] = ":".join([users] * bool(users) + ours)
     if "DUCKDB_JE_MALLOC_CONF" not in environ:
         out["DUCKDB_JE_MALLOC_CONF"] = DUCKDB_LAZY_FREE
     return out

@@ -211,11 +211,13 @@ def test_pool_workers_run_this_msq_not_a_folder_named_msq_in_the_working_directo
 
 def test_worker_memory_environment_keeps_the_users_values() -> None:
     env = procs.worker_memory_environment
-    assert env({}) == {"GLIBC_TUNABLES": "glibc.malloc.hugetlb=1",
-                       "DUCKDB_JE_MALLOC_CONF": "muzzy_decay_ms:5000"}
+    ours = "glibc.malloc.hugetlb=1:glibc.malloc.tcache_count=1024"
+    assert env({}) == {"GLIBC_TUNABLES": ours, "DUCKDB_JE_MALLOC_CONF": "muzzy_decay_ms:5000"}
     assert env({"GLIBC_TUNABLES": "glibc.malloc.tcache_count=20"})["GLIBC_TUNABLES"] == \
         "glibc.malloc.tcache_count=20:glibc.malloc.hugetlb=1"
-    assert env({"GLIBC_TUNABLES": "glibc.malloc.hugetlb=0",
+    assert env({"GLIBC_TUNABLES": "glibc.malloc.arena_max=2"})["GLIBC_TUNABLES"] == \
+        f"glibc.malloc.arena_max=2:{ours}"
+    assert env({"GLIBC_TUNABLES": "glibc.malloc.hugetlb=0:glibc.malloc.tcache_count=7",
                 "DUCKDB_JE_MALLOC_CONF": "dirty_decay_ms:0"}) == {}
 
 
@@ -251,7 +253,8 @@ def test_forkserver_workers_ask_for_huge_pages_and_lazy_freeing() -> None:
     assert done.returncode == 0, done.stderr
     worker, parent = done.stdout.splitlines()
     tunables, jemalloc, huge_kb = worker.split()
-    assert (tunables, jemalloc) == ("glibc.malloc.hugetlb=1", "muzzy_decay_ms:5000")
+    assert (tunables, jemalloc) == ("glibc.malloc.hugetlb=1:glibc.malloc.tcache_count=1024",
+                                    "muzzy_decay_ms:5000")
     assert parent == "None None"
     thp = Path("/sys/kernel/mm/transparent_hugepage/enabled")
     if thp.is_file() and "[never]" not in thp.read_text():
