@@ -1040,13 +1040,46 @@ def compute_batch(inps: list[SingleInput], opts: Options, opened: BatchDatabase,
     db.materialize(con, "row_error", bound_row_error(mode))
     for view in ("verdicts", result_table(mode), "marks"):
         with planned_without(con, BATCH_PLAN_SKIPS.get(view, ())):
-            db.materialize(con, view, bound_result(mode) if view == result_table(mode) else None)
+            db.materialize(con, view, batch_select(view, mode))
     if batch_blame(con, mode, [(p.place.pair, p.inp.npu_json, p.inp.bench_json) for p in pairs],
                    opts, opened.views):
         # read by blame_rows alone: no pair's view of them (a pair reads its own blame_rows
         # and blame_edges, BATCH_TABLES)
         con.execute("DROP TABLE blame_keys; DROP TABLE blame_tensors")
     return con, mode, place_pairs(con, pairs)
+
+
+#: What sql/compare/rules/default/verdicts.sql ends with (as written there): its rows' last join.
+VERDICTS_FROM = "FROM texts t\nLEFT JOIN unmatched_reasons u USING (out_seq)"
+
+#: A batch's verdicts rows: those that may say something (a rule, hence a mark; dtypes that
+#: differ, hence maybe a precision note; an unmatched reason), ~4 % of a root-8x8-5000 batch's,
+#: by a filter on the columns the reason is made of (:func:`batch_verdicts`). Every reader of a
+#: batch's verdicts (stat_result's join, which reads the rows with a reason, a mark or an
+#: unmatched reason alone; marks; :func:`batch_results`' joins and its count of unmatched
+#: kinds) gives the same for a row with none of them as for a row it does not find (a NULL
+#: reason read as ''), so the other rows are not stored: their insert was ~60 M instructions
+#: of a 6-pair root batch, and each reader scanned and filtered them again. A filter on
+#: verdicts' own columns would be pushed into its last projection's reason (computed twice
+#: then: +12 M); this one stops at the join, its OR reading the unmatched reasons' side.
+BATCH_VERDICTS_WHERE = "\nWHERE t.rule IS NOT NULL OR t.n_dtype_raw IS NOT NULL OR u.out_seq IS NOT NULL"
+
+
+def batch_verdicts() -> str:
+    """A statistics batch's verdicts (the only batches, :func:`read_batch`; result_tensor and
+    result_md5 read every row's): sql/compare/rules/default/verdicts.sql's rows that may say
+    something (:data:`BATCH_VERDICTS_WHERE`)."""
+    file = db.sql_file("compare/rules/default/verdicts.sql")
+    return _bound(file.origin, file.body, {VERDICTS_FROM: VERDICTS_FROM + BATCH_VERDICTS_WHERE})
+
+
+def batch_select(view: str, mode: str) -> str | None:
+    """What :func:`compute_batch` materialises ``view`` from (``select`` of
+    :func:`db.materialize`): a statistics batch's verdicts :func:`batch_verdicts`, the result
+    table :func:`bound_result`'s, else None (the view's rows)."""
+    if view == "verdicts" and mode == "statistics":
+        return batch_verdicts()
+    return bound_result(mode) if view == result_table(mode) else None
 
 
 #: The optimizer passes a batch's statement is planned without, by the view it materialises

@@ -339,6 +339,28 @@ def test_a_batch_plans_its_verdicts_without_its_skipped_passes_and_resets_them(
         con.close()
 
 
+def test_a_batchs_verdicts_are_its_rows_that_may_say_something(jobs, opts):
+    """A statistics batch stores the verdicts of its rows that may say something (a rule, dtypes
+    that differ, an unmatched reason: msq.pipeline.BATCH_VERDICTS_WHERE), each as the view gives
+    it, and among them every row with a reason, a mark or an unmatched reason: its readers give
+    the same for a row they do not find as for a row of none (the outputs: the test above)."""
+    from msq import db, pipeline
+    from msq.config import SingleInput
+
+    kept = WorkerDatabase.get(opts)
+    assert kept is not None
+    inps = [SingleInput(job.npu[0], job.bench[0], job.npu[1]) for job in jobs]
+    con, mode, _ = pipeline.compute_batch(inps, opts, kept)
+    assert mode == "statistics"
+    stored = con.execute("SELECT * FROM verdicts").fetchall()
+    every = con.execute(db.sql_file("compare/rules/default/verdicts.sql").body).fetchall()
+    saying = [row for row in every if row[3] != "" or any(v is not None for v in (row[1], *row[4:]))]
+    assert saying and any(row[1] == "red" for row in saying)
+    assert any(row[4] is not None for row in saying)  # an unmatched row
+    assert set(saying) <= set(stored) <= set(every)
+    assert len(stored) < len(every) == db.scalar(con, "SELECT count(*) FROM compare_rows")
+
+
 def test_a_broken_pair_fails_alone_and_loses_none_of_the_others(jobs, opts, tmp_path):
     """A batch with a broken dump is compared pair by pair: that pair fails with its own
     message, every other pair is its own compare."""
