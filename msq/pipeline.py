@@ -1049,28 +1049,48 @@ def compute_batch(inps: list[SingleInput], opts: Options, opened: BatchDatabase,
     return con, mode, place_pairs(con, pairs)
 
 
-#: What sql/compare/rules/default/verdicts.sql ends with (as written there): its rows' last join.
+#: What sql/compare/rules/default/verdicts.sql reads of row_error (as written there): the rows
+#: its rules judge, and the worst input error of each window.
+VERDICTS_ROWS = "  FROM row_error x\n  LEFT JOIN hl_windows w USING (out_seq)\n),"
+VERDICTS_INPUTS = "  WHERE w.is_input AND x.err IS NOT NULL\n  GROUP BY w.win"
+#: What it ends with (as written there): its rows' last join.
 VERDICTS_FROM = "FROM texts t\nLEFT JOIN unmatched_reasons u USING (out_seq)"
 
-#: A batch's verdicts rows: those that may say something (a rule, hence a mark; dtypes that
-#: differ, hence maybe a precision note; an unmatched reason), ~4 % of a root-8x8-5000 batch's,
-#: by a filter on the columns the reason is made of (:func:`batch_verdicts`). Every reader of a
-#: batch's verdicts (stat_result's join, which reads the rows with a reason, a mark or an
-#: unmatched reason alone; marks; :func:`batch_results`' joins and its count of unmatched
-#: kinds) gives the same for a row with none of them as for a row it does not find (a NULL
-#: reason read as ''), so the other rows are not stored: their insert was ~60 M instructions
-#: of a 6-pair root batch, and each reader scanned and filtered them again. A filter on
-#: verdicts' own columns would be pushed into its last projection's reason (computed twice
-#: then: +12 M); this one stops at the join, its OR reading the unmatched reasons' side.
-BATCH_VERDICTS_WHERE = "\nWHERE t.rule IS NOT NULL OR t.n_dtype_raw IS NOT NULL OR u.out_seq IS NOT NULL"
+#: A statistics batch's verdicts (the only batches, :func:`read_batch`), as its readers read
+#: them: {the text of verdicts.sql: what it becomes}. A batch stores the verdicts of its rows
+#: that may say something (a rule, hence a mark; dtypes that differ, hence maybe a precision
+#: note; an unmatched reason), ~4 % of a root-8x8-5000 batch's rows, not every row's. Every
+#: reader of a batch's verdicts (stat_result's join, which reads the rows with a reason, a mark
+#: or an unmatched reason alone; marks; :func:`batch_results`' joins and its count of unmatched
+#: kinds) gives the same for a row it does not find as for a row of none (a NULL reason read
+#: as ''): their insert was ~60 M instructions of a 6-pair root batch, and each reader scanned
+#: and filtered them again. So:
+#:
+#: * the rows judged are those whose error may meet a rule (``err`` >= the least threshold: an
+#:   inf, a NaN too; outside tensor mode no rule reads anything else of a row), whose dtypes
+#:   differ or that are unmatched: the rules' CASEs, the windows' join and the texts' projection
+#:   ran on every row (~-106 M);
+#: * the worst input error only of the windows of those rows that are not inputs (the only
+#:   rows whose rule reads it, 'error grows'): ~-12 M;
+#: * the rows stored: those with a rule, dtypes that differ or an unmatched reason, a filter on
+#:   the columns the reason is made of, after the last join (a filter on verdicts' own columns
+#:   is pushed into its last projection's reason, computed twice then: +12 M).
+BATCH_VERDICTS_EDITS = {
+    VERDICTS_ROWS: VERDICTS_ROWS.replace(
+        "\n),", "\n  WHERE x.err >= least(verdict_red_err(), verdict_yellow_err())"
+        " OR x.n_dtype_raw IS NOT NULL OR x.unmatched\n),"),
+    VERDICTS_INPUTS: VERDICTS_INPUTS.replace(
+        "\n", " AND w.win IN (SELECT win FROM e WHERE NOT is_input)\n"),
+    VERDICTS_FROM: VERDICTS_FROM + "\nWHERE t.rule IS NOT NULL OR t.n_dtype_raw IS NOT NULL"
+                   " OR u.out_seq IS NOT NULL"}
 
 
 def batch_verdicts() -> str:
-    """A statistics batch's verdicts (the only batches, :func:`read_batch`; result_tensor and
-    result_md5 read every row's): sql/compare/rules/default/verdicts.sql's rows that may say
-    something (:data:`BATCH_VERDICTS_WHERE`)."""
+    """A statistics batch's verdicts: sql/compare/rules/default/verdicts.sql's rows that may say
+    something, judged for the rows that may (:data:`BATCH_VERDICTS_EDITS`); result_tensor and
+    result_md5, which no batch has, read every row's."""
     file = db.sql_file("compare/rules/default/verdicts.sql")
-    return _bound(file.origin, file.body, {VERDICTS_FROM: VERDICTS_FROM + BATCH_VERDICTS_WHERE})
+    return _bound(file.origin, file.body, BATCH_VERDICTS_EDITS)
 
 
 def batch_select(view: str, mode: str) -> str | None:

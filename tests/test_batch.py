@@ -339,23 +339,32 @@ def test_a_batch_plans_its_verdicts_without_its_skipped_passes_and_resets_them(
         con.close()
 
 
-def test_a_batchs_verdicts_are_its_rows_that_may_say_something(jobs, opts):
+def test_a_batchs_verdicts_are_its_rows_that_may_say_something(jobs, opts, tmp_path):
     """A statistics batch stores the verdicts of its rows that may say something (a rule, dtypes
-    that differ, an unmatched reason: msq.pipeline.BATCH_VERDICTS_WHERE), each as the view gives
-    it, and among them every row with a reason, a mark or an unmatched reason: its readers give
-    the same for a row they do not find as for a row of none (the outputs: the test above)."""
+    that differ, an unmatched reason), judged for those rows alone (the rows whose error may
+    meet a rule, their windows' inputs: msq.pipeline.BATCH_VERDICTS_EDITS), each as the view
+    gives it for every row, and among them every row with a reason, a mark or an unmatched
+    reason (red, yellow by its inputs' error, unmatched): its readers give the same for a row
+    they do not find as for a row of none (the outputs: the test above)."""
     from msq import db, pipeline
     from msq.config import SingleInput
 
+    # an output 5 % off where its inputs are equal: yellow ('error grows'), by its window's
+    # inputs' error
+    base = model(1)
+    base["Functional.relu.0.forward"] = fwd(t(mx=2.0), out=t(mx=2.0, mn=-2.0))
+    grown = copy.deepcopy(base)
+    grown["Functional.relu.0.forward"]["output"][0]["Max"] = 2.1
     kept = WorkerDatabase.get(opts)
     assert kept is not None
-    inps = [SingleInput(job.npu[0], job.bench[0], job.npu[1]) for job in jobs]
+    inps = [SingleInput(job.npu[0], job.bench[0], job.npu[1])
+            for job in [*jobs, pair(tmp_path, "grown", base, grown)]]
     con, mode, _ = pipeline.compute_batch(inps, opts, kept)
     assert mode == "statistics"
     stored = con.execute("SELECT * FROM verdicts").fetchall()
     every = con.execute(db.sql_file("compare/rules/default/verdicts.sql").body).fetchall()
     saying = [row for row in every if row[3] != "" or any(v is not None for v in (row[1], *row[4:]))]
-    assert saying and any(row[1] == "red" for row in saying)
+    assert {"red", "yellow"} <= {row[1] for row in saying}
     assert any(row[4] is not None for row in saying)  # an unmatched row
     assert set(saying) <= set(stored) <= set(every)
     assert len(stored) < len(every) == db.scalar(con, "SELECT count(*) FROM compare_rows")
