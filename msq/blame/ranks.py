@@ -156,10 +156,14 @@ def _rows_table(parts: list[RankBlame], run_id: str) -> pa.Table:
 
 
 def _arrow_parts(parts: list[RankBlame], run_id: str) -> list[pa.Table] | None:
-    """:func:`_rows_table`'s rows of each compare, from its rows' own Arrow tables when every
+    """:func:`_rows_table`'s rows of each compare, from its rows' own Arrow tables where some
     compare's are (a batch of pairs' summaries, msq.blame.summary.summarize_batch: their
     columns those of ROW_FIELDS, the types the dicts would give), without a Python object a
-    value; else None (dicts: a single compare's summaries, the recorded ones of ``--resume``).
+    value; else None (dicts alone: a single compare's summaries, the recorded ones of
+    ``--resume``). The compares whose rows are dicts among them (a pair a directory run
+    compared on its own, not in a batch: root-8x8-5000's last pairs) are made tables of the
+    others' schema (:func:`_dict_table`; None where their values do not fit it): one such
+    compare sent the whole run's rows through Python objects, ~4x the pass.
     The compares' rows as one table (in a list), their constant columns made and their rows
     taken twice found once for all of them, not with ~8 pyarrow calls a compare (64 pairs of
     root-8x8-5000: ~16 -> ~8 ms)."""
@@ -167,16 +171,27 @@ def _arrow_parts(parts: list[RankBlame], run_id: str) -> list[pa.Table] | None:
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    given: list[tuple[pa.Table | Sequence[dict[str, Any]], pa.Table | Sequence[dict[str, Any]]]] = []
+    schema = None
+    for part in parts:
+        pair = []
+        for rows in (part.summary.sources, part.summary.collectives):
+            table = rows.table() if isinstance(rows, PackedRows) else None
+            if table is not None:
+                if table.column_names != list(ROW_FIELDS):
+                    return None
+                schema = schema or table.schema
+            pair.append(rows if table is None else table)
+        given.append((pair[0], pair[1]))
+    if schema is None:  # dicts alone: as they are (their types inferred)
+        return None
     tables, ids, counts, factors, limits, collective = [], [], [], [], [], []
-    for compare_id, part in enumerate(parts, start=1):
-        sources, collectives = part.summary.sources, part.summary.collectives
-        if not isinstance(sources, PackedRows) or not isinstance(collectives, PackedRows):
-            return None
-        rows, more = sources.table(), collectives.table()
-        if rows is None or more is None or rows.column_names != list(ROW_FIELDS) \
-                or more.column_names != list(ROW_FIELDS):
-            return None
-        for table, is_collective in ((rows, False), (more, True)):
+    for compare_id, (part, (sources, collectives)) in enumerate(zip(parts, given, strict=True),
+                                                                start=1):
+        for rows, is_collective in ((sources, False), (collectives, True)):
+            table = rows if isinstance(rows, pa.Table) else _dict_table(rows, schema)
+            if table is None:
+                return None
             if table.num_rows:
                 tables.append(table)
                 ids.append(compare_id)
@@ -214,6 +229,18 @@ def _arrow_parts(parts: list[RankBlame], run_id: str) -> list[pa.Table] | None:
                          ("amp_limit", pa.array(limit_of, pa.float64()))):
         table = table.append_column(name, column)
     return [table]
+
+
+def _dict_table(rows: Sequence[dict[str, Any]], schema: pa.Schema) -> pa.Table | None:
+    """A compare's rows given as dicts (ROW_FIELDS each) as a table of ``schema`` (the other
+    compares' tables'); None where a value does not fit its column's type (the pass then builds
+    every column from the dicts, as :func:`_rows_table` did for all)."""
+    import pyarrow as pa
+
+    try:
+        return pa.Table.from_pylist(list(rows), schema=schema)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
+        return None
 
 
 #: The columns of the history's view ``blame``, in its order (what :func:`combine` gives).

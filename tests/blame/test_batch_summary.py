@@ -12,7 +12,7 @@ import pyarrow as pa
 import pytest
 
 from msq import pair_tables
-from msq.blame.ranks import RankBlame, _rows_table, combine
+from msq.blame.ranks import RankBlame, _arrow_parts, _rows_table, combine
 from msq.blame.run import BlameRun
 from msq.blame.summary import ROW_FIELDS, BlameSummary, PackedRows
 from msq.config import Options
@@ -160,6 +160,31 @@ def test_a_runs_rows_hold_each_row_once_from_tables_as_from_dicts():
             assert table.column("floor_factor").to_pylist() == [2.0] * len(want)
             tables.append(table)
         assert tables[1].equals(tables[0], check_metadata=True)
+
+
+def test_a_runs_rows_of_tables_and_dicts_together_are_one_table():
+    """A run whose compares' rows are Arrow tables for some and dicts for others (a directory
+    run's pairs compared in batches, and a last few compared on their own) reads every compare's
+    rows as one Arrow table, the dicts' made tables of the others' types, not every compare's
+    through Python objects: the same table as from dicts alone, and the same run (fails where one
+    compare of dicts sends the run down the dicts' path)."""
+    r = _blame_row
+    cases = [([r(1, True, "local"), r(2, False, "local")], [r(1, True, "local"), r(3, True, "clean")]),
+             ([r(2, False, "local")], [r(1, True, "inherited")]),
+             ([r(4, False, "local"), r(5, False, "local")], []),
+             ([], [r(7, True, "clean")])]
+    dicts = [RankBlame(i, 0, _summary(s, c, arrow=False)) for i, (s, c) in enumerate(cases)]
+    mixed = [RankBlame(i, 0, _summary(s, c, arrow=i % 2 == 0)) for i, (s, c) in enumerate(cases)]
+    assert _arrow_parts(dicts, "r") is None  # dicts alone: their types inferred, as before
+    assert _arrow_parts(mixed, "r") is not None
+    assert _rows_table(mixed, "r").equals(_rows_table(dicts, "r"), check_metadata=True)
+    run, want = combine(mixed, "r"), combine(dicts, "r")
+    assert repr(run.sources) == repr(want.sources) and run.counts == want.counts
+    assert repr(run.first) == repr(want.first) and run.n_sources == want.n_sources
+    # a dict whose value does not fit the tables' column: every compare's rows from dicts
+    odd = [RankBlame(9, 0, _summary([{**r(9, False, "local"), "out_seq": "nine"}], [],
+                                    arrow=False))]
+    assert _arrow_parts(mixed + odd, "r") is None
 
 
 def test_a_runs_local_rows_are_the_views_whole_rows(monkeypatch):
