@@ -35,7 +35,11 @@ edges AS (
 -- blame_rows' dtype floor (before an md5 compare's 0) and its dtype, computed here: the two
 -- dtypes' texts were one more string column to store, and on the rows of one dtype (all but
 -- unmatched ones and NULL dtypes) the bench dtype's floor is the NPU dtype's, not computed again
--- (bench_floor NULL there)
+-- (bench_floor NULL there). The bench row's dtype is row_error's b_dtype_raw where it differs
+-- from the NPU row's or the NPU row has none (sql/compare/rules/row_error.sql), else the NPU
+-- row's: the same floor and dtype as the bench row's own (an unmatched row, or a bench row
+-- without a dtype, gave the NPU row's too), without a join of every bench row for its dtype
+-- (~50 M instructions of a 6-pair root batch: its texts copied into the join's table)
 SELECT * EXCLUDE (npu_dtype, bench_dtype, npu_floor, bench_floor),
   CASE WHEN npu_dtype = bench_dtype THEN npu_floor
        ELSE greatest(npu_floor, bench_floor) END AS dtype_floor,
@@ -44,9 +48,9 @@ SELECT * EXCLUDE (npu_dtype, bench_dtype, npu_floor, bench_floor),
 FROM (
 SELECT
   t.op_seq, t.io = 'input' AS is_input, t.disp_name AS npu_name,
-  t.dtype AS npu_dtype, b.dtype AS bench_dtype,
+  t.dtype AS npu_dtype, coalesce(e.b_dtype_raw, t.dtype) AS bench_dtype,
   blame_row_floor(t.dtype) AS npu_floor,
-  CASE WHEN t.dtype = b.dtype THEN NULL ELSE blame_row_floor(b.dtype) END AS bench_floor,
+  CASE WHEN e.b_dtype_raw IS NOT NULL THEN blame_row_floor(e.b_dtype_raw) END AS bench_floor,
   r.out_seq, e.err, e.err_kind,
   CASE WHEN t.io <> 'input' THEN NULL
        WHEN t.is_tensor THEN coalesce(ed.how, 'external'::blame_link)
@@ -57,7 +61,6 @@ SELECT
   coalesce(ed.own_output, false) AS own_output
 FROM tensors t
 LEFT JOIN compare_rows r ON r.npu_row = t.row_seq AND r.kind = 'matched'
-LEFT JOIN tensors b ON b.side = 'bench' AND b.row_seq = r.bench_row
 LEFT JOIN row_error e ON e.out_seq = r.out_seq
 LEFT JOIN edges ed ON ed.consumer_row = t.row_seq
 WHERE t.side = 'npu'

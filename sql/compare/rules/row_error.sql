@@ -25,9 +25,13 @@ WITH j AS (
     n.max_num IS NOT NULL AND b.max_num IS NOT NULL AS n_num,
     n.max_str AS n_max_str, b.max_str AS b_max_str,
     -- for verdicts' precision note: the raw dtypes of a matched row whose dtypes differ (most
-    -- rows: NULL, nothing stored)
+    -- rows: NULL, nothing stored); the bench one also where the NPU row has none, which
+    -- verdicts does not read (its note needs n_dtype_raw) but blame_tensors does: its bench
+    -- row's dtype is this or the NPU row's, without a join of the bench rows again
+    -- (sql/compare/blame/blame_tensors.sql)
     CASE WHEN r.kind = 'matched' AND n.dtype <> b.dtype THEN n.dtype END AS n_dtype_raw,
-    CASE WHEN r.kind = 'matched' AND n.dtype <> b.dtype THEN b.dtype END AS b_dtype_raw,
+    CASE WHEN r.kind = 'matched' AND n.dtype <> b.dtype THEN b.dtype
+         WHEN r.kind = 'matched' AND n.dtype IS NULL THEN b.dtype END AS b_dtype_raw,
     tm.status, tm.sq_diff, tm.npu_sq, tm.bench_sq
   FROM compare_rows r
   LEFT JOIN tensors n ON n.side = 'npu' AND n.row_seq = r.npu_row
