@@ -454,7 +454,8 @@ static int fmt_repr(char *buf, double x) {
         if (e < 0) {
             *p++ = '0';
             *p++ = '.';
-            for (int k = 0; k < -e - 1; k++) *p++ = '0';
+            memcpy(p, "000", 4);  /* -4 <= e < 0: at most three zeros (a loop took ~18 a number) */
+            p += -e - 1;
             memcpy(p, d, 24);
             p += nd;
         } else if (nd <= e + 1) {  /* a whole number: its zeros, then ".0" */
@@ -849,18 +850,24 @@ static int cell(Out *o, int mark, const Column *c, int64_t i, Memo *memo) {
 }
 
 /* The most characters (Unicode code points) of a's texts in rows order[start:start+count]
- * (order NULL: rows start .. start+count-1) that are not NULL, and best: max_chars' count */
+ * (order NULL: rows start .. start+count-1) that are not NULL, and best: max_chars' count.
+ * like: where a's text is NULL, like's is counted instead (a's texts are NULL where they are
+ * the column's before them, like: render's twins 2); NULL: none is. */
 static long long most_chars(const Arr *a, const int64_t *order, long long start, long long count,
-                            long long best) {
+                            long long best, const Arr *like) {
     for (long long k = 0; k < count; k++) {
         int64_t r = order ? order[start + k] : start + k;
-        if (!is_valid(a, r)) continue;
-        int64_t j = a->offset + r;
-        int32_t from = a->offs[j], to = a->offs[j + 1];
+        const Arr *t = a;
+        if (!is_valid(t, r)) {
+            if (!like || !is_valid(like, r)) continue;
+            t = like;
+        }
+        int64_t j = t->offset + r;
+        int32_t from = t->offs[j], to = t->offs[j + 1];
         if (to - from <= best) continue;  /* no more characters than bytes */
         long long n = 0;
         for (int32_t b = from; b < to; b++)
-            n += ((unsigned char)a->data[b] & 0xC0) != 0x80;  /* not a continuation byte */
+            n += ((unsigned char)t->data[b] & 0xC0) != 0x80;  /* not a continuation byte */
         if (n > best) best = n;
     }
     return best;
@@ -993,7 +1000,11 @@ static int parse_arr(PyObject *t, Arr *a, Py_buffer *views, int *nviews) {
  * twins: a byte a column (or None), non-zero for a text column whose text is often the text
  * column's before it in the same row (a bench name the NPU's: root-8x8-5000's names, dtypes
  * and shapes in 99.98 % of its rows): compared first, and where the same, that cell's bytes
- * are copied (a text cell took ~130 instructions); chars: a writable buffer of an int64 a
+ * are copied (a text cell took ~130 instructions); 2 instead: the column's text is NULL where it
+ * is the column's before it (the query asked for it so: nullif, a NULL cell otherwise written
+ * as the empty text), and there that cell's bytes are copied without a comparison, its DuckDB
+ * Arrow export a validity bit instead of the text (a column after such a column is no twin,
+ * and no such column follows another); chars: a writable buffer of an int64 a
  * column (or None), each text column's and relative error column's entry raised to the most
  * characters of its texts in the rows rendered (as max_chars and percent_chars count them;
  * -1 to start: a column whose every text is NULL stays so), for the column widths of a sheet
@@ -1058,9 +1069,22 @@ static PyObject *render(PyObject *self, PyObject *args) {
         Py_buffer tw;
         if (PyObject_GetBuffer(twins_obj, &tw, PyBUF_SIMPLE)) goto done;
         const char *t = tw.buf;
-        for (Py_ssize_t c = 1; c < ncols && c < tw.len; c++)
-            twin[c] = t[c] && cols[c].kind == COL_TEXT && cols[c - 1].kind == COL_TEXT;
+        int bad = tw.len > 0 && t[0] == 2;
+        for (Py_ssize_t c = 1; c < ncols && c < tw.len; c++) {
+            int text = cols[c].kind == COL_TEXT && cols[c - 1].kind == COL_TEXT;
+            if (t[c] == 2) {  /* NULL where the same: meaningless for any other column */
+                bad |= !text || twin[c - 1] == 2;
+                twin[c] = 2;
+            } else {
+                twin[c] = t[c] && text && twin[c - 1] != 2;
+            }
+        }
         PyBuffer_Release(&tw);
+        if (bad) {
+            PyErr_SetString(PyExc_ValueError,
+                            "twins 2 is a text column's after a text column that is not 2");
+            goto done;
+        }
     }
     /* chars: a writable int64 a column, each text and relative error column's most
      * characters (max_chars', percent_chars') raised to those of the rows rendered */
@@ -1080,7 +1104,18 @@ static PyObject *render(PyObject *self, PyObject *args) {
     int failed = 0;
     Memo *memo = calloc(MEMO_SIZE, sizeof(Memo));  /* NULL: every number printed */
     Py_BEGIN_ALLOW_THREADS
-    char num[32];
+    /* the row numbers: the first printed (fmt_row), each next one counted up in its digits
+     * (num[lo .. 23]; the 24 bytes from num + lo copied whole), not printed again (fmt_row's
+     * divisions took ~100 instructions a row) */
+    char num[48] = {0};
+    int lo = 24;
+    int counting = first_row >= 0;
+    if (counting) {
+        char first[24];
+        int n = fmt_row(first, first_row);
+        lo = 24 - n;
+        memcpy(num + lo, first, (size_t)n);
+    }
     for (long long r = 0; r < count && !failed; r++) {
         if (r == 64 && count > 256) {
             /* room for every row at the first 64 rows' size and an eighth more, reserved
@@ -1092,19 +1127,29 @@ static PyObject *render(PyObject *self, PyObject *args) {
         int64_t i = order ? order[start + r] : (int64_t)(start + r);
         int mark = marks ? marks[i] : 0;
         if (mark > 2) mark = 0;
-        int n = fmt_row(num, first_row + r);
-        failed = out_reserve(&o, 32);
+        failed = out_reserve(&o, 48);
         if (failed) break;
-        memcpy(o.p + o.len, "<row r=\"", 8);
-        o.len += 8;
-        memcpy(o.p + o.len, num, (size_t)n);
-        o.len += (size_t)n;
-        memcpy(o.p + o.len, "\">", 2);
-        o.len += 2;
+        char *p = o.p + o.len;
+        LIT(p, "<row r=\"");
+        if (counting) {
+            if (r) {  /* one more: the nines at the end become zeros, the digit before them one more */
+                int k = 23;
+                while (k >= lo && num[k] == '9') num[k--] = '0';
+                if (k >= lo) num[k]++;
+                else num[--lo] = '1';
+            }
+            memcpy(p, num + lo, 24);
+            p += 24 - lo;
+        } else {
+            p += fmt_row(p, first_row + r);
+        }
+        LIT(p, "\">");
+        o.len = (size_t)(p - o.p);
         size_t before = 0;  /* where the cell before began */
         for (Py_ssize_t c = 0; c < ncols && !failed; c++) {
             size_t here = o.len;
-            if (twin[c] && same_text(&cols[c - 1].s, &cols[c].s, i)) {
+            if (twin[c] == 2 ? !is_valid(&cols[c].s, i)
+                             : twin[c] && same_text(&cols[c - 1].s, &cols[c].s, i)) {
                 size_t n = here - before;  /* the same cell: its bytes again */
                 failed = out_reserve(&o, n);
                 if (!failed) {
@@ -1127,7 +1172,8 @@ static PyObject *render(PyObject *self, PyObject *args) {
     /* the texts' characters: the rows just rendered again, their offsets still in cache */
     for (Py_ssize_t c = 0; chars && !failed && c < ncols; c++)
         if (cols[c].kind == COL_TEXT && cols[c].s.offs && cols[c].s.data)
-            chars[c] = most_chars(&cols[c].s, order, start, count, chars[c]);
+            chars[c] = most_chars(&cols[c].s, order, start, count, chars[c],
+                                  twin[c] == 2 ? &cols[c - 1].s : NULL);
     Py_END_ALLOW_THREADS
     free(memo);
     if (chars) PyBuffer_Release(&chars_view);
@@ -1175,21 +1221,24 @@ static int take_order(PyObject *order_obj, long long start, long long count, Py_
  * rows already fetched for rendering instead of a second query over the sheet. */
 static PyObject *max_chars(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *text, *order_obj = Py_None;
+    PyObject *text, *order_obj = Py_None, *like_obj = Py_None;
     long long count, start = 0;
-    if (!PyArg_ParseTuple(args, "OL|OL", &text, &count, &order_obj, &start)) return NULL;
-    Py_buffer views[4];
+    if (!PyArg_ParseTuple(args, "OL|OLO", &text, &count, &order_obj, &start, &like_obj))
+        return NULL;
+    Py_buffer views[8];
     int nviews = 0;
-    Arr a;
+    Arr a, like;
     long long best = -1;
     const int64_t *order = NULL;
     if (parse_arr(text, &a, views, &nviews) == 0 && count > 0) {
         if (take_order(order_obj, start, count, views, &nviews, &order)) goto done;
-        if (!a.offs || !a.data) {
+        if (like_obj != Py_None && parse_arr(like_obj, &like, views, &nviews)) goto done;
+        if (!a.offs || !a.data || (like_obj != Py_None && (!like.offs || !like.data))) {
             PyErr_SetString(PyExc_ValueError, "a text array has offsets and data");
         } else {
             Py_BEGIN_ALLOW_THREADS
-            best = most_chars(&a, order, order ? start : 0, count, best);
+            best = most_chars(&a, order, order ? start : 0, count, best,
+                              like_obj != Py_None ? &like : NULL);
             Py_END_ALLOW_THREADS
         }
     }
@@ -1482,7 +1531,8 @@ static PyMethodDef METHODS[] = {
     {"spread_texts", spread_texts, METH_VARARGS,
      "spread_texts(order, seq, count, sparse_seq, texts) -> every row's text arrays and nulls"},
     {"max_chars", max_chars, METH_VARARGS,
-     "max_chars(text, count[, order, start]) -> the most characters of a non-NULL string, or None"},
+     "max_chars(text, count[, order, start, like]) -> the most characters of a non-NULL string "
+     "(like's where text's is NULL), or None"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef MODULE = {PyModuleDef_HEAD_INIT, "_sheetxml",

@@ -514,7 +514,13 @@ def _longest_texts(spec: SheetSpec, texts: list[str],
             return None
         # a relative error's texts are printed by the renderer: counted from their numbers
         count = _sheetxml.max_chars if column[0] == "t" else _sheetxml.percent_chars
-        if source.base is None:
+        at = spec.columns.index(name)
+        if column[0] == "t" and source.twins and source.twins[at] == 2:
+            # NULL where the text is the column's before it (_twins): that one's counted there
+            like = source.columns[at - 1][1]
+            most = count(column[1], source.n_rows, source.order if source.base is not None
+                         else None, source.base or 0, like)
+        elif source.base is None:
             most = count(column[1], source.n_rows)
         else:
             most = count(column[1], source.n_rows, source.order, source.base)
@@ -747,13 +753,26 @@ class _CRows:
 
 
 def _twins(n_columns: int, texts: Collection[int], percented: Collection[int]) -> bytes:
-    """The text columns the C renderer compares with the column before them, a byte a column
-    (``_sheetxml.render``'s twins): a text column (not a percent one) right after another, as
+    """The text columns whose texts the C renderer's query selects NULL where they are the
+    column's before them (:func:`_twin_text`), a byte a column (``_sheetxml.render``'s twins,
+    2): a text column (not a percent one) right after another that is not such a column, as
     each bench name, dtype and shape follows the NPU's (the same text in all but a few rows of
-    a compare: its cell is the same bytes, copied, not rendered again; the percents, numbers'
-    texts, rarely are, and a comparison of texts of one length costs them)."""
+    a compare) and Err_message the Result (both empty in most rows). Its cell there is the
+    cell before it, copied, not rendered again, and DuckDB's Arrow export appends a validity
+    bit instead of the text (~100 instructions a text: its copy, a reservation, an offset);
+    the percents, numbers' texts, rarely are the same."""
     plain = set(texts) - set(percented)
-    return bytes(i > 0 and i in plain and i - 1 in plain for i in range(n_columns))
+    twins = bytearray(n_columns)
+    for i in range(1, n_columns):
+        twins[i] = 2 if i in plain and i - 1 in plain and twins[i - 1] != 2 else 0
+    return bytes(twins)
+
+
+def _twin_text(column: str, before: str) -> str:
+    """The SQL of a text column that :func:`_twins` marks (``column``, after ``before``): NULL
+    where its text is the one before it, else its text, a NULL one as the empty text (the same
+    cell: an empty one)."""
+    return f"nullif(coalesce(CAST({column} AS VARCHAR), ''), CAST({before} AS VARCHAR))"
 
 
 _CELL_TYPE = "UNION(n DOUBLE, s VARCHAR, b BOOLEAN)"
@@ -840,6 +859,7 @@ def _c_rows_queried(con: duckdb.DuckDBPyConnection, spec: SheetSpec, types: dict
     stream cannot be read in C, without reading it with pyarrow)."""
     select = []
     texts = []  # columns written as text cells (any type but numbers, booleans and cells)
+    text_at: dict[int, int] = {}  # a plain text column's place in select
     # a cell's members that are NULL in every row (a difference's boolean, a number's text and
     # boolean): not selected, given to the renderer as all-NULL arrays (:func:`_all_null`):
     # DuckDB's Arrow export appended each NULL (~4 M instructions a 24,500-row pair a column)
@@ -880,6 +900,12 @@ def _c_rows_queried(con: duckdb.DuckDBPyConnection, spec: SheetSpec, types: dict
         else:
             texts.append(i)
             select.append(f"CAST({col} AS VARCHAR) AS t{i}")
+            text_at[i] = len(select) - 1
+    twins = _twins(len(spec.columns), texts, percented)
+    for i, at in text_at.items():
+        if twins[i] == 2:  # NULL where the column before it has the same text (render copies)
+            column, before = f'q."{spec.columns[i]}"', f'q."{spec.columns[i - 1]}"'
+            select[at] = f"{_twin_text(column, before)} AS t{i}"
     marks = spec.marks_query or "SELECT NULL::BIGINT AS out_seq, NULL::VARCHAR AS mark WHERE false"
     query = f"""
       WITH q AS ({spec.query}), mk AS ({marks})

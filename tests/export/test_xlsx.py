@@ -253,11 +253,18 @@ def test_c_renderer_copies_twin_texts_and_numbers_printed_before_as_sql_renders_
     spec = SheetSpec("SELECT * FROM t", ["a", "b", "c", "x", "y"], ["a", "b", "c", "x", "y"], marks)
     sql = b"".join(xlsx._row_tags(chunk, 2) for chunk in xlsx._rendered_rows(con, spec).chunks)
     got = xlsx._c_rows(con, spec)
-    assert got is not None and got.twins == bytes([0, 1, 1, 0, 0])
+    # b selected NULL where it is a's text (xlsx._twin_text), c after it no twin
+    assert got is not None and got.twins == bytes([0, 2, 0, 0, 0])
     # row by row: a failure names the rows that differ
     assert bytes(got.render(0, 0, got.n_rows, 2)).split(b"</row>") == sql.split(b"</row>")
-    plain = dataclasses.replace(got, twins=None)
-    assert bytes(plain.render(0, 0, got.n_rows, 2)) == sql
+    # b's texts as they are: compared with a's (twins 1, c's too) or not at all, the same rows
+    seq = memoryview(got.table["_out_seq"][4]).cast("q")  # each Arrow row's out_seq
+    columns = list(got.columns)
+    columns[1] = ("t", xlsx._c_buffers(pa.array([rows[k][2] for k in seq], pa.string()),
+                                       pa.string()))
+    for twins in (bytes([0, 1, 1, 0, 0]), None):
+        plain = dataclasses.replace(got, columns=columns, twins=twins)
+        assert bytes(plain.render(0, 0, got.n_rows, 2)) == sql
     assert b"<v>-0</v>" in sql and b"<v>nan</v>" in sql and b"&amp;" in sql
 
 
@@ -913,3 +920,83 @@ def test_statistics_compare_loads_no_numpy(tmp_path: Path) -> None:
                          cwd=fixture / "stat",
                          capture_output=True, text=True, check=True)
     assert ran.stdout.strip().splitlines()[-1] == "False", ran.stdout + ran.stderr
+
+
+@pytest.mark.skipif(xlsx_c() is None, reason="msq.export._sheetxml is not built")
+def test_c_render_numbers_rows_on_across_every_carry() -> None:
+    """render counts the row numbers up from the first (not printed one by one): across the
+    carries of 9, 99, 999 and 99,999,999, from any first row and any start, as printed."""
+    import re
+
+    from msq.export import _sheetxml, xlsx
+
+    n = 1_200
+    texts = xlsx._c_buffers(pa.array([f"r{i}" for i in range(n)], pa.string()), pa.string())
+    for first_row in (0, 1, 2, 7, 95, 995, 99_999_990):
+        for start, count in ((0, n), (13, 200), (n - 1, 1), (5, 0)):
+            got = bytes(_sheetxml.render([("t", texts)], None, None, start, count, first_row))
+            numbers = [int(r) for r in re.findall(rb'<row r="(\d+)">', got)]
+            assert numbers == list(range(first_row, first_row + count))
+            assert re.findall(rb"<t>r(\d+)</t>", got) == [b"%d" % i for i in range(start, start + count)]
+
+
+@pytest.mark.skipif(xlsx_c() is None, reason="msq.export._sheetxml is not built")
+def test_twin_texts_are_selected_null_where_the_same_and_written_and_counted_as_theirs() -> None:
+    """A text column right after another (a bench name after the NPU's, xlsx._twins 2) is
+    selected NULL where its text is the one before it (its Arrow export a validity bit, not
+    the text) and a NULL text as the empty one: the C renderer copies the cell before there,
+    and the widths count the text it stands for (the longest bench texts are in rows where they
+    are the NPU's here), so the rows and widths are the SQL renderer's and DuckDB's; a column
+    after such a column is none (c), the next one is again (d). twins 2 anywhere else is
+    refused by the renderer."""
+    import array
+    import random
+
+    from msq.export import _sheetxml, xlsx
+
+    rng = random.Random(26)
+    texts = [None, "", "a", "b", "=x", " lead", "a&b<c>", "x\x0by", "torch.float32", "\u00e9\u4e2d"]
+    rows = []
+    for i in range(3_000):
+        a = rng.choice([*texts, "\u4e2d" * 30]) if i % 7 else "L" * 50
+        b = a if i % 4 else rng.choice(texts)  # the two longest texts only where b is a
+        c = rng.choice([a, b, *texts])
+        d = c if i % 3 else rng.choice(texts)
+        rows.append((i, a, b, c, d))
+    con = duckdb.connect()
+    con.execute("CREATE TABLE t (out_seq BIGINT, a VARCHAR, b VARCHAR, c VARCHAR, d VARCHAR)")
+    con.executemany("INSERT INTO t VALUES (?, ?, ?, ?, ?)", rows)
+    marks = ("SELECT out_seq, CASE out_seq % 3 WHEN 0 THEN 'red' WHEN 1 THEN 'yellow' END AS mark "
+             "FROM t WHERE out_seq % 3 < 2")
+    cols = ["a", "b", "c", "d"]
+    spec = SheetSpec("SELECT * FROM t", cols, cols, marks, browse=True)
+    got = xlsx._c_rows(con, spec)
+    assert got is not None and got.twins == bytes([0, 2, 0, 2])
+    # (a NULL text the empty one: the same cell)
+    same = con.execute("SELECT count(*) FILTER (WHERE coalesce(b, '') = a), "
+                       "count(*) FILTER (WHERE coalesce(d, '') = c) FROM t").fetchone()
+    assert isinstance(got.table, dict) and (got.table["t1"][1], got.table["t3"][1]) == same
+    assert got.table["t0"][1] > 0 and got.table["t2"][1] > 0  # NULLs of their own
+    sql = b"".join(xlsx._row_tags(chunk, 2) for chunk in xlsx._rendered_rows(con, spec).chunks)
+    assert bytes(got.render(0, 0, got.n_rows, 2)).split(b"</row>") == sql.split(b"</row>")
+    want = dict(zip(cols, con.execute(
+        "SELECT max(length(a)), max(length(b)), max(length(c)), max(length(d)) FROM t"
+    ).fetchone(), strict=True))
+    assert want["b"] == 50 and xlsx._longest_texts(spec, cols, got) == want
+    chars = array.array("q", [-1] * 4)
+    got.render(0, 0, got.n_rows, 2, chars)
+    assert list(chars) == [want[c] for c in cols]
+    # a slice in the sheet's order (a batch's pair): counted in its rows alone
+    part = dataclasses.replace(got, n_rows=1_000, base=1_500)
+    order = memoryview(got.order).cast("q")[1_500:2_500]
+    seq = memoryview(got.table["_out_seq"][4]).cast("q")  # each Arrow row's out_seq
+    by_seq = {r[0]: r for r in rows}
+    slice_want = {c: max(len(by_seq[seq[k]][j + 1] or "") for k in order)
+                  for j, c in enumerate(cols)}
+    assert xlsx._longest_texts(spec, cols, part) == slice_want
+    for bad in (b"\2\0\0\0", b"\0\2\2\0"):
+        with pytest.raises(ValueError, match="twins 2"):
+            _sheetxml.render(got.columns, None, got.order, 0, 1, 2, bad)
+    percent = [("t", got.columns[0][1]), ("r", xlsx._c_buffers(pa.array([1.0] * 3_000), pa.float64()))]
+    with pytest.raises(ValueError, match="twins 2"):
+        _sheetxml.render(percent, None, None, 0, 1, 2, b"\0\2")
