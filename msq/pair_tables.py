@@ -732,10 +732,11 @@ def _history_rows(con: Any, mode: str,
 
     if rows is not None:
         return rows
-    tables = {"result_rows": pa.table(db.SelectStream(con, prepare_rows(con, mode)))}
+    tables = {"result_rows": bench_once(pa.table(db.SelectStream(con, prepare_rows(con, mode))))}
     for table, sql in prepare_blame(con):
         if table == "blame_rows":
-            tables[table], tables["blame_runs"] = _blame_rows(con, sql)
+            blame, tables["blame_runs"] = _blame_rows(con, sql)
+            tables[table] = blame_names_once(blame, tables["result_rows"])
         else:
             tables[table] = pa.table(db.SelectStream(con, sql))
     return tables
@@ -785,7 +786,9 @@ def _batch_history_rows(con: Any, mode: str, places: list[Any]) -> list[dict[str
     else:  # none: they are put in below
         con.execute(f"CREATE OR REPLACE VIEW hist_row_ops AS {_NO_OPS}")
     select, sided = _unsided(prepare_rows(con, mode, ops=False))
+    select, once = _bench_once_select(select, sided)
     rows = _sided(pa.table(db.SelectStream(con, select)), sided)
+    rows = _flag_last(rows) if once else bench_once(rows)
     con.execute("DROP VIEW temp.hist_result; DROP VIEW hist_row_ops")
     if ops is not None:
         at = rows.schema.get_field_index("op_name")
@@ -806,7 +809,8 @@ def _batch_history_rows(con: Any, mode: str, places: list[Any]) -> list[dict[str
                 _batch_edges(con, sql, lines), [(place.pair, place.pair) for place in places],
                 key=_PAIR, shifts={"consumer_seq": firsts, "producer_seq": firsts})]
         for part, made in zip(parts, cut, strict=True):
-            part[table] = made
+            part[table] = made if table != "blame_rows" \
+                else blame_names_once(made, part["result_rows"])
     return parts
 
 
@@ -900,6 +904,271 @@ def _masked(values: pa.Array, keep: Any) -> pa.Array:
         bits &= np.frombuffer(own, np.uint8)[:len(bits)]
     return pa.Array.from_buffers(values.type, len(values),
                                  [pa.py_buffer(bits), *values.buffers()[1:]])
+
+
+def _flag_last(rows: pa.Table) -> pa.Table:
+    """``rows`` with their ``BENCH_SAME`` column last, where :func:`bench_once` puts it (the
+    SELECT of :func:`_bench_once_select` makes it before the columns that read it)."""
+    from msq.history.recorder import BENCH_SAME
+
+    names = [name for name in rows.column_names if name != BENCH_SAME]
+    return rows.select([*names, BENCH_SAME])
+
+
+def blame_names_once(blame: pa.Table, result: pa.Table) -> pa.Table:
+    """A pair's blame rows ``blame`` as a pool worker hands them over: without their names
+    (``BLAME_NAMES``) where every row's are those of its output row (the row of ``result``, the
+    pair's result rows, with its out_seq; NULL where that is NULL), which the driver then keys
+    as it keyed those (msq.history.recorder.BLAME_NAMES); else as they are.
+
+    Told by runs of rows (:func:`_matched_runs`: both tables come in runs of consecutive
+    out_seqs, a few a pair), each run's names compared as buffers (:func:`_same_slice`), not by
+    taking the output rows' names and comparing them row by row (a copy of every name: ~12 M
+    instructions a 24,500-row pair)."""
+    from msq.history.recorder import BLAME_NAMES
+
+    have = set(blame.column_names) & set(result.column_names)
+    if not have.issuperset(("out_seq", *BLAME_NAMES)) or not blame.num_rows:
+        return blame
+    pieces = _matched_runs(blame.column("out_seq"), result.column("out_seq"))
+    same = _same_by_rows(blame, result) if pieces is None else \
+        all(_same_texts(blame.column(c), result.column(c), pieces) for c in BLAME_NAMES)
+    return blame.drop_columns(list(BLAME_NAMES)) if same else blame
+
+
+def _same_by_rows(blame: pa.Table, result: pa.Table) -> bool:
+    """:func:`blame_names_once`'s test row by row, where the rows come in too many runs for
+    :func:`_matched_runs` (a small batch's blame rows may): each blame row's output row found
+    in a table of the out_seqs, its names taken and compared (NULL to NULL the same). False
+    where an out_seq is NULL, not among the result rows', or there twice."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from msq.history.recorder import BLAME_NAMES
+
+    seqs, wanted = result.column("out_seq"), blame.column("out_seq")
+    if seqs.null_count or wanted.null_count:
+        return False
+    places = _places(_numbers(seqs, 0).astype(np.int64, copy=False), None)
+    if places is None:
+        return False
+    at = _look(places, _numbers(wanted, 0).astype(np.int64, copy=False), None)
+    if at.min() < 0:
+        return False
+    rows = pa.array(at, pa.int64())
+    for column in BLAME_NAMES:
+        mine, theirs = blame.column(column), result.column(column).take(rows)
+        if mine.null_count != theirs.null_count or not pc.all(pc.fill_null(
+                pc.equal(mine, theirs), pc.and_(pc.is_null(mine), pc.is_null(theirs)))).as_py():
+            return False
+    return True
+
+
+#: At most this many runs of rows are compared by :func:`blame_names_once` (more: told apart)
+_SAME_RUNS = 64
+
+
+def _seq_runs(seqs: pa.ChunkedArray) -> list[tuple[int, int, int]] | None:
+    """``seqs``' runs of consecutive numbers: (its first place, its first number, its length);
+    None for a NULL or more than :data:`_SAME_RUNS` runs."""
+    import numpy as np
+
+    if seqs.null_count:
+        return None
+    numbers = _numbers(seqs, 0)
+    cuts = np.flatnonzero(np.diff(numbers) != 1) + 1
+    if len(cuts) >= _SAME_RUNS:
+        return None
+    starts, ends = [0, *cuts.tolist()], [*cuts.tolist(), len(numbers)]
+    return [(a, int(numbers[a]), b - a) for a, b in zip(starts, ends, strict=True) if b > a]
+
+
+def _matched_runs(mine: pa.ChunkedArray, theirs: pa.ChunkedArray,
+                  ) -> list[tuple[int, int, int]] | None:
+    """Where each of ``mine`` (out_seqs) is among ``theirs`` (out_seqs), as runs: (a place in
+    mine, the place of its number in theirs, a length) covering each of mine once; None where
+    a number of mine is not among theirs, a number of theirs is there twice, or either comes
+    in too many runs."""
+    runs, their_runs = _seq_runs(mine), _seq_runs(theirs)
+    if runs is None or their_runs is None:
+        return None
+    their_runs.sort(key=lambda run: run[1])
+    if any(a[1] + a[2] > b[1] for a, b in itertools.pairwise(their_runs)):
+        return None  # a number twice
+    pieces = []
+    for place, first, length in runs:
+        covered = 0
+        for their_place, their_first, their_length in their_runs:
+            low = max(first, their_first)
+            high = min(first + length, their_first + their_length)
+            if low < high:
+                pieces.append((place + low - first, their_place + low - their_first, high - low))
+                covered += high - low
+        if covered != length:
+            return None
+    return pieces
+
+
+def _same_texts(mine: pa.ChunkedArray, theirs: pa.ChunkedArray,
+                pieces: list[tuple[int, int, int]]) -> bool:
+    """Whether ``mine`` (strings) holds ``theirs``' texts and NULLs at the places ``pieces``
+    (:func:`_matched_runs`) say, each piece cut where a chunk of either ends and compared as
+    buffers (:func:`_same_slice`); False where they are not strings."""
+    import pyarrow as pa
+
+    strings = (pa.types.is_string, pa.types.is_large_string)
+    if not all(any(test(values.type) for test in strings) for values in (mine, theirs)):
+        return False
+    mine_chunks, their_chunks = _chunk_places(mine), _chunk_places(theirs)
+    for place, their_place, length in pieces:
+        while length:
+            a, here, left = _chunk_at(mine_chunks, place)
+            b, there, their_left = _chunk_at(their_chunks, their_place)
+            step = min(length, left, their_left)
+            if not _same_slice(a.slice(here, step), b.slice(there, step)):
+                return False
+            place, their_place, length = place + step, their_place + step, length - step
+    return True
+
+
+def _chunk_places(values: pa.ChunkedArray) -> list[tuple[int, int, pa.Array]]:
+    """``values``' chunks, each as (its first row, its length, the chunk)."""
+    out, first = [], 0
+    for chunk in values.chunks:
+        out.append((first, len(chunk), chunk))
+        first += len(chunk)
+    return out
+
+
+def _chunk_at(chunks: list[tuple[int, int, pa.Array]], place: int) -> tuple[pa.Array, int, int]:
+    """The chunk (of :func:`_chunk_places`) that holds row ``place``, the row's place in it and
+    the rows left in it from there."""
+    for first, length, chunk in chunks:
+        if place < first + length:
+            return chunk, place - first, first + length - place
+    raise IndexError(place)
+
+
+def _same_slice(a: pa.Array, b: pa.Array) -> bool:
+    """Whether two string arrays of the same length hold the same texts and NULLs: their NULLs,
+    their texts' lengths (a NULL's too) and their bytes laid end to end compared."""
+    import numpy as np
+
+    from msq import db
+
+    if a.null_count != b.null_count or (
+            a.null_count and not np.array_equal(db.valid_mask(a), db.valid_mask(b))):
+        return False
+    if a.null_count:  # a NULL may have bytes behind it (msq.pair_tables._masked): row by row
+        import pyarrow.compute as pc
+
+        return bool(pc.all(pc.fill_null(pc.equal(a, b), True)).as_py())
+    ends_a, ends_b = _text_offsets(a), _text_offsets(b)
+    start_a, start_b = int(ends_a[0]), int(ends_b[0])
+    size = int(ends_a[-1]) - start_a
+    if int(ends_b[-1]) - start_b != size or not np.array_equal(ends_a - (start_a - start_b),
+                                                                ends_b):
+        return False
+    if not size:
+        return True
+    return bool(a.buffers()[2].slice(start_a, size).equals(b.buffers()[2].slice(start_b, size)))
+
+
+def _text_offsets(values: pa.Array) -> Any:
+    """A string array's ``len + 1`` offsets (numpy, its own buffer's)."""
+    import numpy as np
+    import pyarrow as pa
+
+    kind = np.int64 if pa.types.is_large_string(values.type) else np.int32
+    offsets = np.frombuffer(values.buffers()[1], kind)
+    return offsets[values.offset:values.offset + len(values) + 1]
+
+
+def _bench_once_select(select: str, sided: list[str]) -> tuple[str, bool]:
+    """The batch's result rows' SELECT (``select``, as :func:`_unsided` made it: each side's
+    columns selected as they are, ``sided``) making each row's bench name and shape NULL where
+    both equal its NPU name and shape and its kind keeps both sides, with the
+    column ``BENCH_SAME`` saying so (as :func:`bench_once` does after the SELECT): DuckDB then
+    exports no bytes for them (its Arrow export of a text, ~85 instructions a row with its
+    buffer's growth, not made and dropped). True if made so; ``select`` itself where its columns
+    are not found as :func:`_unsided` writes them (:func:`bench_once` then does it)."""
+    from msq.history.recorder import BENCH_SAME, BENCH_TWINS
+
+    if any(column not in sided for pair in BENCH_TWINS for column in pair):
+        return select, False
+    raw = {column: _SIDED[column][0] for pair in BENCH_TWINS for column in pair}
+    selected = {column: f'"{raw[column]}" AS {column}' for column in raw}
+    if any(select.count(text) != 1 for text in selected.values()):
+        return select, False
+    # the kinds _sided keeps both sides of (neither side's alone, not NULL), and the three equal
+    kinds = sorted({_SIDED[column][1] for column in raw})
+    same = " AND ".join([f"kind <> '{kind}'" for kind in kinds]
+                        + [f'"{raw[bench]}" = "{raw[npu]}"' for bench, npu in BENCH_TWINS])
+    first, _ = BENCH_TWINS[0]
+    for bench, _ in BENCH_TWINS:
+        made = f'CASE WHEN {BENCH_SAME} THEN NULL ELSE "{raw[bench]}" END AS {bench}'
+        if bench == first:  # the flag first: the columns after it read it by its name
+            made = f"coalesce({same}, false) AS {BENCH_SAME}, {made}"
+        select = select.replace(selected[bench], made)
+    return select, True
+
+
+def bench_once(rows: pa.Table) -> pa.Table:
+    """The result rows ``rows`` as a pool worker hands them over: each row's bench name and
+    shape NULL, their bytes not sent, where both equal the row's NPU name and shape (none NULL),
+    and the column ``BENCH_SAME`` saying so (msq.history.recorder.BENCH_TWINS: the driver keys
+    them as their NPU twins). Rows without those columns come back as they are."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from msq.history.recorder import BENCH_SAME, BENCH_TWINS
+
+    names = rows.column_names
+    if BENCH_SAME in names or not all(c in names for pair in BENCH_TWINS for c in pair):
+        return rows
+    same = np.ones(rows.num_rows, bool)
+    for bench, npu in BENCH_TWINS:
+        equal = pc.equal(rows.column(bench), rows.column(npu))
+        same &= np.asarray(pc.fill_null(equal, False).to_numpy(zero_copy_only=False), bool)
+    for bench, _ in BENCH_TWINS:
+        at = rows.schema.get_field_index(bench)
+        values, chunks, start = rows.column(at), [], 0
+        for chunk in values.chunks:
+            chunks.append(_dropped(chunk, same[start:start + len(chunk)]))
+            start += len(chunk)
+        rows = rows.set_column(at, rows.schema.field(at), pa.chunked_array(chunks, values.type))
+    return rows.append_column(BENCH_SAME, pa.array(same))
+
+
+def _dropped(values: pa.Array, drop: Any) -> pa.Array:
+    """``values`` NULL where ``drop`` (numpy booleans) is true, the bytes of those rows gone:
+    a string array's offsets made again from its kept rows' lengths and its data the kept rows'
+    bytes alone (Arrow's filter of them), not a copy of every row's (``if_else``)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not drop.any():
+        return values
+    if not pa.types.is_string(values.type):
+        return pc.if_else(pa.array(drop), pa.scalar(None, values.type), values)
+    from msq import db
+
+    n = len(values)
+    keep = ~drop
+    valid = db.valid_mask(values)
+    if valid is not None:
+        keep &= valid
+    offsets = np.frombuffer(values.buffers()[1], np.int32)[values.offset:values.offset + n + 1]
+    lengths = np.where(keep, np.diff(offsets), 0)
+    kept = np.zeros(n + 1, np.int32)
+    np.cumsum(lengths, out=kept[1:])
+    data = values.filter(pa.array(keep)).buffers()[2] if kept[-1] else None
+    return pa.Array.from_buffers(values.type, n, [
+        pa.py_buffer(np.packbits(keep, bitorder="little")), pa.py_buffer(kept),
+        data if data is not None else pa.py_buffer(b"")])
 
 
 #: The column that says whose a batch's edge is (dropped once the edges are cut)

@@ -810,3 +810,89 @@ def test_the_driver_keeps_its_blocks_memory(pairs, tmp_path):
         assert committed(writer) == list(range(1, len(pairs) + 1))
     finally:
         writer.close()
+
+
+def test_a_pairs_bench_side_sent_as_its_npu_side_is_recorded_as_sent_whole(pairs, tmp_path):
+    """A pool worker sends a result row's bench name and shape only where they differ from its
+    NPU side's (msq.pair_tables.bench_once): the driver records the same history as from the
+    rows sent whole (without BENCH_SAME, the bench columns compared there), with rows whose
+    bench name, dtype or shape differ, new names and terms on the bench side alone, and rows
+    of one side."""
+    import pyarrow.compute as pc
+
+    from msq.history.recorder import BENCH_SAME, BENCH_TWINS
+    from msq.history.run_recorder import RunRecorder
+    from msq.pair_tables import bench_once
+
+    def whole(rows: pa.Table, pair: int) -> pa.Table:
+        """``rows`` with their bench side filled back, a few rows' bench side changed."""
+        same = rows.column(BENCH_SAME)
+        rows = rows.drop_columns([BENCH_SAME])
+        n = rows.num_rows
+        twins = dict(BENCH_TWINS)
+        for column in ("bench_name", "bench_dtype", "bench_shape"):
+            at = rows.schema.get_field_index(column)
+            filled = (pc.if_else(same, rows.column(twins[column]), rows.column(column))
+                      if column in twins else rows.column(column)).to_pylist()
+            changed = {"bench_name": f"bench.only.{pair}", "bench_dtype": "torch.int4",
+                       "bench_shape": f"[{pair}, 7]"}[column]
+            offset = ("bench_name", "bench_dtype", "bench_shape").index(column)
+            filled = [changed if (i + offset) % 5 == 0 and v is not None else v
+                      for i, v in enumerate(filled)]
+            rows = rows.set_column(at, column, pa.array(filled, pa.string()))
+        assert n == rows.num_rows
+        return rows
+
+    recorded = []
+    for name, send in (("whole", lambda rows: rows), ("once", bench_once)):
+        path = tmp_path / f"{name}.duckdb"
+        con = duckdb.connect()
+        recorder = RunRecorder(con, path)
+        recorder.begin()
+        for i, (_, tables) in enumerate(pairs):
+            rows = dict(tables.history)
+            rows["result_rows"] = send(whole(rows["result_rows"], i))
+            assert (BENCH_SAME in rows["result_rows"].column_names) == (name == "once")
+            recorder.append(rows, {"npu_path": f"n{i}"})
+        recorder.commit()
+        recorder.close()
+        con.close()
+        recorded.append(_names(path))
+    assert recorded[0] == recorded[1]
+    with duckdb.connect(str(tmp_path / "once.duckdb"), read_only=True) as con:
+        assert con.execute("SELECT count(*) FILTER (bench_name <> npu_name), "
+                           "count(*) FILTER (bench_dtype <> npu_dtype), "
+                           "count(*) FILTER (bench_shape <> npu_shape), "
+                           "count(*) FILTER (bench_name IS NULL) FROM result_rows"
+                           ).fetchall()[0] > (0, 0, 0, 0)
+
+
+@pytest.mark.parametrize("index", [True, False], ids=["hash-table", "arrow"])
+def test_blame_rows_sent_without_names_take_their_output_rows_keys(index):
+    """A pool worker leaves the names out of a pair's blame rows where every row's are its
+    output row's (msq.pair_tables.blame_names_once): _Names.key_blame then gives each row the
+    keys its output row's names got (NULL: 0), the same as from the rows with their names, in
+    any order; a row without its output row, or a name not its output row's, keeps the names."""
+    from msq.history.recorder import BLAME_NAMES
+    from msq.history.run_recorder import _Names
+    from msq.pair_tables import blame_names_once
+
+    names = _Names.of(pa.array([], pa.string()), pa.array([], pa.int32()), 0, index=index)
+    result = pa.table({"out_seq": pa.array([2, 0, 1, 3], pa.int64()),
+                       "op_name": ["b", "a", "a", None], "npu_name": [None, "x", "y", "v"],
+                       "bench_name": ["w", "x", None, "v"]})
+    keyed, _ = names.key(result)
+    blame = pa.table({"out_seq": pa.array([1, 0, 3, 2], pa.int64()),
+                      "op_name": ["a", "a", None, "b"], "npu_name": ["y", "x", "v", None],
+                      "verdict": ["clean"] * 4})
+    sent = blame_names_once(blame, result)
+    assert sent.column_names == ["out_seq", "verdict"]
+    whole, new = names.key_blame(blame, result, keyed)
+    data, none = names.key_blame(sent, result, keyed)
+    assert new is None and none is None and data.equals(whole)
+    assert data.column("op_id").to_pylist() == [1, 1, 0, 4]
+    # a name not its output row's, a row without one: sent with the names
+    for other in (blame.set_column(2, "npu_name", pa.array(["y", "x", "v", "q"])),
+                  blame.set_column(0, "out_seq", pa.array([1, 0, 3, 9], pa.int64()))):
+        assert blame_names_once(other, result).column_names == blame.column_names
+    assert all(c in blame.column_names for c in BLAME_NAMES)

@@ -554,6 +554,22 @@ RESULT_TERMS = ("npu_shape", "bench_shape")
 RESULT_TERMS_8 = ("kind", "npu_dtype", "bench_dtype", "npu_shape", "bench_shape", "result",
                   "verdict", "err_message", "mark", "mark_rules")
 BLAME_TERMS = ("io", "role", "direction", "err_kind", "floor_source", "verdict", "link")
+#: result_rows' bench-side columns and their NPU-side twins. A pool worker sends a row's bench
+#: name and shape NULL (their bytes not sent) where both equal their NPU twins, none NULL (~99.98 %
+#: of a ranks x steps run's rows), and says so in :data:`BENCH_SAME` (a boolean column): the
+#: driver takes the NPU side's keys there (msq.history.run_recorder), the history stores the same
+#: keys. ~1.3 MB less Arrow a 24,500-row pair to write into /dev/shm, map and key. (The dtypes
+#: are sent whole: the driver's classes read them as texts, and making a text back costs more
+#: than its lookup.)
+BENCH_TWINS = (("bench_name", "npu_name"), ("bench_shape", "npu_shape"))
+#: The result rows' column that says a row's bench side was sent as its NPU side (see
+#: :data:`BENCH_TWINS`; not a history column: the driver drops it)
+BENCH_SAME = "bench_same"
+#: blame_rows' names, those of its output row (the result row of its out_seq). A pool worker
+#: leaves both columns out of a pair's blame rows where every row's are its output row's (a
+#: ranks x steps run's every row: ~1.8 MB of Arrow a 24,500-row pair); the driver then takes
+#: the keys its output rows' names got (msq.history.run_recorder._Names.key_blame).
+BLAME_NAMES = ("op_name", "npu_name")
 #: result_rows' columns the history keeps together, each distinct combination of them once in
 #: ``result_classes`` (schema version 12: ``result_data.class_id``, its key; docs/schema.md)
 RESULT_CLASS_COLUMNS = ("kind", "npu_dtype", "bench_dtype", "result", "verdict", "failing",

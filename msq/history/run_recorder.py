@@ -33,6 +33,8 @@ from msq.errors import HistoryError
 from msq.history import schema
 from msq.history.recorder import (
     ALIAS,
+    BENCH_SAME,
+    BENCH_TWINS,
     BLAME_CLASS_COLUMNS,
     BLAME_RUN_COLUMNS,
     RESULT_CLASS_COLUMNS,
@@ -209,10 +211,11 @@ class RunRecorder:
         its rows with their keys into ``result_data``; returns the rows with their names' keys
         (not names; their terms and texts as they came)."""
         keys = self._load()
-        keyed, new = keys.names.key(rows)
+        rows, same = _bench_same(rows)
+        keyed, new = keys.names.key(rows, same)
         if new is not None:
             self._pending.setdefault("names", []).append(new)
-        data, new = keys.terms.key(keyed, RESULT_TERMS)
+        data, new = keys.terms.key(keyed, RESULT_TERMS, same)
         if new is not None:
             self._pending.setdefault("terms", []).append(new)
         data, new = keys.results.key(data)
@@ -381,10 +384,12 @@ class _Names:
             self.ids = (pa.concat_arrays(list(self.ids)),)
         return self.names[0], self.ids[0]
 
-    def key(self, rows: pa.Table) -> tuple[pa.Table, pa.Table | None]:
+    def key(self, rows: pa.Table, same: pa.Array | None = None,
+            ) -> tuple[pa.Table, pa.Table | None]:
         """``rows`` (``result_rows``' shape without compare_id) with the three name columns
         replaced by their keys (0: NULL), and the table (name_id, name) of the names new to the
-        history (None: none), which this dictionary now holds."""
+        history (None: none), which this dictionary now holds. ``same``: the rows whose bench
+        name was sent as their NPU name (:func:`_bench_same`; None: every bench name sent)."""
         import pyarrow as pa
         import pyarrow.compute as pc
 
@@ -392,8 +397,10 @@ class _Names:
         npu, bench = (rows.column(c).cast(pa.string()) for c in self.COLUMNS[1:])
         # a bench name equal to its row's NPU name (most rows) takes that name's key, not
         # looked up a second time (~5 M instructions a 24,500-row pair): its first row is the
-        # NPU name's, so the new names are keyed in the same order
-        other = _whole(pc.invert(pc.fill_null(pc.equal(bench, npu), False)))
+        # NPU name's, so the new names are keyed in the same order. A pool worker says which
+        # (``same``); else they are compared here
+        other = _whole(pc.invert(pc.fill_null(pc.equal(bench, npu), False))) if same is None \
+            else pc.invert(same)
         # every name of the pair as one array's chunks: the op names, the NPU names, then the
         # other bench names
         names = pa.chunked_array([*rows.column(self.COLUMNS[0]).cast(pa.string()).chunks,
@@ -425,6 +432,8 @@ class _Names:
         import pyarrow as pa
         import pyarrow.compute as pc
 
+        if not any(c in rows.column_names for c in self.BLAME_COLUMNS):
+            return self._output_keys(rows, keyed), None
         count = rows.num_rows
         names = _texts(rows, self.BLAME_COLUMNS)
         ids = pa.nulls(2 * count, pa.int32())
@@ -448,6 +457,23 @@ class _Names:
         for i, key in enumerate(self.BLAME_KEYS):
             data = data.append_column(key, ids.slice(i * count, count))
         return data, new
+
+    def _output_keys(self, rows: pa.Table, keyed: pa.Table | None) -> pa.Table:
+        """``rows`` (blame rows sent without their names: recorder.BLAME_NAMES) with the keys
+        (``BLAME_KEYS``) their output rows' names got (``keyed``: the pair's result rows as
+        :meth:`key` returned them), found by out_seq (~2 M instructions a 24,500-row pair, not
+        a probe of ~49,000 names)."""
+        import pyarrow as pa
+
+        if keyed is None:
+            raise ValueError("blame rows without their names and without result rows")
+        at = _places(rows.column("out_seq"), keyed.column("out_seq"))
+        if len(at) and at.min() < 0:
+            raise ValueError("blame rows without their names and without their output rows")
+        taken = pa.array(at, pa.int64())
+        for key in self.BLAME_KEYS:
+            rows = rows.append_column(key, _whole(keyed.column(key)).take(taken))
+        return rows
 
     def _lookup(self, names: pa.ChunkedArray, first: pa.Array) -> tuple[pa.Array, pa.Table | None]:
         """The keys of ``names`` (NULL for a NULL name), the names new to the history keyed
@@ -485,6 +511,19 @@ class _Names:
         place = _whole(pc.index_in(candidates, value_set=added))
         ids = pc.replace_with_mask(ids, fresh, pc.add(place, _int32(top + 1)))
         return ids, pa.table({"name_id": keys, "name": added})
+
+
+def _bench_same(rows: pa.Table) -> tuple[pa.Table, pa.Array | None]:
+    """``rows`` without the column ``BENCH_SAME`` and it, as one boolean array without NULLs
+    (recorder.BENCH_TWINS: where true, the row's bench name and shape were sent NULL and are
+    its NPU name and shape); None where the rows came without it (every bench column sent as it
+    is)."""
+    import pyarrow.compute as pc
+
+    if BENCH_SAME not in rows.column_names:
+        return rows, None
+    same = _whole(pc.fill_null(rows.column(BENCH_SAME), False))
+    return rows.drop_columns([BENCH_SAME]), same
 
 
 def _name_index(names: pa.Array, ids: pa.Array) -> Any:
@@ -599,10 +638,13 @@ class _Terms:
         self.terms = state
         self.index = _synced(self.index, self.terms)
 
-    def key(self, rows: pa.Table, columns: tuple[str, ...]) -> tuple[pa.Table, pa.Table | None]:
+    def key(self, rows: pa.Table, columns: tuple[str, ...], same: pa.Array | None = None,
+            ) -> tuple[pa.Table, pa.Table | None]:
         """``rows`` with each of ``columns`` replaced by its keys (``<column>_id``, INTEGER;
         NULL for NULL, in the column's place), and the table (term_id, term) of the terms new to
-        the history (None: none), which this dictionary now holds.
+        the history (None: none), which this dictionary now holds. ``same``: the rows whose
+        bench columns were sent as their NPU twins (:func:`_bench_same`): a bench column's key
+        there is its twin's, where the twin is one of ``columns``.
 
         The columns are looked up together, one array of them all: the terms' hash set is built
         once, not once a column, and one pass adds 1 to the places (~20 M instructions less a
@@ -627,9 +669,14 @@ class _Terms:
             place = _whole(pc.index_in(texts.filter(fresh), value_set=added))
             found = pc.replace_with_mask(found, fresh, pc.add(place, _int32(top)))
         keys = pc.add(found, _int32(1))
+        twins = dict(BENCH_TWINS) if same is not None else {}
         for i, column in enumerate(columns):
             at = rows.schema.get_field_index(column)
-            rows = rows.set_column(at, f"{column}_id", keys.slice(i * count, count))
+            ids = keys.slice(i * count, count)
+            if twins.get(column) in columns:
+                twin = columns.index(twins[column])
+                ids = pc.if_else(same, keys.slice(twin * count, count), ids)
+            rows = rows.set_column(at, f"{column}_id", ids)
         return rows, new
 
 

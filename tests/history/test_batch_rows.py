@@ -330,3 +330,88 @@ def test_a_sides_columns_are_nulled_as_their_case_nulls_them():
                                       ).to_arrow_table().to_pylist()
     # a SELECT without those CASEs is left as it is
     assert pair_tables._unsided("SELECT 1 AS npu_name") == ("SELECT 1 AS npu_name", [])
+
+
+def test_a_rows_bench_side_is_sent_only_where_it_differs_from_its_npu_side():
+    """A pool worker sends a result row's bench name and shape NULL, their bytes not sent, where
+    both equal the row's NPU name and shape (msq.pair_tables.bench_once; recorder.BENCH_TWINS),
+    and says so in BENCH_SAME; a row whose sides differ in either, or where one is NULL, is sent
+    as it is, and its dtypes always. Chunk by chunk, a slice of one included."""
+    import pyarrow.compute as pc
+
+    from msq.history.recorder import BENCH_SAME
+
+    n = 3000
+    npu = [f"Functional.op.{i}.forward.output.0" if i % 13 else None for i in range(n)]
+    bench = [None if i % 17 == 0 else f"other.{i}" if i % 5 == 0 else npu[i] for i in range(n)]
+    dtype = ["torch.float32"] * n
+    shape = [f"[{i % 9}, 4]" for i in range(n)]
+    table = pa.table({
+        "out_seq": pa.array(range(n), pa.int64()), "npu_name": npu, "bench_name": bench,
+        "npu_dtype": dtype, "bench_dtype": ["torch.int8" if i % 7 == 0 else d
+                                            for i, d in enumerate(dtype)],
+        "npu_shape": shape, "bench_shape": ["[]" if i % 11 == 0 else s
+                                            for i, s in enumerate(shape)]})
+    table = pa.concat_tables([table.slice(0, 1000), table.slice(1000, 1500),
+                              table.slice(2500)])  # three chunks, the last an offset slice
+    sent = pair_tables.bench_once(table)
+    same = [b == a and bs == as_ and a is not None
+            for a, b, as_, bs in zip(npu, bench, shape, table.column("bench_shape").to_pylist())]
+    assert 0 < sum(same) < n
+    assert sent.column(BENCH_SAME).to_pylist() == same
+    for column in ("bench_name", "bench_shape"):
+        want = [None if s else v for s, v in zip(same, table.column(column).to_pylist())]
+        assert sent.column(column).to_pylist() == want
+        assert sent.column(column).num_chunks == 3
+        # the rows sent NULL have no bytes: each chunk's data its kept rows' alone
+        for chunk in sent.column(column).chunks:
+            kept = pc.sum(pc.binary_length(chunk)).as_py() or 0
+            assert kept <= len(chunk.buffers()[2]) <= kept + 64
+    assert sent.drop_columns(["bench_name", "bench_shape", BENCH_SAME]).equals(
+        table.drop_columns(["bench_name", "bench_shape"]))
+    # sent once only; rows without the six columns as they are
+    assert pair_tables.bench_once(sent) is sent
+    assert pair_tables.bench_once(table.drop_columns(["bench_shape"])).column_names == \
+        [c for c in table.column_names if c != "bench_shape"]
+
+
+@pytest.mark.parametrize("order", ["runs", "scattered"])
+def test_blame_names_are_left_out_where_every_row_has_its_output_rows(order):
+    """A pair's blame rows go without their names where every row's are those of its output
+    row (msq.pair_tables.blame_names_once), told by runs of rows in chunks of each table (a
+    sliced one included), their NULLs, lengths and bytes compared, or row by row where they
+    come in too many runs: one name changed, one NULL more, or a name of another length keeps
+    them."""
+    import numpy as np
+
+    from msq.history.recorder import BLAME_NAMES
+
+    n = 5000
+    ops = [f"Functional.op.{i // 3}.forward" for i in range(n)]
+    npus = [None if i % 97 == 0 else f"Functional.op.{i // 3}.forward.output.{i % 3}"
+            for i in range(n)]
+    seqs = np.arange(n)
+    if order == "runs":  # the output rows' last ones first, blame's in order
+        seqs = np.concatenate([seqs[4000:], seqs[:4000]])
+    else:
+        seqs = np.random.default_rng(1).permutation(n)
+    result = pa.table({"out_seq": pa.array(seqs, pa.int64()),
+                       "op_name": [ops[s] for s in seqs], "npu_name": [npus[s] for s in seqs],
+                       "kind": ["matched"] * n})
+    result = pa.concat_tables([result.slice(0, 1200), result.slice(1200, 2500),
+                               result.slice(3700)])
+    keep = [s for s in range(n) if s % 1000 != 7]  # output rows without a blame row
+    blame = pa.table({"out_seq": pa.array(keep, pa.int64()), "op_seq": pa.array(keep),
+                      "op_name": [ops[s] for s in keep], "npu_name": [npus[s] for s in keep]})
+    blame = pa.concat_tables([blame.slice(0, 3000), blame.slice(3000)])
+    sent = pair_tables.blame_names_once(blame, result)
+    # thousands of runs: told row by row (a small batch's blame rows), the same
+    assert sent.column_names == ["out_seq", "op_seq"]
+    at = blame.schema.get_field_index("npu_name")
+    for changed in (["x" if i == 4321 else v for i, v in enumerate(blame.column(at).to_pylist())],
+                    [None if i == 10 else v for i, v in enumerate(blame.column(at).to_pylist())],
+                    [v + "." if i == 4000 and v else v
+                     for i, v in enumerate(blame.column(at).to_pylist())]):
+        other = blame.set_column(at, "npu_name", pa.array(changed, pa.string()))
+        assert pair_tables.blame_names_once(other, result).column_names == blame.column_names
+    assert all(c in blame.column_names for c in BLAME_NAMES)
