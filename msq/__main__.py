@@ -13,13 +13,13 @@ import os
 import sys
 import threading
 
-from msq import interrupts
+from msq import interrupts, procs
 
 
 def run() -> None:
     """Entry point of the ``msq`` console script and of ``python -m msq``."""
     interrupts.install()
-    single_threaded_blas()
+    procs.no_blas_threads()  # before anything imports numpy
     try:  # a Ctrl-C from here on is an interruption too, the library's thread start included
         preload_duckdb()
         from msq import runner
@@ -40,18 +40,6 @@ def run() -> None:
         # the exit status is decided: Python's teardown puts the default handlers back, and a
         # Ctrl-C then would turn it into "killed by SIGINT"
         interrupts.ignore_from_now()
-
-
-def single_threaded_blas() -> None:
-    """Tell OpenBLAS to start no threads of its own, before anything imports numpy.
-
-    msq runs its BLAS on one thread (msq.tensors says why), yet a statistics compare imports
-    numpy before msq.tensors, through pyarrow or the history's keying: OpenBLAS then starts a
-    thread per core in the command and again in every pool worker (they inherit this process's
-    environment), and each spins waiting for work that never comes (~1 % of a ranks x steps
-    run's CPU, measured with perf). A value the user set is kept."""
-    if "numpy" not in sys.modules:
-        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 
 def preload_duckdb() -> None:

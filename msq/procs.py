@@ -27,6 +27,7 @@ import contextlib
 import gc
 import os
 import signal
+import sys
 import threading
 import time
 import weakref
@@ -41,6 +42,21 @@ if TYPE_CHECKING:
     from multiprocessing.context import BaseContext
 
 _OPEN: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
+def no_blas_threads() -> None:
+    """Tell OpenBLAS to start no threads of its own, where numpy is not loaded yet (a value the
+    user set is kept; a process that loaded numpy first keeps its BLAS threads).
+
+    msq runs numpy's BLAS on one thread (msq.tensors.pool.single_threaded_blas: results must not
+    depend on the core count). OpenBLAS otherwise starts a thread per core when numpy loads, and
+    each spins waiting for work that never comes, in the process and again in every worker it
+    starts (they inherit its environment): ~0.1 s of CPU, 10 % of a big tensor compare on two
+    cores; ~1 % of a ranks x steps run's CPU (perf), whose statistics compare imports numpy
+    through pyarrow and the history's keying, not msq.tensors. Called by msq's command before
+    anything is imported (msq/__main__.py) and by msq.tensors' import (the Python API)."""
+    if "numpy" not in sys.modules:
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 
 def track(connection: Any) -> None:

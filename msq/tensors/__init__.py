@@ -13,18 +13,13 @@ See ``docs/tensors.md``.
 from __future__ import annotations
 
 import importlib
-import os
-import sys
 from typing import Any
 
-# The engine runs numpy's BLAS on one thread (pool.single_threaded_blas: results must not depend
-# on the core count). Imported before numpy (msq's command line), it tells OpenBLAS so up front:
-# OpenBLAS otherwise starts a thread per core when numpy loads, and each spins ~0.1 s waiting for
-# work that never comes, in the parent and again in every worker (~0.1 s of CPU, 10 % of a big
-# tensor compare on two cores). A value the user set is kept; a process that loaded numpy first
-# keeps its BLAS threads (the kernel still pins them to one while it runs).
-if "numpy" not in sys.modules:
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+from msq import procs
+
+# imported before numpy (msq's command line, a Python caller), it tells OpenBLAS to start no
+# threads of its own (procs.no_blas_threads says why)
+procs.no_blas_threads()
 
 _EXPORTS = {
     "compute_metrics": "msq.tensors.pool",
