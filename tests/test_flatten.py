@@ -322,6 +322,71 @@ def test_stack_check(tmp_path: Path) -> None:
         check_stack(bad)
 
 
+def _object_of_lists(text: bytes) -> bool:
+    """What jsonio.check_stack accepts: JSON (Python's) of an object of lists."""
+    try:
+        doc = json.loads(text.decode("utf-8"))
+    except ValueError:
+        return False
+    return isinstance(doc, dict) and all(isinstance(v, list) for v in doc.values())
+
+
+#: texts of a stack.json's shape, and near it
+STACK_TEXTS = [
+    b'{}', b' \n{ }\t', b'{"a":[]}', b'{"a":["x"],"b":[]}', b'{"a" : [ "x" , "y" ] }\r\n',
+    b'{"A.forward": ["File a.py, line 1, in f, \\n return g(*a)", "\\"\\\\\\/\\b\\f\\r\\t"]}',
+    b'{"a":["\\u0041"]}', b'{"a":[1]}', b'{"a":[["x"]]}', b'{"a":["\xc3\xa9"]}', b'{"a":["\x7f"]}',
+    b'{"a":["x",]}', b'{"a":["x"],}', b'{"a":"x"}', b'[]', b'{"a":["\\x"]}', b'{"a":["x"]}x',
+    b'{"a":["x"]', b'{"a":["x"}', b'{"a":["x\ty"]}', b'{"a":["x\x00"]}', b'{"a":["\xff"]}',
+    b'\xef\xbb\xbf{}', b'{"a":["' + b"x" * 40 + b'\\n' + b"y" * 70 + b'"]}', b'{"a":["x"]} {}', b'']
+
+
+def test_a_plain_stack_is_told_without_a_document() -> None:
+    """check_stack's pass without yyjson's document (msq/_flatten.c stack_of_plain_lists): an
+    object of lists of plain strings (printable ASCII, one-letter escapes) is told at once;
+    what it tells, Python's json reads as an object of lists; anything else is parsed as before
+    (check_stack_c's answer the same)."""
+    c = flatten_mod._c
+    assert c is not None
+    told = {text: c.plain_stack(text) for text in STACK_TEXTS}
+    assert told[b'{}'] and told[STACK_TEXTS[5]] and told[STACK_TEXTS[-3]]
+    assert not told[b'{"a":["\\u0041"]}'] and not told[b'{"a":[1]}'] and not told[b'{"a":["\xc3\xa9"]}']
+    for text, yes in told.items():
+        assert not yes or _object_of_lists(text), text
+        buf = bytearray(text + bytes(C_PADDING or 0))
+        if len(text):
+            assert (check_stack_c(buf) is None) == _object_of_lists(text), text
+    for path in sorted(GOLDEN.glob("*/**/stack.json")):  # as msprobe writes them
+        text = path.read_bytes()
+        assert c.plain_stack(text) or not text.isascii(), path
+
+
+@settings(max_examples=600, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(st.sampled_from(STACK_TEXTS[:6]), st.lists(st.tuples(
+    st.integers(0, 400), st.sampled_from(list(b' \t\n\r{}[]":,\\/ubfnrtx0\x00\x1f\x7f\xc3\xa9')),
+    st.sampled_from(["put", "insert", "delete"])), max_size=4))
+def test_what_the_stack_pass_tells_python_reads(text: bytes, edits: list[tuple[int, int, str]]) -> None:
+    """Texts near a stack.json's shape: what stack_of_plain_lists tells is an object of lists
+    to Python's json, and check_stack_c tells an object of lists from anything else."""
+    b = bytearray(text)
+    for at, byte, how in edits:
+        at = at % (len(b) + 1)
+        if how == "insert":
+            b[at:at] = bytes([byte])
+        elif b:
+            at = min(at, len(b) - 1)
+            if how == "put":
+                b[at] = byte
+            else:
+                del b[at]
+    c = flatten_mod._c
+    assert c is not None
+    expected = _object_of_lists(bytes(b))
+    assert not c.plain_stack(bytes(b)) or expected
+    if b:
+        assert (check_stack_c(bytearray(bytes(b) + bytes(C_PADDING or 0))) is None) == expected
+
+
 def test_both_sides_reach_duckdb_as_one_arrow_stream(tmp_path: Path) -> None:
     """The C reader's columns go to DuckDB through the Arrow C stream interface (no pyarrow):
     both sides, one stream of two batches, read as pyarrow's concatenation of the same tables."""
