@@ -1037,7 +1037,7 @@ def compute_batch(inps: list[SingleInput], opts: Options, opened: BatchDatabase,
     con.execute("INSERT INTO op_pairs " + op_pairs_select(batch=True, unique_keys=unique))
     rows_and_windows(con)
     create_unmatched_reasons(con, opened)
-    db.materialize(con, "row_error", bound_row_error(mode))
+    db.materialize(con, "row_error", batch_row_error(mode))
     for view in ("verdicts", result_table(mode), "marks"):
         with planned_without(con, BATCH_PLAN_SKIPS.get(view, ())):
             db.materialize(con, view, batch_select(view, mode))
@@ -1049,10 +1049,49 @@ def compute_batch(inps: list[SingleInput], opts: Options, opened: BatchDatabase,
     return con, mode, place_pairs(con, pairs)
 
 
+#: The columns of sql/compare/rules/row_error.sql that verdicts.sql alone reads (the row's
+#: statistics, its value's texts, the statistic that set err_stat on each side), which a
+#: statistics batch's row_error leaves out (:func:`batch_row_error`) and its verdicts reads
+#: from the tensors rows of its judged rows alone (:data:`BATCH_VERDICTS_EDITS`).
+VERDICTS_ONLY = ("n_max", "n_min", "b_max", "b_min", "n_max_str", "b_max_str", "n_stat_val",
+                 "b_stat_val")
+
+
+def batch_row_error(mode: str) -> str:
+    """A statistics batch's row_error: :func:`bound_row_error`'s rows without the columns
+    verdicts alone reads (:data:`VERDICTS_ONLY`; blame reads out_seq, err, err_kind and the
+    dtypes). A single compare's verdicts reads them for every row, where row_error has both
+    sides' tensors rows joined already (bench/README, "Session 25: rows"); a batch's judges
+    ~4 % of its rows (:data:`BATCH_VERDICTS_EDITS`), and storing the eight columns of every
+    row cost more than joining the tensors rows again for those few (bench/README,
+    "Session 27: rows"). DuckDB drops an unused column of a subquery as it plans: the tensors
+    columns are not scanned, the CASEs not made."""
+    return (f"SELECT * EXCLUDE ({', '.join(VERDICTS_ONLY)}) FROM (\n{bound_row_error(mode)}\n)")
+
+
 #: What sql/compare/rules/default/verdicts.sql reads of row_error (as written there): the rows
 #: its rules judge, and the worst input error of each window.
-VERDICTS_ROWS = "  FROM row_error x\n  LEFT JOIN hl_windows w USING (out_seq)\n),"
+VERDICTS_ROWS = ("e AS (  -- row_error carries the row's statistics and dtypes verdicts reads"
+                 " (see there)\n"
+                 "  SELECT x.*, w.win, coalesce(w.is_input, false) AS is_input\n"
+                 "  FROM row_error x\n  LEFT JOIN hl_windows w USING (out_seq)\n),")
 VERDICTS_INPUTS = "  WHERE w.is_input AND x.err IS NOT NULL\n  GROUP BY w.win"
+
+#: A batch's judged rows (``e0``, :data:`BATCH_VERDICTS_EDITS`) with the columns of
+#: :data:`VERDICTS_ONLY` as sql/compare/rules/row_error.sql makes them, from both sides'
+#: tensors rows: the statistic that set err_stat is err_stat's (row_error sets it exactly
+#: where it sets n_stat_val and b_stat_val, in statistics mode: a batch's only).
+BATCH_VERDICTS_STATS = """e AS (  -- the judged rows' statistics (msq.pipeline.batch_row_error)
+  SELECT e0.*, n.max_num AS n_max, n.min_num AS n_min, b.max_num AS b_max, b.min_num AS b_min,
+    n.max_str AS n_max_str, b.max_str AS b_max_str,
+    CASE e0.err_stat WHEN 'Norm' THEN n.norm_num WHEN 'Mean' THEN n.mean_num
+      WHEN 'Max' THEN n.max_num WHEN 'Min' THEN n.min_num END AS n_stat_val,
+    CASE e0.err_stat WHEN 'Norm' THEN b.norm_num WHEN 'Mean' THEN b.mean_num
+      WHEN 'Max' THEN b.max_num WHEN 'Min' THEN b.min_num END AS b_stat_val
+  FROM e0 JOIN compare_rows r USING (out_seq)
+  LEFT JOIN tensors n ON n.side = 'npu' AND n.row_seq = r.npu_row
+  LEFT JOIN tensors b ON b.side = 'bench' AND b.row_seq = r.bench_row
+),"""
 #: What it ends with (as written there): its rows' last join.
 VERDICTS_FROM = "FROM texts t\nLEFT JOIN unmatched_reasons u USING (out_seq)"
 
@@ -1076,11 +1115,11 @@ VERDICTS_FROM = "FROM texts t\nLEFT JOIN unmatched_reasons u USING (out_seq)"
 #:   the columns the reason is made of, after the last join (a filter on verdicts' own columns
 #:   is pushed into its last projection's reason, computed twice then: +12 M).
 BATCH_VERDICTS_EDITS = {
-    VERDICTS_ROWS: VERDICTS_ROWS.replace(
+    VERDICTS_ROWS: "e0 AS (  -- the rows judged\n" + VERDICTS_ROWS.split("\n", 1)[1].replace(
         "\n),", "\n  WHERE x.err >= least(verdict_red_err(), verdict_yellow_err())"
-        " OR x.n_dtype_raw IS NOT NULL OR x.unmatched\n),"),
+        " OR x.n_dtype_raw IS NOT NULL OR x.unmatched\n),") + "\n" + BATCH_VERDICTS_STATS,
     VERDICTS_INPUTS: VERDICTS_INPUTS.replace(
-        "\n", " AND w.win IN (SELECT win FROM e WHERE NOT is_input)\n"),
+        "\n", " AND w.win IN (SELECT win FROM e0 WHERE NOT is_input)\n"),
     VERDICTS_FROM: VERDICTS_FROM + "\nWHERE t.rule IS NOT NULL OR t.n_dtype_raw IS NOT NULL"
                    " OR u.out_seq IS NOT NULL"}
 

@@ -362,12 +362,40 @@ def test_a_batchs_verdicts_are_its_rows_that_may_say_something(jobs, opts, tmp_p
     con, mode, _ = pipeline.compute_batch(inps, opts, kept)
     assert mode == "statistics"
     stored = con.execute("SELECT * FROM verdicts").fetchall()
-    every = con.execute(db.sql_file("compare/rules/default/verdicts.sql").body).fetchall()
+    # the view over every row, reading row_error as a single compare's (the columns a batch's
+    # row_error leaves out, msq.pipeline.batch_row_error, with them)
+    full = pipeline.bound_row_error(mode)
+    every = con.execute(f"WITH row_error AS ({full}) SELECT * FROM (\n"
+                        + db.sql_file("compare/rules/default/verdicts.sql").body + "\n)").fetchall()
     saying = [row for row in every if row[3] != "" or any(v is not None for v in (row[1], *row[4:]))]
     assert {"red", "yellow"} <= {row[1] for row in saying}
     assert any(row[4] is not None for row in saying)  # an unmatched row
     assert set(saying) <= set(stored) <= set(every)
     assert len(stored) < len(every) == db.scalar(con, "SELECT count(*) FROM compare_rows")
+
+
+def test_a_batchs_row_error_is_a_single_compares_without_what_verdicts_alone_reads(
+        jobs, opts, tmp_path):
+    """A statistics batch's row_error holds the columns of a single compare's but those that
+    its verdicts read from the tensors rows of the rows it judges (msq.pipeline.VERDICTS_ONLY),
+    with the same rows (blame reads it too)."""
+    from msq import db, pipeline
+    from msq.config import SingleInput
+
+    kept = WorkerDatabase.get(opts)
+    assert kept is not None
+    inps = [SingleInput(job.npu[0], job.bench[0], job.npu[1]) for job in jobs]
+    con, mode, _ = pipeline.compute_batch(inps, opts, kept)
+    columns = [name for (name, *_) in con.execute("DESCRIBE row_error").fetchall()]
+    full = pipeline.bound_row_error(mode)
+    every = [name for (name, *_) in con.execute(f"DESCRIBE {full}").fetchall()]
+    assert set(pipeline.VERDICTS_ONLY) <= set(every)
+    assert columns == [name for name in every if name not in pipeline.VERDICTS_ONLY]
+    listed = ", ".join(db.quote_ident(name) for name in columns)
+    assert db.scalar(con, f"SELECT count(*) FROM (SELECT {listed} FROM ({full}) "
+                          "EXCEPT ALL SELECT * FROM row_error)") == 0
+    assert db.scalar(con, "SELECT count(*) FROM row_error") == \
+        db.scalar(con, "SELECT count(*) FROM compare_rows") > 0
 
 
 def test_a_broken_pair_fails_alone_and_loses_none_of_the_others(jobs, opts, tmp_path):
