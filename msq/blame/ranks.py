@@ -189,6 +189,8 @@ def _arrow_parts(parts: list[RankBlame], run_id: str) -> list[pa.Table] | None:
     for compare_id, (part, (sources, collectives)) in enumerate(zip(parts, given, strict=True),
                                                                 start=1):
         for rows, is_collective in ((sources, False), (collectives, True)):
+            if not isinstance(rows, pa.Table) and not len(rows):
+                continue  # (no table made of no rows: ~0.3 ms each)
             table = rows if isinstance(rows, pa.Table) else _dict_table(rows, schema)
             if table is None:
                 return None
@@ -273,7 +275,7 @@ _WEIGHED = ("compare_id", "out_seq", "label", "rank", "step", "input_err", "ampl
 
 
 def _local_rows(weighed: pa.Table, rows: pa.Table) -> pa.Table:
-    """The view's local rows (:data:`VIEW_COLUMNS`) of the :data:`_WEIGHED` columns fetched
+    """The view's local rows (:data:`VIEW_COLUMNS` but blame_rank, :func:`_blame_ranks`) of the :data:`_WEIGHED` columns fetched
     (``weighed``) and the others taken from the rows the view read (``rows``: one a compare and
     out_seq), each row's by its compare and out_seq: the view passes them through as they are
     (the same values and Arrow types, DuckDB's VARCHAR read from and given as Arrow strings), and
@@ -293,9 +295,202 @@ def _local_rows(weighed: pa.Table, rows: pa.Table) -> pa.Table:
     if len(wanted) and not np.array_equal(keys[at], wanted):
         raise AssertionError("the view gave a local row that its rows do not hold")
     taken = pa.array(at)
+    names = [name for name in VIEW_COLUMNS if name != "blame_rank"]
     return pa.Table.from_arrays(
         [weighed.column(name) if name in _WEIGHED else rows.column(name).take(taken)
-         for name in VIEW_COLUMNS], names=list(VIEW_COLUMNS))
+         for name in names], names=names)
+
+
+def _view_con(parts: list[RankBlame], rows: pa.Table, stored: bool) -> duckdb.DuckDBPyConnection:
+    """A new DuckDB with the run's ``compares``, ``rows`` as ``blame_rows`` and the history's
+    view ``blame`` over them."""
+    import pyarrow as pa
+
+    # one thread: the run's end, where the history is checkpointed on the other core (and a
+    # few thousand rows: DuckDB's second thread only added work, ~10 M instructions)
+    con = duckdb.connect(config={"threads": 1})
+    try:
+        con.execute("CREATE TABLE compares (compare_id BIGINT, rank INTEGER, step INTEGER, "
+                    "label VARCHAR)")
+        # one INSERT (executemany: one statement a compare, ~0.07 s for 64)
+        con.execute("INSERT INTO compares SELECT unnest(range(1, ? + 1)), unnest(?::INTEGER[]), "
+                    "unnest(?::INTEGER[]), NULL",
+                    [len(parts), [p.rank for p in parts], [p.step for p in parts]])
+        if stored:
+            db.insert_arrow(con, "blame_rows", rows, create=True)
+        else:
+            # the rows read in place, not stored in a table first (DuckDB's per-text statistics
+            # and checks). The view reads the run's id only to tell runs apart (its calls' and
+            # peers' keys, the rank's partition), and every row is of this run: read with a
+            # one-letter id (DuckDB keeps a text of up to 12 bytes inline, the 32-letter id
+            # apart), the rows' own taken back by _local_rows, not fetched
+            con.register("blame_rows", rows.set_column(
+                rows.schema.get_field_index("run_id"), "run_id",
+                pa.repeat(pa.scalar("r", pa.string()), rows.num_rows)))
+        db.create_view(con, view_file())
+    except BaseException:
+        con.close()
+        raise
+    return con
+
+
+def _weigh_view(parts: list[RankBlame], table: pa.Table) -> tuple[pa.Table, int | None, int]:
+    """The view's local rows of the run's rows ``table`` (every row through the view), the
+    first's blame_rank (None: no local row) and how many collectives' outputs its weighing made
+    local: what :func:`_weigh` gives where it cannot."""
+    import pyarrow as pa
+
+    # a column with no value in any row, of Arrow's null type (rows of dicts: a column of no
+    # value in any of them), is read stored, as a table makes it (an INTEGER)
+    stored = any(pa.types.is_null(column.type) for column in table.schema)
+    con = _view_con(parts, table, stored)
+    try:
+        # the local rows fetched at once, in no order (RunBlame orders them by blame_rank when
+        # read); read in place, the rows' own columns taken back (_local_rows), not fetched
+        local = f"FROM {VIEW} WHERE verdict = 'local'"
+        if stored:
+            rows = con.sql(f"SELECT * {local}").to_arrow_table()
+        else:
+            weighed = con.sql(f"SELECT {', '.join(_WEIGHED)} {local}").to_arrow_table()
+            rows = _local_rows(weighed, table).append_column(
+                "blame_rank", weighed.column("blame_rank")).select(list(VIEW_COLUMNS))
+        con.register("local", rows)
+        # a collective judged local here was counted inherited by its rank: how many moved
+        first_rank, moved = con.execute(
+            f"SELECT (SELECT blame_rank FROM local ORDER BY {_FIRST_ORDER} LIMIT 1), "
+            "(SELECT count(*) FROM local WHERE role = 'output' AND "
+            f"starts_with(reason, '{_MOVED}'))").fetchall()[0]
+    finally:
+        con.close()
+    return rows, first_rank, int(moved)
+
+
+#: The view's reason of a collective's output its weighing made local (sql/history/views/blame.sql)
+_MOVED = "error enters in the collective"
+
+
+def _weigh(parts: list[RankBlame], run_id: str) -> tuple[pa.Table, int | None, int] | None:
+    """:func:`_weigh_view`'s answer with the view run over the collective ops' rows alone, and
+    the local rows ranked here; None where that does not hold (the caller runs the view over
+    every row).
+
+    The view changes a collective op's row alone (its calls and peers are the collective
+    outputs' rows; a row's weighing reads that row and them), and a collective op's row is never
+    local in its compare (sql/compare/blame/blame_rows.sql): every local source a compare gives
+    is one of the view's local rows as it is, its amplification the view's formula of its own
+    errors. Only blame_rank is of all local rows: the view's order, sorted here. The view's run
+    over root-8x8-5000's ~52k rows (its joins, its window over the ~48k local rows and taking
+    them back) was ~270 M instructions of the run's end, when nothing else runs; the sources
+    are one table of the compares' own (their chunks, no row copied)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    sources = _rows_table([_part_of(p, collectives=False) for p in parts], run_id)
+    collectives = _rows_table([_part_of(p, collectives=True) for p in parts], run_id)
+    if not sources.num_rows:
+        return None
+    tables = [t for t in (sources, collectives) if t.num_rows]
+    if any(pa.types.is_null(f.type) for t in tables for f in t.schema) \
+            or any(t.schema != sources.schema for t in tables):
+        return None  # (the rows' types as one table of them all gives them: the view's)
+    output_err = sources.column("output_err")
+    if pc.any(sources.column("collective")).as_py() \
+            or not pc.all(pc.equal(sources.column("verdict"), "local")).as_py() \
+            or output_err.null_count or pc.any(pc.is_nan(output_err)).as_py():
+        return None
+    found = [_own_rows(parts, sources)]
+    if collectives.num_rows:
+        con = _view_con(parts, collectives, stored=False)
+        try:
+            weighed = con.sql(f"SELECT {', '.join(w for w in _WEIGHED if w != 'blame_rank')} "
+                              f"FROM {VIEW} WHERE verdict = 'local'").to_arrow_table()
+        finally:
+            con.close()
+        if weighed.num_rows:
+            found.append(_local_rows(weighed, collectives).cast(found[0].schema))
+    local = pa.concat_tables(found)
+    ranks = _blame_ranks(local)
+    local = local.append_column("blame_rank", pa.array(ranks, pa.int64())) \
+        .select(list(VIEW_COLUMNS))
+    moved = pc.and_(pc.equal(local.column("role"), "output"),
+                    pc.starts_with(local.column("reason"), _MOVED))
+    return local, _first_rank(local, ranks), int(pc.sum(moved.fill_null(False)).as_py() or 0)
+
+
+def _part_of(part: RankBlame, collectives: bool) -> RankBlame:
+    """``part`` with its local sources alone, or its collectives' rows alone."""
+    from dataclasses import replace
+
+    kept = replace(part.summary, sources=[]) if collectives \
+        else replace(part.summary, collectives=[])
+    return replace(part, summary=kept)
+
+
+def _own_rows(parts: list[RankBlame], rows: pa.Table) -> pa.Table:
+    """Local rows of the run that the view passes through as they are (not a collective op's),
+    as its rows (:data:`VIEW_COLUMNS` but blame_rank): their compare's rank and step, no label,
+    the amplification of their errors by the view's formula."""
+    import numpy as np
+    import pyarrow as pa
+
+    ids = pa.array(rows.column("compare_id").to_numpy() - 1)
+    out, inp = rows.column("output_err"), rows.column("input_err")
+    o, i = out.fill_null(np.nan).to_numpy(), inp.fill_null(np.nan).to_numpy()
+    both = ~(_nulls(out) | _nulls(inp))
+    # the view's CASE: output / input where the input is finite and > 0, inf where it is 0 and
+    # the output > 0, else NULL
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = both & (i > 0) & np.isfinite(i)
+        infinite = both & ~ratio & (i == 0) & (o > 0)
+        amp = np.where(ratio, o / np.where(ratio, i, 1.0), np.inf)
+    made = {
+        "label": pa.nulls(rows.num_rows, pa.string()),
+        "rank": pa.array([p.rank for p in parts], pa.int32()).take(ids),
+        "step": pa.array([p.step for p in parts], pa.int32()).take(ids),
+        "amplification": pa.array(amp, pa.float64(), mask=~(ratio | infinite)),
+    }
+    names = [name for name in VIEW_COLUMNS if name != "blame_rank"]
+    return pa.Table.from_arrays([made[name] if name in made else rows.column(name)
+                                 for name in names], names=names)
+
+
+def _nulls(column: Any) -> Any:
+    """Where a (chunked) column is NULL, as numpy booleans."""
+    return column.is_null().to_numpy(zero_copy_only=False)
+
+
+def _blame_ranks(local: pa.Table) -> Any:
+    """Each local row's blame_rank (numpy int64): the view's row_number() over the run's local
+    rows (one run) ORDER BY output_err DESC, step NULLS FIRST, op_seq, rank NULLS FIRST,
+    out_seq. (No NULL or NaN error: :func:`_weigh`. Arrow's sort of the key columns: numpy's
+    lexsort of eight keys was ~60 M instructions for root-8x8-5000's ~48k rows.)"""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    # (a NULL step or rank as a number below every INTEGER: first)
+    keys = pa.table({name: local.column(name).cast(pa.int64()).fill_null(-2**40)
+                     if name in ("step", "rank") else local.column(name)
+                     for name in ("output_err", "step", "op_seq", "rank", "out_seq")})
+    order = pc.sort_indices(keys, sort_keys=[
+        ("output_err", "descending"), ("step", "ascending"), ("op_seq", "ascending"),
+        ("rank", "ascending"), ("out_seq", "ascending")]).to_numpy()
+    ranks = np.empty(local.num_rows, np.int64)
+    ranks[order] = np.arange(1, local.num_rows + 1, dtype=np.int64)
+    return ranks
+
+
+def _first_rank(local: pa.Table, ranks: Any) -> int | None:
+    """The blame_rank of the least local row by :data:`_FIRST_ORDER` (None: no row): each key
+    in turn among the rows least by the keys before it."""
+    import numpy as np
+
+    at = np.arange(local.num_rows)
+    for key in (local.column("step").fill_null(-1), local.column("op_seq"),
+                local.column("rank").fill_null(-1), local.column("out_seq")):
+        values = key.to_numpy()[at]
+        at = at[values == values.min()] if len(at) else at
+    return int(ranks[at].min()) if len(at) else None
 
 
 def combine(parts: list[RankBlame], run_id: str | None = None) -> RunBlame:
@@ -312,60 +507,20 @@ def combine(parts: list[RankBlame], run_id: str | None = None) -> RunBlame:
         sources = _one_compare(parts[0], run_id)
         result._rows, result.n_sources, result.first = sources, len(sources), _first(sources)
         return result
-    import pyarrow as pa  # lazy: a directory run's pass only
 
-    table = _rows_table(parts, run_id)
-    if table.num_rows == 0:
-        return result
-    con = duckdb.connect()
-    try:
-        con.execute("CREATE TABLE compares (compare_id BIGINT, rank INTEGER, step INTEGER, "
-                    "label VARCHAR)")
-        # one INSERT (executemany: one statement a compare, ~0.07 s for 64)
-        con.execute("INSERT INTO compares SELECT unnest(range(1, ? + 1)), unnest(?::INTEGER[]), "
-                    "unnest(?::INTEGER[]), NULL",
-                    [len(parts), [p.rank for p in parts], [p.step for p in parts]])
-        # the rows read in place, not stored in a table first (~0.2 s of the run's end, when
-        # nothing else runs, for root-8x8-5000's ~54k rows: DuckDB's per-text statistics and
-        # checks); but a column with no value in any row, of Arrow's null type, which a table
-        # makes an INTEGER (rows of dicts: a column of no value in any of them)
-        stored = any(pa.types.is_null(column.type) for column in table.schema)
-        if stored:
-            db.insert_arrow(con, "blame_rows", table, create=True)
-        else:
-            # the view reads the run's id only to tell runs apart (its calls' and peers' keys,
-            # the rank's partition), and every row is of this run: read with a one-letter id
-            # (DuckDB keeps a text of up to 12 bytes inline, the 32-letter id apart: ~72 M
-            # instructions of root-8x8-5000's run pass), the rows' own taken back by
-            # _local_rows, not fetched
-            con.register("blame_rows", table.set_column(
-                table.schema.get_field_index("run_id"), "run_id",
-                pa.repeat(pa.scalar("r", pa.string()), table.num_rows)))
-        db.create_view(con, view_file())
-        # the local rows fetched at once, in no order (RunBlame orders them by blame_rank when
-        # read: the view's rows sorted here again with every column, ~70 M instructions of
-        # root-8x8-5000's run pass), and read again (first, moved) as that Arrow table, not
-        # stored in a table first
-        local = f"FROM {VIEW} WHERE verdict = 'local'"
-        result._rows = con.sql(f"SELECT * {local}").to_arrow_table() if stored \
-            else _local_rows(con.sql(f"SELECT {', '.join(_WEIGHED)} {local}").to_arrow_table(),
-                             table)
-        result.n_sources = result._rows.num_rows
-        con.register("local", result._rows)
-        # the first's blame_rank (its row then taken from the table: the top-1 of every column
-        # cost ~40 M) and, a collective judged local here was counted inherited by its rank, how
-        # many moved
-        first_rank, moved = con.execute(
-            f"SELECT (SELECT blame_rank FROM local ORDER BY {_FIRST_ORDER} LIMIT 1), "
-            "(SELECT count(*) FROM local WHERE role = 'output' AND "
-            "starts_with(reason, 'error enters in the collective'))").fetchall()[0]
-        if first_rank is not None:
-            import pyarrow.compute as pc
+    weighed = _weigh(parts, run_id)
+    if weighed is None:
+        table = _rows_table(parts, run_id)
+        if table.num_rows == 0:
+            return result
+        weighed = _weigh_view(parts, table)
+    result._rows, first_rank, moved = weighed
+    result.n_sources = result._rows.num_rows
+    if first_rank is not None:
+        import pyarrow.compute as pc
 
-            at = pc.index(result._rows.column("blame_rank"), first_rank).as_py()
-            result.first = result._rows.slice(at, 1).to_pylist()[0]
-    finally:
-        con.close()
+        at = pc.index(result._rows.column("blame_rank"), first_rank).as_py()
+        result.first = result._rows.slice(at, 1).to_pylist()[0]
     if moved:
         result.counts["local"] = result.counts.get("local", 0) + moved
         result.counts["inherited"] = result.counts.get("inherited", 0) - moved

@@ -146,3 +146,71 @@ def test_a_runs_first_worst_and_count_are_those_of_its_whole_list(tmp_path: Path
     assert first is not None and first == _first(whole)
     assert (first["step"], first["rank"]) == (0, 0)
     assert [x["blame_rank"] for x in whole] == list(range(1, n + 1))
+
+
+def _row(out_seq: int, op_seq: int, output_err: float, input_err: float | None, *,
+         collective: bool = False, verdict: str = "local",
+         reason: str = "error enters here: its inputs are equal") -> dict[str, Any]:
+    op = "Distributed.all_reduce.0.forward" if collective else f"Torch.op{op_seq}.0.forward"
+    return {"out_seq": out_seq, "op_seq": op_seq, "op_name": op,
+            "npu_name": f"{op}.output.0", "io": "output", "role": "output",
+            "direction": "forward", "is_module": False, "collective": collective,
+            "err_kind": "statistics", "input_err": input_err, "output_err": output_err,
+            "floor": 1e-6, "floor_source": "dtype float32",
+            "amplification": None if input_err is None else
+            (output_err / input_err if input_err > 0 else math.inf if output_err > 0 else None),
+            "verdict": verdict, "reason": reason, "link": "hash", "candidates": 1,
+            "via": f"Torch.op{op_seq - 1}.0.forward.output.0", "band": 0.0}
+
+
+def _synthetic_parts(seed: int) -> list[RankBlame]:
+    """Compares of 3 ranks x 2 steps (and one of no rank or step) whose local rows tie on
+    their errors, ops and rows across compares, with infinite errors and amplifications, and
+    an all_reduce whose outputs the other ranks' inputs explain on some ranks and not others."""
+    import random
+
+    rng = random.Random(seed)
+    parts = []
+    places: list[tuple[int | None, int | None]] = [(r, s) for s in (1, 0) for r in (2, 0, 1)]
+    for rank, step in [*places, (None, None)]:
+        errs = [0.5, 0.25, math.inf, 1e-3, 0.5]
+        rows = [_row(seq, rng.choice([1, 2, 3]), rng.choice(errs),
+                     rng.choice([None, 0.0, 1e-4, math.inf, 0.1])) for seq in range(8)]
+        coll = [_row(20, 5, rng.choice([0.9, 2.0]), rng.choice([0.0, 0.01, 0.5]),
+                     collective=True, verdict="inherited",
+                     reason="through the collective: the error comes from another rank"),
+                _row(21, 5, 0.3, 0.3, collective=True, verdict="clean",
+                     reason="within the floor")]
+        rows.sort(key=lambda x: (-x["output_err"], x["op_seq"], x["out_seq"]))
+        parts.append(RankBlame(rank, step, BlameSummary(
+            counts={"local": len(rows), "inherited": 1, "clean": 1}, sources=rows,
+            collectives=coll, floor_factor=10.0, amp_limit=2.0)))
+    return parts
+
+
+def test_the_run_pass_gives_the_views_local_rows_over_every_row() -> None:
+    """combine weighs the collective ops' rows alone in DuckDB and ranks the local rows itself:
+    the same rows (values and types), ranks, first and counts as the history's view run over
+    every row of the run (ties on error, step, op and rank; no rank or step; inf errors and
+    amplifications; collectives made local or left)."""
+    import pyarrow as pa
+
+    from msq.blame.ranks import _rows_table, _weigh, _weigh_view
+
+    for seed in range(6):
+        parts = _synthetic_parts(seed)
+        result = combine(parts, "r")
+        table = _rows_table(parts, "r")
+        assert not any(pa.types.is_null(f.type) for f in table.schema)  # not read stored
+        assert _weigh(parts, "r") is not None  # the collectives alone through the view
+        view, first_rank, moved = _weigh_view(parts, table)
+        assert isinstance(result._rows, pa.Table)  # the Arrow table until sources is read
+        assert [(f.name, f.type) for f in result._rows.schema] == \
+            [(f.name, f.type) for f in view.schema]
+        whole = result.sources
+        want = view.sort_by("blame_rank")
+        assert [list(x) for x in whole] == [list(x) for x in want.to_pylist()]
+        assert repr(whole) == repr(want.to_pylist())
+        assert result.first is not None and result.first["blame_rank"] == first_rank
+        assert result.counts["local"] == sum(len(p.summary.sources) for p in parts) + moved
+        assert 0 < moved < len(parts)  # some collectives moved, not all
