@@ -149,12 +149,12 @@ def test_a_runs_first_worst_and_count_are_those_of_its_whole_list(tmp_path: Path
 
 
 def _row(out_seq: int, op_seq: int, output_err: float, input_err: float | None, *,
-         collective: bool = False, verdict: str = "local",
+         collective: str = "", verdict: str = "local",
          reason: str = "error enters here: its inputs are equal") -> dict[str, Any]:
-    op = "Distributed.all_reduce.0.forward" if collective else f"Torch.op{op_seq}.0.forward"
+    op = f"Distributed.{collective}.0.forward" if collective else f"Torch.op{op_seq}.0.forward"
     return {"out_seq": out_seq, "op_seq": op_seq, "op_name": op,
             "npu_name": f"{op}.output.0", "io": "output", "role": "output",
-            "direction": "forward", "is_module": False, "collective": collective,
+            "direction": "forward", "is_module": False, "collective": bool(collective),
             "err_kind": "statistics", "input_err": input_err, "output_err": output_err,
             "floor": 1e-6, "floor_source": "dtype float32",
             "amplification": None if input_err is None else
@@ -164,7 +164,7 @@ def _row(out_seq: int, op_seq: int, output_err: float, input_err: float | None, 
 
 
 def _synthetic_parts(seed: int) -> list[RankBlame]:
-    """Compares of 3 ranks x 2 steps (and one of no rank or step) whose local rows tie on
+    """Compares of 3 ranks x 2 steps (and two of no step, one of no rank) whose local rows tie on
     their errors, ops and rows across compares, with infinite errors and amplifications, and
     an all_reduce whose outputs the other ranks' inputs explain on some ranks and not others."""
     import random
@@ -172,15 +172,20 @@ def _synthetic_parts(seed: int) -> list[RankBlame]:
     rng = random.Random(seed)
     parts = []
     places: list[tuple[int | None, int | None]] = [(r, s) for s in (1, 0) for r in (2, 0, 1)]
-    for rank, step in [*places, (None, None)]:
+    for rank, step in [*places, (3, None), (None, None)]:
         errs = [0.5, 0.25, math.inf, 1e-3, 0.5]
         rows = [_row(seq, rng.choice([1, 2, 3]), rng.choice(errs),
                      rng.choice([None, 0.0, 1e-4, math.inf, 0.1])) for seq in range(8)]
-        coll = [_row(20, 5, rng.choice([0.9, 2.0]), rng.choice([0.0, 0.01, 0.5]),
-                     collective=True, verdict="inherited",
-                     reason="through the collective: the error comes from another rank"),
-                _row(21, 5, 0.3, 0.3, collective=True, verdict="clean",
-                     reason="within the floor")]
+        through = "through the collective: the error comes from another rank"
+        p2p = "recv" if (rank or 0) % 2 else "send"
+        coll = [_row(20, 5, rng.choice([0.9, 2.0]), rng.choice([0.0, 0.01, 0.5, None]),
+                     collective="all_reduce", verdict="inherited", reason=through),
+                _row(21, 5, 0.3, 0.3, collective="all_reduce", verdict="clean",
+                     reason="within the floor"),
+                _row(22, 6, rng.choice([0.9, 2.0, math.inf]), rng.choice([0.0, 0.01, None]),
+                     collective=p2p, verdict="inherited", reason=through),
+                {**_row(23, 6, 0.5, None, collective=p2p, verdict="inherited", reason=through),
+                 "role": "external input", "io": "input"}]
         rows.sort(key=lambda x: (-x["output_err"], x["op_seq"], x["out_seq"]))
         parts.append(RankBlame(rank, step, BlameSummary(
             counts={"local": len(rows), "inherited": 1, "clean": 1}, sources=rows,
@@ -189,13 +194,14 @@ def _synthetic_parts(seed: int) -> list[RankBlame]:
 
 
 def test_the_run_pass_gives_the_views_local_rows_over_every_row() -> None:
-    """combine weighs the collective ops' rows alone in DuckDB and ranks the local rows itself:
-    the same rows (values and types), ranks, first and counts as the history's view run over
-    every row of the run (ties on error, step, op and rank; no rank or step; inf errors and
-    amplifications; collectives made local or left)."""
+    """combine weighs the collective ops' rows alone, as the view weighs them, and ranks the
+    local rows itself: the same rows (values and types), ranks, first and counts as the
+    history's view run over every row of the run (ties on error, step, op and rank; no rank or
+    step; inf errors and amplifications; NULL input errors; all_reduce, recv and send calls made
+    local or left)."""
     import pyarrow as pa
 
-    from msq.blame.ranks import _rows_table, _weigh, _weigh_view
+    from msq.blame.ranks import _part_of, _rows_table, _weigh, _weigh_collectives, _weigh_view
 
     for seed in range(6):
         parts = _synthetic_parts(seed)
@@ -213,4 +219,10 @@ def test_the_run_pass_gives_the_views_local_rows_over_every_row() -> None:
         assert repr(whole) == repr(want.to_pylist())
         assert result.first is not None and result.first["blame_rank"] == first_rank
         assert result.counts["local"] == sum(len(p.summary.sources) for p in parts) + moved
-        assert 0 < moved < len(parts)  # some collectives moved, not all
+        assert 0 < moved < 2 * len(parts)  # some collectives' outputs moved, not all
+        # weighed without DuckDB, but where a NaN needs DuckDB's order
+        collectives = _rows_table([_part_of(p, collectives=True) for p in parts], "r")
+        assert _weigh_collectives(parts, collectives) is not None
+        nan = collectives.set_column(collectives.schema.get_field_index("input_err"),
+                                     "input_err", pa.array([math.nan] * collectives.num_rows))
+        assert _weigh_collectives(parts, nan) is None
