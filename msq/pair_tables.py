@@ -786,7 +786,7 @@ def _batch_history_rows(con: Any, mode: str, places: list[Any]) -> list[dict[str
     else:  # none: they are put in below
         con.execute(f"CREATE OR REPLACE VIEW hist_row_ops AS {_NO_OPS}")
     select, sided = _unsided(prepare_rows(con, mode, ops=False))
-    select, once = _bench_once_select(select, sided)
+    select, once = _bench_once_select(_coded(select), sided)
     rows = _sided(pa.table(db.SelectStream(con, select)), sided)
     rows = _flag_last(rows) if once else bench_once(rows)
     con.execute("DROP VIEW temp.hist_result; DROP VIEW hist_row_ops")
@@ -812,6 +812,30 @@ def _batch_history_rows(con: Any, mode: str, places: list[Any]) -> list[dict[str
             part[table] = made if table != "blame_rows" \
                 else blame_names_once(made, part["result_rows"])
     return parts
+
+
+#: The result rows' few-valued texts a batch hands over as ENUMs (sql/compare/schema/00_types.sql):
+#: {the text hist_rows_<mode>.sql makes the column by: the same made an ENUM}. The verdict's
+#: CASE of constants makes an ENUM for free; the kind, the CASE's one comparison a row on most
+#: (~30 instructions), is exported as a byte, not a text (~85). The driver keys them by their
+#: dictionaries (msq.history.run_recorder._Classes: the same classes, its texts).
+CODED_HISTORY = {
+    "CASE r.\"Result\" WHEN '' THEN 'pass' WHEN 'Warning' THEN 'warning' ELSE 'unmatched' END":
+        "CASE r.\"Result\" WHEN '' THEN 'pass'::hist_verdict WHEN 'Warning' THEN "
+        "'warning'::hist_verdict ELSE 'unmatched'::hist_verdict END",
+    "out_seq, kind, op_name,":
+        "out_seq, CASE kind WHEN 'matched' THEN 'matched'::hist_kind WHEN 'npu_only' THEN "
+        "'npu_only'::hist_kind WHEN 'bench_only' THEN 'bench_only'::hist_kind "
+        "ELSE error('a row of kind ' || kind) END AS kind, op_name,"}
+
+
+def _coded(select: str) -> str:
+    """The batch's result rows' SELECT (``select``) with each of :data:`CODED_HISTORY`'s texts
+    it holds once made its ENUM's; one not found is left as it is (a text)."""
+    for text, coded in CODED_HISTORY.items():
+        if select.count(text) == 1:
+            select = select.replace(text, coded)
+    return select
 
 
 #: The result rows' columns of one side (hist_rows_<mode>.sql): NULL on the rows of the other
@@ -872,6 +896,8 @@ def _kept(kinds: pa.Array, other: str) -> Any:
 
     from msq import db
 
+    if pa.types.is_dictionary(kinds.type):  # a batch's ENUM (CODED_HISTORY): by its codes
+        return _kept_codes(kinds, other)
     if not pa.types.is_string(kinds.type):
         return np.asarray(pc.fill_null(pc.not_equal(kinds, other), False))
     n = len(kinds)
@@ -884,6 +910,24 @@ def _kept(kinds: pa.Array, other: str) -> Any:
         same = same[(texts == np.frombuffer(word, np.uint8)).all(axis=1)]
     kept = np.ones(n, bool)
     kept[same] = False
+    valid = db.valid_mask(kinds)
+    return kept if valid is None else kept & valid
+
+
+def _kept_codes(kinds: pa.DictionaryArray, other: str) -> Any:
+    """:func:`_kept` of a dictionary array: its codes compared with ``other``'s (none: every
+    row but a NULL), not its texts."""
+    import numpy as np
+
+    from msq import db
+
+    indices = kinds.indices  # its buffer's values (a NULL's too: the validity masks it)
+    codes = np.frombuffer(indices.buffers()[1], indices.type.to_pandas_dtype())[
+        indices.offset:indices.offset + len(indices)]
+    places = np.flatnonzero(np.asarray(kinds.dictionary.to_pylist(), object) == other)
+    kept = np.ones(len(kinds), bool)
+    for place in places.tolist():
+        kept &= codes != place
     valid = db.valid_mask(kinds)
     return kept if valid is None else kept & valid
 

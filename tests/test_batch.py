@@ -626,3 +626,28 @@ def test_a_batch_pairs_ops_of_other_dtypes_as_each_pair_alone(tmp_path, opts):
     for job, out in zip(jobs, outs, strict=True):
         assert isinstance(out, PairTables)
         assert contents(out) == contents(alone(job, opts, tmp_path)), job.title
+
+
+def test_a_batch_hands_its_rows_kind_and_verdict_as_enums(jobs, opts, tmp_path):
+    """A batch's result rows hand the driver each row's kind and verdict as ENUMs (Arrow
+    dictionaries: DuckDB exports a byte a row, not a text; msq.pair_tables.CODED_HISTORY), each
+    row's value its own compare's text, which the driver keys by the dictionary's entries."""
+    import pyarrow as pa
+
+    outs = pair_tables._batch_shared(jobs, opts, tmp_path)
+    assert len(outs) == len(jobs)
+    for job, out in zip(jobs, outs, strict=True):
+        assert isinstance(out, PairTables)
+        out.take_shared()
+        rows = out.history["result_rows"]
+        want = alone(job, opts, tmp_path)
+        want.take_shared()
+        theirs = want.history["result_rows"]
+        for column in ("kind", "verdict"):
+            assert pa.types.is_dictionary(rows.schema.field(column).type), column
+            assert not pa.types.is_dictionary(theirs.schema.field(column).type), column
+            # in any order (a batch's plan may differ): by out_seq
+            got = dict(zip(rows.column("out_seq").to_pylist(), rows.column(column).to_pylist()))
+            assert got == dict(zip(theirs.column("out_seq").to_pylist(),
+                                   theirs.column(column).to_pylist())), (job.title, column)
+            assert {"matched", "pass"} & set(got.values())

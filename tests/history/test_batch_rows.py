@@ -332,6 +332,26 @@ def test_a_sides_columns_are_nulled_as_their_case_nulls_them():
     assert pair_tables._unsided("SELECT 1 AS npu_name") == ("SELECT 1 AS npu_name", [])
 
 
+def test_a_sides_columns_are_nulled_alike_by_a_kind_sent_as_an_enum():
+    """A batch's kinds come as an ENUM (a dictionary: msq.pair_tables.CODED_HISTORY): each
+    side's columns are NULLed by the kind's codes as by its texts (a NULL kind, chunks, an
+    offset slice, a dictionary without the other side's kind)."""
+    kinds = ["npu_only", "bench_only", None, "matched", "matched", "npu_only", "matched"] * 300
+    names = [f"n{i}" if i % 5 else None for i in range(len(kinds))]
+    plain = pa.table({"kind": kinds, "npu_name": names, "bench_name": names})
+    coded = plain.set_column(0, "kind", pa.array(kinds).dictionary_encode())
+    sided = ["npu_name", "bench_name"]
+    for a, b in ((plain, coded), (plain.slice(5), coded.slice(5)),
+                 (pa.concat_tables([plain.slice(0, 700), plain.slice(700)]),
+                  pa.concat_tables([coded.slice(0, 700), coded.slice(700)]))):
+        want = pair_tables._sided(a, sided)
+        got = pair_tables._sided(b, sided)
+        assert got.drop_columns(["kind"]).equals(want.drop_columns(["kind"]))
+        assert 0 < want.column("npu_name").null_count != want.column("bench_name").null_count
+    matched = pa.array(["matched", None, "matched"]).dictionary_encode()
+    assert pair_tables._kept(matched, "npu_only").tolist() == [True, False, True]
+
+
 def test_a_rows_bench_side_is_sent_only_where_it_differs_from_its_npu_side():
     """A pool worker sends a result row's bench name and shape NULL, their bytes not sent, where
     both equal the row's NPU name and shape (msq.pair_tables.bench_once; recorder.BENCH_TWINS),

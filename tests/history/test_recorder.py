@@ -304,6 +304,33 @@ def test_a_relative_error_reads_as_its_text_without_the_percent_signs(text: str 
                        "TRY_CAST(rtrim($1, '%') AS DOUBLE)", [text]).fetchone()[0]
 
 
+@pytest.mark.parametrize("code", [None, -1.0, -2.0, -3.0, -4.0, -0.5, -0.0, 0.0, 1.5, 1e308,
+                                  "inf", "-inf", "nan", "-nan"])
+def test_a_coded_relative_error_is_its_number_and_text_case_by_case(code: Any) -> None:
+    """hist_code_pct and hist_code_pct_text of stat_rows' code of a relative error: -3 the
+    number 0.0, a number (NaN too, as the one 'nan') itself, -1 the text 'N/A', -2 ' ', any
+    other negative number neither (the macros test x >= 0 first: bench/README, "Session 27:
+    hand")."""
+    con = msq_db.connect()
+    msq_db.run_schema(con, "history/record/macros")
+    x = float(code) if code is not None else None
+    number, text, is_nan = con.execute(
+        "SELECT hist_code_pct($1::DOUBLE), hist_code_pct_text($1::DOUBLE), "
+        "isnan(hist_code_pct($1::DOUBLE))", [x]).fetchone()
+    if x is None or (x < 0 and x not in (-3.0,)) or x == float("-inf"):
+        want = None
+    elif x == -3.0:
+        want = 0.0
+    else:
+        want = x
+    if want is not None and math.isnan(want):
+        assert is_nan and number is not None
+    else:
+        assert number == want and (number is None or math.copysign(1, number)
+                                   == math.copysign(1, want))
+    assert text == {-1.0: "N/A", -2.0: " "}.get(x)
+
+
 def test_a_small_compare_is_recorded_in_smaller_row_groups_that_read_alike(tmp_path: Path
                                                                           ) -> None:
     """recorder.row_group_rows: a compare of up to ROW_GROUP_ROWS rows is written in row groups

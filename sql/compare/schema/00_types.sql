@@ -11,3 +11,8 @@ CREATE TYPE IF NOT EXISTS row_dtype AS ENUM ('torch.float32', 'torch.float16', '
   'torch.float64', 'torch.int64', 'torch.int32', 'torch.int16', 'torch.int8', 'torch.uint8',
   'torch.bool', 'torch.complex64', 'torch.complex128', '<class ''int''>', '<class ''float''>',
   '<class ''bool''>', '<class ''str''>', '<class ''NoneType''>', 'torch.Size', 'slice');
+-- A batch's history result rows (msq.pair_tables.CODED_HISTORY) hand the driver a row's kind and
+-- verdict as these: DuckDB's Arrow export of an ENUM is its byte (a text: ~85 instructions a row),
+-- and the driver keys a dictionary's few entries, not its rows' texts.
+CREATE TYPE IF NOT EXISTS hist_kind AS ENUM ('matched', 'npu_only', 'bench_only');
+CREATE TYPE IF NOT EXISTS hist_verdict AS ENUM ('pass', 'warning', 'unmatched');

@@ -57,9 +57,11 @@ CREATE OR REPLACE MACRO hist_rel_pct_text(matched, n, b) AS (
 -- '0.0%', both equal and finite, whose number is 0.0; else abs(((n - b) / b) * 100), never
 -- negative, NaN included, which DuckDB orders above every number), not from the two statistics
 -- again: their joins (each side's tensors row) and the formula were ~26 M instructions a
--- 24,500-row pair.
+-- 24,500-row pair. hist_code_pct tests x >= 0 (a number, NaN too) first, then -3 on the few rows
+-- left: DuckDB's CASE runs each WHEN over the rows the WHENs before left, so x = -3 first compared
+-- every row (~7 M instructions a 6-pair root batch; bench/README, "Session 27: hand").
 CREATE OR REPLACE MACRO hist_code_pct(x) AS (
-  CASE WHEN x = -3 THEN 0.0::DOUBLE WHEN NOT x < 0 THEN hist_nan(x) END);
+  CASE WHEN x >= 0 THEN hist_nan(x) WHEN x = -3 THEN 0.0::DOUBLE END);
 CREATE OR REPLACE MACRO hist_code_pct_text(x) AS (CASE x WHEN -1 THEN 'N/A' WHEN -2 THEN ' ' END);
 -- result_data's lists of other modes' columns (schema version 7): NULL when every member is
 CREATE OR REPLACE MACRO hist_metrics(a, b, c, d, e) AS (
