@@ -1280,6 +1280,18 @@ CODED_ROWS = {"side": "row_side", "io": "row_io", "disp_io": "row_io", "max_kind
 CODED_DTYPE = {"dtype": "row_dtype"}
 
 
+#: The columns of :data:`CODED_ROWS` the ``tensors`` view of a batch shows as their ENUMs, not
+#: cast back to texts (:func:`tensor_rows`): side, which its readers compare with a constant
+#: alone (``side = 'npu'``) or with another side, to join the two sides' rows. Through a text,
+#: each such filter was ``CAST(side AS VARCHAR) = 'npu'``, the ENUM cast for every row of the
+#: table a scan read (DuckDB casts the column, not the constant) in each join of a side's rows
+#: (row_error, the result's rows, blame, the matching); an ENUM compared with a constant is
+#: the constant cast once, and the filter is pushed into the scan: ~-116 M instructions a
+#: 6-pair root batch (bench/README, "Session 27: rows"). ORDER BY side would sort 'npu' first
+#: (the ENUM's order): no reader of a batch's tensors orders by it.
+ENUM_SHOWN = ("side",)
+
+
 #: tensors' columns (name, type, default) in the schema's order
 _TENSORS_COLUMNS = ("SELECT column_name, data_type, column_default FROM duckdb_columns() "
                     "WHERE database_name = current_database() AND schema_name = 'main' "
@@ -1291,7 +1303,8 @@ def tensor_rows(con: duckdb.DuckDBPyConnection, columns: list[tuple[str, str, st
     """``tensors`` (its ``columns``, :data:`_TENSORS_COLUMNS`) made as a view of a new, empty
     :data:`TENSOR_ROWS` table of its other columns (the schema's names, order, types and
     defaults; those of ``coded`` as its ENUMs), with its ``derived`` columns of
-    :data:`DERIVED_ROWS` made by the view: the same columns, types and rows as the table.
+    :data:`DERIVED_ROWS` made by the view: the same columns, types and rows as the table, but
+    those of :data:`ENUM_SHOWN` (the ENUM's values are the texts).
     ``drop``: what to drop first (the schema's table, or the view and table made before)."""
     stored, shown = [], []
     for name, type_, default in columns:
@@ -1303,7 +1316,7 @@ def tensor_rows(con: duckdb.DuckDBPyConnection, columns: list[tuple[str, str, st
             shown.append(f"{made}::{type_} AS {column}")
         elif name in coded:
             stored.append(f"{column} {coded[name]}")
-            shown.append(f"{column}::{type_} AS {column}")
+            shown.append(column if name in ENUM_SHOWN else f"{column}::{type_} AS {column}")
         else:
             stored.append(f"{column} {type_}" + (f" DEFAULT {default}" if default is not None else ""))
             shown.append(column)
