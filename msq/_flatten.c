@@ -230,6 +230,28 @@ static void col_reset(Col *c, ColMark m) {
     c->nulls = m.nulls;
 }
 
+/* n bytes at a and b equal, compared by overlapping loads (texts of a few bytes: no memcmp call) */
+static inline int same_short(const char *a, const char *b, size_t n) {
+    if (n >= 8) {
+        if (n > 16) return memcmp(a, b, n) == 0;
+        uint64_t x0, y0, x1, y1;
+        memcpy(&x0, a, 8);
+        memcpy(&y0, b, 8);
+        memcpy(&x1, a + n - 8, 8);
+        memcpy(&y1, b + n - 8, 8);
+        return ((x0 ^ y0) | (x1 ^ y1)) == 0;
+    }
+    if (n >= 4) {
+        uint32_t x0, y0, x1, y1;
+        memcpy(&x0, a, 4);
+        memcpy(&y0, b, 4);
+        memcpy(&x1, a + n - 4, 4);
+        memcpy(&y1, b + n - 4, 4);
+        return ((x0 ^ y0) | (x1 ^ y1)) == 0;
+    }
+    return n == 0 || (a[0] == b[0] && a[n >> 1] == b[n >> 1] && a[n - 1] == b[n - 1]);
+}
+
 /* ---------------------------------------------------------------------------------------- */
 /* the flattener                                                                             */
 
@@ -1443,6 +1465,145 @@ static PyObject *cols_list(const char **names, Col *cols, int n) {
     return list;
 }
 
+/* The reader's columns of few values as codes, for a batch's ENUM columns (msq.pipeline
+ * batch_codes, which otherwise finds them by text_codes: ~44 M instructions a 6-pair root
+ * batch, every text compared after checking the column's offsets). Here the columns are the
+ * reader's own, as written: an io a row is "input" or "output" (its length tells them), a kind
+ * one byte a row (stat_cols), a dtype compared with the one before (the same for most rows). */
+#define MAX_DTYPES 64  /* a dump of more distinct dtypes: no dtype codes (text_codes decides) */
+
+/* io's (or disp_io's) codes: 0 input, 1 output, by their lengths; the codes held as bits */
+static uint64_t io_codes(const Col *c, int64_t n, uint8_t *w) {
+    const int32_t *o = (const int32_t *)c->offs.p;
+    uint8_t held = 0;
+    for (int64_t r = 0; r < n; r++) {
+        uint8_t code = (uint8_t)(o[r + 1] - o[r] == 6);
+        w[r] = code;
+        held |= (uint8_t)(1u << code);
+    }
+    return held;
+}
+
+/* a kind's codes: its byte's place in "fnibs" (msq.pipeline.ENUM_VALUES' order of stat_kind);
+ * the kinds held found by memchr (at memory speed), not row by row */
+static uint64_t kind_codes(const Col *c, int64_t n, uint8_t *w) {
+    static const char KINDS[] = "fnibs";
+    uint8_t place[256];
+    memset(place, 0, sizeof place);
+    uint64_t seen = 0;
+    for (int j = 0; j < 5; j++) {
+        place[(uint8_t)KINDS[j]] = (uint8_t)j;
+        if (n && memchr(c->data.p, KINDS[j], (size_t)n)) seen |= (uint64_t)1 << j;
+    }
+    const uint8_t *d = (const uint8_t *)c->data.p;
+    for (int64_t r = 0; r < n; r++) w[r] = place[d[r]];
+    return seen;
+}
+
+/* a dtype's codes: its place among the column's texts in the order met (`texts` their ends in
+ * `all`); -1 past MAX_DTYPES */
+static int64_t dtype_codes(const Col *c, int64_t n, uint8_t *w, Buf *all, uint32_t *ends,
+                           int *n_texts) {
+    const int32_t *o = (const int32_t *)c->offs.p;
+    const uint8_t *valid = (const uint8_t *)c->valid.p;
+    const char *d = c->data.p;
+    uint64_t seen = 0;
+    int k = 0;
+    /* the last two dtypes met, as (text, length, code): an op's inputs and outputs alternate
+     * between two dtypes often (a tensor's and an int argument's) */
+    const char *p0 = NULL, *p1 = NULL;
+    size_t n0 = (size_t)-1, n1 = (size_t)-1;
+    int j0 = 0, j1 = 0;
+    for (int64_t r = 0; r < n; r++) {
+        if (!valid[r]) {
+            w[r] = 0;
+            continue;
+        }
+        const char *t = d + o[r];
+        size_t len = (size_t)(o[r + 1] - o[r]);
+        if (len == n0 && same_short(p0, t, len)) {
+            w[r] = (uint8_t)j0;
+            continue;
+        }
+        int j;
+        if (len == n1 && same_short(p1, t, len)) {
+            j = j1;
+        } else {
+            for (j = 0; j < k; j++) {
+                uint32_t at = j ? ends[j - 1] : 0;
+                if (ends[j] - at == len && same_short(all->p + at, t, len)) break;
+            }
+            if (j == k) {
+                if (k == MAX_DTYPES || buf_put(all, t, len)) return -1;
+                ends[k++] = (uint32_t)all->len;
+            }
+            seen |= (uint64_t)1 << j;
+        }
+        p1 = p0, n1 = n0, j1 = j0;
+        p0 = t, n0 = len, j0 = j;
+        w[r] = (uint8_t)j;
+    }
+    *n_texts = k;
+    return (int64_t)seen;
+}
+
+/* {name: (codes, values, seen)} of io, disp_io (where written), two kinds and dtype: codes a
+ * byte a row (0 on a NULL row), values the texts in the codes' order, seen a bit mask of the
+ * codes some row holds (msq.flatten.Coded). Before cols_list: the validity is read here as
+ * bytes, then packed. */
+static PyObject *codes_dict(Flat *f) {
+    static const char *IO[] = {"input", "output"}, *KINDS[] = {"f", "n", "i", "b", "s"};
+    /* the kinds of Max and Mean alone: a statistics dump's Min and Norm kinds are theirs, which
+     * a batch's view makes (msq.pipeline.DERIVED_ROWS); where it stores them, text_codes codes
+     * them */
+    static const int CODED[] = {C_IO, C_DISP_IO, C_STATS + 1, C_STATS + 7, C_DTYPE};
+    int64_t n = f->rows[0].n;
+    PyObject *out = PyDict_New();
+    for (size_t k = 0; out && k < sizeof CODED / sizeof *CODED; k++) {
+        const Col *c = &f->rows[CODED[k]];
+        int is_io = k < 2, is_dtype = CODED[k] == C_DTYPE;
+        if (c->n != n || (!is_io && !is_dtype && (int64_t)c->data.len != n)) continue;
+        Buf codes = {0}, texts = {0};
+        uint32_t ends[MAX_DTYPES];
+        int n_values = is_io ? 2 : 5;
+        if (buf_reserve(&codes, (size_t)n + 1)) {
+            Py_CLEAR(out);
+            break;
+        }
+        uint8_t *w = (uint8_t *)codes.p;
+        int64_t seen = is_io ? (int64_t)io_codes(c, n, w)
+                       : is_dtype ? dtype_codes(c, n, w, &texts, ends, &n_values)
+                       : (int64_t)kind_codes(c, n, w);
+        if (seen < 0) {  /* too many dtypes */
+            buf_free(&codes);
+            buf_free(&texts);
+            continue;
+        }
+        codes.len = (size_t)n;
+        PyObject *values = PyTuple_New(n_values);
+        for (int j = 0; values && j < n_values; j++) {
+            PyObject *v;
+            if (is_dtype) {
+                uint32_t at = j ? ends[j - 1] : 0;
+                v = PyUnicode_DecodeUTF8(texts.p + at, ends[j] - at, NULL);
+            } else {
+                v = PyUnicode_FromString(is_io ? IO[j] : KINDS[j]);
+            }
+            if (!v) Py_CLEAR(values);
+            else PyTuple_SET_ITEM(values, j, v);
+        }
+        buf_free(&texts);
+        PyObject *bytes = values ? take_bytes(&codes) : NULL;
+        buf_free(&codes);
+        if (!bytes) Py_XDECREF(values);
+        /* "N": the tuple takes both (and releases them if it cannot be made) */
+        PyObject *t = bytes ? Py_BuildValue("(NNK)", bytes, values, (unsigned long long)seen) : NULL;
+        if (!t || PyDict_SetItemString(out, ROW_NAMES[CODED[k]], t) < 0) Py_CLEAR(out);
+        Py_XDECREF(t);
+    }
+    return out;
+}
+
 static void flat_free(Flat *f) {
     for (int i = 0; i < N_ROW_COLS; i++) col_free(&f->rows[i]);
     for (int i = 0; i < N_OP_COLS; i++) col_free(&f->ops[i]);
@@ -1475,7 +1636,8 @@ static int flat_init(Flat *f) {
 static const yyjson_read_flag READ_FLAGS =
     YYJSON_READ_INSITU | YYJSON_READ_ALLOW_INF_AND_NAN | YYJSON_READ_BIGNUM_AS_RAW;
 
-/* flatten_dump(buffer, compat) -> (task, has_md5, looks_mindspore, op_cols, row_cols) | reason
+/* flatten_dump(buffer, compat) -> (task, has_md5, looks_mindspore, op_cols, row_cols, codes)
+ * | reason (codes: codes_dict)
  *
  * buffer: a writable buffer holding the file and YYJSON_PADDING_SIZE more bytes (it is parsed
  * in place, so its content is spent). A str result is why the fast path gave up. */
@@ -1523,7 +1685,8 @@ static PyObject *flatten_dump(PyObject *self, PyObject *args) {
         flat_free(&f);
         return why;
     }
-    PyObject *ops = cols_list(OP_NAMES, f.ops, N_OP_COLS);
+    PyObject *codes = codes_dict(&f);
+    PyObject *ops = codes ? cols_list(OP_NAMES, f.ops, N_OP_COLS) : NULL;
     PyObject *rows = ops ? cols_list(ROW_NAMES, f.rows, N_ROW_COLS) : NULL;
     for (int i = 0; rows && i < N_ROW_COLS; i++) {  /* the aliased columns: their source's buffers */
         int src = aliased(&f, i);
@@ -1539,13 +1702,14 @@ static PyObject *flatten_dump(PyObject *self, PyObject *args) {
     flat_free(&f);
     if (!rows) {
         Py_XDECREF(ops);
+        Py_XDECREF(codes);
         return NULL;
     }
     /* "N": the tuple takes over ops and rows (with "O" each call leaked both lists, the whole
      * dump's columns: ~12 MB a 5,000-op pair, ~0.3 GB in a worker of a 64-pair directory run) */
-    return Py_BuildValue("(sOONN)", info.task_tensor ? "tensor" : "statistics",
+    return Py_BuildValue("(sOONNN)", info.task_tensor ? "tensor" : "statistics",
                          info.has_md5 ? Py_True : Py_False, info.looks_ms ? Py_True : Py_False,
-                         ops, rows);
+                         ops, rows, codes);
 }
 
 #if defined(__SSE2__)
@@ -2515,27 +2679,6 @@ done:
 /* n bytes of a and b equal: short texts (a dtype, "input", a kind) compared by two overlapping
  * loads of eight, four or one byte from each end, without a loop or a call of memcmp a row (a
  * loop of bytes took ~66 instructions a value of a batch's five coded columns) */
-static inline int same_short(const char *a, const char *b, size_t n) {
-    if (n >= 8) {
-        if (n > 16) return memcmp(a, b, n) == 0;
-        uint64_t x0, y0, x1, y1;
-        memcpy(&x0, a, 8);
-        memcpy(&y0, b, 8);
-        memcpy(&x1, a + n - 8, 8);
-        memcpy(&y1, b + n - 8, 8);
-        return ((x0 ^ y0) | (x1 ^ y1)) == 0;
-    }
-    if (n >= 4) {
-        uint32_t x0, y0, x1, y1;
-        memcpy(&x0, a, 4);
-        memcpy(&y0, b, 4);
-        memcpy(&x1, a + n - 4, 4);
-        memcpy(&y1, b + n - 4, 4);
-        return ((x0 ^ y0) | (x1 ^ y1)) == 0;
-    }
-    return n == 0 || (a[0] == b[0] && a[n >> 1] == b[n >> 1] && a[n - 1] == b[n - 1]);
-}
-
 /* text_codes(column, values) -> (codes, seen) | None
  *
  * column: a text column tuple (see col_tuple); values: a tuple of at most 64 bytes objects. codes
@@ -2687,7 +2830,8 @@ static PyObject *plain_stack(PyObject *self, PyObject *arg) {
 
 static PyMethodDef METHODS[] = {
     {"flatten_dump", flatten_dump, METH_VARARGS,
-     "flatten_dump(buffer, compat) -> (task, has_md5, looks_mindspore, op_cols, row_cols) | reason"},
+     "flatten_dump(buffer, compat) -> (task, has_md5, looks_mindspore, op_cols, row_cols, codes) "
+     "| reason"},
     {"check_stack", check_stack, METH_VARARGS, "check_stack(buffer) -> None | reason"},
     {"plain_stack", plain_stack, METH_O, "plain_stack(bytes) -> bool"},
     {"arrow_stream", arrow_stream, METH_O,

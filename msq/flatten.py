@@ -274,6 +274,13 @@ def input_buffer(size: int, padding: int) -> Any:
 CColumn = tuple[str, str, int, int, "bytes | None", bytes, "bytes | None"]
 
 
+#: A text column of few values as the C reader also writes it (msq/_flatten.c codes_dict):
+#: (codes, values, seen): one byte a row, the place of its text in ``values`` (0 on a NULL row),
+#: and a bit mask of the places some row holds (its NULL rows' left out). ``codes`` None: every
+#: row holds ``values[0]`` (a constant column).
+Coded = tuple["bytes | None", tuple[str, ...], int]
+
+
 class Columns:
     """Record batches of columns held as the C reader's buffers, read by DuckDB through the Arrow
     C stream interface (``__arrow_c_stream__``, msq/_flatten.c ``arrow_stream``), so that neither
@@ -281,10 +288,16 @@ class Columns:
 
     ``column`` and ``to_pylist`` are answered by the equal pyarrow table, built on
     first use (tests, and the rare reader that wants one).
+
+    ``codes``: for each batch, its text columns of few values as the C reader also wrote them
+    (:data:`Coded`, by column name; msq.pipeline.batch_codes reads them), or none.
     """
 
-    def __init__(self, batches: Sequence[Sequence[CColumn]]) -> None:
+    def __init__(self, batches: Sequence[Sequence[CColumn]],
+                 codes: Sequence[dict[str, Coded]] | None = None) -> None:
         self._batches = [list(b) for b in batches]
+        self._codes = [dict(c) for c in codes] if codes is not None else [{} for _ in batches]
+        assert len(self._codes) == len(self._batches)
         self._table: pa.Table | None = None
 
     @property
@@ -309,10 +322,17 @@ class Columns:
         assert _c is not None
         return _c.arrow_stream(self._batches)
 
-    def with_columns(self, first: Sequence[CColumn]) -> Columns:
-        """These columns after ``first`` (one batch only)."""
+    @property
+    def codes(self) -> list[dict[str, Coded]]:
+        """Each batch's coded text columns (see the class)."""
+        return self._codes
+
+    def with_columns(self, first: Sequence[CColumn], codes: dict[str, Coded] | None = None,
+                     ) -> Columns:
+        """These columns after ``first`` (one batch only), the codes of those of ``first`` that
+        ``codes`` gives kept with this batch's."""
         assert len(self._batches) == 1
-        return Columns([[*first, *self._batches[0]]])
+        return Columns([[*first, *self._batches[0]]], [{**self._codes[0], **(codes or {})}])
 
     def select(self, names: Sequence[str]) -> Columns:
         """The named columns, in that order."""
@@ -342,7 +362,8 @@ def concat_columns(parts: Sequence[Columns | pa.Table]) -> Columns | pa.Table:
     """The parts one after the other, without a copy: batches of one stream when all are
     :class:`Columns` (both sides read in C), else a pyarrow table."""
     if all(isinstance(p, Columns) for p in parts):
-        return Columns([b for p in parts for b in p._batches])  # type: ignore[union-attr]
+        return Columns([b for p in parts for b in p._batches],  # type: ignore[union-attr]
+                       [c for p in parts for c in p._codes])  # type: ignore[union-attr]
     import pyarrow as pa
 
     return pa.concat_tables([p.to_arrow() if isinstance(p, Columns) else p for p in parts])
@@ -424,7 +445,8 @@ class FastDump:
     has_md5: bool          # an md5 key in an op's argument lists (loader._has_md5)
     looks_mindspore: bool  # detect.looks_like_mindspore
     ops: Columns           # op_name, n_rows, n_input_args, n_input, n_output
-    rows: Columns          # the tensors table of RowBuffer.to_arrow, without side and row_seq
+    rows: Columns          # the tensors table of RowBuffer.to_arrow, without side and row_seq;
+                           # its codes: io, disp_io, the kinds and dtype (Columns.codes)
 
 
 def flatten_c(buf: Any, compat: bool) -> FastDump | str:
@@ -438,8 +460,8 @@ def flatten_c(buf: Any, compat: bool) -> FastDump | str:
     out = _c.flatten_dump(buf, compat)
     if isinstance(out, str):
         return out
-    task, has_md5, looks_ms, op_cols, row_cols = out
-    return FastDump(task, has_md5, looks_ms, Columns([op_cols]), Columns([row_cols]))
+    task, has_md5, looks_ms, op_cols, row_cols, codes = out
+    return FastDump(task, has_md5, looks_ms, Columns([op_cols]), Columns([row_cols], [codes]))
 
 
 def check_stack_c(buf: Any) -> str | None:

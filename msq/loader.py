@@ -124,7 +124,8 @@ def _read_side_c(side: str, path: Path, compat: bool, quiet: bool = False) -> Si
                           "row_key", "n_in_rows", "n_out_rows", "struct_key"]) \
         .with_columns([constant_column("side", side, n_ops), sequence_column("op_seq", n_ops, "i32")])
     rows = out.rows.with_columns([constant_column("side", side, n_rows),
-                                  sequence_column("row_seq", n_rows)])
+                                  sequence_column("row_seq", n_rows)],
+                                 {"side": (None, (side,), 1 if n_rows else 0)})
     return SideData(side, path, out.task, (side == "npu" or not compat) and out.has_md5,
                     out.looks_mindspore, ops, rows)
 

@@ -36,6 +36,7 @@ from msq.export.xlsx import deflate, renderer
 from msq.flatten import (
     C_PADDING,
     CColumn,
+    Coded,
     Columns,
     all_text,
     check_stack_c,
@@ -1379,7 +1380,9 @@ def batch_codes(con: duckdb.DuckDBPyConnection, pairs: list[BatchPair], coded: d
     its compare with the common values and their cast (:func:`coded_text`) cost ~120
     instructions a value more than a byte's and its CASE: ~1.4 M values a 6-pair root batch.
     A column is coded where every row of every side of the batch holds one of its ENUM's values
-    (or NULL) and both sides of every pair were read in C; else it stays text, as before."""
+    (or NULL) and both sides of every pair were read in C; else it stays text, as before. The
+    codes are the reader's where it gave them (:attr:`msq.flatten.Columns.codes`,
+    :func:`reader_codes`), else found in the texts (coded_column)."""
     sides = [concat_columns([part.npu.rows, part.bench.rows]) for part in pairs]
     if not coded or not all(isinstance(rows, Columns) for rows in sides):
         return sides, {}
@@ -1390,12 +1393,14 @@ def batch_codes(con: duckdb.DuckDBPyConnection, pairs: list[BatchPair], coded: d
     for rows in sides:
         assert isinstance(rows, Columns)
         codes.append([])
-        for batch in rows.batches:
+        for batch, written in zip(rows.batches, rows.codes, strict=True):
             by_name = {col[0]: col for col in batch}
             made_here: dict[str, CColumn] = {}
             for column, enum in list(kept.items()):
-                got = coded_column(by_name[column], code_values(con, enum)) \
-                    if column in by_name else None
+                got = None if column not in by_name else (
+                    reader_codes(written[column], by_name[column], code_values(con, enum))
+                    if column in written else
+                    coded_column(by_name[column], code_values(con, enum)))
                 if got is None:
                     del kept[column]
                     continue
@@ -1412,6 +1417,31 @@ def batch_codes(con: duckdb.DuckDBPyConnection, pairs: list[BatchPair], coded: d
                              for b, batch in enumerate(rows.batches)]))
     return made, {c: code_case(db.quote_ident(c), enum, code_values(con, enum), seen[c], nulls[c])
                   for c, enum in kept.items()}
+
+
+def reader_codes(coded: Coded, col: CColumn, values: tuple[str, ...]) -> tuple[CColumn, int] | None:
+    """The text column ``col`` as :func:`msq.flatten.coded_column` gives it (a byte a row, the
+    place of its text in ``values``, and the places held), made of the codes the C reader wrote
+    as it read the column (``coded``, :data:`msq.flatten.Coded`: its own places, mapped to
+    ``values``' by a byte table, most often the same places); None where a text some row holds
+    is not among ``values``."""
+    codes, texts, seen = coded
+    table = bytearray(range(256))
+    held = 0
+    for j, text in enumerate(texts):
+        if seen >> j & 1:
+            if text not in values:
+                return None
+            table[j] = values.index(text)
+            held |= 1 << table[j]
+    n = col[2]
+    if codes is None:  # every row values[0] of the reader's
+        data: Any = bytes(table[:1]) * n
+    elif any(table[j] != j for j in range(len(texts)) if seen >> j & 1):
+        data = bytes(memoryview(codes)).translate(table)
+    else:
+        data = codes
+    return (col[0], "u8", n, col[3], col[4], data, None), held
 
 
 def code_case(column: str, enum: str, values: tuple[str, ...], seen: int, nulls: bool) -> str:

@@ -501,3 +501,72 @@ def test_coded_column_refuses_columns_that_do_not_agree(bad):
     with pytest.raises(ValueError):
         _c.text_codes(col, (b"ab", b"c"))
     assert _c.text_codes(ok, (b"ab", b"c")) == (b"\0\1\0", 0b11)
+
+
+def _reader_and_text_codes(side: Any, con: Any) -> list[tuple[str, Any, Any]]:
+    """Each coded column of a C-read side: (name, reader_codes' column and places, coded_column's)."""
+    from msq.flatten import coded_column
+
+    enums = {**pipeline.CODED_ROWS, **pipeline.CODED_DTYPE}
+    out = []
+    for batch, written in zip(side.rows.batches, side.rows.codes, strict=True):
+        by_name = {c[0]: c for c in batch}
+        for name, coded in written.items():
+            values = pipeline.code_values(con, enums[name])
+            out.append((name, pipeline.reader_codes(coded, by_name[name], values),
+                        coded_column(by_name[name], values)))
+    return out
+
+
+def _valid_codes(col: Any) -> list[int | None]:
+    codes = bytes(memoryview(col[5]))
+    valid = bytes(memoryview(col[4])) if col[4] is not None else None
+    return [codes[r] if valid is None or valid[r >> 3] >> (r & 7) & 1 else None
+            for r in range(col[2])]
+
+
+@pytest.mark.parametrize("compat", [False, True])
+def test_the_reader_writes_the_codes_text_codes_finds(tmp_path, compat):
+    """The C reader gives io, disp_io, Max's and Mean's kinds and dtype as codes too, made from its own
+    columns as it returns them (msq/_flatten.c codes_dict), and the side as one code
+    (msq.loader): mapped to the
+    ENUMs' places (pipeline.reader_codes), the codes and places text_codes finds in the texts
+    after the read, row for row (NULL rows apart), in dumps of every kind of row, NULL dtypes,
+    more dtypes than the ENUM's common ones and backward ops; a dtype the ENUM does not hold
+    refuses the column, as text_codes does."""
+    from msq.loader import read_side
+
+    data = with_kwargs(model(2, ops=10))
+    data["Functional.none.9.forward"] = fwd(None, {"type": "bool", "value": True},
+                                            {"type": "torch.Size", "value": [2, 3]},
+                                            {"type": "slice", "value": [1, 2, None]},
+                                            out=t(dtype="torch.int64"))
+    data["Functional.s.0.forward"] = fwd({"type": "str", "value": "x"}, out=t(dtype="torch.bool"))
+    data["Module.a.0.backward"] = {"input": [t(dtype="torch.bfloat16")], "output": [t()]}
+    odd = copy.deepcopy(data)
+    odd["Functional.none.9.forward"]["output"][0]["dtype"] = "torch.float8_e4m3fn"
+    con = db.connect()
+    db.run_schema(con)
+    for k, dump in enumerate([data, odd]):
+        side = read_side("npu", write_dump(tmp_path / f"d{k}", dump), compat)
+        found = _reader_and_text_codes(side, con)
+        names = {name for name, _, _ in found}
+        assert {"io", "max_kind", "mean_kind", "dtype", "side"} <= names
+        for name, mine, theirs in found:
+            assert (mine is None) == (theirs is None), name
+            if mine is not None:
+                assert mine[1] == theirs[1] and mine[0][:5] == theirs[0][:5], name
+                assert _valid_codes(mine[0]) == _valid_codes(theirs[0]), name
+        assert [m is None for n, m, _ in found if n == "dtype"] == [k == 1]
+    con.close()
+
+
+def test_a_dump_of_more_dtypes_than_the_reader_codes_has_none(tmp_path):
+    """Past 64 distinct dtypes the C reader gives no dtype codes (text_codes then decides);
+    the other columns' codes stay."""
+    from msq.loader import read_side
+
+    data = {f"Functional.f{i}.0.forward": fwd(t(dtype=f"torch.x{i}")) for i in range(70)}
+    side = read_side("npu", write_dump(tmp_path, data), False)
+    (written,) = side.rows.codes
+    assert "dtype" not in written and "io" in written and "max_kind" in written
