@@ -157,6 +157,10 @@ def _names(path: Path) -> tuple[list[tuple[int, str | None]], list[tuple]]:
         # the classes as keys (schema versions 11 and 12: the class_id columns above)
         rows += con.execute("SELECT * FROM result_classes ORDER BY class_id").fetchall()
         rows += con.execute("SELECT * FROM blame_classes ORDER BY class_id").fetchall()
+        # blame's reasons as keys (schema version 13: blame_data's reason_id above), its edges'
+        # side and how as ENUMs
+        rows += con.execute("SELECT * FROM reasons ORDER BY reason_id").fetchall()
+        rows += con.execute("SELECT * FROM blame_edges ORDER BY ALL").fetchall()
     return names, rows
 
 
@@ -244,8 +248,8 @@ def test_names_keys_follow_each_names_first_row(tmp_path, index):
 def test_blame_names_take_their_output_rows_keys_and_new_ones_follow_their_first_row(index):
     """_Names.key_blame: a blame row's names that are those of the output row with its out_seq
     take that row's keys; any other name (another name at that out_seq, an out_seq without an
-    output row) is looked up, and a new one keyed after the largest in the order of its first
-    blame row (op, then NPU name); NULL is 0."""
+    output row, a via: history schema 13) is looked up, and a new one keyed after the largest in
+    the order of its first blame row (op, then NPU name, then via); NULL is 0."""
     from msq.history.run_recorder import _Names
 
     names = _Names.of(pa.array([], pa.string()), pa.array([], pa.int32()), 0, index=index)
@@ -255,17 +259,56 @@ def test_blame_names_take_their_output_rows_keys_and_new_ones_follow_their_first
     keyed, _ = names.key(result)  # a=1, x=2, y=3, b=4, w=5
     blame = pa.table({"out_seq": pa.array([1, 0, 7, 3, 2], pa.int64()),
                       "op_name": ["a", "a", "q", "b", "b"],
-                      "npu_name": ["z", "x", None, "y", "w"], "verdict": ["clean"] * 5})
+                      "npu_name": ["z", "x", None, "y", "w"],
+                      "via": ["x", None, "n", "z", "m"], "verdict": ["clean"] * 5})
     data, new = names.key_blame(blame, result, keyed)
-    assert data.column_names == ["out_seq", "verdict", "op_id", "npu_id"]
-    # z (out_seq 1, NPU) comes before q (out_seq 7, op): 6 and 7; y and w are known: 3 and 5
-    assert list(zip(*(data.column(c).to_pylist() for c in ("out_seq", "op_id", "npu_id")))) == [
-        (1, 1, 6), (0, 1, 2), (7, 7, 0), (3, 4, 3), (2, 4, 5)]
-    assert new is not None and new.column("name").to_pylist() == ["z", "q"]
-    assert new.column("name_id").to_pylist() == [6, 7] and names.top == 7
+    assert data.column_names == ["out_seq", "verdict", "op_id", "npu_id", "via_id"]
+    # z (out_seq 1, NPU), m (out_seq 2, via), q (out_seq 7, op), n (out_seq 7, via): 6 to 9;
+    # y, w and the via x are known: 3, 5 and 2
+    assert list(zip(*(data.column(c).to_pylist()
+                      for c in ("out_seq", "op_id", "npu_id", "via_id")))) == [
+        (1, 1, 6, 2), (0, 1, 2, 0), (7, 8, 0, 9), (3, 4, 3, 6), (2, 4, 5, 7)]
+    assert new is not None and new.column("name").to_pylist() == ["z", "m", "q", "n"]
+    assert new.column("name_id").to_pylist() == [6, 7, 8, 9] and names.top == 9
     # without the output rows every name is looked up: the same keys
     again, none = names.key_blame(blame, None, None)
     assert none is None and again.equals(data)
+
+
+@pytest.mark.parametrize("index", [True, False], ids=["hash-table", "arrow"])
+def test_reasons_keyed_by_the_rule_the_single_card_recorder_follows(index):
+    """_Reasons.key (history schema 13): a blame row's reason replaced by ``reason_id`` in its
+    place; known reasons keep their keys, a pair's new ones are keyed after the largest in the
+    order of their first row (out_seq, not the order the rows come in), each once; NULL is 0.
+    Checked against that rule written out in Python, over chunked rows."""
+    from msq.history.run_recorder import _Reasons
+
+    reasons = _Reasons.of(pa.array(["known"], pa.string()), pa.array([1], pa.int32()), 1,
+                          index=index)
+    known = {"known": 1}
+    pairs = [
+        [(3, "b"), (0, "a"), (1, None), (2, "b"), (4, "known")],
+        [(0, "c"), (1, "a"), (2, "c"), (3, None)],
+        [(0, "a"), (1, "known")],  # nothing new
+    ]
+    for rows in pairs:
+        half = len(rows) // 2
+        table = pa.Table.from_batches([pa.record_batch(
+            {"out_seq": pa.array([r[0] for r in part], pa.int64()),
+             "reason": pa.array([r[1] for r in part], pa.string()),
+             "band": pa.array([0.5] * len(part))}) for part in (rows[:half], rows[half:])])
+        added: dict[str, int] = {}
+        for _, text in sorted(rows, key=lambda r: r[0]):
+            if text is not None and text not in known and text not in added:
+                added[text] = len(known) + len(added) + 1
+        known.update(added)
+        data, new = reasons.key(table)
+        assert data.column_names == ["out_seq", "reason_id", "band"]
+        assert data.column("reason_id").to_pylist() == [known[t] if t is not None else 0
+                                                        for _, t in rows]
+        assert (list(zip(new.column("reason").to_pylist(), new.column("reason_id").to_pylist()))
+                if new is not None else []) == list(added.items())
+    assert reasons.top == len(known) == 4
 
 
 @pytest.mark.parametrize("index", [True, False], ids=["hash-table", "arrow"])
@@ -884,13 +927,14 @@ def test_blame_rows_sent_without_names_take_their_output_rows_keys(index):
     keyed, _ = names.key(result)
     blame = pa.table({"out_seq": pa.array([1, 0, 3, 2], pa.int64()),
                       "op_name": ["a", "a", None, "b"], "npu_name": ["y", "x", "v", None],
-                      "verdict": ["clean"] * 4})
+                      "via": ["x", None, "v", "y"], "verdict": ["clean"] * 4})
     sent = blame_names_once(blame, result)
-    assert sent.column_names == ["out_seq", "verdict"]
+    assert sent.column_names == ["out_seq", "via", "verdict"]
     whole, new = names.key_blame(blame, result, keyed)
     data, none = names.key_blame(sent, result, keyed)
     assert new is None and none is None and data.equals(whole)
     assert data.column("op_id").to_pylist() == [1, 1, 0, 4]
+    assert data.column("via_id").to_pylist() == [2, 0, 6, 3]
     # a name not its output row's, a row without one: sent with the names
     for other in (blame.set_column(2, "npu_name", pa.array(["y", "x", "v", "q"])),
                   blame.set_column(0, "out_seq", pa.array([1, 0, 3, 9], pa.int64()))):

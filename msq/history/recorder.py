@@ -663,17 +663,28 @@ def insert_terms(con: duckdb.DuckDBPyConnection, rows: str, columns: tuple[str, 
 
 
 # Blame's rows (schema version 6: blame_rows is a view of blame_runs and blame_data): the names
-# they hold that the history does not yet (none when the compare's output rows went in first: a
-# blame row is an output row), keyed after the largest in the order of their first row; then what
-# every row of the compare shares, once; then the rows, with their names' keys.
+# they hold that the history does not yet (op_name, npu_name and via, schema version 13; none when
+# the compare's output rows went in first: a blame row is an output row, its via another's name),
+# keyed after the largest in the order of their first row (op, NPU name, via within a row); their
+# reasons likewise into reasons (schema version 13); then what every row of the compare shares,
+# once; then the rows, with their names' and reasons' keys.
 _NEW_BLAME_NAMES = f"""
 INSERT INTO {ALIAS}.names
 SELECT (SELECT coalesce(max(name_id), 0) FROM {ALIAS}.names)
          + (row_number() OVER (ORDER BY out_seq, slot))::INTEGER, name
-FROM (SELECT out_seq, unnest([0, 1]) AS slot, unnest([op_name, npu_name]) AS name
+FROM (SELECT out_seq, unnest([0, 1, 2]) AS slot, unnest([op_name, npu_name, via]) AS name
       FROM {{rows}}) u
 WHERE name IS NOT NULL AND NOT EXISTS (SELECT 1 FROM {ALIAS}.names h WHERE h.name = u.name)
 QUALIFY row_number() OVER (PARTITION BY name ORDER BY out_seq, slot) = 1
+"""
+_NEW_REASONS = f"""
+INSERT INTO {ALIAS}.reasons
+SELECT (SELECT coalesce(max(reason_id), 0) FROM {ALIAS}.reasons)
+         + (row_number() OVER (ORDER BY out_seq))::INTEGER, reason
+FROM (SELECT out_seq, reason FROM {{rows}} u
+      WHERE reason IS NOT NULL
+        AND NOT EXISTS (SELECT 1 FROM {ALIAS}.reasons h WHERE h.reason = u.reason)
+      QUALIFY row_number() OVER (PARTITION BY reason ORDER BY out_seq) = 1)
 """
 _BLAME_RUN = f"""
 INSERT INTO {ALIAS}.blame_runs
@@ -688,12 +699,15 @@ BLAME_CLASS_COLUMNS = ("io", "role", "direction", "is_module", "collective", "er
 _KEYED_BLAME = f"""
 INSERT INTO {ALIAS}.blame_data BY NAME
 SELECT ?::BIGINT AS compare_id,
-       r.* EXCLUDE (op_name, npu_name, {", ".join(BLAME_RUN_COLUMNS)},
+       r.* EXCLUDE (op_name, npu_name, reason, via, {", ".join(BLAME_RUN_COLUMNS)},
                     {", ".join(BLAME_CLASS_COLUMNS)}),
-       coalesce(o.name_id, 0) AS op_id, coalesce(n.name_id, 0) AS npu_id, c.class_id
+       coalesce(o.name_id, 0) AS op_id, coalesce(n.name_id, 0) AS npu_id, c.class_id,
+       coalesce(rs.reason_id, 0) AS reason_id, coalesce(v.name_id, 0) AS via_id
 FROM {{rows}} r
 LEFT JOIN {ALIAS}.names o ON o.name = r.op_name
 LEFT JOIN {ALIAS}.names n ON n.name = r.npu_name
+LEFT JOIN {ALIAS}.names v ON v.name = r.via
+LEFT JOIN {ALIAS}.reasons rs ON rs.reason = r.reason
 LEFT JOIN {ALIAS}.blame_classes c ON {_same_class(BLAME_CLASS_COLUMNS)}
 """
 
@@ -709,6 +723,7 @@ def insert_blame_table(con: duckdb.DuckDBPyConnection, table: str, rows: str,
                     f"FROM {rows}", [compare_id])
         return
     con.execute(_NEW_BLAME_NAMES.format(rows=rows))
+    con.execute(_NEW_REASONS.format(rows=rows))
     insert_classes(con, rows, "blame_classes", BLAME_CLASS_COLUMNS)
     con.execute(_BLAME_RUN.format(rows=rows), [compare_id])
     con.execute(_KEYED_BLAME.format(rows=rows), [compare_id])

@@ -24,7 +24,7 @@ import itertools
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 import duckdb
 
@@ -117,7 +117,8 @@ class RunRecorder:
         if self._keys is None:
             self._keys = _Keys(_Names(self.con), _Terms(self.con), _Texts(self.con),
                                _Classes(self.con, "blame_classes", BLAME_CLASS_COLUMNS),
-                               _Classes(self.con, "result_classes", RESULT_CLASS_COLUMNS))
+                               _Classes(self.con, "result_classes", RESULT_CLASS_COLUMNS),
+                               _Reasons(self.con))
             self._saved = self._state()
         return self._keys
 
@@ -204,6 +205,9 @@ class RunRecorder:
         data, new = keys.classes.key(data)
         if new is not None:
             self._pending.setdefault("blame_classes", []).append(new)
+        data, new = keys.reasons.key(data)
+        if new is not None:
+            self._pending.setdefault("reasons", []).append(new)
         self._insert_arrow("blame_data", data, compare_id)
 
     def _insert_result_rows(self, rows: pa.Table, compare_id: int) -> pa.Table:
@@ -236,9 +240,10 @@ class RunRecorder:
 
         interrupts.settle()
         try:
-            # the transaction's new names, terms, lists of texts and classes, in the order they
-            # were keyed
-            for table in ("names", "terms", "texts", "result_classes", "blame_classes"):
+            # the transaction's new names, terms, lists of texts, classes and reasons, in the
+            # order they were keyed
+            for table in ("names", "terms", "texts", "result_classes", "blame_classes",
+                          "reasons"):
                 parts = self._pending.pop(table, [])
                 if parts:
                     self._insert_arrow(table, pa.concat_tables(parts), None)
@@ -307,9 +312,10 @@ class _Keys:
     texts: _Texts
     classes: _Classes  # blame's
     results: _Classes  # the result rows'
+    reasons: _Reasons  # blame's
 
     def _parts(self) -> tuple[Any, ...]:
-        return self.names, self.terms, self.texts, self.classes, self.results
+        return self.names, self.terms, self.texts, self.classes, self.results, self.reasons
 
     def state(self) -> tuple[Any, ...]:
         return tuple(part.state() for part in self._parts())
@@ -319,29 +325,28 @@ class _Keys:
             part.restore(held)
 
 
-class _Names:
-    """The history's ``names`` dictionary (name -> name_id), held by the driver for the run: no
-    other process writes the file meanwhile (the driver holds its lock). A pair's names are
-    looked up, and its new ones keyed, in Arrow, with the single-card recorder's rule
-    (``recorder._NEW_NAMES``): the next keys after the largest, in the order of each name's first
-    row (op, NPU, bench name within a row)."""
+class _Dictionary:
+    """A dictionary table of the history (``TABLE``: ``KEY`` -> ``VALUE``, key 0 the NULL text;
+    :class:`_Names`, :class:`_Reasons`), held by the driver for the run: no other process writes
+    the file meanwhile (the driver holds its lock). Texts are looked up, and the new ones keyed,
+    with the single-card recorder's rule: the next keys after the largest, in the order of each
+    text's first row."""
 
-    COLUMNS = ("op_name", "npu_name", "bench_name")
-    KEYS = ("op_id", "npu_id", "bench_id")
-    BLAME_COLUMNS = ("op_name", "npu_name")
-    BLAME_KEYS = ("op_id", "npu_id")
+    TABLE, KEY, VALUE = "names", "name_id", "name"
 
     def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
         import pyarrow as pa
 
-        known = con.sql(f"SELECT name, name_id FROM {ALIAS}.names WHERE name IS NOT NULL "
-                        "ORDER BY name_id").to_arrow_table()
-        self.hold(known.column("name").combine_chunks().cast(pa.string()),
-                  known.column("name_id").combine_chunks().cast(pa.int32()),
-                  int(db.scalar(con, f"SELECT coalesce(max(name_id), 0) FROM {ALIAS}.names")))
+        table, key, value = f"{ALIAS}.{self.TABLE}", self.KEY, self.VALUE
+        known = con.sql(f"SELECT {value}, {key} FROM {table} WHERE {value} IS NOT NULL "
+                        f"ORDER BY {key}").to_arrow_table()
+        self.hold(known.column(value).combine_chunks().cast(pa.string()),
+                  known.column(key).combine_chunks().cast(pa.int32()),
+                  int(db.scalar(con, f"SELECT coalesce(max({key}), 0) FROM {table}")))
 
     @classmethod
-    def of(cls, names: pa.Array, ids: pa.Array, top: int, *, index: bool = True) -> _Names:
+    def of(cls, names: pa.Array, ids: pa.Array, top: int, *,
+           index: bool = True) -> Self:
         """The dictionary of ``names`` (strings, none NULL) keyed ``ids``, ``top`` the largest
         key, without a file (tests); ``index``: False for Arrow's lookup alone."""
         made = cls.__new__(cls)
@@ -384,6 +389,56 @@ class _Names:
             self.ids = (pa.concat_arrays(list(self.ids)),)
         return self.names[0], self.ids[0]
 
+    def _lookup(self, names: pa.ChunkedArray, first: pa.Array) -> tuple[pa.Array, pa.Table | None]:
+        """The keys of ``names`` (NULL for a NULL name), the names new to the history keyed
+        after the largest in the order of ``first`` (each name's row order), and the table
+        (name_id, name) of those new ones (None: none), which this dictionary now holds."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        index = self.index
+        if index is not None:
+            ids = _index_lookup(index, names)
+            found = ids
+        else:
+            known, known_ids = self._known()
+            found = _whole(pc.index_in(names, value_set=known))
+            ids = pc.take(known_ids, found)
+        fresh = pc.and_(pc.is_null(found), _whole(pc.is_valid(names)))
+        if not pc.any(fresh).as_py():
+            return ids, None
+        candidates, firsts = names.filter(fresh), first.filter(fresh)
+        # in the order of their first row, each once (the first pair's are most of them):
+        # unique keeps each value's first occurrence, in order
+        added = pc.unique(candidates.take(pc.sort_indices(firsts)))
+        top = self.top
+        keys = pa.array(range(top + 1, top + 1 + len(added)), pa.int32())
+        self.names, self.ids = (*self.names, added), (*self.ids, keys)
+        self.top += len(added)
+        if index is not None:  # held, and the new names' keys probed there
+            _index_add(index, added, keys)
+            ids = pc.replace_with_mask(ids, fresh, _index_lookup(index, candidates))
+            return ids, pa.table({self.KEY: keys, self.VALUE: added})
+        # the new names' keys from their place among the added ones alone: not a second
+        # lookup in the whole dictionary (~40,000 names hashed again, ~4 ms a pair), and of
+        # the new names alone
+        place = _whole(pc.index_in(candidates, value_set=added))
+        ids = pc.replace_with_mask(ids, fresh, pc.add(place, _int32(top + 1)))
+        return ids, pa.table({self.KEY: keys, self.VALUE: added})
+
+
+class _Names(_Dictionary):
+    """The history's ``names`` dictionary (name -> name_id), held for the run
+    (:class:`_Dictionary`). A pair's names are looked up, and its new ones keyed, with the
+    single-card recorder's rule (``recorder._NEW_NAMES``): the next keys after the largest, in
+    the order of each name's first row (op, NPU, bench name within a row; a blame row's op, NPU
+    name and via, ``recorder._NEW_BLAME_NAMES``)."""
+
+    COLUMNS = ("op_name", "npu_name", "bench_name")
+    KEYS = ("op_id", "npu_id", "bench_id")
+    BLAME_COLUMNS = ("op_name", "npu_name", "via")
+    BLAME_KEYS = ("op_id", "npu_id", "via_id")
+
     def key(self, rows: pa.Table, same: pa.Array | None = None,
             ) -> tuple[pa.Table, pa.Table | None]:
         """``rows`` (``result_rows``' shape without compare_id) with the three name columns
@@ -419,50 +474,61 @@ class _Names:
 
     def key_blame(self, rows: pa.Table, result: pa.Table | None,
                   keyed: pa.Table | None) -> tuple[pa.Table, pa.Table | None]:
-        """``blame_rows``' rows (without what ``blame_runs`` holds) with ``op_name`` and
-        ``npu_name`` replaced by their keys (``op_id``, ``npu_id``; 0: NULL), and the table of
-        the names new to the history (None: none; with msq's rows there are none: a blame row
-        is an output row).
+        """``blame_rows``' rows (without what ``blame_runs`` holds) with ``op_name``,
+        ``npu_name`` and ``via`` replaced by their keys (``op_id``, ``npu_id``, ``via_id``; 0:
+        NULL), and the table of the names new to the history (None: none; with msq's rows there
+        are none: a blame row is an output row, its via another output row's name).
 
         ``result`` and ``keyed``: the pair's ``result_rows`` as given to :meth:`key` and as it
-        returned them. A blame row's names are those of the output row with its ``out_seq``:
-        they take that row's keys where they are equal, and only the others are looked up (a
-        second lookup of ~49,000 names in the whole dictionary cost ~33 M instructions a
-        24,500-row pair, building its hash set again)."""
+        returned them. A blame row's op and NPU names are those of the output row with its
+        ``out_seq``: without the hash table they take that row's keys where they are equal, and
+        only the others are looked up (a second lookup of ~49,000 names in the whole dictionary
+        cost ~33 M instructions a 24,500-row pair, building its hash set again). Rows sent
+        without those names (recorder.BLAME_NAMES) take their output row's keys, and only their
+        vias are looked up."""
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        if not any(c in rows.column_names for c in self.BLAME_COLUMNS):
-            return self._output_keys(rows, keyed), None
+        if not any(c in rows.column_names for c in self.BLAME_COLUMNS[:2]):
+            rows = self._output_keys(rows, keyed)
+        # the name columns sent, by their slot in a row (op, NPU name, via)
+        slots = [i for i, c in enumerate(self.BLAME_COLUMNS) if c in rows.column_names]
+        columns = tuple(self.BLAME_COLUMNS[i] for i in slots)
+        keys = tuple(self.BLAME_KEYS[i] for i in slots)
         count = rows.num_rows
-        names = _texts(rows, self.BLAME_COLUMNS)
-        ids = pa.nulls(2 * count, pa.int32())
+        names = _texts(rows, columns)
+        ids = pa.nulls(len(slots) * count, pa.int32())
         if self.index is not None:  # probed in the hash table: ~2x cheaper than the places
             ids = _index_lookup(self.index, names)
-        elif result is not None and keyed is not None:
+        elif result is not None and keyed is not None and slots[:2] == [0, 1]:
             at = _places(rows.column("out_seq"), result.column("out_seq"))
             at = pa.array(at, pa.int64(), mask=at < 0)
-            theirs = _texts(pa.table({c: result.column(c).take(at) for c in self.BLAME_COLUMNS}),
-                            self.BLAME_COLUMNS)
-            keys = pa.concat_arrays([_whole(keyed.column(k).cast(pa.int32()).take(at))
-                                     for k in self.BLAME_KEYS])
-            ids = pc.if_else(_whole(pc.fill_null(pc.equal(names, theirs), False)), keys, ids)
+            theirs = _texts(pa.table({c: result.column(c).take(at) for c in columns[:2]}),
+                            columns[:2])
+            known = pa.concat_arrays([_whole(keyed.column(k).cast(pa.int32()).take(at))
+                                      for k in keys[:2]])
+            same = _whole(pc.fill_null(pc.equal(names.slice(0, 2 * count), theirs), False))
+            ids = pa.concat_arrays([pc.if_else(same, known, ids.slice(0, 2 * count)),
+                                    ids.slice(2 * count)])
         rest = pc.and_(pc.is_null(ids), _whole(pc.is_valid(names)))
         new = None
         if pc.any(rest).as_py():
-            found, new = self._lookup(names.filter(rest), _first_rows(rows, 2).filter(rest))
+            # each name's place in row order: out_seq, then op, NPU name, via
+            every = _first_rows(rows, len(self.BLAME_COLUMNS))
+            first = pa.concat_arrays([every.slice(i * count, count) for i in slots])
+            found, new = self._lookup(names.filter(rest), first.filter(rest))
             ids = pc.replace_with_mask(ids, rest, found)
         ids = pc.fill_null(ids, 0)
-        data = rows.drop_columns(list(self.BLAME_COLUMNS))
-        for i, key in enumerate(self.BLAME_KEYS):
+        data = rows.drop_columns(list(columns))
+        for i, key in enumerate(keys):
             data = data.append_column(key, ids.slice(i * count, count))
         return data, new
 
     def _output_keys(self, rows: pa.Table, keyed: pa.Table | None) -> pa.Table:
         """``rows`` (blame rows sent without their names: recorder.BLAME_NAMES) with the keys
-        (``BLAME_KEYS``) their output rows' names got (``keyed``: the pair's result rows as
-        :meth:`key` returned them), found by out_seq (~2 M instructions a 24,500-row pair, not
-        a probe of ~49,000 names)."""
+        (``op_id``, ``npu_id``) their output rows' names got (``keyed``: the pair's result rows
+        as :meth:`key` returned them), found by out_seq (~2 M instructions a 24,500-row pair,
+        not a probe of ~49,000 names)."""
         import pyarrow as pa
 
         if keyed is None:
@@ -471,46 +537,32 @@ class _Names:
         if len(at) and at.min() < 0:
             raise ValueError("blame rows without their names and without their output rows")
         taken = pa.array(at, pa.int64())
-        for key in self.BLAME_KEYS:
+        for key in self.BLAME_KEYS[:2]:
             rows = rows.append_column(key, _whole(keyed.column(key)).take(taken))
         return rows
 
-    def _lookup(self, names: pa.ChunkedArray, first: pa.Array) -> tuple[pa.Array, pa.Table | None]:
-        """The keys of ``names`` (NULL for a NULL name), the names new to the history keyed
-        after the largest in the order of ``first`` (each name's row order), and the table
-        (name_id, name) of those new ones (None: none), which this dictionary now holds."""
+
+class _Reasons(_Dictionary):
+    """The history's ``reasons`` (reason -> reason_id; schema version 13, ``blame_data.reason_id``),
+    held by the driver for the run as :class:`_Names` holds the names: a pair's blame reasons
+    probed in a hash table of those held (~3,700 distinct a 24,500-row pair, most of them the
+    other ranks' and steps' too), the new ones keyed after the largest in the order of their first
+    row, as the single-card recorder's SQL keys them (``recorder._NEW_REASONS``)."""
+
+    TABLE, KEY, VALUE = "reasons", "reason_id", "reason"
+
+    def key(self, rows: pa.Table) -> tuple[pa.Table, pa.Table | None]:
+        """``rows`` (blame rows) with ``reason`` replaced by its key (``reason_id``, INTEGER; 0:
+        NULL) in its place, and the table (reason_id, reason) of the reasons new to the history
+        (None: none), which this dictionary now holds."""
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        index = self.index
-        if index is not None:
-            ids = _index_lookup(index, names)
-            found = ids
-        else:
-            known, known_ids = self._known()
-            found = _whole(pc.index_in(names, value_set=known))
-            ids = pc.take(known_ids, found)
-        fresh = pc.and_(pc.is_null(found), _whole(pc.is_valid(names)))
-        if not pc.any(fresh).as_py():
-            return ids, None
-        candidates, firsts = names.filter(fresh), first.filter(fresh)
-        # in the order of their first row, each once (the first pair's are most of them):
-        # unique keeps each value's first occurrence, in order
-        added = pc.unique(candidates.take(pc.sort_indices(firsts)))
-        top = self.top
-        keys = pa.array(range(top + 1, top + 1 + len(added)), pa.int32())
-        self.names, self.ids = (*self.names, added), (*self.ids, keys)
-        self.top += len(added)
-        if index is not None:  # held, and the new names' keys probed there
-            _index_add(index, added, keys)
-            ids = pc.replace_with_mask(ids, fresh, _index_lookup(index, candidates))
-            return ids, pa.table({"name_id": keys, "name": added})
-        # the new names' keys from their place among the added ones alone: not a second
-        # lookup in the whole dictionary (~40,000 names hashed again, ~4 ms a pair), and of
-        # the new names alone
-        place = _whole(pc.index_in(candidates, value_set=added))
-        ids = pc.replace_with_mask(ids, fresh, pc.add(place, _int32(top + 1)))
-        return ids, pa.table({"name_id": keys, "name": added})
+        texts = _texts(rows, ("reason",))
+        ids, new = self._lookup(texts, _first_rows(rows, 1))
+        at = rows.schema.get_field_index("reason")
+        return rows.set_column(at, "reason_id", _whole(pc.fill_null(ids, _int32(0)))
+                               .cast(pa.int32())), new
 
 
 def _bench_same(rows: pa.Table) -> tuple[pa.Table, pa.Array | None]:

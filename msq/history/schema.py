@@ -25,11 +25,11 @@ from msq.version import VERSION
 
 log = logging.getLogger("msq")
 
-SCHEMA_VERSION = 12
+SCHEMA_VERSION = 13
 
 #: The migrations that rewrite every result or blame row (the others add a column or a table, or
 #: replace a view: instant at any size)
-ROW_REWRITES = frozenset({4, 5, 6, 7, 8, 10, 11, 12})
+ROW_REWRITES = frozenset({4, 5, 6, 7, 8, 10, 11, 12, 13})
 
 #: A history of this many result rows or more is told before it is migrated, on stderr: the
 #: migration rewrites every row (version 3 to 4: 31M rows took 100 s and 11 GB of memory here)

@@ -136,6 +136,45 @@ def count(db: Path, query: str = "SELECT count(*) FROM compares") -> int:
         con.close()
 
 
+def blame_as_version_12(con: duckdb.DuckDBPyConnection) -> None:
+    """Rewrite a history (open in ``con``) into the layout schema versions 6 to 12 wrote for
+    blame's rows: blame_data's reason and via as texts (no ``reasons``), blame_edges' side and
+    how as texts, the same rows in recording order, and the view blame_rows reading them
+    (sql/history/migrate/v11.sql's). Nothing to do on a file without the table reasons."""
+    from msq import db as db_sql
+
+    if not con.execute("SELECT count(*) FROM duckdb_tables() "
+                       "WHERE table_name = 'reasons'").fetchall()[0][0]:
+        return
+    v11 = db_sql.sql_file("history/migrate/v11.sql").text
+    start = v11.index("CREATE TABLE blame_data_v11 (")
+    con.execute(v11[start:v11.index("\n);", start) + 3].replace("blame_data_v11", "v12_blame"))
+    con.execute("INSERT INTO v12_blame BY NAME SELECT d.* EXCLUDE (reason_id, via_id), "
+                "rs.reason, v.name AS via FROM blame_data d "
+                "JOIN reasons rs ON rs.reason_id = d.reason_id "
+                "JOIN names v ON v.name_id = d.via_id ORDER BY d.compare_id, d.out_seq")
+    con.execute("CREATE TABLE v12_edges (compare_id BIGINT USING COMPRESSION rle, "
+                "side VARCHAR USING COMPRESSION dict_fsst, "
+                "consumer_seq BIGINT USING COMPRESSION bitpacking, producer_seq BIGINT, "
+                "how VARCHAR USING COMPRESSION dict_fsst, candidates INTEGER)")
+    con.execute("INSERT INTO v12_edges SELECT * FROM blame_edges ORDER BY rowid")
+    con.execute("DROP VIEW blame_rows")
+    con.execute("DROP TABLE blame_data")
+    con.execute("DROP TABLE reasons")
+    con.execute("DROP TABLE blame_edges")
+    con.execute("ALTER TABLE v12_blame RENAME TO blame_data")
+    con.execute("ALTER TABLE v12_edges RENAME TO blame_edges")
+    con.execute(v11[v11.index("CREATE VIEW blame_rows AS"):])
+
+
+def as_version_12(db: Path) -> None:
+    """Rewrite a history into the layout schema version 12 wrote (:func:`blame_as_version_12`)."""
+    con = duckdb.connect(str(db))
+    blame_as_version_12(con)
+    con.execute("UPDATE meta SET value = '12' WHERE key = 'schema_version'")
+    con.close()
+
+
 def result_as_version_11(con: duckdb.DuckDBPyConnection) -> None:
     """Rewrite a history (open in ``con``) into the layout schema versions 8 to 11 wrote for
     result_data: its kind, npu_dtype, bench_dtype, result, verdict, err_message, mark and
@@ -143,10 +182,12 @@ def result_as_version_11(con: duckdb.DuckDBPyConnection) -> None:
     ``result_classes``), the same rows in recording order, and the view result_rows reading them
     (sql/history/migrate/v10.sql's). The classes' texts that ``terms`` lacks are added to it
     (after the largest key, in their sorted order, as a version-11 msq added a compare's new
-    terms). Nothing to do on a file without the table result_classes."""
+    terms). Nothing to do on a file without the table result_classes. Its blame rows as
+    version 12 wrote them first (:func:`blame_as_version_12`)."""
     from msq import db as db_sql
     from msq.history.recorder import RESULT_CLASS_COLUMNS, RESULT_TERMS_8
 
+    blame_as_version_12(con)
     if not con.execute("SELECT count(*) FROM duckdb_tables() "
                        "WHERE table_name = 'result_classes'").fetchall()[0][0]:
         return

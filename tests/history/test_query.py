@@ -178,7 +178,7 @@ def test_docs_schema_documents_every_table_and_view(hist: Path) -> None:
         columns = con.execute("SELECT table_name, column_name FROM information_schema.columns "
                               "WHERE table_name IN ('compares', 'result_rows', 'blame_rows', "
                               "'names', 'result_data', 'blame_data', 'blame_runs', 'terms', 'texts', "
-                              "'blame_classes', 'result_classes')"
+                              "'blame_classes', 'result_classes', 'reasons')"
                               ).fetchall()
     finally:
         con.close()
@@ -186,8 +186,8 @@ def test_docs_schema_documents_every_table_and_view(hist: Path) -> None:
                              "blame_runs",
                              "compares",
                              "first_divergence", "meta", "names", "noise_bands", "op_trend",
-                             "regressions", "result_classes", "result_data", "result_rows",
-                             "runs", "terms",
+                             "reasons", "regressions", "result_classes", "result_data",
+                             "result_rows", "runs", "terms",
                              "texts"]
     for name in names:
         assert f"### `{name}`" in text

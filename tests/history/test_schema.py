@@ -635,11 +635,9 @@ NAMED_COMPRESSION = {
     ("result_data", "reason"): "DICT_FSST",
     ("blame_data", "compare_id"): "RLE",
     **{("blame_data", c): "BitPacking" for c in ("out_seq", "op_seq", "op_id", "npu_id",
-                                                 "class_id")},
-    **{("blame_data", c): "DICT_FSST" for c in ("reason", "via")},
+                                                 "class_id", "reason_id", "via_id")},
     ("blame_edges", "compare_id"): "RLE",
     ("blame_edges", "consumer_seq"): "BitPacking",
-    **{("blame_edges", c): "DICT_FSST" for c in ("side", "how")},
 }
 
 
@@ -669,3 +667,83 @@ def test_a_new_history_names_the_compression_of_its_steady_columns(
                 assert used and used <= {method, "Constant"}, (db, table, col, used)
         finally:
             con.close()
+
+
+def test_a_version_12_file_gets_its_reasons_and_vias_keyed(made: tuple[Path, Path],
+                                                           tmp_path: Path,
+                                                           caplog: pytest.LogCaptureFixture
+                                                           ) -> None:
+    """Version 13 keeps each distinct blame reason once in ``reasons`` and a row's via in
+    ``names``, blame_data holding their keys (reason_id, via_id; 0: NULL), and blame_edges' side
+    and how as ENUMs: a version-12 file is migrated at its next recording (told: it rewrites
+    every row), its blame_rows, blame and blame_edges the same columns and rows as before (a NULL
+    reason and via, a via names lacked), the reasons keyed 1, 2, 3, ... in the order of their
+    first row, each once, the new compare's rows keyed to them; a new file's tables and view are
+    laid out as the migration makes them, its reasons the same."""
+    from tests.history.builders import as_version_12
+
+    cj, db = made
+    as_version_12(db)
+    con = duckdb.connect(str(db))
+    assert not con.execute("SELECT count(*) FROM duckdb_tables() "
+                           "WHERE table_name = 'reasons'").fetchall()[0][0]
+    assert con.execute("SELECT data_type FROM duckdb_columns() WHERE table_name = 'blame_edges' "
+                       "AND column_name IN ('side', 'how')").fetchall() == [("VARCHAR",)] * 2
+    assert con.execute("SELECT count(*) FROM blame_edges").fetchall()[0][0] > 0
+    con.execute("UPDATE blame_data SET via = 'a via of its own' WHERE out_seq = 2")
+    con.execute("UPDATE blame_data SET via = NULL, reason = NULL WHERE out_seq = 3")
+    con.execute("UPDATE blame_data SET reason = 'a reason of its own ' || (out_seq % 3) "
+                "WHERE out_seq > 4")
+    con.close()
+    queries = {name: f"SELECT * FROM {name} ORDER BY ALL"
+               for name in ("blame_rows", "blame", "blame_edges")}
+    before = {name: history.query(db, q) for name, q in queries.items()}
+    rows = history.query(db, "SELECT reason FROM blame_rows ORDER BY compare_id, out_seq").rows
+    firsts = list(dict.fromkeys(r for (r,) in rows if r is not None))
+    assert len(firsts) > 2 and (None,) in rows
+    with caplog.at_level("INFO", logger="msq"):
+        run_api(cj, tmp_path / "out", db=db)
+    told = [r.getMessage() for r in caplog.records if "migrating the history" in r.getMessage()]
+    assert len(told) == 1 and "rewrites its" in told[0]
+    assert history.query(db, "SELECT value FROM meta WHERE key = 'schema_version'").rows == [
+        (str(schema.SCHEMA_VERSION),)]
+    for name, q in queries.items():
+        after = history.query(db, q.replace("ORDER BY", "WHERE compare_id = 1 ORDER BY"))
+        assert after.columns == before[name].columns
+        assert repr(after.rows) == repr(before[name].rows), name  # NaN equal to NaN
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        assert con.execute("SELECT data_type FROM duckdb_columns() "
+                           "WHERE table_name = 'blame_edges' AND column_name IN ('side', 'how')"
+                           ).fetchall() == [("ENUM('bench', 'npu')",), (
+                               ("ENUM('constant', 'external', 'hash', 'md5', 'reshape', "
+                                "'statistics')"),)]
+        keyed = con.execute("SELECT reason_id, reason FROM reasons ORDER BY reason_id").fetchall()
+        # each once, in the order of their first row, 0 the NULL one; then the new compare's
+        # new ones (none: its reasons are the first one's before the changes above)
+        second = [r for (r,) in con.execute("SELECT reason FROM blame_rows WHERE compare_id = 2 "
+                                            "ORDER BY out_seq").fetchall()]
+        assert keyed == [(0, None), *((i + 1, r) for i, r in enumerate(firsts))]
+        assert None not in second and set(second) <= set(firsts)
+        assert con.execute("SELECT count(*) FROM names WHERE name = 'a via of its own'"
+                           ).fetchall() == [(1,)]
+        assert con.execute("SELECT count(*) FROM blame_data WHERE compare_id = 2 "
+                           "AND reason_id = 0").fetchall() == [(0,)]
+    finally:
+        con.close()
+    fresh = tmp_path / "fresh.duckdb"
+    run_api(cj, tmp_path / "out2", db=fresh)
+    for table in ("blame_rows", "blame_data", "reasons", "blame_edges"):
+        query_all = f"SELECT * FROM {table}"
+        assert history.query(fresh, query_all).columns == history.query(db, query_all).columns
+    assert history.query(fresh, "SELECT * EXCLUDE (compare_id, run_id) FROM blame_rows "
+                                "ORDER BY out_seq").rows == history.query(
+        db, "SELECT * EXCLUDE (compare_id, run_id) FROM blame_rows WHERE compare_id = 2 "
+            "ORDER BY out_seq").rows
+    assert history.query(fresh, "SELECT * FROM reasons ORDER BY reason_id").rows == [
+        (0, None), *((i + 1, r) for i, r in enumerate(dict.fromkeys(second)))]
+    for name in ("blame_rows", "blame_data", "reasons", "blame_edges"):
+        sql = ("SELECT sql FROM duckdb_views() WHERE view_name = ?" if name == "blame_rows"
+               else "SELECT sql FROM duckdb_tables() WHERE table_name = ?")
+        assert history.query(fresh, sql.replace("?", f"'{name}'")).rows == history.query(
+            db, sql.replace("?", f"'{name}'")).rows

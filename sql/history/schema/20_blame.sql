@@ -32,6 +32,18 @@ CREATE TABLE IF NOT EXISTS blame_classes (
   verdict VARCHAR,                -- local | inherited | clean, on its own rank (see the view blame)
   link VARCHAR                    -- an input's link to its producer: hash, md5, statistics, reshape, external, constant
 );
+-- The reasons (schema version 13): every blame row's reason the history holds, once, with its key
+-- (blame_data.reason_id). A 24,500-row pair holds ~3,700 distinct reasons, most of them repeated
+-- by the other ranks and steps ("explained by its input <name>"), and its driver appended,
+-- scanned back, analysed and compressed each row's text (~27 M instructions a pair; bench/README,
+-- "Session 27: drv"). reason_id 0 is the absent reason (NULL), so the view's join is an inner
+-- join as the names' are; then 1, 2, 3, ... without a gap, a compare's new reasons after the
+-- largest in the order of their first row.
+CREATE TABLE IF NOT EXISTS reasons (
+  reason_id INTEGER,              -- 0: NULL; then 1, 2, 3, ... as the reasons were first recorded
+  reason VARCHAR                  -- each reason once
+);
+INSERT INTO reasons SELECT 0, NULL WHERE NOT EXISTS (SELECT 1 FROM reasons WHERE reason_id = 0);
 -- USING COMPRESSION: as result_data's (10_tables.sql)
 CREATE TABLE IF NOT EXISTS blame_data (
   compare_id BIGINT USING COMPRESSION rle,
@@ -47,14 +59,18 @@ CREATE TABLE IF NOT EXISTS blame_data (
   output_err DOUBLE,              -- the row's own error (row_error.err)
   floor DOUBLE,                   -- the error its dtype (or the noise run) explains
   amplification DOUBLE,           -- output_err / input_err (inf: equal inputs, different output)
-  reason VARCHAR USING COMPRESSION dict_fsst,
+  -- reasons.reason_id of the row's reason (0: NULL; schema version 13, the text in versions 3-12)
+  reason_id INTEGER USING COMPRESSION bitpacking,
   candidates INTEGER,             -- earlier outputs with that content (the nearest one is taken)
-  via VARCHAR USING COMPRESSION dict_fsst,  -- the producer of an input, or the worst input of an output
+  -- names.name_id of via, the producer of an input or the worst input of an output (0: NULL;
+  -- schema version 13, the text in versions 3-12: a row's name, which names holds already)
+  via_id INTEGER USING COMPRESSION bitpacking,
   band DOUBLE                     -- what the row adds over its inputs: its noise band when this compare is a noise run
 );
 -- blame_rows: the table of schema versions 3-5 (same columns, same order), a view since 6 (its
 -- short texts keys into terms in versions 8-10, joined by key since 9; since 11 they and the two
--- booleans are read from blame_classes by one key). Version 8's view read the terms from a list
+-- booleans are read from blame_classes by one key; since 13 its reason from reasons and its via
+-- from names by key). Version 8's view read the terms from a list
 -- of every term, which DuckDB put into the build side of the blame_runs join and copied for each
 -- row (a GROUP BY verdict over one run took 11.7 s; joined, 0.3 s; bench/README, session 20).
 CREATE VIEW IF NOT EXISTS blame_rows AS
@@ -62,20 +78,27 @@ SELECT d.compare_id, r.run_id, d.out_seq, d.op_seq, o.name AS op_name, n.name AS
        c.io, c.role, c.direction, c.is_module, c.collective,
        c.err_kind, d.input_err, d.output_err, d.floor,
        c.floor_source, r.floor_factor, r.amp_limit, d.amplification,
-       c.verdict, d.reason, c.link, d.candidates, d.via, d.band,
+       c.verdict, rs.reason, c.link, d.candidates, v.name AS via, d.band,
        r.noise_source
 FROM blame_data d
 JOIN blame_runs r ON r.compare_id = d.compare_id
 JOIN names o ON o.name_id = d.op_id
 JOIN names n ON n.name_id = d.npu_id
-JOIN blame_classes c ON c.class_id = d.class_id;
+JOIN blame_classes c ON c.class_id = d.class_id
+JOIN reasons rs ON rs.reason_id = d.reason_id
+JOIN names v ON v.name_id = d.via_id;
 -- Each tensor input linked to the earlier output that produced it, per side (rows by out_seq;
--- NULL where a row is not in the compare's output, e.g. not matched).
+-- NULL where a row is not in the compare's output, e.g. not matched). side and how are ENUMs
+-- (schema version 13; texts in versions 3-12): a closed set of texts blame computes itself (how:
+-- the compare's ENUM blame_link, sql/compare/schema/40_blame.sql, the same texts in the same
+-- order), stored as a byte, where a VARCHAR was appended, scanned back, analysed and
+-- dictionary-compressed at each checkpoint (~11.5 M instructions a 24,500-row pair; bench/README,
+-- "Session 24: hist"). Each in its texts' sorted order, so a sort by it is theirs.
 CREATE TABLE IF NOT EXISTS blame_edges (
   compare_id BIGINT USING COMPRESSION rle,
-  side VARCHAR USING COMPRESSION dict_fsst,     -- npu | bench
+  side ENUM('bench', 'npu'),
   consumer_seq BIGINT USING COMPRESSION bitpacking,  -- the input's row
   producer_seq BIGINT,            -- the producing output's row (NULL: external)
-  how VARCHAR USING COMPRESSION dict_fsst,      -- hash | md5 | statistics | reshape | external
+  how ENUM('constant', 'external', 'hash', 'md5', 'reshape', 'statistics'),
   candidates INTEGER
 );
