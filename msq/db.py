@@ -23,6 +23,7 @@ The helpers: SQL quoting (:func:`quote_ident`, :func:`quote_str`), the CSV formu
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import errno
 import os
 import re
@@ -387,15 +388,49 @@ def new_file(path: Path, *, mode: int | None = None) -> Iterator[NewFile]:
 
     Two compares into one folder in the same second name their outputs alike; each keeps its
     own this way, and learns the name it got from ``NewFile.path``.
+
+    In a :func:`staging` block the complete file keeps its temporary name (``NewFile.path``
+    stays ``path``), for another process to publish.
     """
     staged = NewFile(path.with_name(f".{path.name}.{os.getpid()}.tmp"), path)
+    stage = _STAGED.get()
+    kept = False
     try:
         yield staged
         if mode is not None:
             os.chmod(staged.tmp, mode)
-        staged.path = publish(staged.tmp, path)
+        if stage is None:
+            staged.path = publish(staged.tmp, path)
+        else:
+            stage.append(staged)
+            kept = True
     finally:
-        staged.tmp.unlink(missing_ok=True)
+        if not kept:
+            staged.tmp.unlink(missing_ok=True)
+
+
+#: The files :func:`new_file` completed in the current :func:`staging` block (None: outside one)
+_STAGED: contextvars.ContextVar[list[NewFile] | None] = contextvars.ContextVar(
+    "msq_staged_files", default=None)
+
+
+@contextlib.contextmanager
+def staging() -> Iterator[list[NewFile]]:
+    """:func:`new_file` in this block leaves each complete file under its temporary name
+    (``.<name>.<pid>.tmp`` beside ``path``, what :func:`remove_stale_temporaries` removes of a
+    killed process) and lists it in the yielded list, unpublished: a pool worker renders a
+    pair's files into the output folder so, and the driver publishes each by a rename
+    (:func:`publish`), not a copy. The block failing removes the files it staged."""
+    staged: list[NewFile] = []
+    token = _STAGED.set(staged)
+    try:
+        yield staged
+    except BaseException:
+        for file in staged:
+            file.tmp.unlink(missing_ok=True)
+        raise
+    finally:
+        _STAGED.reset(token)
 
 
 _TEMPORARY = re.compile(r"^\.(.+)\.\d+\.tmp$")

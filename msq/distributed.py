@@ -198,7 +198,7 @@ def run_jobs(jobs: list[PairJob], output_dir: Path, opts: Options,
                 result = _take(job, out, writer, opts)
             finally:
                 if isinstance(out, PairTables):
-                    out.release()  # the pool worker's folder its files were copied from
+                    out.release()  # the files its pool worker left that were not published
             if isinstance(result, str):
                 failures.append(result)
             else:

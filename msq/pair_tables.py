@@ -3,11 +3,11 @@
 :func:`compute_pair` runs the compare pipeline of one pair and renders everything it produces,
 with the same code as a single-card compare: the workbook (with blame's sheet), CSV, Parquet,
 HTML report, advisor and blame files, as bytes (written into a private temporary folder, then
-read back), and the pair's history rows (``result_rows``, and blame's ``blame_rows``,
-``blame_runs`` and ``blame_edges``) as Arrow tables, from the same SQL as a single-card
-compare's recorder. It
-writes nothing into the output folder but the ``-lm`` mapping file (which the pair's own
-compare reads back).
+read back; a pool worker's are left in the output folder under temporary names instead,
+:func:`compute_pair_shared`), and the pair's history rows (``result_rows``, and blame's
+``blame_rows``, ``blame_runs`` and ``blame_edges``) as Arrow tables, from the same SQL as a
+single-card compare's recorder. It publishes nothing in the output folder but the ``-lm``
+mapping file (which the pair's own compare reads back).
 
 So a pair's work is done where it runs (a process-pool worker with ``--engine local``, a Ray
 task with ``--engine ray``), both cores or nodes busy at once; the driver
@@ -73,7 +73,10 @@ class PairTables:
     summary: dict[str, Any]             # SUMMARY_FIELDS
     cross_framework: bool               # the settings row's (the history's compares row)
     #: (file name, content) of each output, in the order a single-card compare writes them;
-    #: the content is the path of the file a pool worker left (:meth:`take_shared` ``keep``)
+    #: the content is the bytes, or the path of the complete file a pool worker left in the
+    #: output folder under a temporary name (msq.db.staging, :func:`compute_pair_shared`), which
+    #: the driver renames into place (msq.export.outputs.place_file; :meth:`release` removes
+    #: those not published)
     files: list[tuple[str, bytes | Path]] = field(default_factory=list)
     #: the pair's history rows by history table (result_rows; blame_rows, blame_runs and
     #: blame_edges with blame: blame_rows without what blame_runs' one row holds), without
@@ -82,53 +85,53 @@ class PairTables:
     blame: Any = None                   # msq.blame.summary.BlameSummary (None: blame is off)
     logs: list[logging.LogRecord] = field(default_factory=list)
     node: str = ""                      # where it ran (set by the Ray engine)
-    #: a pool worker's files and history rows, handed over in a folder (:func:`compute_pair_shared`):
-    #: the folder, the files' names (in ``files``' order) and the tables (in ``history``'s
-    #: order); :meth:`take_shared` reads them back
+    #: a pool worker's history rows, handed over in a folder (:func:`compute_pair_shared`):
+    #: the folder and the tables (in ``history``'s order); :meth:`take_shared` reads them back
     shared: str = ""
-    shared_files: list[str] = field(default_factory=list)
     shared_tables: list[str] = field(default_factory=list)
-    kept_folder: str = ""               # the driver's: the folder take_shared(keep=True) kept
 
     def take_shared(self, keep: bool = False) -> None:
-        """The files and history rows a pool worker left in a shared folder: the files read
-        into ``files``, the rows memory-mapped (not copied) into ``history``; the folder is
-        removed (the mappings outlive it).
+        """The history rows a pool worker left in a shared folder, memory-mapped (not copied)
+        into ``history``; the folder is removed (the mappings outlive it). The files it left in
+        the output folder are checked to be there (a missing one fails the pair here).
 
-        ``keep``: the folder stays until :meth:`release` (the driver's, once the pair is
-        published) and ``files`` names the files there (checked to be there) instead: the
-        driver copies each into the output folder in the kernel (msq.export.outputs.place_file),
-        not read into memory and written from there (~10 ms of the driver's CPU a 3.4 MB
-        workbook, most of it faulting in fresh memory for its bytes)."""
+        ``keep`` (the driver's): the files stay where they are, for the driver to rename into
+        place (msq.export.outputs.place_file: no byte copied; it had copied a 3.4 MB workbook
+        from /dev/shm, ~1.7 ms of the kernel's CPU a pair with the worker's write there), and
+        :meth:`release` removes those it did not publish. Else they are read into ``files`` and
+        removed."""
         if not self.shared:
             return
         import pyarrow as pa
 
         folder, self.shared = self.shared, ""
         try:
-            if keep:
-                self.files = [(name, Path(folder, name)) for name in self.shared_files]
-                for _, path in self.files:
-                    os.stat(path)  # a missing file fails the pair here, as reading it did
-            else:
-                self.files = [(name, Path(folder, name).read_bytes())
-                              for name in self.shared_files]
+            for path in self._left():
+                os.stat(path)
             for table in self.shared_tables:
                 with pa.memory_map(os.path.join(folder, f"{table}.arrow")) as source:
                     self.history[table] = pa.ipc.open_file(source).read_all()
+            if not keep:
+                left = self._left()
+                self.files = [(name, data.read_bytes() if isinstance(data, Path) else data)
+                              for name, data in self.files]
+                for path in left:
+                    path.unlink(missing_ok=True)
         except BaseException:
-            shutil.rmtree(folder, ignore_errors=True)
+            self.release()
             raise
-        if keep:
-            self.kept_folder = folder
-        else:
+        finally:
             shutil.rmtree(folder, ignore_errors=True)
 
     def release(self) -> None:
-        """Remove the folder :meth:`take_shared` kept (nothing when none)."""
-        folder, self.kept_folder = self.kept_folder, ""
-        if folder:
-            shutil.rmtree(folder, ignore_errors=True)
+        """Remove the files a pool worker left in the output folder that were not published
+        (a pair that failed, or was never taken; those published are gone already)."""
+        for path in self._left():
+            with contextlib.suppress(OSError):
+                path.unlink(missing_ok=True)
+
+    def _left(self) -> list[Path]:
+        return [data for _, data in self.files if isinstance(data, Path)]
 
 
 @dataclass
@@ -141,42 +144,31 @@ class PairFailure:
 
 
 def compute_pair(job: PairJob, opts: Options, output_dir: Path,
-                 folder: str | None = None, kept: bool = False) -> PairTables | PairFailure:
+                 staged: bool = False, kept: bool = False) -> PairTables | PairFailure:
     """Compare one pair into tables; a failure of the pair's own comes back as PairFailure.
-    ``folder``: render the files there and leave them (names in ``shared_files``), not read
-    them back. ``kept``: compare in this process's kept database (:class:`WorkerDatabase`, a
-    pool worker's); a pair that fails there, for whatever reason, is compared again in a new
-    database, which alone decides its outcome."""
+    ``staged``: leave the files in ``output_dir`` under temporary names (msq.db.staging; their
+    paths in ``files``), not read them back. ``kept``: compare in this process's kept database
+    (:class:`WorkerDatabase`, a pool worker's); a pair that fails there, for whatever reason,
+    is compared again in a new database, which alone decides its outcome."""
     database = WorkerDatabase.get(opts) if kept else None
     if database is not None:
         with _kept_logs() as records:
             try:
-                tables = _compute(job, opts, output_dir, folder, database)
+                tables = _compute(job, opts, output_dir, staged, database)
             except Exception:  # noqa: BLE001 (compared again below, in a new database)
                 WorkerDatabase.discard()
             else:
                 tables.logs = records
                 return tables
-        if folder is not None:  # what the failed attempt left there
-            _empty_folder(folder)
     with _kept_logs() as records:
         try:
-            tables = _compute(job, opts, output_dir, folder)
+            tables = _compute(job, opts, output_dir, staged)
         except MsqError as err:
-            if folder is not None and out_of_room(err):  # the shared folder is full
-                raise OSError(errno.ENOSPC, f"{folder}: {err}") from err
+            if staged and out_of_room(err):  # the output folder is full
+                raise OSError(errno.ENOSPC, f"{output_dir}: {err}") from err
             return PairFailure(f"{job.title}: {err}", records)
     tables.logs = records
     return tables
-
-
-def _empty_folder(folder: str) -> None:
-    for entry in os.scandir(folder):
-        with contextlib.suppress(OSError):
-            if entry.is_dir(follow_symlinks=False):
-                shutil.rmtree(entry.path)
-            else:
-                os.unlink(entry.path)
 
 
 #: Free bytes a shared folder's filesystem must have for a pool worker to leave its pair there
@@ -186,17 +178,19 @@ SHARED_MIN_FREE = 512 << 20
 
 
 def compute_pair_shared(job: PairJob, opts: Options, output_dir: Path) -> PairTables | PairFailure:
-    """:func:`compute_pair` in a process-pool worker of the driver's machine: the pair's files
-    and history rows (~3.5 MB of files and ~20 MB of Arrow a 24,500-row pair) are left in a
-    private folder in shared memory (:func:`shared_root`; the rows as Arrow IPC files) instead of
-    going through the pool's pipe pickled: the rows take ~9 ms to write and are mapped, not
-    copied, by the driver (:meth:`PairTables.take_shared`), against ~36 ms to pickle them, the
-    pipe's copies and ~14 ms to unpickle (bench/README, "Session 9: pairs").
+    """:func:`compute_pair` in a process-pool worker of the driver's machine: the pair's history
+    rows (~13 MB of Arrow a 24,500-row pair) are left in a private folder in shared memory
+    (:func:`shared_root`, as Arrow IPC files) instead of going through the pool's pipe pickled:
+    the rows take ~9 ms to write and are mapped, not copied, by the driver
+    (:meth:`PairTables.take_shared`), against ~36 ms to pickle them, the pipe's copies and
+    ~14 ms to unpickle (bench/README, "Session 9: pairs"). Its files (~3.4 MB) are left in the
+    output folder under temporary names (msq.db.staging), which the driver renames into place.
 
     Where there is no such folder, too little room (:data:`SHARED_MIN_FREE`), or the folder
-    cannot be made or written (full, read-only), the pair goes through the pipe as before (a
-    pair whose files could not be written there is computed again). The folders of killed
-    workers are removed by the driver (:func:`remove_pair_folders`)."""
+    cannot be made or written (full, read-only), the rows go through the pipe as before (a
+    pair whose files could not be written is computed again, its files as bytes). The folders
+    of killed workers are removed by the driver (:func:`remove_pair_folders`), their files'
+    temporaries too (msq.db.remove_stale_temporaries)."""
     root = shared_root()
     try:
         room = os.statvfs(root)
@@ -209,9 +203,10 @@ def compute_pair_shared(job: PairJob, opts: Options, output_dir: Path) -> PairTa
         folder = _new_pair_folder(root)
     except OSError:
         return compute_pair(job, opts, output_dir)
+    out: PairTables | PairFailure | None = None
     try:
         try:
-            out = compute_pair(job, opts, output_dir, folder, kept=True)
+            out = compute_pair(job, opts, output_dir, staged=True, kept=True)
         except OSError:  # its files did not fit: rendered again, in a private temporary folder
             shutil.rmtree(folder, ignore_errors=True)
             return compute_pair(job, opts, output_dir)
@@ -222,6 +217,8 @@ def compute_pair_shared(job: PairJob, opts: Options, output_dir: Path) -> PairTa
         return out
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)
+        if isinstance(out, PairTables):
+            out.release()
         raise
 
 
@@ -232,23 +229,20 @@ def _new_pair_folder(root: str) -> str:
 
 
 def leave_rows(out: PairTables, folder: str) -> None:
-    """Write the pair's history rows into ``folder`` (where its files are, named in
-    ``shared_files``) as Arrow IPC files and hand the folder over instead (``shared``); where
-    they cannot be written (no room), the files are read back and everything goes pickled."""
+    """Write the pair's history rows into ``folder`` as Arrow IPC files and hand the folder
+    over instead (``shared``); where they cannot be written (no room), the folder goes and the
+    rows go pickled (its files stay where they were left)."""
     import pyarrow as pa
 
-    out.shared = folder
     try:
         for table, rows in out.history.items():
             with pa.OSFile(os.path.join(folder, f"{table}.arrow"), "wb") as sink, \
                     pa.ipc.new_file(sink, rows.schema) as writer:
                 writer.write_table(rows)
     except OSError:
-        history, out.history = out.history, {}
-        out.take_shared()  # the files only; the folder goes
-        out.history = history
+        shutil.rmtree(folder, ignore_errors=True)
         return
-    out.shared_tables, out.history = list(out.history), {}
+    out.shared, out.shared_tables, out.history = folder, list(out.history), {}
 
 
 def out_of_room(err: BaseException) -> bool:
@@ -274,7 +268,7 @@ def shared_root() -> str:
     return tempfile.gettempdir()
 
 
-def _compute(job: PairJob, opts: Options, output_dir: Path, folder: str | None,
+def _compute(job: PairJob, opts: Options, output_dir: Path, staged: bool,
              database: WorkerDatabase | None = None) -> PairTables:
     from msq.config import SingleInput
     from msq.pipeline import compute
@@ -284,7 +278,7 @@ def _compute(job: PairJob, opts: Options, output_dir: Path, folder: str | None,
     if not inp.npu_json.is_file() or not inp.bench_json.is_file():
         raise InputError(f"{inp.npu_json} / {inp.bench_json}: both must be dump.json files")
     started = time.time()
-    early = con = None
+    early = con = tables = None
     try:
         with interrupts.deferred():  # a Ctrl-C while the pool starts stops it once it is held
             early = EarlyMetrics.start(inp, opts)
@@ -292,22 +286,30 @@ def _compute(job: PairJob, opts: Options, output_dir: Path, folder: str | None,
         # EarlyDatabase has, and a WorkerDatabase
         con, mode, framework, result = compute(inp, opts, output_dir, job.suffix, early,
                                                opened=cast("EarlyDatabase | None", database))
-        return _pair_tables(con, mode, framework, job, opts, result, started, folder)
+        tables = _pair_tables(con, mode, framework, job, opts, result, started,
+                              output_dir if staged else None)
+        return tables
     finally:
         if early is not None:
             early.cancel()
         if con is not None:
             con.close()
         if database is not None:
-            database.reset()  # raises (the caller discards it) when it cannot be made as new
+            try:
+                database.reset()  # raises (the caller discards it) when it cannot be made as new
+            except BaseException:
+                if tables is not None:  # its files are not handed over: they go
+                    tables.release()
+                raise
 
 
 def _pair_tables(con: Any, mode: str, framework: str, job: PairJob, opts: Options,
-                 result: CompareResult, started: float, folder: str | None,
+                 result: CompareResult, started: float, stage: Path | None,
                  rows: dict[str, pa.Table] | None = None) -> PairTables:
     """The pair's summary, files and history rows from its compare's connection ``con``
-    (``folder``: render the files there and leave them, else read them back; ``rows``: its
-    history rows made already, by table, :func:`_batch_history_rows`)."""
+    (``stage``: the output folder, to leave the files in under temporary names, else they are
+    read back; ``rows``: its history rows made already, by table, :func:`_batch_history_rows`).
+    """
     from msq import db
 
     tables = PairTables(
@@ -315,19 +317,39 @@ def _pair_tables(con: Any, mode: str, framework: str, job: PairJob, opts: Option
         summary={name: getattr(result, name) for name in SUMMARY_FIELDS},
         cross_framework=bool(db.scalar(con, "SELECT cross_framework FROM settings")),
         blame=result.blame)
-    if result.rows and folder is not None:  # left there for the driver
-        tables.shared_files = [Path(path).name for path in
-                               _render(con, mode, job, opts, result, started, folder)]
+    if result.rows and stage is not None:  # left in the output folder for the driver
+        tables.files = _staged_files(con, mode, job, opts, result, started, stage)
     elif result.rows:  # rendered in a private temporary folder, read back
         with tempfile.TemporaryDirectory(
                 prefix=f"{PAIR_FOLDER}{pid_space()}-{os.getpid()}-") as tmp:
             tables.files = [(Path(path).name, Path(path).read_bytes())
                             for path in _render(con, mode, job, opts, result, started, tmp)]
-    if opts.record:
-        tables.history = _history_rows(con, mode, rows)
-    if tables.blame is not None:  # the driver keeps it to the run's end: as bytes (PackedRows)
-        tables.blame = tables.blame.packed()
+    try:
+        if opts.record:
+            tables.history = _history_rows(con, mode, rows)
+        if tables.blame is not None:  # the driver keeps it to the run's end: bytes (PackedRows)
+            tables.blame = tables.blame.packed()
+    except BaseException:
+        tables.release()  # the files left: the pair is not handed over
+        raise
     return tables
+
+
+def _staged_files(con: Any, mode: str, job: PairJob, opts: Options, result: CompareResult,
+                  started: float, output_dir: Path) -> list[tuple[str, bytes | Path]]:
+    """Every output file of the pair, written into ``output_dir`` and left there under its
+    temporary name (msq.db.staging: ``.<name>.<pid>.tmp``) for the driver to rename into place:
+    (its name, its temporary's path) each, in :func:`_render`'s order."""
+    from msq.db import staging
+
+    with staging() as staged:
+        names = [Path(path).name for path in
+                 _render(con, mode, job, opts, result, started, str(output_dir))]
+    if names != [file.path.name for file in staged]:  # every file of a pair is a new_file
+        for file in staged:
+            file.tmp.unlink(missing_ok=True)
+        raise RuntimeError(f"{job.title}: files {names} left as {staged}")
+    return [(file.path.name, file.tmp) for file in staged]
 
 
 def compute_pairs_shared(jobs: list[PairJob], opts: Options, output_dir: Path,
@@ -394,12 +416,13 @@ def _batch_shared(jobs: list[PairJob], opts: Options, output_dir: Path,
                 make = functools.partial(views.make, part)
                 sheets.pair(part.place.out_range, None if eager else make)
                 outs.append(_batch_pair_shared(con, mode, job, part, result, opts, root,
-                                               pair_rows, make if eager else None))
+                                               output_dir, pair_rows, make if eager else None))
                 views.end()
     except BaseException:
         for out in outs:
             if isinstance(out, PairTables):
                 shutil.rmtree(out.shared, ignore_errors=True)
+                out.release()
         WorkerDatabase.discard()
         raise
     finally:
@@ -441,12 +464,14 @@ class _PairViews:
 
 
 def _batch_pair_shared(con: Any, mode: str, job: PairJob, part: Any, result: CompareResult,
-                       opts: Options, root: str, rows: dict[str, pa.Table] | None = None,
+                       opts: Options, root: str, output_dir: Path,
+                       rows: dict[str, pa.Table] | None = None,
                        views: Callable[[], None] | None = None) -> PairTables:
-    """One pair of a batch, its files and rows left in a shared folder of its own, its log
-    lines its own (``result``: its summary and ``rows``: its history rows, by table, made for
-    the batch at once; ``views``: makes its views, msq.pipeline.batch_pair, first; None: they
-    are made on demand, or are made already)."""
+    """One pair of a batch, its rows left in a shared folder of its own under ``root`` and its
+    files in ``output_dir`` under temporary names, its log lines its own (``result``: its
+    summary and ``rows``: its history rows, by table, made for the batch at once; ``views``:
+    makes its views, msq.pipeline.batch_pair, first; None: they are made on demand, or are
+    made already)."""
     from msq.pipeline import log_setup
 
     with _kept_logs() as records:
@@ -455,12 +480,15 @@ def _batch_pair_shared(con: Any, mode: str, job: PairJob, part: Any, result: Com
         if views is not None:
             views()
         folder = _new_pair_folder(root)
+        tables = None
         try:
-            tables = _pair_tables(con, mode, "pytorch", job, opts, result, started, folder,
+            tables = _pair_tables(con, mode, "pytorch", job, opts, result, started, output_dir,
                                   rows)
             leave_rows(tables, folder)
         except BaseException:
             shutil.rmtree(folder, ignore_errors=True)
+            if tables is not None:
+                tables.release()
             raise
     tables.logs = records
     return tables

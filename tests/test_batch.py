@@ -413,6 +413,42 @@ def test_a_broken_pair_fails_alone_and_loses_none_of_the_others(jobs, opts, tmp_
             assert contents(out) == contents(alone(job, opts, tmp_path)), job.title
 
 
+def test_a_batch_failing_after_its_first_pairs_leaves_no_file(jobs, opts, tmp_path,
+                                                             monkeypatch):
+    """A batch that fails after its first pairs were left for the driver (their rows in shared
+    folders, their files in the output folder under temporary names) removes them all; its
+    pairs compared one by one then leave each file once, unpublished, and nothing else."""
+    import os
+
+    out, shm = tmp_path / "out", tmp_path / "shm"
+    out.mkdir()
+    done: list[list[str]] = []
+    pair = pair_tables._batch_pair_shared
+
+    def third_fails(*args: Any, **kwargs: Any) -> PairTables:
+        if len(done) == 2:
+            raise RuntimeError("the third pair fails")
+        tables = pair(*args, **kwargs)
+        done.append([name for name, _ in tables.files])
+        return tables
+
+    monkeypatch.setattr(pair_tables, "_batch_pair_shared", third_fails)
+    with pytest.raises(RuntimeError, match="third pair"):
+        pair_tables._batch_shared(jobs, opts, out)
+    assert [len(files) for files in done] == [4, 4]  # workbook, CSV, blame's CSV, advisor
+    assert list(out.iterdir()) == [] and list(shm.iterdir()) == []
+    outs = pair_tables.compute_pairs_shared(jobs, opts, out)
+    assert all(isinstance(o, PairTables) for o in outs)
+    left = sorted(str(data) for o in outs for _, data in o.files)
+    assert left == sorted(str(p) for p in out.iterdir())
+    assert all(Path(p).name.endswith(f".{os.getpid()}.tmp") for p in left)
+    for o in outs:
+        o.release()
+    assert list(out.iterdir()) == []
+    for o in outs:
+        pair_tables.shutil.rmtree(o.shared, ignore_errors=True)
+
+
 def test_options_whose_views_are_not_pair_safe_compare_one_by_one(jobs, tmp_path):
     """--compat (msprobe's walk over one pair's rows), -s (stacks by op name) and a reference
     noise run (blame's bands by row name) are not batched: the batch refuses, and

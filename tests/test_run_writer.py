@@ -21,7 +21,7 @@ import pytest
 from msq.config import Options
 from msq.distributed import PairJob, discover_jobs
 from msq.errors import HistoryError
-from msq.pair_tables import PairTables, compute_pair
+from msq.pair_tables import PairFailure, PairTables, compute_pair
 from msq.run_writer import BATCH_PAIRS, RunWriter
 from tests.test_distributed import ranks
 
@@ -605,21 +605,34 @@ def _stamped(files: list[tuple[str, bytes]]) -> list[str]:
     return [re.sub(r"_\d{14}", "_<stamp>", name) for name, _ in files]
 
 
+def _temporaries(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir() if p.name.endswith(".tmp"))
+
+
 def test_a_pair_left_in_a_shared_folder_is_the_pair_sent_whole(pairs, tmp_path, monkeypatch):
-    """A pool worker leaves its pair's files and rows in a shared folder (compute_pair_shared);
-    the driver takes the same rows and files back, and the folder is gone."""
+    """A pool worker leaves its pair's rows in a shared folder and its files in the output
+    folder under their temporary names, unpublished (compute_pair_shared); take_shared gives
+    the same rows and files back, and the folder and the temporaries are gone."""
+    import os
+
     from msq import pair_tables
 
-    monkeypatch.setattr(pair_tables, "shared_root", lambda: str(tmp_path))
+    shm, out = tmp_path / "shm", tmp_path / "out"
+    shm.mkdir()
+    out.mkdir()
+    monkeypatch.setattr(pair_tables, "shared_root", lambda: str(shm))
     job, whole = pairs[0]
     opts = Options(workers=1, record=True)
-    left = pair_tables.compute_pair_shared(job, opts, tmp_path)
-    assert isinstance(left, PairTables) and left.shared and not left.history and not left.files
+    left = pair_tables.compute_pair_shared(job, opts, out)
+    assert isinstance(left, PairTables) and left.shared and not left.history
     assert sorted(p.name for p in Path(left.shared).iterdir()) == sorted(
-        left.shared_files + [f"{t}.arrow" for t in left.shared_tables])
+        f"{t}.arrow" for t in left.shared_tables)
+    assert [(data.parent, data.name) for _, data in left.files] == [
+        (out, f".{name}.{os.getpid()}.tmp") for name, _ in left.files]
+    assert _temporaries(out) == sorted(p.name for p in out.iterdir())  # nothing published
     folder = left.shared
     left.take_shared()
-    assert not Path(folder).exists()
+    assert not Path(folder).exists() and list(out.iterdir()) == []
     assert _stamped(left.files) == _stamped(whole.files)
     assert list(left.history) == list(whole.history)
     assert all(_rows(left.history[t]).equals(_rows(whole.history[t])) for t in whole.history)
@@ -631,39 +644,106 @@ def test_a_pair_left_in_a_shared_folder_is_the_pair_sent_whole(pairs, tmp_path, 
         for c in ("io", "role", "direction", "verdict", "link"))
 
 
-def test_the_driver_copies_a_shared_pairs_files_then_removes_its_folder(pairs, tmp_path,
-                                                                      monkeypatch):
-    """take_shared(keep=True), the driver's: the files stay in the worker's folder (named, not
-    read) until the pair is published, each copied into the output folder with the same bytes
-    (place_file of a path); release() then removes the folder."""
+def test_the_driver_renames_a_shared_pairs_files_into_place(pairs, tmp_path, monkeypatch):
+    """take_shared(keep=True), the driver's: the files stay where the worker left them, in the
+    output folder under temporary names, until the pair is published; each is then renamed
+    into place (the same file: no byte copied), never over another file (a taken name gets
+    ``_2``), and no temporary is left; release() then has nothing to do."""
     from msq import pair_tables
 
-    shm = tmp_path / "shm"
+    shm, out = tmp_path / "shm", tmp_path / "out"
     shm.mkdir()
+    out.mkdir()
     monkeypatch.setattr(pair_tables, "shared_root", lambda: str(shm))
     job, whole = pairs[0]
-    left = pair_tables.compute_pair_shared(job, Options(workers=1, record=True), tmp_path)
+    left = pair_tables.compute_pair_shared(job, Options(workers=1, record=True), out)
     assert isinstance(left, PairTables)
     folder = Path(left.shared)
     left.take_shared(keep=True)
-    assert left.kept_folder == str(folder) and folder.is_dir()
-    assert all(isinstance(data, Path) and data.parent == folder for _, data in left.files)
-    out = tmp_path / "out"
-    out.mkdir()
+    assert not folder.exists()
+    assert all(isinstance(data, Path) and data.parent == out for _, data in left.files)
+    inodes = {name: data.stat().st_ino for name, data in left.files}
+    taken = out / left.files[0][0]  # another compare's file under the workbook's name
+    taken.write_bytes(b"theirs")
     writer = RunWriter(out, Options(record=True))
     try:
         result = writer.write(job, left)
     finally:
         writer.close()
         left.release()
-    assert not folder.exists() and left.kept_folder == ""
+    assert _temporaries(out) == []
     left.release()  # nothing more
-    published = {re.sub(r"_\d{14}", "", Path(p).name): Path(p).read_bytes() for p in result.files}
+    assert taken.read_bytes() == b"theirs"
+    names = [Path(p).name for p in result.files]
+    first = left.files[0][0]
+    assert names[0] == f"{Path(first).stem}_2{Path(first).suffix}"
+    assert [Path(p).stat().st_ino for p in result.files] == list(inodes.values())
+    published = {re.sub(r"_\d{14}(_2)?", "", Path(p).name): Path(p).read_bytes()
+                 for p in result.files}
     expected = {re.sub(r"_\d{14}", "", name): data for name, data in whole.files}
     assert sorted(published) == sorted(expected)
     for name, data in expected.items():  # a workbook's parts (its zip entries' times differ)
         assert (_parts(published[name]) == _parts(data) if name.endswith(".xlsx")
                 else published[name] == data), name
+
+
+def test_a_shared_pair_not_published_leaves_no_temporary(pairs, tmp_path, monkeypatch):
+    """The files a worker left for the driver go when its pair is not published: its rows
+    could not be read (the pair fails), or the driver's write of it failed (release)."""
+    from msq import distributed, pair_tables
+
+    shm, out = tmp_path / "shm", tmp_path / "out"
+    shm.mkdir()
+    out.mkdir()
+    monkeypatch.setattr(pair_tables, "shared_root", lambda: str(shm))
+    job, _ = pairs[0]
+    opts = Options(workers=1, record=True)
+    left = pair_tables.compute_pair_shared(job, opts, out)
+    assert isinstance(left, PairTables) and _temporaries(out)
+    (Path(left.shared) / "result_rows.arrow").write_bytes(b"not arrow")
+    failed = distributed._taken(job, left)
+    assert isinstance(failed, PairFailure) and "could not read" in failed.message
+    assert list(out.iterdir()) == [] and list(shm.iterdir()) == []
+
+    left = pair_tables.compute_pair_shared(job, opts, out)
+    assert isinstance(left, PairTables) and _temporaries(out)
+    left.take_shared(keep=True)
+    writer = RunWriter(out, Options(record=True))
+    monkeypatch.setattr(writer.history, "append", lambda *a: 1 / 0)
+    try:
+        with pytest.raises(ZeroDivisionError):
+            writer.write(job, left)
+    finally:
+        writer.close()
+        left.release()
+    assert [p.name for p in out.iterdir() if not p.name.startswith("msq.duckdb")] == []
+
+
+def test_a_killed_workers_left_files_are_stale_temporaries(pairs, tmp_path, monkeypatch):
+    """What a pool worker left in the output folder for the driver is what the driver removes
+    of the workers it killed (msq.db.remove_stale_temporaries), at once."""
+    import os
+
+    from msq import pair_tables
+    from msq.db import remove_stale_temporaries
+    from msq.export.outputs import OUTPUT_NAMES
+
+    shm, out = tmp_path / "shm", tmp_path / "out"
+    shm.mkdir()
+    out.mkdir()
+    monkeypatch.setattr(pair_tables, "shared_root", lambda: str(shm))
+    job, _ = pairs[0]
+    opts = Options(workers=1, record=True, formats=("xlsx", "csv"), auto_analyze=True)
+    left = pair_tables.compute_pair_shared(job, opts, out)
+    assert isinstance(left, PairTables)
+    assert [re.sub(r"_\d{14}", "", n) for n in _temporaries(out)] == [
+        f".{name}.{os.getpid()}.tmp" for name in ("advisor_rank0-rank0.txt",
+                                                   "blame_rank0-rank0.csv",
+                                                   "compare_result_rank0-rank0.csv",
+                                                   "compare_result_rank0-rank0.xlsx")]
+    assert remove_stale_temporaries(out, OUTPUT_NAMES) == 0  # its worker (this test) lives
+    assert remove_stale_temporaries(out, OUTPUT_NAMES, dead={os.getpid()}) == 4
+    assert list(out.iterdir()) == []
 
 
 def _parts(data: bytes) -> dict[str, bytes]:

@@ -21,6 +21,7 @@ from msq.db import (
     csv_guard,
     final_name,
     new_file,
+    publish,
     quote_ident,
     quote_str,
     remove_stale_temporaries,
@@ -258,14 +259,28 @@ def _writing(path: Path) -> Iterator[None]:
 def place_file(path: Path, data: bytes | Path) -> Path:
     """Publish an output rendered elsewhere (a directory compare's pair, msq/pair_tables.py)
     as the writers above publish theirs: atomically, never over another file (a taken name
-    gets ``_2``, ...); returns the name it got. ``data``: the content, or a file holding it
-    (copied by the kernel, not through this process's memory)."""
+    gets ``_2``, ...); returns the name it got. ``data``: the content, or a file holding it:
+    a pool worker's temporary in ``path``'s folder (msq.db.staging) is renamed into place
+    (publish: a hard link and an unlink, no byte copied); a file elsewhere is copied by the
+    kernel, not through this process's memory."""
+    if isinstance(data, Path) and _same_folder(data, path):
+        with _writing(path):
+            return publish(data, path)
     with _writing(path), new_file(path) as staged:
         if isinstance(data, Path):
             shutil.copyfile(data, staged.tmp)
         else:
             staged.tmp.write_bytes(data)
     return staged.path
+
+
+def _same_folder(a: Path, b: Path) -> bool:
+    """Whether ``a`` and ``b`` are in one folder (by the file system: a worker and the driver
+    may spell it differently)."""
+    try:
+        return a.parent.samefile(b.parent)
+    except OSError:
+        return False
 
 
 #: Why a row is marked: the column of the ``marks`` view that CSV, Parquet, the console's gate
