@@ -595,6 +595,10 @@ typedef struct {
     const char *data;       /* strings: bytes; doubles: double[]; booleans: bitmap */
     const char *end;        /* the end of data's buffer (NULL: not known) */
     int64_t offset;         /* the array's offset into its buffers */
+    /* NULL, or a sparse array's: each row's place in this array (-1: none, a NULL), nrows of
+     * them (a row past them: none); sparse_rows made it */
+    const int32_t *rows;
+    int64_t nrows;
 } Arr;
 
 enum { COL_TEXT, COL_CELL, COL_PCT };
@@ -894,6 +898,10 @@ static int cell(Out *o, int mark, const Column *c, int64_t i, Memo *memo) {
         return num_cell(o, mark, ((const double *)c->n.data)[c->n.offset + i], memo);
     if (is_valid(&c->b, i))
         return bool_cell(o, mark, bit((const uint8_t *)c->b.data, c->b.offset + i));
+    if (c->s.rows) {  /* a sparse text: the row's place among the rows that have one */
+        int64_t q = i < c->s.nrows ? c->s.rows[i] : -1;
+        return q < 0 ? empty_cell(o, mark) : text_of(o, mark, &c->s, q);
+    }
     return text_of(o, mark, &c->s, i);
 }
 
@@ -1018,9 +1026,9 @@ static PyTypeObject RenderedType = {
 
 /* The buffers of an Arrow array: (validity or None, offsets or None, data, offset). */
 static int parse_arr(PyObject *t, Arr *a, Py_buffer *views, int *nviews) {
-    PyObject *valid, *offs, *data;
+    PyObject *valid, *offs, *data, *rows = Py_None;
     long long offset;
-    if (!PyArg_ParseTuple(t, "OOOL", &valid, &offs, &data, &offset)) return -1;
+    if (!PyArg_ParseTuple(t, "OOOL|O", &valid, &offs, &data, &offset, &rows)) return -1;
     PyObject *objs[3] = {valid, offs, data};
     const void *ptrs[3] = {NULL, NULL, NULL};
     for (int k = 0; k < 3; k++) {
@@ -1034,6 +1042,18 @@ static int parse_arr(PyObject *t, Arr *a, Py_buffer *views, int *nviews) {
     a->data = ptrs[2];
     a->end = ptrs[2] ? (const char *)ptrs[2] + views[*nviews - 1].len : NULL;
     a->offset = offset;
+    a->rows = NULL;
+    a->nrows = 0;
+    if (rows != Py_None) {  /* a sparse text array (render's cells' 's' only) */
+        if (!a->offs || !a->data) {
+            PyErr_SetString(PyExc_ValueError, "a sparse array is texts");
+            return -1;
+        }
+        if (PyObject_GetBuffer(rows, &views[*nviews], PyBUF_SIMPLE)) return -1;
+        a->rows = views[*nviews].buf;
+        a->nrows = views[*nviews].len / (Py_ssize_t)sizeof(int32_t);
+        (*nviews)++;
+    }
     return 0;
 }
 
@@ -1043,6 +1063,8 @@ static int parse_arr(PyObject *t, Arr *a, Py_buffer *views, int *nviews) {
  * the bytes)
  *
  * columns: ("t", text) or ("c", n, s, b), each array as (validity, offsets, data, offset);
+ * a cell's s may be sparse, (validity, offsets, data, offset, rows): the texts of the rows
+ * that have one, rows each row's place among them (sparse_rows);
  * marks: one byte per row (0 none, 1 red, 2 yellow) or None; order: int64 row indices (the
  * sheet's order) or None; rows order[start:start+count] become <row r="first_row">...;
  * twins: a byte a column (or None), non-zero for a text column whose text is often the text
@@ -1070,7 +1092,7 @@ static PyObject *render(PyObject *self, PyObject *args) {
     if (ncols > MAX_COLS) return PyErr_Format(PyExc_ValueError, "more than %d columns", MAX_COLS);
     Column cols[MAX_COLS];
     char twin[MAX_COLS] = {0};
-    Py_buffer views[MAX_COLS * 9 + 2];
+    Py_buffer views[MAX_COLS * 12 + 2];
     int nviews = 0;
     PyObject *result = NULL;
     const uint8_t *marks = NULL;
@@ -1085,6 +1107,10 @@ static PyObject *render(PyObject *self, PyObject *args) {
             if (kind[0] == 't' && !b) {
                 cols[c].kind = COL_TEXT;
                 ok = !parse_arr(a, &cols[c].s, views, &nviews);
+                if (ok && cols[c].s.rows) {  /* twins and widths read a text column by row */
+                    PyErr_SetString(PyExc_ValueError, "a text column is not sparse");
+                    ok = 0;
+                }
             } else if (kind[0] == 'r' && !b) {
                 cols[c].kind = COL_PCT;
                 ok = !parse_arr(a, &cols[c].n, views, &nviews);
@@ -1418,33 +1444,25 @@ done:
     return PyLong_FromLongLong(best);
 }
 
-/* spread_texts(order, seq, count, sparse_seq, texts) -> [(validity, offsets, data, 0), ...]
+/* sparse_rows(order, seq, count, sparse_seq) -> bytes: an int32 a row
  *
- * Text arrays of a sheet's count rows from those of the few rows that have one: seq is the
- * rows' int64 out_seq, order their indices in out_seq order (the sheet's), sparse_seq the
- * out_seq of the rows texts holds (ascending, each a row's of seq), texts the text arrays of
- * those rows (each (validity, offsets, data, offset)). A row not in sparse_seq gets NULL.
- * The workbook reads the cells' mostly-NULL texts of the rows that have one alone
- * (msq.export.xlsx._spread_cell_texts): DuckDB's Arrow export appended every NULL. */
-static PyObject *spread_texts(PyObject *self, PyObject *args) {
+ * Where each of a sheet's count rows is among the few rows that have a text: seq is the rows'
+ * int64 out_seq, order their indices in out_seq order (the sheet's), sparse_seq the out_seq of
+ * the rows that have one (ascending, each a row's of seq); row p's entry is its place in
+ * sparse_seq, or -1. The workbook reads the cells' mostly-NULL texts of the rows that have one
+ * alone (msq.export.xlsx._spread_cell_texts: DuckDB's Arrow export appended every NULL), and
+ * render reads them through this index (an Arr's rows), shared by every such column: they were
+ * spread over every row first (arrays of count offsets each, copied into bytes, ~45 M
+ * instructions a 6-pair root batch). */
+static PyObject *sparse_rows(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *order_obj, *seq_obj, *sparse_obj, *texts_obj;
+    PyObject *order_obj, *seq_obj, *sparse_obj;
     long long count;
-    if (!PyArg_ParseTuple(args, "OOLOO", &order_obj, &seq_obj, &count, &sparse_obj, &texts_obj))
-        return NULL;
+    if (!PyArg_ParseTuple(args, "OOLO", &order_obj, &seq_obj, &count, &sparse_obj)) return NULL;
     if (count < 0 || count > INT32_MAX) return PyErr_Format(PyExc_ValueError, "bad count");
-    PyObject *texts = PySequence_Fast(texts_obj, "texts must be a sequence");
-    if (!texts) return NULL;
-    Py_ssize_t ncols = PySequence_Fast_GET_SIZE(texts);
-    if (ncols > MAX_COLS) {
-        Py_DECREF(texts);
-        return PyErr_Format(PyExc_ValueError, "too many columns");
-    }
-    Py_buffer bufs[3], views[3 * MAX_COLS];
-    int nbufs = 0, nviews = 0;
-    Arr arrs[MAX_COLS];
+    Py_buffer bufs[3];
+    int nbufs = 0;
     PyObject *result = NULL;
-    int32_t *at = NULL;
     if (PyObject_GetBuffer(order_obj, &bufs[0], PyBUF_SIMPLE)) goto done;
     nbufs++;
     if (PyObject_GetBuffer(seq_obj, &bufs[1], PyBUF_SIMPLE)) goto done;
@@ -1457,24 +1475,16 @@ static PyObject *spread_texts(PyObject *self, PyObject *args) {
     }
     const int64_t *order = bufs[0].buf, *seq = bufs[1].buf, *sparse = bufs[2].buf;
     int64_t m = bufs[2].len / 8;
-    for (Py_ssize_t c = 0; c < ncols; c++)
-        if (parse_arr(PySequence_Fast_GET_ITEM(texts, c), &arrs[c], views, &nviews)) goto done;
-    for (Py_ssize_t c = 0; c < ncols; c++)
-        if (m > 0 && (!arrs[c].data || !arrs[c].offs)) {
-            PyErr_SetString(PyExc_ValueError, "texts have offsets and data");
-            goto done;
-        }
-    at = malloc(sizeof(int32_t) * (size_t)(count ? count : 1));
-    if (!at) {
-        PyErr_NoMemory();
-        goto done;
-    }
+    result = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(sizeof(int32_t) * (size_t)count));
+    if (!result) goto done;
+    int32_t *at = (int32_t *)PyBytes_AS_STRING(result);
     /* each row's index in the sparse rows (-1: none), by a merge in out_seq order */
     int64_t j = 0, matched = 0;
     for (long long k = 0; k < count; k++) {
         int64_t p = order[k];
         if (p < 0 || p >= count) {
             PyErr_SetString(PyExc_ValueError, "order out of range");
+            Py_CLEAR(result);
             goto done;
         }
         int64_t s = seq[p];
@@ -1488,59 +1498,10 @@ static PyObject *spread_texts(PyObject *self, PyObject *args) {
     }
     if (matched != m) {  /* a sparse row not among the rows, or out of order */
         PyErr_SetString(PyExc_ValueError, "sparse_seq: not ascending out_seq of the rows");
-        goto done;
-    }
-    result = PyList_New(ncols);
-    if (!result) goto done;
-    size_t vbytes = (size_t)(count + 7) / 8;
-    for (Py_ssize_t c = 0; c < ncols; c++) {
-        const Arr *a = &arrs[c];
-        size_t total = 0;
-        if (m > 0) total = (size_t)(a->offs[a->offset + m] - a->offs[a->offset]);
-        uint8_t *valid = calloc(vbytes ? vbytes : 1, 1);
-        int32_t *offs = malloc(sizeof(int32_t) * (size_t)(count + 1));
-        char *data = malloc(total ? total : 1);
-        if (!valid || !offs || !data) {
-            free(valid);
-            free(offs);
-            free(data);
-            Py_CLEAR(result);
-            PyErr_NoMemory();
-            goto done;
-        }
-        size_t len = 0;
-        long long nvalid = 0;
-        offs[0] = 0;
-        for (long long p = 0; p < count; p++) {
-            int32_t q = at[p];
-            if (q >= 0 && is_valid(a, q)) {
-                int64_t i = a->offset + q;
-                size_t n = (size_t)(a->offs[i + 1] - a->offs[i]);
-                memcpy(data + len, a->data + a->offs[i], n);
-                len += n;
-                nvalid++;
-                valid[p >> 3] |= (uint8_t)(1u << (p & 7));
-            }
-            offs[p + 1] = (int32_t)len;
-        }
-        PyObject *arr = Py_BuildValue("(y#y#y#L)", (const char *)valid, (Py_ssize_t)vbytes,
-                                      (const char *)offs,
-                                      (Py_ssize_t)(sizeof(int32_t) * (size_t)(count + 1)), data,
-                                      (Py_ssize_t)len, count - nvalid);
-        free(valid);
-        free(offs);
-        free(data);
-        if (!arr) {
-            Py_CLEAR(result);
-            goto done;
-        }
-        PyList_SET_ITEM(result, c, arr);
+        Py_CLEAR(result);
     }
 done:
-    free(at);
-    for (int k = 0; k < nviews; k++) PyBuffer_Release(&views[k]);
     for (int k = 0; k < nbufs; k++) PyBuffer_Release(&bufs[k]);
-    Py_DECREF(texts);
     return result;
 }
 
@@ -1576,8 +1537,8 @@ static PyMethodDef METHODS[] = {
     {"percent_chars", percent_chars, METH_VARARGS,
      "percent_chars(numbers, count[, order, start]) -> the most characters of a relative "
      "error's text, or None"},
-    {"spread_texts", spread_texts, METH_VARARGS,
-     "spread_texts(order, seq, count, sparse_seq, texts) -> every row's text arrays and nulls"},
+    {"sparse_rows", sparse_rows, METH_VARARGS,
+     "sparse_rows(order, seq, count, sparse_seq) -> each row's place among the sparse rows"},
     {"max_chars", max_chars, METH_VARARGS,
      "max_chars(text, count[, order, start, like]) -> the most characters of a non-NULL string "
      "(like's where text's is NULL), or None"},

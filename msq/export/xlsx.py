@@ -722,8 +722,9 @@ def _tagged(xml: pa.Array, offset: int, count: int, first_row: int) -> bytes:
 
 #: A column for the C renderer: ("t", text array), ("r", the numbers of relative errors, each
 #: written as its text: _sheetxml.c's pct_text) or ("c", n, s, b arrays of a cell), each array
-#: as (validity, offsets, data, offset) buffers.
-_CArray = tuple[Any, Any, Any, int]
+#: as (validity, offsets, data, offset) buffers; a cell's sparse texts (s) with a fifth, each
+#: row's place among them (_sheetxml.sparse_rows, :func:`_spread_cell_texts`).
+_CArray = tuple[Any, ...]
 
 
 @dataclass
@@ -918,15 +919,16 @@ def _c_rows_queried(con: duckdb.DuckDBPyConnection, spec: SheetSpec, types: dict
         # read from DuckDB's Arrow C stream in C where it can: no pyarrow nor numpy imported
         fast = arrow_columns(SelectStream(con.cursor(), query, _ARROW_ROWS))
         spread_order = None
+        sparse: dict[str, bytes] = {}
         if fast is not None and spread:
-            spread_order = _spread_cell_texts(con, spec, spread, *fast)
+            spread_order = _spread_cell_texts(con, spec, spread, *fast, sparse)
             if spread_order is None:
                 fast = None
         if fast is not None:
             n, got = fast
             for name in absent:
                 got[name] = _all_null(name[0], n)
-            return _c_rows_of(n, got, len(spec.columns), texts, percented, spread_order)
+            return _c_rows_of(n, got, len(spec.columns), texts, percented, spread_order, sparse)
         if spread:  # every row's texts, by the query itself (pyarrow reads it)
             return _c_rows_queried(con, dataclasses.replace(spec, cell_texts=None), types,
                                    fast_only)
@@ -970,11 +972,15 @@ def _c_rows_queried(con: duckdb.DuckDBPyConnection, spec: SheetSpec, types: dict
 
 
 def _spread_cell_texts(con: duckdb.DuckDBPyConnection, spec: SheetSpec, spread: Mapping[str, str],
-                       n: int, got: dict[str, ArrowColumn]) -> bytes | None:
+                       n: int, got: dict[str, ArrowColumn],
+                       places: dict[str, bytes]) -> bytes | None:
     """The cells' texts and booleans (``spread``: each member's name, ``s<i>`` or ``b<i>``, and
     its SQL over the query's columns) of the rows :func:`_c_rows_queried` read without them,
-    put into ``got`` as arrays of all ``n`` rows; the rows' order (their indices in out_seq
-    order, which :func:`_c_rows_of` would compute), or None where they cannot be read in C.
+    put into ``got``: the booleans as arrays of all ``n`` rows, the texts as arrays of the rows
+    that have one, each row's place among those (``_sheetxml.sparse_rows``, an int32 a row, -1
+    where none) in ``places`` by name, one index shared by the texts (the renderer reads them
+    through it); the rows' order (their indices in out_seq order, which :func:`_c_rows_of`
+    would compute), or None where they cannot be read in C.
 
     The texts are read from the rows whose :attr:`SheetSpec.cell_texts` column is true alone
     (~6 % of root-8x8-5000's), the booleans from those whose :attr:`SheetSpec.cell_bools` is
@@ -982,8 +988,10 @@ def _spread_cell_texts(con: duckdb.DuckDBPyConnection, spec: SheetSpec, spread: 
     table (one query of either filter scanned both columns of every row), and its Arrow export
     does not append the other rows' NULLs (the twelve text columns of stat_result's cells cost
     ~116 M instructions a 4-pair batch read with every row, ~12 M behind the filter; its eight
-    booleans ~33 M a 6-pair batch); C spreads the texts over the rows (``spread_texts``, by
-    out_seq), numpy the booleans (:func:`_spread_bools`)."""
+    booleans ~33 M a 6-pair batch); C places each row among the texts' rows (by out_seq),
+    numpy spreads the booleans over the rows (:func:`_spread_bools`). The texts had been spread
+    over every row too, an array of ``n`` offsets each (~45 M instructions a 6-pair root batch
+    with their copies)."""
     seq = got["_out_seq"]
     if seq[0] != "l":
         return None
@@ -1011,11 +1019,10 @@ def _spread_cell_texts(con: duckdb.DuckDBPyConnection, spec: SheetSpec, spread: 
         if kind == "b":
             got.update(_spread_bools(order, seq[4], n, m, read, list(names)))
             continue
-        arrays = _sheetxml.spread_texts(order, seq[4], n, read["_out_seq"][4],
-                                        [(read[name][2], read[name][3], read[name][4], 0)
-                                         for name in names])
-        for name, (valid, offsets, data, nulls) in zip(names, arrays, strict=True):
-            got[name] = ("u", nulls, valid, offsets, data)
+        rows = _sheetxml.sparse_rows(order, seq[4], n, read["_out_seq"][4])
+        for name in names:
+            got[name] = read[name]
+            places[name] = rows
     return order
 
 
@@ -1143,16 +1150,22 @@ def _write_entry(entry: Any, data: bytes | memoryview) -> None:
 
 def _c_rows_of(n: int, got: dict[str, ArrowColumn], n_columns: int,
                texts: list[int], percented: Collection[int] = (),
-               order: bytes | None = None) -> _CRows | None:
+               order: bytes | None = None,
+               sparse: Mapping[str, bytes] | None = None) -> _CRows | None:
     """:func:`_c_rows` from the buffers of :func:`msq.flatten.arrow_columns` (``percented``:
     the text columns printed from their numbers, ``p<i>``; ``order``: the rows' out_seq order,
-    where it was computed already)."""
+    where it was computed already; ``sparse``: the cells' texts read from the rows that have
+    one, each row's place among those by name, :func:`_spread_cell_texts`)."""
 
     def part(name: str, fmt: str) -> _CArray | None:
         kind, _, valid, offsets, data = got[name]
         if kind != fmt:
             return None
-        return (valid, offsets, data, 0) if n else (None, None, None, 0)
+        if not n:
+            return None, None, None, 0
+        if sparse and name in sparse:
+            return valid, offsets, data, 0, sparse[name]
+        return valid, offsets, data, 0
 
     columns: list[tuple[Any, ...]] = []
     for i in range(n_columns):

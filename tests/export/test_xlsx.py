@@ -1000,3 +1000,47 @@ def test_twin_texts_are_selected_null_where_the_same_and_written_and_counted_as_
     percent = [("t", got.columns[0][1]), ("r", xlsx._c_buffers(pa.array([1.0] * 3_000), pa.float64()))]
     with pytest.raises(ValueError, match="twins 2"):
         _sheetxml.render(percent, None, None, 0, 1, 2, b"\0\2")
+
+
+@pytest.mark.skipif(xlsx_c() is None, reason="msq.export._sheetxml is not built")
+def test_c_render_reads_a_cells_sparse_texts_through_each_rows_place() -> None:
+    """A cell's texts read from the rows that have one alone (msq.export.xlsx._spread_cell_texts)
+    are rendered through each row's place among them (sparse_rows: one index shared by the
+    columns): the same bytes as the texts of every row, over any rows in any order; a text
+    column is never sparse, and rows a sparse_seq names but does not hold are refused."""
+    import random
+
+    import numpy as np
+
+    from msq.export import _sheetxml, xlsx
+
+    rng = random.Random(11)
+    n = 500
+    seq = rng.sample(range(10 * n), n)  # the rows' out_seq, in no order
+    order = np.argsort(np.array(seq, np.int64), kind="stable").astype(np.int64).tobytes()
+    seqs = np.array(seq, np.int64).tobytes()
+    has = [rng.random() < 0.1 for _ in range(n)]
+    texts = [rng.choice([*_TEXTS, "", None]) if h else None for h in has]
+    numbers = [None if h or rng.random() < 0.3 else rng.random() for h in has]
+    bools = [None if h or x is not None or rng.random() < 0.5 else rng.random() < 0.5
+             for h, x in zip(has, numbers, strict=True)]
+    sparse_seq = sorted(s for s, h in zip(seq, has, strict=True) if h)
+    of_seq = {s: t for s, t in zip(seq, texts, strict=True)}
+    rows = _sheetxml.sparse_rows(order, seqs, n, np.array(sparse_seq, np.int64).tobytes())
+    assert [r if r < 0 else sparse_seq[r] for r in np.frombuffer(rows, np.int32)] == [
+        s if h else -1 for s, h in zip(seq, has, strict=True)]
+    dense = xlsx._c_buffers(pa.array(texts, pa.string()), pa.string())
+    few = xlsx._c_buffers(pa.array([of_seq[s] for s in sparse_seq], pa.string()), pa.string())
+    assert dense is not None and few is not None
+    n_arr = xlsx._c_buffers(pa.array(numbers, pa.float64()), pa.float64())
+    b_arr = xlsx._c_buffers(pa.array(bools, pa.bool_()), pa.bool_())
+    marks = bytes(rng.choice([0, 1, 2]) for _ in range(n))
+    for start, count in ((0, n), (17, 200), (n - 1, 1)):
+        want = bytes(_sheetxml.render([("c", n_arr, dense, b_arr)], marks, order, start, count, 2))
+        got = bytes(_sheetxml.render([("c", n_arr, (*few, rows), b_arr)], marks, order, start,
+                                     count, 2))
+        assert got == want and (count < n or b"inlineStr" in want)
+    with pytest.raises(ValueError, match="not sparse"):
+        _sheetxml.render([("t", (*few, rows))], None, order, 0, 1, 2)
+    with pytest.raises(ValueError, match="sparse_seq"):
+        _sheetxml.sparse_rows(order, seqs, n, np.array([10 * n + 1], np.int64).tobytes())
