@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import errno
+import itertools
 import os
 import re
 import stat
@@ -392,8 +393,12 @@ def new_file(path: Path, *, mode: int | None = None) -> Iterator[NewFile]:
     In a :func:`staging` block the complete file keeps its temporary name (``NewFile.path``
     stays ``path``), for another process to publish.
     """
-    staged = NewFile(path.with_name(f".{path.name}.{os.getpid()}.tmp"), path)
     stage = _STAGED.get()
+    # a staged file waits under its temporary name for another process to publish it: one
+    # process may stage two files of one name meanwhile (two compares of one pair in the same
+    # second), so its temporary names are numbered
+    unique = "" if stage is None else f"~{next(_STAGED_NUMBERS)}"
+    staged = NewFile(path.with_name(f".{path.name}{unique}.{os.getpid()}.tmp"), path)
     kept = False
     try:
         yield staged
@@ -412,12 +417,14 @@ def new_file(path: Path, *, mode: int | None = None) -> Iterator[NewFile]:
 #: The files :func:`new_file` completed in the current :func:`staging` block (None: outside one)
 _STAGED: contextvars.ContextVar[list[NewFile] | None] = contextvars.ContextVar(
     "msq_staged_files", default=None)
+#: The numbers of a process's staged temporaries (``.<name>~<n>.<pid>.tmp``)
+_STAGED_NUMBERS = itertools.count(1)
 
 
 @contextlib.contextmanager
 def staging() -> Iterator[list[NewFile]]:
     """:func:`new_file` in this block leaves each complete file under its temporary name
-    (``.<name>.<pid>.tmp`` beside ``path``, what :func:`remove_stale_temporaries` removes of a
+    (``.<name>~<n>.<pid>.tmp`` beside ``path``, what :func:`remove_stale_temporaries` removes of a
     killed process) and lists it in the yielded list, unpublished: a pool worker renders a
     pair's files into the output folder so, and the driver publishes each by a rename
     (:func:`publish`), not a copy. The block failing removes the files it staged."""
@@ -433,7 +440,7 @@ def staging() -> Iterator[list[NewFile]]:
         _STAGED.reset(token)
 
 
-_TEMPORARY = re.compile(r"^\.(.+)\.\d+\.tmp$")
+_TEMPORARY = re.compile(r"^\.(.+?)(?:~\d+)?\.\d+\.tmp$")
 
 
 def final_name(path: Path) -> Path:

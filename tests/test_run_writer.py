@@ -10,6 +10,7 @@ its files, and the pairs before it in its transaction are recorded without it.
 from __future__ import annotations
 
 import itertools
+import os
 import re
 from pathlib import Path
 
@@ -627,8 +628,8 @@ def test_a_pair_left_in_a_shared_folder_is_the_pair_sent_whole(pairs, tmp_path, 
     assert isinstance(left, PairTables) and left.shared and not left.history
     assert sorted(p.name for p in Path(left.shared).iterdir()) == sorted(
         f"{t}.arrow" for t in left.shared_tables)
-    assert [(data.parent, data.name) for _, data in left.files] == [
-        (out, f".{name}.{os.getpid()}.tmp") for name, _ in left.files]
+    assert [(data.parent, re.sub(r"~\d+\.", ".", data.name)) for _, data in left.files] == [
+        (out, f".{name}.{os.getpid()}.tmp") for name, _ in left.files]  # .<name>~<n>.<pid>.tmp
     assert _temporaries(out) == sorted(p.name for p in out.iterdir())  # nothing published
     folder = left.shared
     left.take_shared()
@@ -736,7 +737,7 @@ def test_a_killed_workers_left_files_are_stale_temporaries(pairs, tmp_path, monk
     opts = Options(workers=1, record=True, formats=("xlsx", "csv"), auto_analyze=True)
     left = pair_tables.compute_pair_shared(job, opts, out)
     assert isinstance(left, PairTables)
-    assert [re.sub(r"_\d{14}", "", n) for n in _temporaries(out)] == [
+    assert [re.sub(r"_\d{14}|~\d+(?=\.)", "", n) for n in _temporaries(out)] == [
         f".{name}.{os.getpid()}.tmp" for name in ("advisor_rank0-rank0.txt",
                                                    "blame_rank0-rank0.csv",
                                                    "compare_result_rank0-rank0.csv",
@@ -1020,3 +1021,27 @@ def test_blame_rows_sent_without_names_take_their_output_rows_keys(index):
                   blame.set_column(0, "out_seq", pa.array([1, 0, 3, 9], pa.int64()))):
         assert blame_names_once(other, result).column_names == blame.column_names
     assert all(c in blame.column_names for c in BLAME_NAMES)
+
+
+def test_one_process_stages_two_files_of_one_name(tmp_path):
+    """A staged file waits under its temporary name until the driver publishes it: two files of
+    one final name staged by one process (two compares of one pair in the same second) are two
+    temporaries, each published under its own name, and both a killed process's leftovers."""
+    from msq import db
+
+    path = tmp_path / "compare_result_x.xlsx"
+    with db.staging() as staged:
+        for text in (b"first", b"second"):
+            with db.new_file(path) as f:
+                f.tmp.write_bytes(text)
+    first, second = staged
+    assert first.tmp != second.tmp and first.tmp.exists() and second.tmp.exists()
+    assert db.final_name(first.tmp) == db.final_name(second.tmp) == path
+    assert db.remove_stale_temporaries(tmp_path, ["compare_result"], dead={os.getpid()}) == 2
+    with db.staging() as staged:
+        for text in (b"first", b"second"):
+            with db.new_file(path) as f:
+                f.tmp.write_bytes(text)
+    published = [db.publish(f.tmp, f.path) for f in staged]
+    assert [p.read_bytes() for p in published] == [b"first", b"second"]
+    assert published == [path, tmp_path / "compare_result_x_2.xlsx"]
