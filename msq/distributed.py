@@ -316,7 +316,7 @@ def batches(jobs: list[PairJob], workers: int) -> Iterator[list[PairJob]]:
     """The jobs in order, cut into pool tasks: up to :data:`BATCH_PAIRS` consecutive pairs a
     task, fewer where the pairs are few (every worker gets a share: at most a quarter of a
     worker's share a task) or large (at most :data:`BATCH_MAX_BYTES` of dump.json a task; a
-    larger pair alone), and fewer at the run's end (:func:`_tail_sizes`)."""
+    larger pair alone), and half as many in each worker's last task (:func:`_tail_sizes`)."""
     size = max(1, min(BATCH_PAIRS, len(jobs) // (4 * workers)))
     tail = _tail_sizes(size, workers, len(jobs))
     head = len(jobs) - sum(tail)
@@ -329,14 +329,15 @@ def batches(jobs: list[PairJob], workers: int) -> Iterator[list[PairJob]]:
 
 def _tail_sizes(size: int, workers: int, njobs: int) -> list[int]:
     """The last tasks' sizes: a worker that takes its last task of ``size`` pairs while another
-    takes a single pair idles for the difference at the run's end, and the driver records that
-    task's pairs alone after both are done (root-8x8-5000: a 4-pair task is ~2 s of a worker).
-    So the last ``workers`` tasks before the end hold half as many pairs, and the last
-    ``workers`` one pair each: the workers finish within about a pair of one another, for
-    ~5 % more CPU on those few pairs (a batch's saving is its fixed cost)."""
+    takes a smaller one idles for the difference at the run's end, and the driver records that
+    task's pairs alone after both are done (root-8x8-5000: a 6-pair task is ~1.6 s of a
+    worker). So the last ``workers`` tasks hold half as many pairs. No single-pair tasks after
+    them: each task pays a fixed cost (~980 M instructions, about half a pair's own, mostly
+    DuckDB preparing its statements), and two more tasks cost root-8x8-5000 more than the
+    closer finish saved (bench/README, "Session 27: lead")."""
     if size == 1:
         return []
-    tail = [max(1, size // 2)] * workers + [1] * workers
+    tail = [max(1, size // 2)] * workers
     return tail if sum(tail) * 2 <= njobs else []
 
 

@@ -579,21 +579,21 @@ def test_blame_without_the_pair_mixes_the_pairs(linked_jobs, opts, tmp_path, mon
 
 def test_batches_cut_jobs_in_order(tmp_path):
     """Pool tasks: consecutive pairs, up to six a task, fewer when the pairs are few; a large
-    pair goes alone; the last tasks smaller (half, then one pair a worker), so that the
-    workers finish within a pair of one another."""
+    pair goes alone; each worker's last task half as large, so that the workers finish close
+    to one another, and no single-pair tasks (each task pays a fixed cost)."""
     small = write_dump(tmp_path / "small", {"Functional.relu.0.forward": fwd(t(), out=t())})
     jobs = [PairJob((small, None), (small, None), f"p{i}", "") for i in range(64)]
     job = jobs[0]
     cut = list(batches(jobs, 2))
-    assert [len(b) for b in cut] == [6] * 9 + [2, 3, 3, 1, 1]
+    assert [len(b) for b in cut] == [6] * 9 + [4, 3, 3]
     assert [j for b in cut for j in b] == jobs  # every job once, in order
-    assert [len(b) for b in batches(jobs, 4)] == [4] * 13 + [2] * 4 + [1] * 4
-    assert [len(b) for b in batches([job] * 16, 2)] == [2] * 6 + [1] * 4
+    assert [len(b) for b in batches(jobs, 4)] == [4] * 14 + [2] * 4
+    assert [len(b) for b in batches([job] * 16, 2)] == [2] * 7 + [1] * 2
     assert [len(b) for b in batches([job] * 7, 2)] == [1] * 7
     assert [b for bs in batches([job] * 10, 1) for b in bs] == [job] * 10
     missing = PairJob((tmp_path / "none.json", None), (small, None), "", "")
     assert [len(b) for b in batches([job] * 3 + [missing] + [job] * 5, 1)] == \
-        [2, 1, 1, 2, 1, 1, 1]
+        [2, 1, 1, 2, 2, 1]
 
 
 def test_a_batch_holds_at_most_its_bytes_of_dumps(tmp_path, monkeypatch):
@@ -608,7 +608,7 @@ def test_a_batch_holds_at_most_its_bytes_of_dumps(tmp_path, monkeypatch):
                                                                         "", "")
     monkeypatch.setattr(distributed, "BATCH_MAX_BYTES", 5 * pair // 2)  # two pairs, not three
     # the tail's tasks of three (half of six) cut by the bytes too
-    assert [len(b) for b in batches([job] * 64, 2)] == [2] * 28 + [2, 1, 2, 1, 1, 1]
+    assert [len(b) for b in batches([job] * 64, 2)] == [2] * 29 + [2, 1, 2, 1]
     cut = list(batches([job] * 3 + [large] + [job] * 4, 1))
     assert [len(b) for b in cut] == [2, 1, 1, 2, 1, 1]
     assert cut[2] == [large]
