@@ -15,7 +15,7 @@ import math
 import re
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -172,7 +172,8 @@ def _arrow_parts(parts: list[RankBlame], run_id: str) -> list[pa.Table] | None:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    given: list[tuple[pa.Table | Sequence[dict[str, Any]], pa.Table | Sequence[dict[str, Any]]]] = []
+    given: list[tuple[pa.Table | Sequence[dict[str, Any]],
+                      pa.Table | Sequence[dict[str, Any]]]] = []
     schema = None
     for part in parts:
         pair = []
@@ -276,12 +277,12 @@ _WEIGHED = ("compare_id", "out_seq", "label", "rank", "step", "input_err", "ampl
 
 
 def _local_rows(weighed: pa.Table, rows: pa.Table) -> pa.Table:
-    """The view's local rows (:data:`VIEW_COLUMNS` but blame_rank, :func:`_blame_ranks`) of the :data:`_WEIGHED` columns fetched
-    (``weighed``) and the others taken from the rows the view read (``rows``: one a compare and
-    out_seq), each row's by its compare and out_seq: the view passes them through as they are
-    (the same values and Arrow types, DuckDB's VARCHAR read from and given as Arrow strings), and
-    fetching them back out of DuckDB was ~35 % of the run pass (49k local rows' ten texts:
-    root-8x8-5000, bench/README "Session 24: blame")."""
+    """The view's local rows (:data:`VIEW_COLUMNS` but blame_rank, :func:`_blame_ranks`) of the
+    :data:`_WEIGHED` columns fetched (``weighed``) and the others taken from the rows the view read
+    (``rows``: one a compare and out_seq), each row's by its compare and out_seq: the view passes
+    them through as they are (the same values and Arrow types, DuckDB's VARCHAR read from and given
+    as Arrow strings), and fetching them back out of DuckDB was ~35 % of the run pass (49k local
+    rows' ten texts: root-8x8-5000, bench/README "Session 24: blame")."""
     import numpy as np
     import pyarrow as pa
 
@@ -402,13 +403,8 @@ def _weigh(parts: list[RankBlame], run_id: str) -> tuple[pa.Table, int | None, i
     found = [_own_rows(parts, sources)]
     if collectives.num_rows:
         weighed = _weigh_collectives(parts, collectives)
-        if weighed is None:  # the view itself, over the collectives' rows
-            con = _view_con(parts, collectives, stored=False)
-            try:
-                weighed = con.sql(f"SELECT {', '.join(_WEIGHED[:-1])} FROM {VIEW} "
-                                  "WHERE verdict = 'local'").to_arrow_table()
-            finally:
-                con.close()
+        if weighed is None:  # (a NaN, -0.0 or NULL the view orders its own way: the view)
+            return None
         if weighed.num_rows:
             found.append(_local_rows(weighed, collectives).cast(found[0].schema))
     local = pa.concat_tables(found)
@@ -525,8 +521,6 @@ def _amplification(out: float | None, inp: float | None) -> float | None:
 
 def _part_of(part: RankBlame, collectives: bool) -> RankBlame:
     """``part`` with its local sources alone, or its collectives' rows alone."""
-    from dataclasses import replace
-
     kept = replace(part.summary, sources=[]) if collectives \
         else replace(part.summary, collectives=[])
     return replace(part, summary=kept)
