@@ -338,17 +338,15 @@ def _pair_tables(con: Any, mode: str, framework: str, job: PairJob, opts: Option
 def _staged_files(con: Any, mode: str, job: PairJob, opts: Options, result: CompareResult,
                   started: float, output_dir: Path) -> list[tuple[str, bytes | Path]]:
     """Every output file of the pair, written into ``output_dir`` and left there under its
-    temporary name (msq.db.staging: ``.<name>.<pid>.tmp``) for the driver to rename into place:
-    (its name, its temporary's path) each, in :func:`_render`'s order."""
+    temporary name (msq.db.staging: ``.<name>~<n>.<pid>.tmp``) for the driver to rename into
+    place: (its name, its temporary's path) each, in :func:`_render`'s order."""
     from msq.db import staging
 
     with staging() as staged:
         names = [Path(path).name for path in
                  _render(con, mode, job, opts, result, started, str(output_dir))]
-    if names != [file.path.name for file in staged]:  # every file of a pair is a new_file
-        for file in staged:
-            file.tmp.unlink(missing_ok=True)
-        raise RuntimeError(f"{job.title}: files {names} left as {staged}")
+        if names != [file.path.name for file in staged]:  # every file of a pair is a new_file
+            raise RuntimeError(f"{job.title}: files {names} left as {staged}")  # (removed)
     return [(file.path.name, file.tmp) for file in staged]
 
 
@@ -418,6 +416,9 @@ def _batch_shared(jobs: list[PairJob], opts: Options, output_dir: Path,
                 outs.append(_batch_pair_shared(con, mode, job, part, result, opts, root,
                                                output_dir, pair_rows, make if eager else None))
                 views.end()
+        con.close()
+        con = None
+        database.reset()  # raises when it cannot be made as new: the pairs' files go too
     except BaseException:
         for out in outs:
             if isinstance(out, PairTables):
@@ -428,7 +429,6 @@ def _batch_shared(jobs: list[PairJob], opts: Options, output_dir: Path,
     finally:
         if con is not None:
             con.close()
-    database.reset()  # raises (the caller discards it) when it cannot be made as new
     return outs
 
 
@@ -994,7 +994,7 @@ def blame_names_once(blame: pa.Table, result: pa.Table) -> pa.Table:
     as it keyed those (msq.history.recorder.BLAME_NAMES); else as they are.
 
     Told by runs of rows (:func:`_matched_runs`: both tables come in runs of consecutive
-    out_seqs, a few a pair), each run's names compared as buffers (:func:`_same_slice`), not by
+    out_seqs, a few a pair), each run's names compared as slices (:func:`_same_texts`), not by
     taking the output rows' names and comparing them row by row (a copy of every name: ~12 M
     instructions a 24,500-row pair)."""
     from msq.history.recorder import BLAME_NAMES
@@ -1015,7 +1015,6 @@ def _same_by_rows(blame: pa.Table, result: pa.Table) -> bool:
     where an out_seq is NULL, not among the result rows', or there twice."""
     import numpy as np
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     from msq.history.recorder import BLAME_NAMES
 
@@ -1029,12 +1028,8 @@ def _same_by_rows(blame: pa.Table, result: pa.Table) -> bool:
     if at.min() < 0:
         return False
     rows = pa.array(at, pa.int64())
-    for column in BLAME_NAMES:
-        mine, theirs = blame.column(column), result.column(column).take(rows)
-        if mine.null_count != theirs.null_count or not pc.all(pc.fill_null(
-                pc.equal(mine, theirs), pc.and_(pc.is_null(mine), pc.is_null(theirs)))).as_py():
-            return False
-    return True
+    return all(blame.column(column).equals(result.column(column).take(rows))
+               for column in BLAME_NAMES)
 
 
 #: At most this many runs of rows are compared by :func:`blame_names_once` (more: told apart)
@@ -1084,77 +1079,11 @@ def _matched_runs(mine: pa.ChunkedArray, theirs: pa.ChunkedArray,
 
 def _same_texts(mine: pa.ChunkedArray, theirs: pa.ChunkedArray,
                 pieces: list[tuple[int, int, int]]) -> bool:
-    """Whether ``mine`` (strings) holds ``theirs``' texts and NULLs at the places ``pieces``
-    (:func:`_matched_runs`) say, each piece cut where a chunk of either ends and compared as
-    buffers (:func:`_same_slice`); False where they are not strings."""
-    import pyarrow as pa
-
-    strings = (pa.types.is_string, pa.types.is_large_string)
-    if not all(any(test(values.type) for test in strings) for values in (mine, theirs)):
-        return False
-    mine_chunks, their_chunks = _chunk_places(mine), _chunk_places(theirs)
-    for place, their_place, length in pieces:
-        while length:
-            a, here, left = _chunk_at(mine_chunks, place)
-            b, there, their_left = _chunk_at(their_chunks, their_place)
-            step = min(length, left, their_left)
-            if not _same_slice(a.slice(here, step), b.slice(there, step)):
-                return False
-            place, their_place, length = place + step, their_place + step, length - step
-    return True
-
-
-def _chunk_places(values: pa.ChunkedArray) -> list[tuple[int, int, pa.Array]]:
-    """``values``' chunks, each as (its first row, its length, the chunk)."""
-    out, first = [], 0
-    for chunk in values.chunks:
-        out.append((first, len(chunk), chunk))
-        first += len(chunk)
-    return out
-
-
-def _chunk_at(chunks: list[tuple[int, int, pa.Array]], place: int) -> tuple[pa.Array, int, int]:
-    """The chunk (of :func:`_chunk_places`) that holds row ``place``, the row's place in it and
-    the rows left in it from there."""
-    for first, length, chunk in chunks:
-        if place < first + length:
-            return chunk, place - first, first + length - place
-    raise IndexError(place)
-
-
-def _same_slice(a: pa.Array, b: pa.Array) -> bool:
-    """Whether two string arrays of the same length hold the same texts and NULLs: their NULLs,
-    their texts' lengths (a NULL's too) and their bytes laid end to end compared."""
-    import numpy as np
-
-    from msq import db
-
-    if a.null_count != b.null_count or (
-            a.null_count and not np.array_equal(db.valid_mask(a), db.valid_mask(b))):
-        return False
-    if a.null_count:  # a NULL may have bytes behind it (msq.pair_tables._masked): row by row
-        import pyarrow.compute as pc
-
-        return bool(pc.all(pc.fill_null(pc.equal(a, b), True)).as_py())
-    ends_a, ends_b = _text_offsets(a), _text_offsets(b)
-    start_a, start_b = int(ends_a[0]), int(ends_b[0])
-    size = int(ends_a[-1]) - start_a
-    if int(ends_b[-1]) - start_b != size or not np.array_equal(ends_a - (start_a - start_b),
-                                                                ends_b):
-        return False
-    if not size:
-        return True
-    return bool(a.buffers()[2].slice(start_a, size).equals(b.buffers()[2].slice(start_b, size)))
-
-
-def _text_offsets(values: pa.Array) -> Any:
-    """A string array's ``len + 1`` offsets (numpy, its own buffer's)."""
-    import numpy as np
-    import pyarrow as pa
-
-    kind = np.int64 if pa.types.is_large_string(values.type) else np.int32
-    offsets = np.frombuffer(values.buffers()[1], kind)
-    return offsets[values.offset:values.offset + len(values) + 1]
+    """Whether ``mine`` holds ``theirs``' texts and NULLs at the places ``pieces``
+    (:func:`_matched_runs`) say: Arrow's equality of each piece's slices (across chunks, the
+    bytes behind a NULL not read); False where their types differ."""
+    return all(mine.slice(place, length).equals(theirs.slice(their_place, length))
+               for place, their_place, length in pieces)
 
 
 def _bench_once_select(select: str, sided: list[str]) -> tuple[str, bool]:

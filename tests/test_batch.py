@@ -449,6 +449,23 @@ def test_a_batch_failing_after_its_first_pairs_leaves_no_file(jobs, opts, tmp_pa
         pair_tables.shutil.rmtree(o.shared, ignore_errors=True)
 
 
+def test_a_batch_whose_database_cannot_be_reset_leaves_no_file(jobs, opts, tmp_path,
+                                                               monkeypatch):
+    """A batch whose kept database cannot be made as new after its pairs raises (its pairs are
+    compared one by one then): the files its pairs left for the driver are removed with it."""
+    out = tmp_path / "out"
+    out.mkdir()
+
+    def broken(self: Any) -> None:
+        raise RuntimeError("the catalog is not as new")
+
+    assert pair_tables.WorkerDatabase.get(opts) is not None  # kept, before its reset breaks
+    monkeypatch.setattr(pair_tables.WorkerDatabase, "reset", broken)
+    with pytest.raises(RuntimeError, match="not as new"):
+        pair_tables._batch_shared(jobs[:2], opts, out)
+    assert list(out.iterdir()) == []
+
+
 def test_options_whose_views_are_not_pair_safe_compare_one_by_one(jobs, tmp_path):
     """--compat (msprobe's walk over one pair's rows), -s (stacks by op name) and a reference
     noise run (blame's bands by row name) are not batched: the batch refuses, and
