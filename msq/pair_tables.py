@@ -171,9 +171,10 @@ def compute_pair(job: PairJob, opts: Options, output_dir: Path,
     return tables
 
 
-#: Free bytes a shared folder's filesystem must have for a pool worker to leave its pair there
-#: (a 24,500-row pair leaves ~25 MB; a few pairs wait for the driver at once). Less (Docker's
-#: default /dev/shm is 64 MB): the pair goes through the pool's pipe, as before.
+#: Free bytes a shared folder's filesystem must have for a pool worker to leave a pair's
+#: history rows there (~13 MB of Arrow a 24,500-row pair; a few pairs wait for the driver at
+#: once; the pair's workbook is staged in the output folder). Less (Docker's default /dev/shm
+#: is 64 MB): the rows go through the pool's pipe, as before.
 SHARED_MIN_FREE = 512 << 20
 
 
@@ -259,7 +260,7 @@ def out_of_room(err: BaseException) -> bool:
 
 
 def shared_root() -> str:
-    """Where pool workers leave a pair's files and rows for the driver: the temporary folder
+    """Where pool workers leave a pair's history rows for the driver: the temporary folder
     when ``TMPDIR`` says where it is (the user's choice), else /dev/shm (memory) where it is a
     writable folder."""
     shm = "/dev/shm"
