@@ -1178,10 +1178,14 @@ _PAIR = "hist_batch_pair"
 
 
 #: A batch's blame edges (hist_blame_edges.sql's rows before its joins), each with its pair and
-#: its side as a number (1 npu, 2 bench, 0 another), and each side's rows' output lines
-_BATCH_EDGES = (f"SELECT pair AS {_PAIR}, side, CASE side WHEN 'npu' THEN 1 WHEN 'bench' THEN 2 "
-                "ELSE 0 END::UTINYINT AS hist_side, consumer_row, producer_row, "
-                "how::VARCHAR AS how, candidates FROM blame_edges")
+#: its side as a number (1 npu, 2 bench, 0 another), and each side's rows' output lines; how as
+#: blame_edges has it (the ENUM blame_link: exported a byte a row, not a text)
+_BATCH_EDGES = (f"SELECT pair AS {_PAIR}, CASE side WHEN 'npu' THEN 1 WHEN 'bench' THEN 2 "
+                "ELSE 0 END::UTINYINT AS hist_side, consumer_row, producer_row, how, candidates "
+                "FROM blame_edges")
+#: The history's blame_edges.side (sql/history/schema/20_blame.sql: ENUM('bench', 'npu')), the
+#: place of each in it 2 - hist_side
+_EDGE_SIDES = ("bench", "npu")
 #: Each output line's NPU and bench rows (what hist_blame_edges.sql and hist_row_ops.sql read)
 _BATCH_LINES = "SELECT out_seq, npu_row, bench_row FROM compare_rows"
 #: A side's rows are looked up in a table of their numbers' range when it has at most this many
@@ -1196,8 +1200,9 @@ def _batch_edges(con: Any, sql: str, lines: pa.Table) -> pa.Table:
     gives, each edge's rows' first output lines (the least out_seq of compare_rows' rows with
     that row of the edge's side; NULL: none) looked up in numpy, in a table of each side's row
     numbers, not by ``sql``'s joins (~23 M instructions less a 24,500-row pair: the joins were
-    ~2,000 instructions an edge). Where a side's row numbers are too sparse for such a table,
-    ``sql`` itself (with each edge's pair)."""
+    ~2,000 instructions an edge); side and how as dictionaries (side's the history's ENUM's
+    places, :data:`_EDGE_SIDES`). Where a side's row numbers are too sparse for such a table, or
+    a side is neither npu nor bench, ``sql`` itself (:func:`_sql_edges`: texts)."""
     import numpy as np
     import pyarrow as pa
 
@@ -1213,15 +1218,13 @@ def _batch_edges(con: Any, sql: str, lines: pa.Table) -> pa.Table:
             kept = with_seq if kept is None else kept & with_seq
         table = (_first_lines(rows, out_seqs) if kept is None
                  else _first_lines(rows[kept], out_seqs[kept]))
-        if table is not None:
-            firsts[code] = table
-        else:
-            if not sql.startswith(_EDGES_SELECT) and f"\n{_EDGES_SELECT}" not in sql:
-                raise RuntimeError("blame_edges' history SELECT changed: see _EDGES_SELECT")
-            return pa.table(db.SelectStream(con, sql.replace(
-                _EDGES_SELECT, f"SELECT e.pair AS {_PAIR}, e.side, ", 1)))
+        if table is None:
+            return _sql_edges(con, sql)
+        firsts[code] = table
     edges = pa.table(db.SelectStream(con, _BATCH_EDGES))
     sides = _numbers(edges.column("hist_side"), 0)
+    if len(sides) and sides.min() == 0:  # a side neither npu nor bench (or NULL): its text
+        return _sql_edges(con, sql)
     seqs = {}
     for column in ("consumer", "producer"):
         rows = edges.column(f"{column}_row")
@@ -1233,8 +1236,25 @@ def _batch_edges(con: Any, sql: str, lines: pa.Table) -> pa.Table:
             found[on_side] = looked[on_side]
         seqs[f"{column}_seq"] = pa.array(found, pa.int64(),
                                          mask=(found < 0) | (found == _NO_LINE))
-    return pa.table({_PAIR: edges.column(_PAIR), "side": edges.column("side"), **seqs,
+    # each side a place in the history's ENUM, handed over as a dictionary (a byte a row, which
+    # the driver's INSERT casts ~45 instructions a row cheaper than a text)
+    side = pa.DictionaryArray.from_arrays(pa.array((2 - sides).astype(np.int8, copy=False)),
+                                          pa.array(_EDGE_SIDES))
+    return pa.table({_PAIR: edges.column(_PAIR), "side": side, **seqs,
                      "how": edges.column("how"), "candidates": edges.column("candidates")})
+
+
+def _sql_edges(con: Any, sql: str) -> pa.Table:
+    """blame_edges' history rows of a batch by ``sql`` itself (hist_blame_edges.sql), each with
+    its pair (:data:`_PAIR`); side and how as its texts."""
+    import pyarrow as pa
+
+    from msq import db
+
+    if not sql.startswith(_EDGES_SELECT) and f"\n{_EDGES_SELECT}" not in sql:
+        raise RuntimeError("blame_edges' history SELECT changed: see _EDGES_SELECT")
+    return pa.table(db.SelectStream(con, sql.replace(
+        _EDGES_SELECT, f"SELECT e.pair AS {_PAIR}, e.side, ", 1)))
 
 
 #: What hist_row_ops.sql reads of a batch: each output line's NPU and bench rows, each side's

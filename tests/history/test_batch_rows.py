@@ -135,11 +135,17 @@ def test_the_edges_select_says_whose_each_edge_is():
     assert body.count(f"\n{pair_tables._EDGES_SELECT}") == 1
 
 
-def edges_database() -> Any:
+#: Two edges of edges_database: of sides neither npu nor bench (odd), or of npu and bench
+ODD_SIDES = "('other', 10, 0, 11, 0, 'reshape', 1, 0), (NULL, 11, 0, 10, 0, 'constant', 1, 1)"
+EVEN_SIDES = "('npu', 10, 0, 11, 0, 'reshape', 1, 0), ('bench', 20, 0, 21, 0, 'constant', 1, 1)"
+
+
+def edges_database(odd: bool = True) -> Any:
     """compare_rows and blame_edges as a batch has them, with what the history SELECT of the
     edges must get right: a row with two output lines (the first counts), one whose only line
-    has no out_seq, rows with no line, NULL rows, a side neither npu nor bench, a NULL side,
-    each pair's edges apart and out of order."""
+    has no out_seq, rows with no line, NULL rows, a side neither npu nor bench and a NULL side
+    (``odd``; else two edges of npu and bench in their place), each pair's edges apart and out
+    of order."""
     import duckdb
 
     con = duckdb.connect()
@@ -154,21 +160,24 @@ def edges_database() -> Any:
     con.execute("""INSERT INTO blame_edges VALUES
         ('npu', 12, 0, 10, 0, 'hash', 1, 1), ('bench', 22, 0, 21, 0, 'statistics', 3, 0),
         ('npu', 13, 0, NULL, NULL, 'external', NULL, 0), ('bench', 23, 0, 99, 0, 'md5', 2, 1),
-        ('other', 10, 0, 11, 0, 'reshape', 1, 0), (NULL, 11, 0, 10, 0, 'constant', 1, 1),
+        """ + (ODD_SIDES if odd else EVEN_SIDES) + """,
         ('npu', 14, 0, 11, 0, 'hash', 1, 0), ('bench', 25, 0, 20, 0, NULL, NULL, 1),
         ('npu', NULL, 0, 14, 0, 'hash', 1, 1), ('bench', 24, 0, 22, 0, 'hash', 1, 0)""")
     return con
 
 
+@pytest.mark.parametrize("odd", [True, False])
 @pytest.mark.parametrize("dense", [True, False])
 @pytest.mark.parametrize("batch_rows", [3, 131_072])
-def test_a_batchs_edges_are_the_history_selects_rows(dense, batch_rows, monkeypatch):
+def test_a_batchs_edges_are_the_history_selects_rows(odd, dense, batch_rows, monkeypatch):
     """_batch_edges looks the edges' output lines up in numpy (a table of each side's row
-    numbers), not by the SELECT's joins; where the numbers are too sparse for that table, the
-    SELECT runs: the same rows either way (each edge's pair added), in blame_edges' order."""
+    numbers), not by the SELECT's joins, and gives side and how as dictionaries (side's by the
+    history's ENUM); where the numbers are too sparse for that table or a side is neither npu
+    nor bench, the SELECT runs (texts): the same rows either way (each edge's pair added), in
+    blame_edges' order."""
     from msq import db
 
-    con = edges_database()
+    con = edges_database(odd)
     body = db.sql_file("history/record/hist_blame_edges.sql").body
     want = pa.table(db.SelectStream(con, body.replace(
         pair_tables._EDGES_SELECT, f"SELECT e.pair AS {pair_tables._PAIR}, e.side, ", 1)))
@@ -177,6 +186,12 @@ def test_a_batchs_edges_are_the_history_selects_rows(dense, batch_rows, monkeypa
         monkeypatch.setattr(pair_tables, "_DENSE_SLACK", -1)
     got = pair_tables._batch_edges(con, body, pa.table(db.SelectStream(
         con, pair_tables._BATCH_LINES)))
+    coded = dense and not odd
+    for name in ("side", "how"):
+        assert pa.types.is_dictionary(got.schema.field(name).type) == coded
+    if coded:
+        assert got.column("side").chunk(0).dictionary.to_pylist() == ["bench", "npu"]
+        got = got.cast(want.schema)
     assert got.schema == want.schema
     assert got.column(pair_tables._PAIR).to_pylist() == [1, 0, 0, 1, 0, 1, 0, 1, 1, 0]
     key = [(name, "ascending") for name in got.column_names]
@@ -184,10 +199,25 @@ def test_a_batchs_edges_are_the_history_selects_rows(dense, batch_rows, monkeypa
     assert got.select(["consumer_seq", "producer_seq"]).to_pylist() == [
         {"consumer_seq": 3, "producer_seq": 0}, {"consumer_seq": 5, "producer_seq": 2},
         {"consumer_seq": None, "producer_seq": None}, {"consumer_seq": 3, "producer_seq": None},
-        {"consumer_seq": None, "producer_seq": None},
-        {"consumer_seq": None, "producer_seq": None}, {"consumer_seq": 6, "producer_seq": 1},
+        *([{"consumer_seq": None, "producer_seq": None}] * 2 if odd else
+          [{"consumer_seq": 0, "producer_seq": 1}, {"consumer_seq": 0, "producer_seq": 2}]),
+        {"consumer_seq": 6, "producer_seq": 1},
         {"consumer_seq": 6, "producer_seq": 0}, {"consumer_seq": None, "producer_seq": 6},
         {"consumer_seq": None, "producer_seq": 5}]
+
+
+def test_a_batchs_edge_sides_are_the_historys_enum():
+    """The sides' dictionary a batch hands over (_EDGE_SIDES) is blame_edges.side's ENUM in a
+    new history, value for value and in its order: the driver's INSERT keeps each value."""
+    import duckdb
+
+    from msq import db
+
+    con = duckdb.connect()
+    db.run_schema(con, "history/schema")
+    (values,) = con.execute("SELECT data_type FROM duckdb_columns() WHERE table_name = "
+                            "'blame_edges' AND column_name = 'side'").fetchone()
+    assert values == "ENUM(" + ", ".join(f"'{v}'" for v in pair_tables._EDGE_SIDES) + ")"
 
 
 def test_sparse_row_numbers_are_no_table():
