@@ -816,7 +816,7 @@ def _batch_history_rows(con: Any, mode: str, places: list[Any]) -> list[dict[str
         con.execute(f"CREATE OR REPLACE VIEW hist_row_ops AS {_NO_OPS}")
     select, sided = _unsided(prepare_rows(con, mode, ops=False))
     select, once = _bench_once_select(_coded(select), sided)
-    rows = _sided(pa.table(db.SelectStream(con, select)), sided)
+    rows = _sided(_result_rows(con, mode, select), sided)
     rows = _flag_last(rows) if once else bench_once(rows)
     con.execute("DROP VIEW temp.hist_result; DROP VIEW hist_row_ops")
     if ops is not None:
@@ -858,13 +858,47 @@ CODED_HISTORY = {
         "ELSE error('a row of kind ' || kind) END AS kind, op_name,"}
 
 
-def _coded(select: str) -> str:
-    """The batch's result rows' SELECT (``select``) with each of :data:`CODED_HISTORY`'s texts
-    it holds once made its ENUM's; one not found is left as it is (a text)."""
-    for text, coded in CODED_HISTORY.items():
+#: The statistics result's texts (stat_result.sql's "Result": '' a pass, most rows, 'Warning',
+#: 'N/A' unmatched) a batch hands over as an ENUM of them (a byte a row exported, not a text:
+#: ~7 M instructions a 6-pair root batch): {hist_rows_statistics.sql's column: the same made an
+#: ENUM}. A row of another text (--compat's or a user's result_statistics, a user's stat_result)
+#: stops the SELECT by :data:`_UNCODED_RESULT`'s error, and the SELECT runs again with its texts.
+_UNCODED_RESULT = "msq: a result not coded"
+_RESULT_ENUM = "ENUM('', 'Warning', 'N/A')"
+CODED_RESULT = {
+    '"Result" AS result,':
+        "CASE \"Result\" " + " ".join(f"WHEN '{text}' THEN '{text}'::{_RESULT_ENUM}"
+                                      for text in ("", "Warning", "N/A"))
+        + f" ELSE error('{_UNCODED_RESULT}') END AS result,"}
+
+
+def _coded(select: str, coded: dict[str, str] = CODED_HISTORY) -> str:
+    """The batch's result rows' SELECT (``select``) with each of ``coded``'s texts (by default
+    :data:`CODED_HISTORY`'s) it holds once made its ENUM's; one not found is left as it is."""
+    for text, made in coded.items():
         if select.count(text) == 1:
-            select = select.replace(text, coded)
+            select = select.replace(text, made)
     return select
+
+
+def _result_rows(con: Any, mode: str, select: str) -> pa.Table:
+    """The rows of the batch's result rows' SELECT (``select``), its statistics result an ENUM
+    (:data:`CODED_RESULT`) where every row's is one of its texts; else (the SELECT stopped by
+    :data:`_UNCODED_RESULT`) as ``select`` gives it, a text."""
+    import duckdb
+    import pyarrow as pa
+
+    from msq import db
+
+    coded = _coded(select, CODED_RESULT) if mode == "statistics" else select
+    if coded != select:
+        try:
+            return pa.table(db.SelectStream(con, coded))
+        # DuckDB's error, or the same raised by the Arrow stream reading its rows (an OSError)
+        except (duckdb.Error, OSError, pa.ArrowException) as err:
+            if _UNCODED_RESULT not in str(err):
+                raise
+    return pa.table(db.SelectStream(con, select))
 
 
 #: The result rows' columns of one side (hist_rows_<mode>.sql): NULL on the rows of the other

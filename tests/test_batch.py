@@ -681,14 +681,25 @@ def test_a_batch_pairs_ops_of_other_dtypes_as_each_pair_alone(tmp_path, opts):
         assert contents(out) == contents(alone(job, opts, tmp_path)), job.title
 
 
-def test_a_batch_hands_its_rows_kind_and_verdict_as_enums(jobs, opts, tmp_path):
-    """A batch's result rows hand the driver each row's kind and verdict as ENUMs (Arrow
-    dictionaries: DuckDB exports a byte a row, not a text; msq.pair_tables.CODED_HISTORY), each
-    row's value its own compare's text, which the driver keys by the dictionary's entries."""
+@pytest.mark.parametrize("uncoded", [False, True])
+def test_a_batch_hands_its_rows_kind_verdict_and_result_as_enums(jobs, opts, tmp_path, uncoded,
+                                                                  monkeypatch):
+    """A batch's result rows hand the driver each row's kind, verdict and result as ENUMs
+    (Arrow dictionaries: DuckDB exports a byte a row, not a text; msq.pair_tables.CODED_HISTORY,
+    CODED_RESULT), each row's value its own compare's text, which the driver keys by the
+    dictionary's entries. A result not among its ENUM's texts (``uncoded``: an ENUM of '' alone
+    here, as --compat's or a user's result_statistics may give others) stops the coded SELECT,
+    and the rows come with the result's texts."""
     import pyarrow as pa
 
+    if uncoded:
+        (text, made), = pair_tables.CODED_RESULT.items()
+        made = made.replace(" WHEN 'Warning' THEN 'Warning'::", " WHEN 'x' THEN 'x'::")
+        monkeypatch.setattr(pair_tables, "CODED_RESULT", {text: made.replace(
+            " WHEN 'N/A' THEN 'N/A'::", " WHEN 'y' THEN 'y'::")})
     outs = pair_tables._batch_shared(jobs, opts, tmp_path)
     assert len(outs) == len(jobs)
+    results = set()
     for job, out in zip(jobs, outs, strict=True):
         assert isinstance(out, PairTables)
         out.take_shared()
@@ -696,11 +707,14 @@ def test_a_batch_hands_its_rows_kind_and_verdict_as_enums(jobs, opts, tmp_path):
         want = alone(job, opts, tmp_path)
         want.take_shared()
         theirs = want.history["result_rows"]
-        for column in ("kind", "verdict"):
-            assert pa.types.is_dictionary(rows.schema.field(column).type), column
+        for column in ("kind", "verdict", "result"):
+            assert pa.types.is_dictionary(rows.schema.field(column).type) == (
+                not uncoded or column != "result"), column
             assert not pa.types.is_dictionary(theirs.schema.field(column).type), column
             # in any order (a batch's plan may differ): by out_seq
             got = dict(zip(rows.column("out_seq").to_pylist(), rows.column(column).to_pylist()))
             assert got == dict(zip(theirs.column("out_seq").to_pylist(),
                                    theirs.column(column).to_pylist())), (job.title, column)
-            assert {"matched", "pass"} & set(got.values())
+            assert {"matched", "pass", ""} & set(got.values())
+        results |= set(rows.column("result").to_pylist())
+    assert results == {"", "Warning", "N/A"}  # every text: rows of each (uncoded: stopped)
