@@ -169,6 +169,12 @@ def load_views(con: duckdb.DuckDBPyConnection, folders: Iterable[str] = COMPARE_
 KEEP_SOURCES = False
 
 
+def source_of(view: str) -> str:
+    """The name :func:`materialize` gives ``view`` while its ``select`` runs (quoted): what a
+    ``select`` reads the view's rows from."""
+    return quote_ident(f"_src_{view}")
+
+
 def materialize(con: duckdb.DuckDBPyConnection, view: str, select: str | None = None) -> None:
     """Replace a view by a table of its current rows, under the same name (nothing when
     ``view`` is not a view: a table already, or none).
@@ -179,7 +185,7 @@ def materialize(con: duckdb.DuckDBPyConnection, view: str, select: str | None = 
     table's rows from this SELECT instead of the view (the caller's, which gives the same rows:
     msq.pipeline.pair_rows' op_keys from the readers' columns).
     """
-    name, src = quote_ident(view), quote_ident(f"_src_{view}")
+    name, src = quote_ident(view), source_of(view)
     drop = "" if KEEP_SOURCES else f"DROP VIEW {src}; "
     rows = select if select is not None else f"SELECT * FROM {src}"
     try:

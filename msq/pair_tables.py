@@ -771,19 +771,21 @@ def _history_rows(con: Any, mode: str,
     return tables
 
 
-def _blame_rows(con: Any, sql: str) -> tuple[pa.Table, pa.Table]:
+def _blame_rows(con: Any, sql: str, names: bool = True) -> tuple[pa.Table, pa.Table]:
     """Blame's history rows (``sql``: the recorder's SELECT) without what every row of a
     compare shares (``BLAME_RUN_COLUMNS``: the run's id, thresholds and noise source), and
     those once, one row (none without rows): the driver stores them once a compare
     (``blame_runs``), and sending them on every row cost the worker's Arrow export a 32-byte
-    run id a row."""
+    run id a row. ``names`` false: without their names too (``BLAME_NAMES``, which the driver
+    then takes from their output rows)."""
     import pyarrow as pa
 
     from msq import db
-    from msq.history.recorder import BLAME_RUN_COLUMNS
+    from msq.history.recorder import BLAME_NAMES, BLAME_RUN_COLUMNS
 
+    left = ", ".join(BLAME_RUN_COLUMNS if names else (*BLAME_NAMES, *BLAME_RUN_COLUMNS))
+    rows = pa.table(db.SelectStream(con, f"SELECT * EXCLUDE ({left}) FROM (\n{sql}\n)"))
     shared = ", ".join(BLAME_RUN_COLUMNS)
-    rows = pa.table(db.SelectStream(con, f"SELECT * EXCLUDE ({shared}) FROM (\n{sql}\n)"))
     runs = pa.table(db.SelectStream(con, f"SELECT {shared} FROM (\n{sql}\n) LIMIT 1"))
     return rows, runs
 
@@ -800,7 +802,11 @@ def _batch_history_rows(con: Any, mode: str, places: list[Any]) -> list[dict[str
     pair's rows are what its own SELECTs give: the result and blame rows of its out_seq range
     (``places``: msq.pipeline.BatchPlace), blame's edges of its pair number, in the order they
     come, numbered as its own compare numbers them (out_seq from its first, op_seq from its
-    op_base)."""
+    op_base). A pair's blame rows go without their names: each is its output row's
+    (blame_tensors' ``r.npu_row = t.row_seq``: its NPU tensor row and that row's op, the names
+    hist_row_ops.sql and the result's "NPU Name" give a matched row), which the driver takes
+    (msq.history.run_recorder._Names.key_blame); a workbook-only batch's blame_rows holds
+    them on a few rows alone (msq.blame.compute.batch_rows_select)."""
     import pyarrow as pa
 
     from msq import db
@@ -826,7 +832,7 @@ def _batch_history_rows(con: Any, mode: str, places: list[Any]) -> list[dict[str
     del rows  # the parts hold what they need of it
     for table, sql in prepare_blame(con):
         if table == "blame_rows":
-            blame, runs = _blame_rows(con, sql)
+            blame, runs = _blame_rows(con, sql, names=False)
             cut = split_rows(blame, ranges,
                              shifts={"out_seq": firsts,
                                      "op_seq": [place.op_base for place in places]})
@@ -838,8 +844,7 @@ def _batch_history_rows(con: Any, mode: str, places: list[Any]) -> list[dict[str
                 _batch_edges(con, sql, lines), [(place.pair, place.pair) for place in places],
                 key=_PAIR, shifts={"consumer_seq": firsts, "producer_seq": firsts})]
         for part, made in zip(parts, cut, strict=True):
-            part[table] = made if table != "blame_rows" \
-                else blame_names_once(made, part["result_rows"])
+            part[table] = made
     return parts
 
 

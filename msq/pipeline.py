@@ -1042,8 +1042,10 @@ def compute_batch(inps: list[SingleInput], opts: Options, opened: BatchDatabase,
     for view in ("verdicts", result_table(mode), "marks"):
         with planned_without(con, BATCH_PLAN_SKIPS.get(view, ())):
             db.materialize(con, view, batch_select(view, mode))
+    # (every row's names where a pair's outputs read its view of blame_rows: its CSV, Parquet,
+    # HTML report; its workbook's blame sheet reads the local rows alone)
     if batch_blame(con, mode, [(p.place.pair, p.inp.npu_json, p.inp.bench_json) for p in pairs],
-                   opts, opened.views):
+                   opts, opened.views, all_names=pair_reads_views(opts)):
         # read by blame_rows alone: no pair's view of them (a pair reads its own blame_rows
         # and blame_edges, BATCH_TABLES)
         con.execute("DROP TABLE blame_keys; DROP TABLE blame_tensors")

@@ -718,3 +718,51 @@ def test_a_batch_hands_its_rows_kind_verdict_and_result_as_enums(jobs, opts, tmp
             assert {"matched", "pass", ""} & set(got.values())
         results |= set(rows.column("result").to_pylist())
     assert results == {"", "Warning", "N/A"}  # every text: rows of each (uncoded: stopped)
+
+
+@pytest.mark.parametrize("formats", [("xlsx", "csv"), ("xlsx",)])
+def test_a_batchs_blame_rows_names_are_their_output_rows(linked_jobs, opts, tmp_path, formats):
+    """Each blame row's op and NPU name are those of its output row (blame_tensors'
+    ``r.npu_row = t.row_seq``: its NPU tensor row and that row's op), the names its result row
+    gets in the history: so a batch hands its blame rows over without names, and the driver
+    takes them from the output rows (msq.pair_tables._batch_history_rows). A batch whose pairs
+    read no view of blame_rows (a workbook alone) stores the names on the rows it reads them of
+    alone (msq.blame.compute.NAMED_ROWS: the local rows, the collective ops'); else on every row."""
+    from msq import pipeline
+    from msq.blame.compute import NAMED_ROWS
+    from msq.config import SingleInput
+
+    opts = dataclasses.replace(opts, formats=formats)
+    collective = chain(11)  # a collective op among the ops, with an error of its own
+    collective["Distributed.all_reduce.0.forward"] = fwd(t(mx=1.0), out=t(mx=1.0))
+    far = copy.deepcopy(collective)
+    far["Distributed.all_reduce.0.forward"]["output"][0]["Max"] = 3.0
+    jobs = [*linked_jobs, chain_pair(tmp_path, "collective", collective, far)]
+    kept = WorkerDatabase.get(opts)
+    assert kept is not None
+    inps = [SingleInput(job.npu[0], job.bench[0], job.npu[1]) for job in jobs]
+    con, mode, parts = pipeline.compute_batch(inps, opts, kept)
+    # each row's names found through its compared row, as blame_tensors and blame_ops find them
+    found = ("SELECT b.out_seq, o.op_name, t.disp_name AS npu_name, "
+             f"coalesce({NAMED_ROWS}, false) AS named, b.op_name AS op, b.npu_name AS npu "
+             "FROM blame_rows b JOIN compare_rows r USING (out_seq) "
+             "JOIN tensors t ON t.side = 'npu' AND t.row_seq = r.npu_row "
+             "JOIN ops o ON o.side = 'npu' AND o.op_seq = t.op_seq ORDER BY b.out_seq")
+    rows = con.execute(found).fetchall()
+    assert len(rows) == con.execute("SELECT count(*) FROM blame_rows").fetchall()[0][0] > 0
+    assert {verdict for (verdict,) in con.execute("SELECT verdict FROM blame_rows WHERE "
+                                                  "collective OR verdict = 'local'").fetchall()}
+    every = "csv" in formats
+    for _, op_name, npu_name, named, op, npu in rows:
+        assert (op, npu) == ((op_name, npu_name) if every or named else (None, None))
+    assert any(named for *_, named, _, _ in rows) and not all(named for *_, named, _, _ in rows)
+    # the history's result rows: the same names by out_seq; its blame rows: none
+    history = pair_tables._batch_history_rows(con, mode, [part.place for part in parts])
+    theirs = {}
+    for part, tables in zip(parts, history, strict=True):
+        assert not {"op_name", "npu_name"} & set(tables["blame_rows"].column_names)
+        assert tables["blame_rows"].num_rows
+        result = tables["result_rows"].select(["out_seq", "op_name", "npu_name"]).to_pylist()
+        theirs.update({part.place.out_range[0] + row["out_seq"]: (row["op_name"], row["npu_name"])
+                       for row in result})
+    assert all(theirs[out_seq] == (op_name, npu_name) for out_seq, op_name, npu_name, *_ in rows)

@@ -36,6 +36,23 @@ MATERIALIZED = ("row_error", "blame_keys", "blame_edges", "blame_tensors", "blam
 # pair's rows in the order they come, as the result's. Ordered here, blame_rows and
 # blame_edges cost ~31 M instructions a 24,500-row pair more, bench/README "Session 17: pairs")
 
+#: The blame rows whose names a batch of pairs reads (:func:`run_batch_blame` with
+#: ``all_names`` false): the local rows (each pair's summary and blame sheet) and the collective
+#: ops' (the run's blame pass, msq.blame.ranks). The history takes every row's names from its
+#: output row (msq.pair_tables._batch_history_rows).
+NAMED_ROWS = "verdict = 'local' OR collective"
+#: blame_rows' names (those of its output row: its NPU op's and NPU tensor row's)
+NAMES = ("op_name", "npu_name")
+
+
+def batch_rows_select() -> str:
+    """A batch's ``blame_rows`` (:func:`db.materialize`'s ``select``) with its names on the
+    :data:`NAMED_ROWS` alone, NULL on the others (~97 % of a root batch's rows): storing every
+    row's two names cost ~38 M instructions of a 6-pair root batch's ~827 M, for rows whose
+    names nothing of the batch reads (bench/README "Session 28: blame")."""
+    names = ", ".join(f"CASE WHEN {NAMED_ROWS} THEN {name} END AS {name}" for name in NAMES)
+    return f"SELECT * REPLACE ({names}) FROM {db.source_of('blame_rows')}"
+
 
 def nesting_rows(construct: dict[str, Any]) -> list[tuple[str, str]]:
     """``(op, ancestor)`` for every op of construct.json and every module above it, any depth.
@@ -108,28 +125,34 @@ def run_blame(con: duckdb.DuckDBPyConnection, mode: str, npu_json: Path, bench_j
 
 
 def _make_tables(con: duckdb.DuckDBPyConnection, mode: str, user_dirs: Iterable[Path],
-                 views_made: Collection[str], row_error_table: bool) -> None:
+                 views_made: Collection[str], row_error_table: bool,
+                 selects: dict[str, str] | None = None) -> None:
     """Blame's views created (but ``views_made``) and materialised (``row_error`` only when it
-    is not a table yet), once its parameters and nesting are in place."""
+    is not a table yet; ``selects``: a view's table from that SELECT, msq.db.materialize's),
+    once its parameters and nesting are in place."""
     db.load_views(con, folders=("compare/blame",), user_dirs=user_dirs, variants=[mode],
                   skip=views_made)
     for view in MATERIALIZED:
         if not (row_error_table and view == "row_error"):
-            db.materialize(con, view)
+            db.materialize(con, view, (selects or {}).get(view))
 
 
 def run_batch_blame(con: duckdb.DuckDBPyConnection, mode: str,
                     dumps: list[tuple[int, Path, Path]], *, run_id: str,
-                    views_made: Collection[str] = ()) -> None:
+                    views_made: Collection[str] = (), all_names: bool = True) -> None:
     """Blame of a batch of pairs at once (msq.pipeline.compute_batch: their rows in one set of
     tables, each op and row marked with its pair, ``row_error`` a table already): what
     :func:`run_blame` computes for one compare, for every pair in one set of queries. The
     views keep each key, name join and window within its pair (sql/compare/blame), so that a
     pair's rows are those of its own compare. ``dumps``: each pair's number and its NPU and
     bench dump.json. No noise bands (blame_rows finds a row's band by name alone): a run with a
-    reference noise run compares its pairs one by one."""
+    reference noise run compares its pairs one by one. ``all_names`` false: blame_rows' names
+    on :data:`NAMED_ROWS` alone (:func:`batch_rows_select`), for a batch whose pairs read no
+    view of blame_rows but their blame sheet's local rows (their workbook alone) and want no
+    bands (each row's name)."""
     con.execute("INSERT INTO blame_params VALUES (?, ?, ?, NULL)", [run_id, FLOOR_FACTOR, AMP_LIMIT])
     for pair, npu_json, bench_json in dumps:
         load_nesting(con, "npu", npu_json, pair)
         load_nesting(con, "bench", bench_json, pair)
-    _make_tables(con, mode, (), views_made, row_error_table=True)
+    _make_tables(con, mode, (), views_made, row_error_table=True,
+                 selects=None if all_names else {"blame_rows": batch_rows_select()})

@@ -89,17 +89,19 @@ def blame_compare(con: duckdb.DuckDBPyConnection, mode: str, inp: SingleInput,
 
 
 def batch_blame(con: duckdb.DuckDBPyConnection, mode: str, dumps: list[tuple[int, Path, Path]],
-                opts: Options, views_made: Collection[str] = ()) -> bool:
+                opts: Options, views_made: Collection[str] = (), all_names: bool = True) -> bool:
     """Blame of a batch of pairs (msq.pipeline.compute_batch), once for all of them
     (:func:`msq.blame.compute.run_batch_blame`); False when blame is off. ``dumps``: each pair's
     number, NPU and bench dump.json. Each pair's summary then comes of its own rows
-    (msq.blame.summary.summarize_batch). The run has no noise bands (the batch refuses them)."""
+    (msq.blame.summary.summarize_batch). The run has no noise bands (the batch refuses them).
+    ``all_names``: see :func:`msq.blame.compute.run_batch_blame`."""
     if not blame_on(opts):
         return False
     run = opts.blame_run or BlameRun(new_run_id())
     if run.bands is not None:
         raise ValueError("a batch of pairs has no noise bands")
-    run_batch_blame(con, mode, dumps, run_id=run.run_id, views_made=views_made)
+    run_batch_blame(con, mode, dumps, run_id=run.run_id, views_made=views_made,
+                    all_names=all_names or run.bands_wanted)
     return True
 
 
