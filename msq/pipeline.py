@@ -1284,15 +1284,18 @@ CODED_DTYPE = {"dtype": "row_dtype"}
 
 
 #: The columns of :data:`CODED_ROWS` the ``tensors`` view of a batch shows as their ENUMs, not
-#: cast back to texts (:func:`tensor_rows`): side, which its readers compare with a constant
-#: alone (``side = 'npu'``) or with another side, to join the two sides' rows. Through a text,
+#: cast back to texts (:func:`tensor_rows`): side and io, which their readers compare with a
+#: constant alone (``side = 'npu'``, blame's ``io = 'input'``) or with another side, to join the
+#: two sides' rows. Through a text,
 #: each such filter was ``CAST(side AS VARCHAR) = 'npu'``, the ENUM cast for every row of the
 #: table a scan read (DuckDB casts the column, not the constant) in each join of a side's rows
 #: (row_error, the result's rows, blame, the matching); an ENUM compared with a constant is
 #: the constant cast once, and the filter is pushed into the scan: ~-116 M instructions a
-#: 6-pair root batch (bench/README, "Session 27: rows"). ORDER BY side would sort 'npu' first
-#: (the ENUM's order): no reader of a batch's tensors orders by it.
-ENUM_SHOWN = ("side",)
+#: 6-pair root batch (bench/README, "Session 27: rows"); io's ~-14 M more (blame_keys',
+#: blame_tensors' and stat_result's scans, "Session 28: rows"). ORDER BY side would sort 'npu'
+#: first (the ENUM's order): no reader of a batch's tensors orders by it (io's ENUM is in the
+#: texts' order, 'input' before 'output').
+ENUM_SHOWN = ("side", "io")
 
 
 #: tensors' columns (name, type, default) in the schema's order

@@ -88,10 +88,14 @@ def test_a_batch_stores_its_few_valued_texts_as_enums(tmp_path):
     con.close()
 
 
-def test_a_batchs_tensors_view_compares_a_side_as_its_enum(tmp_path):
-    """``tensors`` shows side as its ENUM (pipeline.ENUM_SHOWN), so that a reader's filter of a
-    side (``side = 'npu'``) compares the ENUM with the constant cast once, pushed into the scan
-    of the stored rows, not each row's ENUM cast to a text; its rows are each side's."""
+@pytest.mark.parametrize("column, value, other", [("side", "npu", "bench"),
+                                                   ("io", "input", "output")])
+def test_a_batchs_tensors_view_compares_side_and_io_as_their_enums(tmp_path, column, value,
+                                                                   other):
+    """``tensors`` shows side and io as their ENUMs (pipeline.ENUM_SHOWN), so that a reader's
+    filter of a side (``side = 'npu'``) or of an io (blame's ``io = 'input'``) compares the ENUM
+    with the constant cast once, pushed into the scan of the stored rows, not each row's ENUM
+    cast to a text; its rows are each value's."""
     base = model(1, ops=6)
     inps = inputs(tmp_path, [(base, noisy(base, 2, 0.1))])
     _, pairs = pipeline.read_batch(inps, Options(workers=1))
@@ -99,13 +103,14 @@ def test_a_batchs_tensors_view_compares_a_side_as_its_enum(tmp_path):
     db.run_schema(con)
     pipeline.load_batch(con, pairs)
     plan = "\n".join(row[1] for row in con.execute(
-        "EXPLAIN SELECT row_seq FROM tensors WHERE side = 'npu'").fetchall())
-    assert "CAST" not in plan and "side='npu'" in plan.replace(" ", "")
-    counts = dict(con.execute("SELECT side, count(*) FROM tensors GROUP BY side").fetchall())
-    assert counts["npu"] + counts["bench"] == con.execute(
+        f"EXPLAIN SELECT row_seq FROM tensors WHERE {column} = '{value}'").fetchall())
+    assert "CAST" not in plan and f"{column}='{value}'" in plan.replace(" ", "")
+    counts = dict(con.execute(f"SELECT {column}::VARCHAR, count(*) FROM tensors "
+                              "GROUP BY ALL").fetchall())
+    assert counts[value] + counts[other] == con.execute(
         f"SELECT count(*) FROM {pipeline.TENSOR_ROWS}").fetchone()[0]
-    assert con.execute("SELECT count(*) FROM tensors WHERE side = 'npu'").fetchone()[0] == \
-        counts["npu"] > 0
+    assert con.execute(f"SELECT count(*) FROM tensors WHERE {column} = '{value}'"
+                       ).fetchone()[0] == counts[value] > 0
     con.close()
 
 
