@@ -377,6 +377,7 @@ def _batch_shared(jobs: list[PairJob], opts: Options, output_dir: Path,
     from msq.export.xlsx import batch_sheets, same_shapes
     from msq.pipeline import (
         NotBatchable,
+        batch_result_rows,
         batch_results,
         compute_batch,
         pair_reads_views,
@@ -406,7 +407,8 @@ def _batch_shared(jobs: list[PairJob], opts: Options, output_dir: Path,
         # types are the batch queries', and its sheets' rows (main and blame) are its slice of
         # the batch's, fetched once for the batch
         with same_shapes(), batch_sheets(batch_workbook_queries(
-                mode, [part.place.out_range for part in parts])) as sheets:
+                mode, [part.place.out_range for part in parts],
+                batch_result_rows(mode))) as sheets:
             eager = pair_reads_views(opts)
             views = _PairViews(con, mode, types)
             for job, part, result, pair_rows in zip(jobs, parts, results, rows, strict=True):

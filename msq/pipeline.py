@@ -677,9 +677,11 @@ def bound_row_error(mode: str) -> str:
     return _bound(file.origin, file.body, reads)
 
 
-#: What sql/compare/reports/statistics/stat_result.sql reads of the compare's settings (as
+#: What sql/compare/reports/statistics/stat_judged.sql reads of the compare's settings (as
 #: written there): whether the compare is --compat.
 STAT_RESULT_COMPAT = "(SELECT compat FROM settings)"
+#: What sql/compare/reports/statistics/stat_result.sql reads its rows from (as written there)
+STAT_RESULT_JUDGED = "FROM stat_judged"
 
 
 def bound_result(mode: str) -> str | None:
@@ -692,7 +694,73 @@ def bound_result(mode: str) -> str | None:
     if mode != "statistics":
         return None
     file = db.sql_file("compare/reports/statistics/stat_result.sql")
-    return _bound(file.origin, file.body, {STAT_RESULT_COMPAT: "false"})
+    judged = db.sql_file("compare/reports/statistics/stat_judged.sql")
+    return _bound(file.origin, file.body, {STAT_RESULT_JUDGED: "FROM (\n{}\n)".format(
+        _bound(judged.origin, judged.body, {STAT_RESULT_COMPAT: "false"}))})
+
+
+#: What a batch stores of each mode's result table (msq.export.outputs.result_table) where
+#: that table is a view over it: statistics' stat_result over stat_judged (stat_rows' cells,
+#: numbers and names, with the verdict's reason, warn and unmatched reason). Its texts made of
+#: the kind, the verdict and the stack ("Result", "Err_message", "Reason", "NPU_Stack_Info")
+#: are made by each reader of the view (a batch's: the history rows and the workbook's rows,
+#: each once), not appended to a table of every row (~220 instructions a text) and scanned
+#: again: ~-66 M instructions a 6-pair root batch (bench/README, "Session 28: rows").
+BATCH_STORED = {"statistics": "stat_judged"}
+
+
+def batch_stored(mode: str) -> str:
+    """What a batch of ``mode`` materialises of its result (:data:`BATCH_STORED`, else the
+    result table itself)."""
+    return BATCH_STORED.get(mode, result_table(mode))
+
+
+#: What stat_judged's rows hold of stat_rows' (as sql/compare/reports/statistics/
+#: stat_judged.sql writes it), and what a batch stores of them: not --compat's Warning flag
+#: (``flagged``, read by nothing in the default mode) nor the stack, 'None' on every row of a
+#: batch (never -s: :func:`batchable`), which its stat_result shows as that constant
+#: (:data:`STAT_RESULT_STACK`)
+STAT_JUDGED_ROWS = ("SELECT s.*,", "SELECT s.* EXCLUDE (flagged, stack),")
+#: What stat_result shows as NPU_Stack_Info (as sql/compare/reports/statistics/stat_result.sql
+#: writes it), and what a batch's shows
+STAT_RESULT_STACK = ('stack AS "NPU_Stack_Info"', "'None' AS \"NPU_Stack_Info\"")
+
+
+def bound_stat_judged() -> str:
+    """What a statistics batch stores of its result (:data:`BATCH_STORED`):
+    sql/compare/reports/statistics/stat_judged.sql with --compat written into its text as
+    false, as :func:`bound_result` does, without stat_rows' flagged and stack
+    (:data:`STAT_JUDGED_ROWS`)."""
+    file = db.sql_file("compare/reports/statistics/stat_judged.sql")
+    return _bound(file.origin, file.body, {STAT_RESULT_COMPAT: "false",
+                                           STAT_JUDGED_ROWS[0]: STAT_JUDGED_ROWS[1]})
+
+
+def batch_result() -> str:
+    """A statistics batch's stat_result, a view over what the batch stores
+    (:func:`bound_stat_judged`): sql/compare/reports/statistics/stat_result.sql with its
+    NPU_Stack_Info the constant 'None' (:data:`STAT_RESULT_STACK`)."""
+    file = db.sql_file("compare/reports/statistics/stat_result.sql")
+    return _bound(file.origin, file.body, {STAT_RESULT_STACK[0]: STAT_RESULT_STACK[1]})
+
+
+def batch_view_file(file: db.SqlFile, mode: str) -> db.SqlFile:
+    """A view's file as a batch of ``mode`` creates it: stat_result as :func:`batch_result`
+    where it is a view over what the batch stores (:data:`BATCH_STORED`); any other as it is."""
+    if file.name == result_table(mode) and mode in BATCH_STORED:
+        return dataclasses.replace(file, text=batch_result())
+    return file
+
+
+def batch_result_rows(mode: str) -> str:
+    """The SELECT of a batch's result table's rows over its batch tables, after
+    :func:`split_batch` (each pair's result table is its slice of them): the workbook's rows of
+    the batch (msq.export.outputs.batch_workbook_queries)."""
+    if mode not in BATCH_STORED:
+        return f"SELECT * FROM batch_{result_table(mode)}"
+    file = db.sql_file("compare/reports/statistics/stat_result.sql")
+    return "SELECT * FROM (\n{}\n)".format(_bound(
+        file.origin, batch_result(), {STAT_RESULT_JUDGED: f"FROM batch_{BATCH_STORED[mode]}"}))
 
 
 #: The part of each mode's result that reads neither the per-row error nor the verdicts.
@@ -1027,7 +1095,8 @@ def compute_batch(inps: list[SingleInput], opts: Options, opened: BatchDatabase,
     # text as it creates the view): shipped views only (no --sql-dir in a batch)
     files, _ = view_files(COMPARE_VIEWS, variants=[mode, rules_variant(opts)],
                           skip=unused_views(opts) | opened.views)
-    opened.batch_views(con, {file.name: view_statement(file, defer=db.can_defer_binding(con))
+    opened.batch_views(con, {file.name: view_statement(batch_view_file(file, mode),
+                                                       defer=db.can_defer_binding(con))
                              for file in files})
     # a view of ops, not a table (BATCH_VIEWS): op_pairs reads it alone (~37 M instructions a
     # 4-pair root batch to store its 40,000 rows, their keys as long texts); the database's own
@@ -1039,7 +1108,7 @@ def compute_batch(inps: list[SingleInput], opts: Options, opened: BatchDatabase,
     rows_and_windows(con)
     create_unmatched_reasons(con, opened)
     db.materialize(con, "row_error", batch_row_error(mode))
-    for view in ("verdicts", result_table(mode), "marks"):
+    for view in ("verdicts", batch_stored(mode), "marks"):
         with planned_without(con, BATCH_PLAN_SKIPS.get(view, ())):
             db.materialize(con, view, batch_select(view, mode))
     # (every row's names where a pair's outputs read its view of blame_rows: its CSV, Parquet,
@@ -1137,10 +1206,11 @@ def batch_verdicts() -> str:
 
 def batch_select(view: str, mode: str) -> str | None:
     """What :func:`compute_batch` materialises ``view`` from (``select`` of
-    :func:`db.materialize`): a statistics batch's verdicts :func:`batch_verdicts`, the result
-    table :func:`bound_result`'s, else None (the view's rows)."""
-    if view == "verdicts" and mode == "statistics":
-        return batch_verdicts()
+    :func:`db.materialize`): a statistics batch's verdicts :func:`batch_verdicts` and its
+    stat_judged :func:`bound_stat_judged`, another mode's result table :func:`bound_result`'s,
+    else None (the view's rows)."""
+    if mode == "statistics" and view in ("verdicts", "stat_judged"):
+        return batch_verdicts() if view == "verdicts" else bound_stat_judged()
     return bound_result(mode) if view == result_table(mode) else None
 
 
@@ -1540,8 +1610,10 @@ BATCH_VIEWS = ("op_keys",)
 
 
 def batch_tables(mode: str) -> dict[str, tuple[str, dict[str, str]]]:
-    """:data:`BATCH_TABLES` and the mode's result table (msq.export.outputs.result_table)."""
-    return {**BATCH_TABLES, result_table(mode): ("out", {"out_seq": "out"})}
+    """:data:`BATCH_TABLES` and what the batch stores of the mode's result (:func:`batch_stored`:
+    statistics' stat_judged, its stat_result a view over it that each pair's reads over its
+    own view of it, as op_keys)."""
+    return {**BATCH_TABLES, batch_stored(mode): ("out", {"out_seq": "out"})}
 
 
 #: A batch table's columns' types, by (table, column) (:func:`split_batch`).
@@ -1619,11 +1691,13 @@ def pair_of(column: str, places: list[BatchPlace]) -> str:
 
 #: A batch's failing rows (a batch is of the statistics mode alone, read_batch): the rows of
 #: the mode's failing_rows view (sql/compare/reports/statistics/failing_rows.sql: out_seq and
-#: "NPU Name" where "Result" = 'Warning'), read from stat_result, the table its result view
-#: shows those columns of as they are. Through the views DuckDB bound result_statistics' sixteen
-#: cells each time: ~18 M instructions a query (tests/test_batch.py holds the two equal).
-BATCH_FAILING_ROWS = ('SELECT out_seq, "NPU Name" AS name FROM stat_result '
-                      "WHERE \"Result\" = 'Warning'")
+#: "NPU Name" where "Result" = 'Warning'), read from stat_judged, the table its result view
+#: shows those columns of (:data:`BATCH_STORED`): "Result" is 'Warning' where a matched row
+#: warns. Through the views DuckDB bound result_statistics' sixteen cells each time: ~18 M
+#: instructions a query; through stat_result it made the texts of every row
+#: (tests/test_batch.py holds the two equal).
+BATCH_FAILING_ROWS = ('SELECT out_seq, "NPU Name" AS name FROM stat_judged '
+                      "WHERE kind = 'matched' AND warn")
 
 #: The advisor's finding of each pair of a batch: advisor_finding's own SQL over the pair's first
 #: failing row alone (``failing_rows`` a CTE of that row, which the view's file reads by name;
@@ -1701,8 +1775,9 @@ def batch_results(con: duckdb.DuckDBPyConnection, mode: str, pairs: list[BatchPa
         for out_seq, name, why in con.execute(
                 f'SELECT m.out_seq, r."NPU Name", '
                 f"coalesce(nullif(v.reason, ''), m.{MARK_REASON}) "
-                # the result table: its result view's "NPU Name" (BATCH_FAILING_ROWS)
-                f"FROM marks m JOIN {result_table(mode)} r USING (out_seq) "
+                # what the batch stores of its result: its result view's "NPU Name"
+                # (BATCH_FAILING_ROWS)
+                f"FROM marks m JOIN {batch_stored(mode)} r USING (out_seq) "
                 "LEFT JOIN verdicts v USING (out_seq) "
                 f"WHERE m.out_seq IN ({', '.join(map(str, sorted(pair_at)))}) "
                 "AND m.mark = 'red'").fetchall():

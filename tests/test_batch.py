@@ -180,7 +180,8 @@ def test_each_pair_of_a_batch_is_its_own_compare(jobs, opts, tmp_path, monkeypat
     monkeypatch.setattr(outputs, "_ask_workbook_facts", lambda *a: (asked.append("facts"),
                                                                    facts(*a))[1])
     outs = pair_tables._batch_shared(jobs, opts, tmp_path)  # raises unless batched
-    assert asked.count("SELECT * FROM batch_stat_result") == 1
+    # (stat_result's rows over the batch's tables: a view over stat_rows and the verdicts)
+    assert asked.count(pipeline.batch_result_rows("statistics")) == 1
     assert "SELECT * FROM stat_result" not in asked
     # blame's sheet too: once, over batch_blame_rows (blame.export.batch_sheet_query)
     blame = [query for query in asked if "blame_rows" in query]
@@ -395,6 +396,33 @@ def test_a_batchs_row_error_is_a_single_compares_without_what_verdicts_alone_rea
     assert db.scalar(con, f"SELECT count(*) FROM (SELECT {listed} FROM ({full}) "
                           "EXCEPT ALL SELECT * FROM row_error)") == 0
     assert db.scalar(con, "SELECT count(*) FROM row_error") == \
+        db.scalar(con, "SELECT count(*) FROM compare_rows") > 0
+
+
+def test_a_batchs_stat_result_is_a_view_over_its_stored_rows(jobs, opts, tmp_path):
+    """A statistics batch stores stat_judged (msq.pipeline.BATCH_STORED: the rows' cells,
+    numbers and names, and their verdicts' reason, warn and unmatched reason) and not
+    stat_result, which stays a view over it: its four texts of the kind, the verdict and the
+    stack are made by its readers, not stored (its rows: the test of each pair as its own
+    compare above, whose single compares store stat_result)."""
+    from msq import db, pipeline
+    from msq.config import SingleInput
+
+    kept = WorkerDatabase.get(opts)
+    assert kept is not None
+    inps = [SingleInput(job.npu[0], job.bench[0], job.npu[1]) for job in jobs]
+    con, _, _ = pipeline.compute_batch(inps, opts, kept)
+    kinds = dict(con.execute(
+        "SELECT table_name, 'table' FROM duckdb_tables() WHERE database_name = current_database() "
+        "UNION ALL SELECT view_name, 'view' FROM duckdb_views() "
+        "WHERE database_name = current_database() AND NOT internal").fetchall())
+    assert (kinds["stat_judged"], kinds["stat_result"]) == ("table", "view")
+    stored = {name for (name, *_) in con.execute("DESCRIBE stat_judged").fetchall()}
+    texts = {"Result", "Err_message", "Reason", "NPU_Stack_Info"}
+    assert not (texts | {"stack", "flagged"}) & stored  # (no -s in a batch: its stack is 'None')
+    shown = [name for (name, *_) in con.execute("DESCRIBE stat_result").fetchall()]
+    assert texts <= set(shown)
+    assert db.scalar(con, "SELECT count(*) FROM stat_result") == \
         db.scalar(con, "SELECT count(*) FROM compare_rows") > 0
 
 

@@ -143,16 +143,17 @@ def write_outputs(con: duckdb.DuckDBPyConnection, mode: str, out_dir: Path, opts
 _MARKS = "SELECT out_seq, mark FROM marks"
 
 
-def batch_workbook_queries(mode: str, ranges: Sequence[tuple[int, int]]) -> dict[str, str]:
+def batch_workbook_queries(mode: str, ranges: Sequence[tuple[int, int]],
+                           result_rows: str) -> dict[str, str]:
     """The sheets' queries of a batch's pair's workbook (:func:`_write_workbook`: the main
-    sheet's, its result a view over the materialised result table, and blame's) and the same
-    rows over the batch's tables (msq.pipeline.split_batch's ``batch_<name>``), for
+    sheet's, its result a view over the result table, and blame's) and the same rows over the
+    batch's tables (msq.pipeline.split_batch's ``batch_<name>``), for
     msq.export.xlsx.batch_sheets; ``ranges``: each pair's out_seq range in the batch
-    (msq.pipeline.BatchPlace.out_range)."""
+    (msq.pipeline.BatchPlace.out_range); ``result_rows``: the SELECT of the batch's result
+    table's rows (msq.pipeline.batch_result_rows)."""
     from msq.blame.export import batch_sheet_query, sheet_query
 
-    table = result_table(mode)
-    return {f"SELECT * FROM {table}": f"SELECT * FROM batch_{table}",
+    return {f"SELECT * FROM {result_table(mode)}": result_rows,
             _MARKS: "SELECT out_seq, mark FROM batch_marks",
             sheet_query(): batch_sheet_query(ranges)}
 

@@ -1,4 +1,4 @@
--- description: result_statistics' rows with each relative error as a number (in percent, or its fixed text's code: stat_rows' <stat>_rel_pct) and each of the twelve statistics and differences as its cell's plain columns ("<cell>" the number; on the rows that have any, the texts in the list cell_texts and a statistic's booleans in cell_bools; plain_cell makes the cell), what the default mode materialises: its texts are printed and its cells made only for the readers that ask (result_statistics by rel_text and plain_cell; the workbook's C renderer, msq/export/_sheetxml.c, and the history's SELECT read the plain columns), and has_cell_text: whether a row has any cell's text (cell_texts is NULL where it has none).
+-- description: result_statistics' rows with each relative error as a number (in percent, or its fixed text's code: stat_rows' <stat>_rel_pct) and each of the twelve statistics and differences as its cell's plain columns ("<cell>" the number; on the rows that have any, the texts in the list cell_texts and a statistic's booleans in cell_bools; plain_cell makes the cell), what the default mode materialises: its texts are printed and its cells made only for the readers that ask (result_statistics by rel_text and plain_cell; the workbook's C renderer, msq/export/_sheetxml.c, and the history's SELECT read the plain columns), and has_cell_text: whether a row has any cell's text (cell_texts is NULL where it has none); Result, Err_message and Reason made of stat_judged's kind, warn and reasons.
 SELECT
   out_seq,
   kind,
@@ -20,8 +20,10 @@ SELECT
   "Bench max", "Bench min", "Bench mean", "Bench l2norm",
   CASE kind WHEN 'matched' THEN CASE WHEN warn THEN 'Warning' ELSE '' END ELSE 'N/A' END AS "Result",
   CASE kind WHEN 'matched' THEN CASE WHEN warn THEN 'Need double check api accuracy.' ELSE '' END
-            WHEN 'bench_only' THEN 'No NPU data matched' || unmatched_why
-            ELSE 'No bench data matched' || unmatched_why END AS "Err_message",
+            -- the unmatched reason (NULL under --compat: stat_judged) after a colon
+            WHEN 'bench_only' THEN 'No NPU data matched' || coalesce(': ' || unmatched_reason, '') || '.'
+            ELSE 'No bench data matched' || coalesce(': ' || unmatched_reason, '') || '.'
+  END AS "Err_message",
   stack AS "NPU_Stack_Info",
   coalesce(reason, '') AS "Reason",
   -- the cells' texts and booleans, NULL on ~94 % of root-8x8-5000's rows, as two lists on the
@@ -31,17 +33,4 @@ SELECT
   -- workbook's C renderer reads the texts of those rows alone, by a filter DuckDB pushes into
   -- its scan of the materialised table (msq.export.xlsx), the history's rows likewise.
   has_cell_text, cell_texts, cell_bools
-FROM (
-  -- msprobe's Warning flag under --compat; the default mode warns on the rows its rules colour
-  SELECT s.*, v.reason,
-         CASE WHEN (SELECT compat FROM settings) THEN flagged ELSE v.mark IS NOT NULL END AS warn,
-         CASE WHEN (SELECT compat FROM settings) OR v.unmatched_reason IS NULL THEN '.'
-              ELSE ': ' || v.unmatched_reason || '.' END AS unmatched_why
-  -- only the verdicts that say something: a verdict with an empty (or NULL) reason, no mark and
-  -- no unmatched reason (most rows) makes the same columns as no verdict ("Reason" '', no
-  -- Warning, "." after Err_message), and the join's right side holds ~1 % of the rows, not all
-  -- (tests/sql/test_stat_rows.py holds stat_result to the join of every verdict)
-  FROM stat_rows s LEFT JOIN (
-    SELECT out_seq, reason, mark, unmatched_reason FROM verdicts
-    WHERE reason <> '' OR mark IS NOT NULL OR unmatched_reason IS NOT NULL) v USING (out_seq)
-)
+FROM stat_judged
