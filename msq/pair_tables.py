@@ -233,17 +233,23 @@ def leave_rows(out: PairTables, folder: str) -> None:
     """Write the pair's history rows into ``folder`` as Arrow IPC files and hand the folder
     over instead (``shared``); where they cannot be written (no room), the folder goes and the
     rows go pickled (its files stay where they were left)."""
-    import pyarrow as pa
-
     try:
         for table, rows in out.history.items():
-            with pa.OSFile(os.path.join(folder, f"{table}.arrow"), "wb") as sink, \
-                    pa.ipc.new_file(sink, rows.schema) as writer:
-                writer.write_table(rows)
+            write_table(folder, table, rows)
     except OSError:
         shutil.rmtree(folder, ignore_errors=True)
         return
     out.shared, out.shared_tables, out.history = folder, list(out.history), {}
+
+
+def write_table(folder: str, table: str, rows: pa.Table) -> None:
+    """``rows`` (a pair's history rows of ``table``) written into ``folder`` as an Arrow IPC
+    file, as :meth:`PairTables.take_shared` reads it."""
+    import pyarrow as pa
+
+    with pa.OSFile(os.path.join(folder, f"{table}.arrow"), "wb") as sink, \
+            pa.ipc.new_file(sink, rows.schema) as writer:
+        writer.write_table(rows)
 
 
 def out_of_room(err: BaseException) -> bool:
@@ -393,12 +399,16 @@ def _batch_shared(jobs: list[PairJob], opts: Options, output_dir: Path,
         raise NotBatchable("no kept database")
     inps = [SingleInput(job.npu[0], job.bench[0], job.npu[1]) for job in jobs]
     outs: list[PairTables | PairFailure] = []
+    folders: list[str] = []  # the pairs' shared folders, their history rows left in them
     con = None
     try:
         with _kept_logs() as shared_logs:
             con, mode, parts = compute_batch(inps, opts, database)
-            rows = _batch_history_rows(con, mode, [part.place for part in parts]) \
-                if opts.record else [None] * len(parts)
+            rows: list[_LeftRows | None] = [None] * len(parts)
+            if opts.record:
+                for _ in parts:
+                    folders.append(_new_pair_folder(root))
+                rows = _batch_history_rows(con, mode, [part.place for part in parts], folders)
             results = batch_results(con, mode, parts, opts)
             types = split_batch(con, mode)
         if any(record.levelno >= logging.WARNING for record in shared_logs):
@@ -427,6 +437,8 @@ def _batch_shared(jobs: list[PairJob], opts: Options, output_dir: Path,
             if isinstance(out, PairTables):
                 shutil.rmtree(out.shared, ignore_errors=True)
                 out.release()
+        for folder in folders:  # those of the pairs not handed over yet
+            shutil.rmtree(folder, ignore_errors=True)
         WorkerDatabase.discard()
         raise
     finally:
@@ -466,15 +478,25 @@ class _PairViews:
             self.made = False
 
 
+@dataclass
+class _LeftRows:
+    """A batch's pair's history rows, written already into a shared folder of its own
+    (:func:`_batch_history_rows`): the folder and its tables (in the order a pair's own
+    compare makes them)."""
+
+    folder: str
+    tables: list[str]
+
+
 def _batch_pair_shared(con: Any, mode: str, job: PairJob, part: Any, result: CompareResult,
                        opts: Options, root: str, output_dir: Path,
-                       rows: dict[str, pa.Table] | None = None,
+                       rows: _LeftRows | None = None,
                        views: Callable[[], None] | None = None) -> PairTables:
     """One pair of a batch, its rows left in a shared folder of its own under ``root`` and its
     files in ``output_dir`` under temporary names, its log lines its own (``result``: its
-    summary and ``rows``: its history rows, by table, made for the batch at once; ``views``:
-    makes its views, msq.pipeline.batch_pair, first; None: they are made on demand, or are
-    made already)."""
+    summary and ``rows``: the folder its history rows were left in already, made for the
+    batch at once; None: without a history; ``views``: makes its views,
+    msq.pipeline.batch_pair, first; None: they are made on demand, or are made already)."""
     from msq.pipeline import log_setup
 
     with _kept_logs() as records:
@@ -482,12 +504,15 @@ def _batch_pair_shared(con: Any, mode: str, job: PairJob, part: Any, result: Com
         log_setup(mode, opts)  # what a single compare logs of itself
         if views is not None:
             views()
-        folder = _new_pair_folder(root)
+        folder = rows.folder if rows is not None else _new_pair_folder(root)
         tables = None
         try:
             tables = _pair_tables(con, mode, "pytorch", job, opts, result, started, output_dir,
-                                  rows)
-            leave_rows(tables, folder)
+                                  {} if rows is not None else None)
+            if rows is not None:
+                tables.shared, tables.shared_tables = rows.folder, rows.tables
+            else:
+                leave_rows(tables, folder)
         except BaseException:
             shutil.rmtree(folder, ignore_errors=True)
             if tables is not None:
@@ -796,7 +821,8 @@ def _blame_rows(con: Any, sql: str, names: bool = True) -> tuple[pa.Table, pa.Ta
 _EDGES_SELECT = "SELECT e.side, "
 
 
-def _batch_history_rows(con: Any, mode: str, places: list[Any]) -> list[dict[str, pa.Table]]:
+def _batch_history_rows(con: Any, mode: str, places: list[Any], folders: list[str],
+                        ) -> list[_LeftRows | None]:
     """The history rows of every pair of a batch (msq.pipeline.compute_batch, before
     split_batch: its tables under their own names), by table, from one run of each of the
     recorder's SELECTs over the batch's rows, not one a pair over its views. Each SELECT reads
@@ -808,7 +834,15 @@ def _batch_history_rows(con: Any, mode: str, places: list[Any]) -> list[dict[str
     (blame_tensors' ``r.npu_row = t.row_seq``: its NPU tensor row and that row's op, the names
     hist_row_ops.sql and the result's "NPU Name" give a matched row), which the driver takes
     (msq.history.run_recorder._Names.key_blame); a workbook-only batch's blame_rows holds
-    them on a few rows alone (msq.blame.compute.batch_rows_select)."""
+    them on a few rows alone (msq.blame.compute.batch_rows_select).
+
+    Each pair's rows of a table are written into its shared folder (``folders``, in
+    ``places``' order; :func:`write_table`) as soon as the batch's are made, and let go: a
+    worker holds one of the batch's history tables at a time, not all of them to its last
+    pair's workbook (~100 MB of Arrow and its allocator's slack for six 24,500-row pairs,
+    beside the sheets' rows and the renderer's buffers: a worker's peak memory, bench/README
+    "Session 28: mem"). Raises OSError where a folder cannot be written: the caller compares
+    the pairs one by one."""
     import pyarrow as pa
 
     from msq import db
@@ -830,8 +864,11 @@ def _batch_history_rows(con: Any, mode: str, places: list[Any]) -> list[dict[str
     if ops is not None:
         at = rows.schema.get_field_index("op_name")
         rows = rows.set_column(at, rows.schema.field(at), ops(rows.column("out_seq")))
-    parts = [{"result_rows": part} for part in split_rows(rows, ranges)]
+    written = ["result_rows"]
+    parts = split_rows(rows, ranges)
     del rows  # the parts hold what they need of it
+    _write_parts(folders, "result_rows", parts)
+    del parts
     for table, sql in prepare_blame(con):
         if table == "blame_rows":
             blame, runs = _blame_rows(con, sql, names=False)
@@ -839,15 +876,22 @@ def _batch_history_rows(con: Any, mode: str, places: list[Any]) -> list[dict[str
                              shifts={"out_seq": firsts,
                                      "op_seq": [place.op_base for place in places]})
             del blame  # as rows above
-            for part in parts:
-                part["blame_runs"] = runs
+            _write_parts(folders, "blame_runs", [runs] * len(folders))
+            written.append("blame_runs")
         else:  # blame_edges: its pair says whose (an edge's rows may have no output line)
             cut = [part.drop_columns([_PAIR]) for part in split_rows(
                 _batch_edges(con, sql, lines), [(place.pair, place.pair) for place in places],
                 key=_PAIR, shifts={"consumer_seq": firsts, "producer_seq": firsts})]
-        for part, made in zip(parts, cut, strict=True):
-            part[table] = made
-    return parts
+        _write_parts(folders, table, cut)
+        written.append(table)
+        del cut
+    return [_LeftRows(folder, list(written)) for folder in folders]
+
+
+def _write_parts(folders: list[str], table: str, parts: list[pa.Table]) -> None:
+    """Each pair's rows of ``table`` written into its folder (:func:`write_table`)."""
+    for folder, part in zip(folders, parts, strict=True):
+        write_table(folder, table, part)
 
 
 #: The result rows' few-valued texts a batch hands over as ENUMs (sql/compare/schema/00_types.sql):

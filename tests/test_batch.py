@@ -477,6 +477,31 @@ def test_a_batch_failing_after_its_first_pairs_leaves_no_file(jobs, opts, tmp_pa
         pair_tables.shutil.rmtree(o.shared, ignore_errors=True)
 
 
+def test_a_batch_leaves_every_pairs_rows_before_its_first_workbook(jobs, opts, tmp_path,
+                                                                   monkeypatch):
+    """A batch's history rows are written into its pairs' shared folders as each table is
+    made, before its first pair's files are rendered, and let go: the worker does not hold
+    them beside the sheets' rows and the renderer's buffers (a worker's peak memory). Each pair
+    hands over its folder, its rows those of its own compare."""
+    out, shm = tmp_path / "out", tmp_path / "shm"
+    out.mkdir()
+    seen: list[list[str]] = []
+    staged = pair_tables._staged_files
+
+    def looking(*args: Any, **kwargs: Any) -> Any:
+        seen.append(sorted(p.stem for p in shm.glob("*/*.arrow")))
+        return staged(*args, **kwargs)
+
+    monkeypatch.setattr(pair_tables, "_staged_files", looking)
+    outs = pair_tables._batch_shared(jobs, opts, out)
+    tables = ["blame_edges", "blame_rows", "blame_runs", "result_rows"]
+    assert seen[0] == sorted(tables * len(jobs))
+    for job, got in zip(jobs, outs, strict=True):
+        assert isinstance(got, PairTables) and got.shared and not got.history
+        assert sorted(got.shared_tables) == tables
+        assert contents(got) == contents(alone(job, opts, tmp_path)), job.title
+
+
 def test_a_batch_whose_database_cannot_be_reset_leaves_no_file(jobs, opts, tmp_path,
                                                                monkeypatch):
     """A batch whose kept database cannot be made as new after its pairs raises (its pairs are
@@ -623,14 +648,14 @@ def test_blame_without_the_pair_mixes_the_pairs(linked_jobs, opts, tmp_path, mon
 
 
 def test_batches_cut_jobs_in_order(tmp_path):
-    """Pool tasks: consecutive pairs, up to six a task, fewer when the pairs are few; a large
-    pair goes alone; each worker's last task half as large, so that the workers finish close
-    to one another, and no single-pair tasks (each task pays a fixed cost)."""
+    """Pool tasks: consecutive pairs, up to seven a task, fewer when the pairs are few; a large
+    pair goes alone; each worker's last task half as large (rounded up), so that the workers
+    finish close to one another, and no single-pair tasks (each task pays a fixed cost)."""
     small = write_dump(tmp_path / "small", {"Functional.relu.0.forward": fwd(t(), out=t())})
     jobs = [PairJob((small, None), (small, None), f"p{i}", "") for i in range(64)]
     job = jobs[0]
     cut = list(batches(jobs, 2))
-    assert [len(b) for b in cut] == [6] * 9 + [4, 3, 3]
+    assert [len(b) for b in cut] == [7] * 8 + [4, 4]
     assert [j for b in cut for j in b] == jobs  # every job once, in order
     assert [len(b) for b in batches(jobs, 4)] == [4] * 14 + [2] * 4
     assert [len(b) for b in batches([job] * 16, 2)] == [2] * 7 + [1] * 2
@@ -652,8 +677,8 @@ def test_a_batch_holds_at_most_its_bytes_of_dumps(tmp_path, monkeypatch):
     job, large = PairJob((small, None), (small, None), "", ""), PairJob((big, None), (big, None),
                                                                         "", "")
     monkeypatch.setattr(distributed, "BATCH_MAX_BYTES", 5 * pair // 2)  # two pairs, not three
-    # the tail's tasks of three (half of six) cut by the bytes too
-    assert [len(b) for b in batches([job] * 64, 2)] == [2] * 29 + [2, 1, 2, 1]
+    # the tail's tasks of four (half of seven) cut by the bytes too
+    assert [len(b) for b in batches([job] * 64, 2)] == [2] * 32
     cut = list(batches([job] * 3 + [large] + [job] * 4, 1))
     assert [len(b) for b in cut] == [2, 1, 1, 2, 1, 1]
     assert cut[2] == [large]
@@ -748,6 +773,26 @@ def test_a_batch_hands_its_rows_kind_verdict_and_result_as_enums(jobs, opts, tmp
     assert results == {"", "Warning", "N/A"}  # every text: rows of each (uncoded: stopped)
 
 
+def batch_history_rows(con: Any, mode: str, parts: list[Any], tmp_path: Path,
+                       ) -> list[dict[str, Any]]:
+    """Each pair's history rows of a batch by table, as _batch_history_rows leaves them in
+    the pairs' folders (read back as the driver reads them)."""
+    import pyarrow as pa
+
+    folders = []
+    for k in range(len(parts)):
+        folder = tmp_path / f"rows{k}"
+        folder.mkdir()
+        folders.append(str(folder))
+    left = pair_tables._batch_history_rows(con, mode, [part.place for part in parts], folders)
+    out = []
+    for rows in left:
+        assert rows is not None
+        out.append({table: pa.ipc.open_file(pa.memory_map(f"{rows.folder}/{table}.arrow"))
+                    .read_all() for table in rows.tables})
+    return out
+
+
 @pytest.mark.parametrize("formats", [("xlsx", "csv"), ("xlsx",)])
 def test_a_batchs_blame_rows_names_are_their_output_rows(linked_jobs, opts, tmp_path, formats):
     """Each blame row's op and NPU name are those of its output row (blame_tensors'
@@ -785,7 +830,7 @@ def test_a_batchs_blame_rows_names_are_their_output_rows(linked_jobs, opts, tmp_
         assert (op, npu) == ((op_name, npu_name) if every or named else (None, None))
     assert any(named for *_, named, _, _ in rows) and not all(named for *_, named, _, _ in rows)
     # the history's result rows: the same names by out_seq; its blame rows: none
-    history = pair_tables._batch_history_rows(con, mode, [part.place for part in parts])
+    history = batch_history_rows(con, mode, parts, tmp_path)
     theirs = {}
     for part, tables in zip(parts, history, strict=True):
         assert not {"op_name", "npu_name"} & set(tables["blame_rows"].column_names)
