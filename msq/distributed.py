@@ -300,11 +300,11 @@ def _outcomes(jobs: list[PairJob], output_dir: Path, opts: Options,
 
 
 #: Pairs a pool task compares at once (msq.pair_tables.compute_pairs_shared): a batch's fixed
-#: cost (~1,300 M instructions, mostly DuckDB binding and planning its queries) is paid once a
-#: batch. Six 24,500-row root pairs a task rather than four: ~5 % less of the run's CPU, a
-#: worker's peak 0.63-0.71 GB (four: 0.48-0.51 GB, once a batch's read columns are let go
-#: after loading; bench/README "Session 23: lead").
-BATCH_PAIRS = 6
+#: cost (~980 M instructions, mostly DuckDB binding and planning its queries) is paid once a
+#: batch. Seven 24,500-row root pairs a task: root-8x8-5000 in 10 tasks (7 x 8, 4, 4) instead of
+#: 12 of six, a worker's peak ~0.70 GB and the run's 1.8 GB, now that a batch's history rows
+#: are not held to its end (bench/README "Session 28: mem"; six: "Session 23: lead").
+BATCH_PAIRS = 7
 #: The dump.json bytes (both sides of every pair) a batch holds at most: its pairs' rows are in
 #: one worker's database at once, so a batch's memory grows with its total, not its largest
 #: pair (a root-8x8-5000 pair: 10.3 MB, ~24,500 rows, ~40 MB more of a worker's peak each).
@@ -334,10 +334,11 @@ def _tail_sizes(size: int, workers: int, njobs: int) -> list[int]:
     worker). So the last ``workers`` tasks hold half as many pairs. No single-pair tasks after
     them: each task pays a fixed cost (~980 M instructions, about half a pair's own, mostly
     DuckDB preparing its statements), and two more tasks cost root-8x8-5000 more than the
-    closer finish saved (bench/README, "Session 27: lead")."""
+    closer finish saved (bench/README, "Session 27: lead"); half rounded up, so that seven
+    pairs a task cut root-8x8-5000's 64 into 7 x 8, 4, 4, not 7 x 8, 2, 3, 3."""
     if size == 1:
         return []
-    tail = [max(1, size // 2)] * workers
+    tail = [(size + 1) // 2] * workers
     return tail if sum(tail) * 2 <= njobs else []
 
 
