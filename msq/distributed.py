@@ -34,7 +34,7 @@ from msq.pair_tables import (
     compute_pairs_shared,
     remove_pair_folders,
 )
-from msq.procs import gc_frozen, process_pool, stop_pool
+from msq.procs import PAIR_POOL_PRELOAD, gc_frozen, process_pool, stop_pool
 from msq.result import CompareResult
 from msq.run_writer import RunWriter
 
@@ -274,7 +274,7 @@ def _outcomes(jobs: list[PairJob], output_dir: Path, opts: Options,
     # workers ignore SIGINT and SIGTERM (forked with them blocked): a Ctrl-C reaches the whole
     # process group, and this process alone decides what stops
     with gc_frozen():
-        pool = process_pool(workers, preload=["msq.pair_tables"],
+        pool = process_pool(workers, preload=PAIR_POOL_PRELOAD,
                             initializer=partial(interrupts.ignore_in_worker, os.getpid()))
         pending: deque[tuple[list[PairJob], Future[list[PairTables | PairFailure]]]] = deque()
         # one DuckDB thread a pair, as a Ray task has: the workers already fill the cores

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import logging
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -115,6 +116,11 @@ def run_single_card(inp: SingleInput, output_dir: Path, opts: Options) -> Compar
 
 def run_directories(inp: DirInput, output_dir: Path, opts: Any) -> list[CompareResult]:
     """Directory inputs: kernel dumps when rank_id is given, else ranks (and steps)."""
+    if _pair_pool_ahead(inp, opts):
+        with interrupts.deferred():  # the server started and its handle held, or neither
+            from msq.procs import start_pair_pool_server
+
+            start_pair_pool_server()
     with interrupts.deferred():  # as in run_single_card
         from msq.opening import import_duckdb
 
@@ -133,3 +139,19 @@ def run_directories(inp: DirInput, output_dir: Path, opts: Any) -> list[CompareR
         from msq.distributed import run_dir_compare  # lazy: as run_compare (duckdb)
 
     return run_dir_compare(inp.npu_dir, inp.bench_dir, output_dir, opts)
+
+
+def _pair_pool_ahead(inp: DirInput, opts: Options) -> bool:
+    """Whether the ranks' pairs will run on a pool forked by a forkserver (the history is open
+    when the pool starts: msq/procs.py), as msq.distributed decides: statistics dumps (no
+    dump_tensor_data beside a rank's dump.json), not --compat, more than one worker, this
+    machine's engine; and a history recorded. Its server then starts at once
+    (procs.start_pair_pool_server). A rank folder holding no pair (one rank) only costs the
+    server's imports, on a core idle meanwhile."""
+    if inp.extra.get("has_rank_id") or opts.engine == "ray" or opts.is_compat or not opts.record:
+        return False
+    if (opts.workers or os.cpu_count() or 1) <= 1:
+        return False
+    # a rank folder is a step's (npu/rank0) or a step's of a root (npu/step0/rank0)
+    return not any(any(inp.npu_dir.glob(pattern))
+                   for pattern in ("*/dump_tensor_data", "*/*/dump_tensor_data"))

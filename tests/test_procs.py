@@ -190,8 +190,9 @@ def test_pool_workers_run_this_msq_not_a_folder_named_msq_in_the_working_directo
     # an importable package: a preload that imports it keeps it for every worker forked after
     # (a workers' own import goes by the parent's sys.path, which has no working directory)
     (work / "msq" / "__init__.py").write_text("")
-    (work / "msq" / "pair_tables.py").write_text(
-        "raise RuntimeError('the msq of the working directory was imported')\n")
+    for name in ("pair_tables", "worker_imports"):
+        (work / "msq" / f"{name}.py").write_text(
+            "raise RuntimeError('the msq of the working directory was imported')\n")
     for side in ("npu", "bench"):
         for rank in (0, 1):
             write_dump(tmp_path / side / f"rank{rank}",
@@ -259,3 +260,61 @@ def test_forkserver_workers_ask_for_huge_pages_and_lazy_freeing() -> None:
     thp = Path("/sys/kernel/mm/transparent_hugepage/enabled")
     if thp.is_file() and "[never]" not in thp.read_text():
         assert int(huge_kb) >= 32 << 10  # most of the 64 MB
+
+
+@pytest.mark.parametrize("early", [True, False])
+def test_directory_pool_workers_start_with_what_they_need_imported(early: bool) -> None:
+    """A directory compare's pool workers (from the forkserver: the history is open) start with
+    msq's compare, duckdb and numpy imported once by the forkserver (msq/worker_imports.py), not
+    each at its first task; the forkserver started no thread (pyarrow's jemalloc starts one:
+    left to the workers) and imported no importlib.metadata. The same when the command started
+    the server before it opened the history (``early``: msq.runner.run_directories)."""
+    import json
+    import subprocess
+    import sys
+
+    code = ("import json, os, sys\n"
+            "from msq import db, procs\n"
+            "from msq.procs import PAIR_POOL_PRELOAD\n"
+            + "procs.start_pair_pool_server()\n" * early +
+            "con = db.connect()\n"
+            "probe = ('(sorted(__import__(\"sys\").modules), '\n"
+            "         'len(__import__(\"os\").listdir(\"/proc/%d/task\" % __import__(\"os\").getppid())))')\n"
+            "with procs.process_pool(1, preload=PAIR_POOL_PRELOAD) as pool:\n"
+            "    print(json.dumps(pool.submit(eval, probe).result()))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, check=False, cwd=Path(__file__).resolve().parent.parent)
+    assert done.returncode == 0, done.stderr
+    modules, server_threads = json.loads(done.stdout)
+    assert {"msq.distributed", "msq.pair_tables", "msq.pipeline", "msq.export.xlsx", "duckdb",
+            "numpy"} <= set(modules)
+    assert "pyarrow" not in modules and "importlib.metadata" not in modules
+    assert server_threads == 1
+
+
+def test_a_directory_compare_starts_its_pools_server_first_where_it_will_use_it(
+        tmp_path: Path) -> None:
+    """msq.runner starts the pair pool's forkserver before it imports the compare and opens the
+    history where msq.distributed will fork the pairs' workers from it: statistics dumps, more
+    than one worker, this machine's engine, a history; not for tensor dumps (the pairs run in
+    this process), --compat, one worker, --no-history (fork: no connection is open) or ray."""
+    from msq.config import DirInput, options_from_kwargs
+    from msq.runner import _pair_pool_ahead
+
+    for rank in ("step0/rank0", "step0/rank1"):
+        (tmp_path / "npu" / rank).mkdir(parents=True)
+    inp = DirInput(tmp_path / "npu", tmp_path / "bench")
+
+    def ahead(**kwargs: object) -> bool:
+        return _pair_pool_ahead(inp, options_from_kwargs(False, True, False,
+                                                         {"workers": 2, **kwargs}))
+
+    assert ahead()
+    assert not ahead(workers=1)
+    assert not ahead(record=False)
+    assert not ahead(engine="ray")
+    assert not ahead(compat="msprobe-1.1")
+    assert not _pair_pool_ahead(DirInput(inp.npu_dir, inp.bench_dir, extra={"has_rank_id": True}),
+                                options_from_kwargs(False, True, False, {"workers": 2}))
+    (tmp_path / "npu" / "step0" / "rank1" / "dump_tensor_data").mkdir()
+    assert not ahead()
