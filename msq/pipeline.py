@@ -1297,21 +1297,26 @@ def _equal_rows(cols: dict[str, Any], name: str, source: str | None, text: str |
 
 
 def batch_tensors_select(derived: list[str], coded: dict[str, str],
-                         by_code: dict[str, str] | None = None) -> str:
+                         by_code: dict[str, str] | None = None) -> tuple[str, str]:
     """:func:`load_batch`'s SELECT of a pair's tensors rows where the ``derived`` columns are
     made by the ``tensors`` view (:func:`tensor_rows`): those of the readers left out,
-    match_name made of disp_name where it is not derived; the ``coded`` columns stored as
+    match_name made of disp_name where it is not derived; and the REPLACE list of the SELECT
+    over every pair's (:func:`_insert_pairs`' ``codes``) that stores the ``coded`` columns as
     their ENUMs (:func:`coded_text`), or by the expression ``by_code`` gives one whose rows
-    are handed over as codes (:func:`batch_codes`)."""
+    are handed over as codes (:func:`batch_codes`). The codes' CASEs once over the pairs' UNION
+    ALL, not in each pair's SELECT: DuckDB binds and optimises each branch's expressions anew
+    (~9 M instructions a pair for these CASEs and their ENUM constants), and a projection over
+    the union evaluates the same expressions on the same rows, in the same order."""
     stored = [c for c in derived if c != "match_name"]
     exclude = f"EXCLUDE ({', '.join(stored)}) " if stored else ""
     match = "" if "match_name" in derived else "disp_name AS match_name, "
     by_code = by_code or {}
-    codes = "".join(f", {by_code.get(c) or coded_text(db.quote_ident(c), enum)} "
-                    f"AS {db.quote_ident(c)}"
-                    for c, enum in coded.items() if c not in derived)
-    return (f"* {exclude}REPLACE (op_seq + {{op}} AS op_seq, row_seq + {{row}} AS row_seq{codes}), "
-            f"{match}{{pair}} AS pair")
+    codes = ", ".join(f"{by_code.get(c) or coded_text(db.quote_ident(c), enum)} "
+                      f"AS {db.quote_ident(c)}"
+                      for c, enum in coded.items() if c not in derived)
+    select = (f"* {exclude}REPLACE (op_seq + {{op}} AS op_seq, row_seq + {{row}} AS row_seq), "
+              f"{match}{{pair}} AS pair")
+    return select, codes
 
 
 #: The values of each ENUM of :data:`CODED_ROWS` and :data:`CODED_DTYPE` that
@@ -1415,20 +1420,20 @@ def load_batch(con: duckdb.DuckDBPyConnection, pairs: list[BatchPair]) -> None:
     as ENUMs (:data:`CODED_ROWS`); the dtypes too where the ENUM holds every one of the batch's
     (:data:`CODED_DTYPE`), else as texts."""
     derived = derived_columns(pairs)
-    _insert_pairs(con, "ops", BATCH_OPS_LOAD, pairs)
+    _insert_pairs(con, "ops", BATCH_OPS_LOAD, "", pairs)
     columns = con.execute(_TENSORS_COLUMNS).fetchall()
     coded = {**CODED_ROWS, **CODED_DTYPE}
     rows, by_code = batch_codes(con, pairs, {c: e for c, e in coded.items() if c not in derived})
     tensor_rows(con, columns, derived, coded, "DROP TABLE tensors")
     try:
-        _insert_pairs(con, TENSOR_ROWS, batch_tensors_select(derived, coded, by_code), pairs,
+        _insert_pairs(con, TENSOR_ROWS, *batch_tensors_select(derived, coded, by_code), pairs,
                       rows)
     except duckdb.ConversionException:  # a dtype the ENUM does not hold: its texts stored
         if any(c in by_code for c in CODED_DTYPE):  # coded: the ENUM holds them (batch_codes)
             raise
         tensor_rows(con, columns, derived, CODED_ROWS,
                     f"DROP VIEW tensors; DROP TABLE {TENSOR_ROWS}")
-        _insert_pairs(con, TENSOR_ROWS, batch_tensors_select(derived, CODED_ROWS, by_code),
+        _insert_pairs(con, TENSOR_ROWS, *batch_tensors_select(derived, CODED_ROWS, by_code),
                       pairs, rows)
 
 
@@ -1534,11 +1539,12 @@ def code_case(column: str, enum: str, values: tuple[str, ...], seen: int, nulls:
     return f"CASE {' '.join(whens[:-1])} ELSE {last} END" if len(held) > 1 else last
 
 
-def _insert_pairs(con: duckdb.DuckDBPyConnection, table: str, select: str,
+def _insert_pairs(con: duckdb.DuckDBPyConnection, table: str, select: str, codes: str,
                   pairs: list[BatchPair], rows: list[Any] | None = None) -> None:
     """Every pair's rows of ``table`` (``ops``, else the tensors rows: ``rows``, each pair's,
     :func:`batch_codes`) in one INSERT, each pair's through ``select`` (its place's numbers
-    formatted in)."""
+    formatted in), the UNION ALL of them through ``SELECT * REPLACE (codes)`` where ``codes``
+    is not empty."""
     streams: list[str] = []
     try:
         parts = []
@@ -1553,7 +1559,9 @@ def _insert_pairs(con: duckdb.DuckDBPyConnection, table: str, select: str,
             where = select.format(op=part.place.op_base, row=part.place.row_base,
                                   pair=part.place.pair)
             parts.append(f"SELECT {where} FROM {name}")
-        con.execute(f"INSERT INTO {table} BY NAME {' UNION ALL '.join(parts)}")
+        union = " UNION ALL ".join(parts)
+        con.execute(f"INSERT INTO {table} BY NAME "
+                    + (f"SELECT * REPLACE ({codes}) FROM ({union})" if codes else union))
     finally:
         for name in streams:
             con.unregister(name)
@@ -1699,12 +1707,44 @@ def pair_of(column: str, places: list[BatchPlace]) -> str:
 BATCH_FAILING_ROWS = ('SELECT out_seq, "NPU Name" AS name FROM stat_judged '
                       "WHERE kind = 'matched' AND warn")
 
-#: The advisor's finding of each pair of a batch: advisor_finding's own SQL over the pair's first
-#: failing row alone (``failing_rows`` a CTE of that row, which the view's file reads by name;
-#: none: the pair has no failing row), so that the suspect's line, name and advice are those of
-#: the pair's own compare.
-_PAIR_FINDING = ("SELECT {pair} AS pair, * FROM (WITH failing_rows AS ("
-                 "SELECT ?::BIGINT AS out_seq, ?::VARCHAR AS name WHERE ?) SELECT * FROM (\n{body}\n))")
+#: The advisor's finding of every pair of a batch at once: advisor_finding's own SQL
+#: (:func:`batch_findings`) over each pair's first failing row (``failing_rows``: one row a pair
+#: that has one, which the view's file reads by name), each of its steps by pair: {its text over
+#: one compare's failing rows, as written there: what it becomes}. A row's line, suspect and
+#: advice are made of that row alone, so each pair's are those of its own compare; a pair of
+#: none gets the file's 'NA' row (its ``NOT EXISTS`` then the pairs of none). One statement,
+#: not one copy of the file a pair in a UNION ALL: DuckDB bound and optimised each copy (~5 M
+#: instructions a pair).
+BATCH_FINDING_EDITS = {
+    "SELECT out_seq, name FROM failing_rows ORDER BY out_seq LIMIT 1":
+        "SELECT pair, out_seq, name FROM failing_rows",
+    "AS hit, name, out_seq\n": "AS hit, name, out_seq, pair\n",
+    "SELECT\n  CAST(out_seq AS VARCHAR) AS line,":
+        "SELECT\n  pair, CAST(out_seq AS VARCHAR) AS line,",
+    "SELECT 'NA', 'NA',": "SELECT b.pair, 'NA', 'NA',",
+    "\nWHERE NOT EXISTS (SELECT 1 FROM first_row)": "\nFROM passed_pairs b",
+}
+
+#: What :func:`batch_findings` runs: its pairs and their first failing rows as lists (one
+#: statement whatever their number)
+_BATCH_FINDINGS = ("WITH failing_rows AS (SELECT unnest(?::INTEGER[]) AS pair, "
+                   "unnest(?::BIGINT[]) AS out_seq, unnest(?::VARCHAR[]) AS name), "
+                   "passed_pairs AS (SELECT unnest(?::INTEGER[]) AS pair) "
+                   "SELECT * FROM (\n{body}\n)")
+
+
+def batch_findings(con: duckdb.DuckDBPyConnection, pairs: list[int],
+                   first: dict[int, tuple[int, str | None]],
+                   ) -> dict[int, tuple[str, str, str]]:
+    """The advisor's finding (line, suspect, advice) of each of ``pairs``, each from its first
+    failing row ``first[pair]`` (its out_seq in the pair's own numbering, its name) where it has
+    one, else the 'NA' one (:data:`BATCH_FINDING_EDITS`: ``passed_pairs``, those of none)."""
+    file = db.sql_file("compare/reports/advisor_finding.sql")
+    sql = _BATCH_FINDINGS.format(body=_bound(file.origin, file.body, BATCH_FINDING_EDITS))
+    have = sorted(first)
+    return {int(k): (line, suspect, advice) for k, line, suspect, advice in con.execute(
+        sql, [have, [first[k][0] for k in have], [first[k][1] for k in have],
+              [k for k in pairs if k not in first]]).fetchall()}
 
 
 def batch_results(con: duckdb.DuckDBPyConnection, mode: str, pairs: list[BatchPair],
@@ -1753,14 +1793,8 @@ def batch_results(con: duckdb.DuckDBPyConnection, mode: str, pairs: list[BatchPa
             "GROUP BY pair"
             ") f LEFT JOIN verdicts v USING (out_seq)").fetchall()}
     base = {p.pair: p.out_range[0] for p in places}
-    body = db.sql_file("compare/reports/advisor_finding.sql").body
-    selects, params = [], []
-    for k in results:
-        out_seq, name, _, _ = first.get(k, (0, "", 0, None))
-        selects.append(_PAIR_FINDING.format(pair=int(k), body=body))
-        params += [out_seq - base[k], name, k in first]
-    findings = {k: (line, suspect, advice) for k, line, suspect, advice in
-                con.execute(" UNION ALL ".join(selects), params).fetchall()}
+    findings = batch_findings(con, list(results), {
+        k: (out_seq - base[k], name) for k, (out_seq, name, _, _) in first.items()})
     for k, result in results.items():
         _, _, n, reason = first.get(k, (0, "", 0, None))
         _set_finding(result, *findings[k], n)

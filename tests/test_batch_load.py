@@ -575,3 +575,70 @@ def test_a_dump_of_more_dtypes_than_the_reader_codes_has_none(tmp_path):
     side = read_side("npu", write_dump(tmp_path, data), False)
     (written,) = side.rows.codes
     assert "dtype" not in written and "io" in written and "max_kind" in written
+
+
+class _Statements:
+    """A compare database's connection that keeps the text of every statement it runs."""
+
+    def __init__(self, con: Any) -> None:
+        self.con, self.texts = con, []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.con, name)
+
+    def execute(self, sql: str, *args: Any) -> Any:
+        self.texts.append(sql)
+        return self.con.execute(sql, *args)
+
+
+def test_a_batch_binds_its_tensors_codes_once_for_every_pair(tmp_path):
+    """load_batch's INSERT of the tensors rows makes each coded column's ENUM (CODED_ROWS) once
+    over the pairs' UNION ALL, not in each pair's SELECT (DuckDB binds each branch's CASEs anew:
+    ~9 M instructions a pair), and gives the rows each pair's load gives alone."""
+    base = model(1, ops=6)
+    inps = inputs(tmp_path, [(base, noisy(base, k, 0.1)) for k in (2, 3, 4)])
+    _, pairs = pipeline.read_batch(inps, Options(workers=1))
+    con = _Statements(db.connect())
+    db.run_schema(con.con)
+    pipeline.load_batch(con, pairs)  # type: ignore[arg-type]
+    (insert,) = [sql for sql in con.texts
+                 if sql.startswith(f"INSERT INTO {pipeline.TENSOR_ROWS}")]
+    head, union = insert.split(" FROM (", 1)
+    assert union.count(" UNION ALL ") == 2
+    for enum in ("row_side", "row_io", "stat_kind"):
+        assert f"::{enum}" in head and f"::{enum}" not in union
+    batch = con.execute(f"SELECT * EXCLUDE (pair, op_seq, row_seq) FROM {pipeline.TENSOR_ROWS} "
+                        "ORDER BY pair, row_seq").fetchall()
+    con.close()
+    alone = []
+    for inp in inps:  # each pair loaded alone (place 0), in order
+        _, (part,) = pipeline.read_batch([inp], Options(workers=1))
+        single = db.connect()
+        db.run_schema(single)
+        pipeline.load_batch(single, [part])
+        alone += single.execute(f"SELECT * EXCLUDE (pair, op_seq, row_seq) FROM "
+                                f"{pipeline.TENSOR_ROWS} ORDER BY row_seq").fetchall()
+        single.close()
+    assert batch == alone and len(batch) > 0
+
+
+@pytest.mark.parametrize("names", [
+    ["Functional.conv2d.0.forward.input.0", None, "Tensor.add.1.backward.output.0"],
+    ["Torch.matmul.2.forward.output.0", "Functional.relu.0.forward.output.0",
+     "Functional.layer_norm.1.backward.input.0"]])
+def test_a_batchs_findings_are_the_advisor_files_of_each_pair(names):
+    """batch_findings gives each pair of a batch (one statement for all) the row
+    sql/compare/reports/advisor_finding.sql gives over that pair's own first failing row (its
+    line, name and advice; a NULL name too), and the file's 'NA' row to a pair of none."""
+    con = db.connect()
+    body = db.sql_file("compare/reports/advisor_finding.sql").body
+    first = {k: (10 * k + 3, name) for k, name in enumerate(names)}
+    expected = {}
+    for k in [*first, len(names)]:  # the last pair: no failing row
+        seq, name = first.get(k, (0, None))
+        expected[k] = con.execute(
+            "WITH failing_rows AS (SELECT ?::BIGINT AS out_seq, ?::VARCHAR AS name WHERE ?) "
+            f"SELECT * FROM (\n{body}\n)", [seq, name, k in first]).fetchall()[0]
+    assert pipeline.batch_findings(con, list(expected), first) == expected
+    assert expected[len(names)][0] == "NA"
+    con.close()
