@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import itertools
 import logging
 import os
 import time
@@ -1569,16 +1570,27 @@ def _insert_pairs(con: duckdb.DuckDBPyConnection, table: str, select: str, codes
 
 def place_pairs(con: duckdb.DuckDBPyConnection, pairs: list[BatchPair]) -> list[BatchPair]:
     """Each pair's first and last ord and out_seq in the batch's op_pairs and compare_rows
-    (a pair's ops are those between its op_base and the next pair's)."""
-    bounds = ", ".join(f"({p.place.pair}, {p.place.op_base}, "
-                       f"{(pairs[i + 1].place.op_base if i + 1 < len(pairs) else 2**31 - 1) - 1})"
-                       for i, p in enumerate(pairs))
-    found = {int(k): (int(lo), int(hi), o_lo, o_hi) for k, lo, hi, o_lo, o_hi in con.execute(
-        f"WITH b(k, lo, hi) AS (VALUES {bounds}), "
-        "o AS (SELECT b.k, p.ord FROM op_pairs p JOIN b "
-        "      ON coalesce(p.npu_op, p.bench_op) BETWEEN b.lo AND b.hi) "
-        "SELECT o.k, min(o.ord), max(o.ord), min(r.out_seq), max(r.out_seq) "
-        "FROM o LEFT JOIN compare_rows r USING (ord) GROUP BY o.k").fetchall()}
+    (a pair's ops are those between its op_base and the next pair's, its compare rows those of
+    its op pairs' ords): each range by one grouped scan of its table, a row's pair a CASE of the
+    pairs' ranges (:func:`range_case`), not a range join of every op pair with the pairs and a
+    join of every compare row with those (~50 M instructions of a 6-pair root batch). A compare
+    row's pair is its op pair's where no two pairs' ord ranges meet (a batch pairs each pair's
+    ops alone, in their order: they never do), else by that join (:func:`_placed_by_join`)."""
+    bounds = [(p.place.pair, p.place.op_base,
+               (pairs[i + 1].place.op_base if i + 1 < len(pairs) else 2**31 - 1) - 1)
+              for i, p in enumerate(pairs)]
+    ords = {int(k): (int(lo), int(hi)) for k, lo, hi in con.execute(
+        f"SELECT {range_case('coalesce(npu_op, bench_op)', bounds)} AS k, min(ord), max(ord) "
+        "FROM op_pairs GROUP BY ALL").fetchall() if k is not None}
+    spans = sorted(ords.values())
+    if any(low[1] >= high[0] for low, high in itertools.pairwise(spans)):
+        found = _placed_by_join(con, bounds)
+    else:
+        outs = {int(k): (o_lo, o_hi) for k, o_lo, o_hi in con.execute(
+            f"SELECT {range_case('ord', [(k, *r) for k, r in ords.items()])} AS k, "
+            "min(out_seq), max(out_seq) FROM compare_rows GROUP BY ALL").fetchall()
+            if k is not None}
+        found = {k: (*r, *outs.get(k, (None, None))) for k, r in ords.items()}
     placed = []
     for part in pairs:
         lo, hi, o_lo, o_hi = found.get(part.place.pair, (0, -1, None, None))
@@ -1586,6 +1598,27 @@ def place_pairs(con: duckdb.DuckDBPyConnection, pairs: list[BatchPair]) -> list[
         placed.append(dataclasses.replace(part, place=dataclasses.replace(
             part.place, ord_range=(lo, hi), out_range=out)))
     return placed
+
+
+def _placed_by_join(con: duckdb.DuckDBPyConnection, bounds: list[tuple[int, int, int]],
+                    ) -> dict[int, tuple[int, int, Any, Any]]:
+    """:func:`place_pairs`' ranges by joins: each op pair with the pair whose op ``bounds``
+    ((pair, first op, last op)) hold its op, each compare row with its op pair."""
+    values = ", ".join(f"({k}, {lo}, {hi})" for k, lo, hi in bounds)
+    return {int(k): (int(lo), int(hi), o_lo, o_hi) for k, lo, hi, o_lo, o_hi in con.execute(
+        f"WITH b(k, lo, hi) AS (VALUES {values}), "
+        "o AS (SELECT b.k, p.ord FROM op_pairs p JOIN b "
+        "      ON coalesce(p.npu_op, p.bench_op) BETWEEN b.lo AND b.hi) "
+        "SELECT o.k, min(o.ord), max(o.ord), min(r.out_seq), max(r.out_seq) "
+        "FROM o LEFT JOIN compare_rows r USING (ord) GROUP BY o.k").fetchall()}
+
+
+def range_case(column: str, ranges: list[tuple[int, int, int]]) -> str:
+    """A SQL expression: the key ``k`` of the first of ``ranges`` ((k, first, last), inclusive)
+    that holds ``column``'s value; NULL where none does (or there is none to hold it)."""
+    whens = " ".join(f"WHEN {column} BETWEEN {lo} AND {hi} THEN {k}"
+                     for k, lo, hi in ranges if hi >= lo)
+    return f"(CASE {whens} END)" if whens else "NULL::INTEGER"
 
 
 #: The batch's tables each pair reads (renamed ``batch_<name>`` by :func:`split_batch`) and
@@ -1692,9 +1725,7 @@ def pair_reads_views(opts: Options) -> bool:
 def pair_of(column: str, places: list[BatchPlace]) -> str:
     """A SQL expression: the pair of a batch's row by its out_seq ``column`` (each pair's rows
     are those of its out_seq range, :func:`place_pairs`); NULL outside every range."""
-    whens = " ".join(f"WHEN {column} BETWEEN {p.out_range[0]} AND {p.out_range[1]} THEN {p.pair}"
-                     for p in places if p.out_range[1] >= p.out_range[0])
-    return f"(CASE {whens} END)" if whens else "NULL::INTEGER"
+    return range_case(column, [(p.pair, *p.out_range) for p in places])
 
 
 #: A batch's failing rows (a batch is of the statistics mode alone, read_batch): the rows of

@@ -642,3 +642,36 @@ def test_a_batchs_findings_are_the_advisor_files_of_each_pair(names):
     assert pipeline.batch_findings(con, list(expected), first) == expected
     assert expected[len(names)][0] == "NA"
     con.close()
+
+
+def test_a_batchs_pairs_are_placed_by_their_ranges_as_by_the_joins(tmp_path):
+    """place_pairs finds each pair's ord and out_seq ranges by one grouped scan of op_pairs and
+    one of compare_rows (a CASE of the pairs' ranges), the ranges the joins of every op pair
+    with its pair and every compare row with its op pair give (pipeline._placed_by_join)."""
+    base = model(1, ops=8)
+    short = dict(list(base.items())[:-3])  # a pair whose sides differ in length
+    inps = inputs(tmp_path, [(base, noisy(base, 2, 0.1)), (short, base), (base, short)])
+    from msq.opening import rules_variant, unused_views
+
+    opts = Options(workers=1)
+    mode, pairs = pipeline.read_batch(inps, opts)
+    con = _Statements(db.connect())
+    db.run_schema(con.con)
+    con.execute("INSERT INTO settings VALUES (?, false, false, false, false, false, false)",
+                [mode])
+    pipeline.load_batch(con, pairs)  # type: ignore[arg-type]
+    db.load_views(con.con, variants=[mode, rules_variant(opts)], skip=unused_views(opts))
+    con.execute(f"CREATE OR REPLACE VIEW op_keys AS {pipeline.READER_OP_KEYS}")
+    con.execute("INSERT INTO op_pairs " + pipeline.op_pairs_select(batch=True))
+    pipeline.rows_and_windows(con)  # type: ignore[arg-type]
+    con.texts.clear()
+    placed = pipeline.place_pairs(con, pairs)  # type: ignore[arg-type]
+    assert not any(" JOIN " in sql for sql in con.texts)
+    bounds = [(p.place.pair, p.place.op_base,
+               (pairs[i + 1].place.op_base if i + 1 < len(pairs) else 2**31 - 1) - 1)
+              for i, p in enumerate(pairs)]
+    joined = pipeline._placed_by_join(con.con, bounds)
+    assert [(p.place.ord_range, p.place.out_range) for p in placed] == [
+        (joined[k][:2], joined[k][2:]) for k in range(len(pairs))]
+    assert [p.place.out_range[1] - p.place.out_range[0] for p in placed] != [-1] * 3
+    con.close()
