@@ -152,12 +152,18 @@ class PackedRows(Sequence[dict[str, Any]]):
 
     def table(self) -> pa.Table | None:
         """The rows as the Arrow table they were given as (:meth:`of_table`); None when they
-        were given as dicts."""
+        were given as dicts. Their schema is one object for every table of that schema
+        (:func:`_stream_schema`)."""
         if not self._arrow:
             return None
         import pyarrow as pa
 
-        return pa.ipc.open_stream(self._blob).read_all()
+        messages = pa.ipc.MessageReader.open_stream(self._blob)
+        schema = _stream_schema(messages.read_next_message())
+        if schema is None:  # (dictionaries: read as a stream reads them)
+            return pa.ipc.open_stream(self._blob).read_all()
+        return pa.Table.from_batches([pa.ipc.read_record_batch(message, schema)
+                                      for message in messages], schema)
 
     def rows(self) -> list[dict[str, Any]]:
         """The rows, as new dicts."""
@@ -215,6 +221,31 @@ class PackedRows(Sequence[dict[str, Any]]):
     def __setstate__(self, state: tuple[bytes, int] | tuple[bytes, int, bool]) -> None:
         self._blob, self._len = state[0], state[1]
         self._arrow = bool(state[2]) if len(state) > 2 else False
+
+
+#: The schemas of :meth:`PackedRows.table`'s tables, by their IPC message (None: a schema with
+#: dictionaries). The run's blame pass reads ~128 summaries' tables of one schema (a batch's
+#: summaries are all of one SELECT) and concatenates them: each read anew, its schema was
+#: decoded again and Arrow compared each one with the first by its fingerprint, computed for
+#: each (~19 M instructions of root-8x8-5000's pass, when the driver runs alone); one object,
+#: compared by identity.
+_SCHEMAS: dict[bytes, pa.Schema | None] = {}
+#: At most this many schemas kept (a process comparing many kinds of dumps keeps reading)
+_MAX_SCHEMAS = 64
+
+
+def _stream_schema(message: pa.ipc.Message) -> pa.Schema | None:
+    """The schema of an IPC stream's first ``message``, one object for each schema (None where
+    it has dictionaries: a stream's reader reads those)."""
+    import pyarrow as pa
+
+    key = message.metadata.to_pybytes()
+    if key not in _SCHEMAS:
+        if len(_SCHEMAS) >= _MAX_SCHEMAS:
+            _SCHEMAS.clear()
+        schema = pa.ipc.read_schema(message)
+        _SCHEMAS[key] = None if any(pa.types.is_dictionary(f.type) for f in schema) else schema
+    return _SCHEMAS[key]
 
 
 #: The order of a summary's verdict counts: local, inherited, clean (any other after them).

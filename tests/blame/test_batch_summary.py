@@ -219,3 +219,27 @@ def test_a_runs_local_rows_are_the_views_whole_rows(monkeypatch):
         "error enters in the collective") for x in weighed)
     assert run.counts == whole.counts and repr(run.first) == repr(whole.first)
     assert {x["run_id"] for x in run.sources} == {run_id}
+
+
+def test_packed_tables_read_back_as_given_their_schema_once():
+    """PackedRows.table reads a stream's batches with its schema's one object
+    (summary._stream_schema, by the schema's IPC message): each table reads back equal to the
+    one given, with its NULLs and its metadata, tables of two schemas each as its own, and a
+    table of dictionaries as a stream reader reads it."""
+    from msq.blame import summary
+
+    first = pa.table({"out_seq": pa.array([0, 1, None], pa.int64()),
+                      "npu_name": pa.array(["a", None, "c"])})
+    second = pa.table({"out_seq": pa.array([7], pa.int64()), "npu_name": pa.array(["z"])})
+    other = first.replace_schema_metadata({"k": "v"})
+    coded = pa.table({"io": pa.array(["input", "output", "input"]).dictionary_encode()})
+    tables = [first, second, other, coded, first.slice(0, 0)]
+    read = [PackedRows.of_table(table).table() for table in tables]
+    for given, got in zip(tables, read, strict=True):
+        assert got is not None and got.equals(given, check_metadata=True)
+    assert read[2].schema.metadata == {b"k": b"v"} and read[0].schema.metadata is None
+    # the stream's schema kept by its message: one entry for the two tables of one schema
+    messages = pa.ipc.MessageReader.open_stream(PackedRows.of_table(second)._blob)
+    key = messages.read_next_message().metadata.to_pybytes()
+    assert summary._SCHEMAS[key] is not None
+    assert pa.types.is_dictionary(read[3].schema.field("io").type)
