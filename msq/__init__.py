@@ -5,6 +5,13 @@ Public API: :func:`compare` and :func:`compare_distributed` take msprobe's param
 :class:`msq.result.CompareResult` records: counts, the suspect and its sheet row, rank and step,
 absolute paths of the dumps and of the files written.
 
+A directory compare where a rank (and step) pair cannot be compared (a truncated dump.json, say)
+still writes and records the other pairs, but is not a pass: :func:`compare_distributed` raises
+:class:`msq.errors.PairsFailedError` (``results``: the pairs compared; ``failed``: the pairs that
+failed, :class:`msq.result.FailedPair` records of title, dump paths and reason), and
+:func:`compare_json` returns the results with ``failed`` beside them (``results.failed``, empty
+when every pair was compared), as ``msq compare`` exits 1 on them.
+
 The options after ``*`` are the same for all three (the command line's flags):
 
 * ``compat``: ``"msprobe-1.1"`` reproduces msprobe 1.1.0 cell for cell, its bugs included.
@@ -40,7 +47,7 @@ from msq.version import VERSION as __version__
 __all__ = ["__version__", "compare", "compare_distributed", "compare_json"]
 
 if TYPE_CHECKING:  # the records only: import msq stays light (no duckdb)
-    from msq.result import CompareResult
+    from msq.result import CompareResult, CompareResults
 
 PathLike = str | os.PathLike[str]
 
@@ -98,7 +105,7 @@ def compare_distributed(npu_dump_dir: PathLike, bench_dump_dir: PathLike, output
                         engine: str | None = None, ray_address: str | None = None,
                         ray_place: dict[str, str] | Sequence[str] | None = None,
                         resume: bool = False,
-                        suffix: str | None = None) -> list[CompareResult]:
+                        suffix: str | None = None) -> CompareResults:
     """Compare every rank (and step) pair of two directories (msprobe's ``compare_distributed``).
 
     Args:
@@ -112,7 +119,15 @@ def compare_distributed(npu_dump_dir: PathLike, bench_dump_dir: PathLike, output
         suffix: msprobe's, refused (``UsageError``) as msprobe 1.1.0 refuses it.
 
     Returns:
-        One :class:`~msq.result.CompareResult` per compared pair, in step and rank order.
+        One :class:`~msq.result.CompareResult` per compared pair, in step and rank order (a
+        :class:`~msq.result.CompareResults`, a list).
+
+    Raises:
+        msq.errors.PairsFailedError: a pair could not be compared (e.g. its dump.json is
+            truncated): the other pairs are written and recorded and the exception holds them
+            (``results``) and the failed pairs (``failed``); ``resume=True`` compares the failed
+            ones again.
+        msq.errors.NothingComparedError: the default mode matched no row in a pair.
     """
     from msq.distributed import compare_distributed as _distributed  # lazy: as compare
     from msq.errors import UsageError
@@ -144,7 +159,7 @@ def compare_json(path: PathLike, output_path: PathLike, stack_mode: bool = False
                  noise_label: str | None = None, blame: bool = True,
                  engine: str | None = None, ray_address: str | None = None,
                  ray_place: dict[str, str] | Sequence[str] | None = None,
-                 resume: bool = False) -> list[CompareResult]:
+                 resume: bool = False) -> CompareResults:
     """Run a compare.json, as ``msq compare compare.json -o OUTPUT_PATH`` does.
 
     compare.json names two dump.json files (one card), two directories (ranks and steps) or,
@@ -162,7 +177,10 @@ def compare_json(path: PathLike, output_path: PathLike, stack_mode: bool = False
             ray_place, resume: see the module's help (``help(msq)``).
 
     Returns:
-        One :class:`~msq.result.CompareResult` per compare performed (one for a single card).
+        One :class:`~msq.result.CompareResult` per compare performed (one for a single card), a
+        :class:`~msq.result.CompareResults`: for directories, its ``failed`` lists the pairs
+        that could not be compared (``msq compare`` exits 1 on them; a run where every pair
+        failed raises :class:`msq.errors.PairsFailedError`).
     """
     from pathlib import Path
 

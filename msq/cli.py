@@ -20,6 +20,7 @@ import click
 from msq import interrupts, status_line
 from msq.console import gate_line, print_summary, render_show, render_table, terminal_text
 from msq.errors import ExitStatus, MsqError, printable
+from msq.result import failed_message, failed_pairs
 from msq.runner import run_from_compare_json
 from msq.version import VERSION
 
@@ -209,11 +210,17 @@ def compare_cmd(ctx: click.Context, compare_json: Path | None, input_path: Path 
         title = res.title
         click.echo(f"msq: error: {title + ': ' if title else ''}{printable(res.nothing_compared)}",
                    err=True)
+    failed = failed_pairs(results)
+    if failed:  # a pair that could not be compared: the run is not a pass either (exit 1)
+        click.echo(f"msq: error: {printable(failed_message(failed, len(results)))}", err=True)
     if empty:
         sys.exit(int(ExitStatus.ERROR))
     tripped = gate_line(results, fail_on) if fail_on else None
     if tripped is not None:  # on stderr even with -q: the one line a CI log must show
         click.echo(tripped, err=True)
+    if failed:  # an error outranks the gate: the gate saw only the pairs compared
+        sys.exit(int(ExitStatus.ERROR))
+    if tripped is not None:
         sys.exit(int(ExitStatus.ACCURACY_GATE))
 
 

@@ -76,6 +76,31 @@ class DirInput:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+#: Where a real-data (tensor task) dump keeps its tensor files: beside its dump.json (msprobe's
+#: layout). The one rule for "a real-data rank": the loader reads the tensors there, a directory
+#: compare runs such pairs in its own process (they use the tensor pool) and Ray splits them into
+#: tensor tasks. Light on purpose: msq.runner asks before the heavy modules are imported.
+TENSOR_FOLDER = "dump_tensor_data"
+
+
+def tensor_folder(dump_json: Path) -> Path:
+    """The tensor folder of the dump whose dump.json is ``dump_json``."""
+    return dump_json.parent / TENSOR_FOLDER
+
+
+def is_real_data(dump_json: Path) -> bool:
+    """A real-data dump: its tensor folder is beside its dump.json."""
+    return tensor_folder(dump_json).is_dir()
+
+
+def holds_real_data(directory: Path) -> bool:
+    """Whether a rank folder of a step directory (``DIR/rank0``) or of a dump root
+    (``DIR/step0/rank0``) is a real-data dump's (:func:`is_real_data`), found without pairing
+    the ranks (a stray folder holding a tensor folder counts too)."""
+    return any(found.is_dir() for pattern in ("*", "*/*")
+               for found in directory.glob(f"{pattern}/{TENSOR_FOLDER}"))
+
+
 def check_bool(name: str, value: Any) -> bool:
     """msprobe accepts only real booleans for its switches; so does msq, with the fix named."""
     if not isinstance(value, bool):

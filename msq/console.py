@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from msq.errors import printable, printable_lines
-from msq.result import CompareResult, ShownCompare, ShownRun
+from msq.result import CompareResult, ShownCompare, ShownRun, failed_pairs
 
 if TYPE_CHECKING:  # msq.history loads duckdb: only when a history command runs
     from msq.history import Table
@@ -56,10 +56,12 @@ def _counts(res: CompareResult) -> str:
 
 
 def total_line(results: Sequence[CompareResult], seconds: float | None = None) -> str | None:
-    """The last line of a directory run: every pair's counts added up, and where the first
-    suspect is (pairs in step and rank order). None for a single compare."""
+    """The last line of a directory run: every pair's counts added up, how many pairs failed
+    (``results.failed``) and the first one, and where the first suspect is (pairs in step and
+    rank order). None for a single compare."""
     pairs = [r for r in results if r.mode != "kernel"]
-    if not pairs or (len(pairs) == 1 and not pairs[0].title):
+    failed = failed_pairs(results)
+    if not pairs or (len(pairs) == 1 and not pairs[0].title and not failed):
         return None
     total = CompareResult(mode="", rows=sum(r.rows for r in pairs),
                           matched=sum(r.matched for r in pairs),
@@ -69,7 +71,10 @@ def total_line(results: Sequence[CompareResult], seconds: float | None = None) -
     took = seconds if seconds is not None else sum(r.seconds for r in pairs)
     first = next((r for r in pairs if r.suspect_ref is not None), None)
     where = f"first suspect in {_where(first)}" if first is not None else "no suspect"
-    return (f"msq compare total: {_plural(len(pairs), 'compare')}, {total.rows} rows "
+    # a failed pair is on the total line: the line must never read as every pair's
+    failures = (f"{len(failed)} failed ({'first ' if len(failed) > 1 else ''}"
+                f"{printable(failed[0].message)}), " if failed else "")
+    return (f"msq compare total: {_plural(len(pairs), 'compare')}, {failures}{total.rows} rows "
             f"({_counts(total)}), {red} red, {yellow} yellow, {took:.1f}s; {where}")
 
 

@@ -22,9 +22,9 @@ from typing import Any
 from msq import interrupts
 from msq.blame.run import finish_run, resume_run, start_run
 from msq.blame.summary import unpack_blame
-from msq.config import Options, SingleInput, options_from_kwargs
+from msq.config import Options, SingleInput, is_real_data, options_from_kwargs
 from msq.db import remove_stale_temporaries
-from msq.errors import InputError, NothingComparedError, UsageError
+from msq.errors import InputError, NothingComparedError, PairsFailedError, UsageError
 from msq.export.outputs import OUTPUT_NAMES, ensure_output_dir
 from msq.pair_tables import (
     IDLE_SECONDS,
@@ -35,7 +35,7 @@ from msq.pair_tables import (
     remove_pair_folders,
 )
 from msq.procs import PAIR_POOL_PRELOAD, gc_frozen, process_pool, stop_pool
-from msq.result import CompareResult
+from msq.result import CompareResult, CompareResults, FailedPair, failed_message
 from msq.run_writer import RunWriter
 
 log = logging.getLogger("msq")
@@ -167,26 +167,30 @@ def _steps(root: Path) -> list[str]:
 
 
 def run_jobs(jobs: list[PairJob], output_dir: Path, opts: Options,
-             then: Callable[[list[CompareResult]], None] | None = None) -> list[CompareResult]:
+             then: Callable[[list[CompareResult]], None] | None = None) -> CompareResults:
     """Compare rank pairs on the chosen engine; this process publishes every output and writes
     every history record.
 
-    A failing pair is reported and the others go on; in compat mode (1.1.0's rule) the first
-    failure stops the run. ``opts.resume`` skips the pairs this run already recorded.
+    A failing pair is reported and the others go on (they are written and recorded); the
+    results' ``failed`` lists it, and a run where every pair failed raises
+    :class:`PairsFailedError`. In compat mode (1.1.0's rule) the first failure stops the run.
+    ``opts.resume`` skips the pairs this run already recorded (a failed pair was not).
     ``then(results)``: run once every pair is recorded, while the history file is checkpointed
     and detached in a thread (the run's end: the pool's workers are done, a core is free).
     """
     writer = RunWriter(output_dir, opts)
     remove_pair_folders()  # left by the workers of a killed msq
     closing = None
+    resumed = False
     try:
         if opts.resume:
             todo = _unrecorded(jobs, writer)
+            resumed = len(todo) < len(jobs)
             # the skipped pairs still count in the run's blame (first local source over ranks)
             resume_run(opts, writer.recorded_blame([j for j in jobs if j not in todo]))
             jobs = todo
         results: list[CompareResult] = []
-        failures: list[str] = []
+        failures: list[FailedPair] = []
         waited = wrote = 0.0
         mark = time.perf_counter()
         # the engine calls writer.commit when it starts waiting for the next pair: the pairs
@@ -199,7 +203,7 @@ def run_jobs(jobs: list[PairJob], output_dir: Path, opts: Options,
             finally:
                 if isinstance(out, PairTables):
                     out.release()  # the files its pool worker left that were not published
-            if isinstance(result, str):
+            if isinstance(result, FailedPair):
                 failures.append(result)
             else:
                 results.append(result)
@@ -214,7 +218,9 @@ def run_jobs(jobs: list[PairJob], output_dir: Path, opts: Options,
         writer.close()  # nothing when closed above
     try:
         if failures and not results:
-            raise InputError(f"every rank pair failed; first: {failures[0]}")
+            raise PairsFailedError(
+                f"every rank pair{' not recorded before (--resume)' if resumed else ''} failed; "
+                f"first: {failures[0].message}", CompareResults(), failures)
         if then is not None:
             # every pair is recorded: the run's own outputs (its blame) are written whole and
             # the run is then complete, as a single compare is once its outputs exist; a Ctrl-C
@@ -226,12 +232,12 @@ def run_jobs(jobs: list[PairJob], output_dir: Path, opts: Options,
     finally:
         if closing is not None:
             closing.wait()
-    return results
+    return CompareResults(results, failures)
 
 
 def _take(job: PairJob, out: PairTables | PairFailure, writer: RunWriter,
-          opts: Options) -> CompareResult | str:
-    """Log what the pair logged, then write it; a failed pair's message instead."""
+          opts: Options) -> CompareResult | FailedPair:
+    """Log what the pair logged, then write it; a failed pair's failure instead."""
     for record in out.logs:
         if log.isEnabledFor(record.levelno):
             log.handle(record)
@@ -239,10 +245,18 @@ def _take(job: PairJob, out: PairTables | PairFailure, writer: RunWriter,
         if opts.is_compat:
             raise InputError(out.message)
         log.error("pair failed: %s", out.message)
-        return out.message
+        return _failed(job, out.message)
     if out.node:
         log.info("pair %s ran on node %s", job.title or job.npu[0], out.node)
     return writer.write(job, out)
+
+
+def _failed(job: PairJob, message: str) -> FailedPair:
+    # a pair's failure names the pair first (``<title>: <reason>``): the reason alone is kept
+    prefix = f"{job.title}: "
+    reason = message.removeprefix(prefix)
+    return FailedPair(job.title, os.path.abspath(job.npu[0]), os.path.abspath(job.bench[0]),
+                      reason)
 
 
 def _unrecorded(jobs: list[PairJob], writer: Any) -> list[PairJob]:
@@ -263,7 +277,7 @@ def _outcomes(jobs: list[PairJob], output_dir: Path, opts: Options,
         yield from run_pairs(jobs, opts, output_dir,
                              RayOptions.build(opts.ray_address, opts.ray_place), idle)
         return
-    tensor_mode = any((j.npu[0].parent / "dump_tensor_data").is_dir() for j in jobs)
+    tensor_mode = any(is_real_data(j.npu[0]) for j in jobs)
     workers = 1 if tensor_mode or opts.is_compat else \
         min(len(jobs), opts.workers or os.cpu_count() or 1)
     if workers <= 1:  # in this process (a real-data pair's tensors use the tensor pool)
@@ -411,7 +425,7 @@ def _taken(job: PairJob, out: PairTables | PairFailure) -> PairTables | PairFail
 
 
 def run_dir_compare(npu_dir: Path, bench_dir: Path, output_dir: Path,
-                    opts: Options) -> list[CompareResult]:
+                    opts: Options) -> CompareResults:
     """Compare directories (CLI directory mode)."""
     ensure_output_dir(output_dir)
     if opts.data_mapping is not None:
@@ -427,7 +441,7 @@ def run_dir_compare(npu_dir: Path, bench_dir: Path, output_dir: Path,
     return run_pair_jobs(jobs, output_dir, opts)
 
 
-def run_pair_jobs(jobs: list[PairJob], output_dir: Path, opts: Options) -> list[CompareResult]:
+def run_pair_jobs(jobs: list[PairJob], output_dir: Path, opts: Options) -> CompareResults:
     """Check the output folder and the history file, then compare the pairs."""
     ensure_output_dir(output_dir)
     if opts.record:
@@ -454,7 +468,7 @@ def _noise_dispatch(inp: Any, output_dir: Path, opts: Options) -> list[CompareRe
 
 
 def compare_distributed(npu_dump_dir: str | os.PathLike[str], bench_dump_dir: str | os.PathLike[str],
-                        output_path: str | os.PathLike[str], **kwargs: Any) -> list[CompareResult]:
+                        output_path: str | os.PathLike[str], **kwargs: Any) -> CompareResults:
     """Compare every rank pair of two step directories (msprobe's ``compare_distributed``).
 
     Args:
@@ -464,9 +478,12 @@ def compare_distributed(npu_dump_dir: str | os.PathLike[str], bench_dump_dir: st
         **kwargs: ``stack_mode``, ``auto_analyze``, ``fuzzy_match``, ``compat``, ``workers``, ...
 
     Returns:
-        One :class:`CompareResult` per compared pair.
+        One :class:`CompareResult` per compared pair (a :class:`CompareResults`, whose
+        ``failed`` is empty: a failed pair raises).
 
     Raises:
+        PairsFailedError: a pair could not be compared (a broken dump): the others are written
+            and recorded; its ``results`` hold them, its ``failed`` the failed pairs.
         NothingComparedError: the default mode matched no row in a pair (every pair is written).
     """
     if "suffix" in kwargs:
@@ -479,6 +496,9 @@ def compare_distributed(npu_dump_dir: str | os.PathLike[str], bench_dump_dir: st
             raise InputError(f"{path}: not a directory; compare_distributed takes step directories")
     results = run_dir_compare(npu, bench, Path(output_path), opts)
     unpack_blame(results)  # the caller's to change or dump: plain lists, not PackedRows
+    if results.failed:  # not a pass either: the pairs compared are kept, in the exception
+        raise PairsFailedError(failed_message(results.failed, len(results)), results,
+                               list(results.failed))
     empty = [r for r in results if r.nothing_compared]
     if empty:  # not a pass: the caller must not read it as one
         raise NothingComparedError(f"{empty[0].title}: {empty[0].nothing_compared}"

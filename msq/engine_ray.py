@@ -34,6 +34,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from msq.config import is_real_data
 from msq.errors import UsageError
 
 if TYPE_CHECKING:
@@ -239,7 +240,7 @@ def compute_pair(job: PairJob, opts: Options, output_dir: Path, level: int,
 
 def is_tensor_pair(job: PairJob) -> bool:
     """A real-data pair (its NPU rank directory holds dump_tensor_data)."""
-    return (job.npu[0].parent / "dump_tensor_data").is_dir()
+    return is_real_data(job.npu[0])
 
 
 class RayExecutor(Executor):

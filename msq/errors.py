@@ -7,6 +7,10 @@ never prints tracebacks for user mistakes.
 from __future__ import annotations
 
 from enum import IntEnum
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # msq.result is light, but this module is the root of every import
+    from msq.result import CompareResults, FailedPair
 
 
 class ExitStatus(IntEnum):
@@ -58,6 +62,17 @@ class NothingComparedError(InputError):
     def __init__(self, message: str, results: list[object] | None = None) -> None:
         super().__init__(message)
         self.results = results or []
+
+
+class PairsFailedError(InputError):
+    """Rank (and step) pairs of a directory compare failed (``failed``, a list of
+    :class:`msq.result.FailedPair`): the other pairs are written and recorded, and ``results``
+    (a :class:`msq.result.CompareResults`; empty when every pair failed) holds them."""
+
+    def __init__(self, message: str, results: CompareResults, failed: list[FailedPair]) -> None:
+        super().__init__(message)
+        self.results = results
+        self.failed = failed
 
 
 class HistoryError(MsqError):

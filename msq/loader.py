@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from msq import interrupts, procs
+from msq.config import tensor_folder
 from msq.flatten import (
     C_PADDING,
     Columns,
@@ -59,7 +60,7 @@ class SideData:
 
     @property
     def tensor_dir(self) -> Path:
-        return self.path.parent / "dump_tensor_data"
+        return tensor_folder(self.path)
 
     def release(self) -> None:
         """Let go of the read columns once a database holds them: a batch's pairs are read

@@ -10,6 +10,7 @@ folder's CSV/Parquet outputs (msq/export/readback.py); the CLI prints it (msq/co
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -104,6 +105,50 @@ class CompareResult:
         if self.suspect_line == "NA":
             return None
         return RowRef(int(self.suspect_line), self.suspect)
+
+
+@dataclass(frozen=True)
+class FailedPair:
+    """A rank (and step) pair of a directory run that could not be compared (a truncated or
+    malformed dump.json, an unsafe tensor file, a Ray task that died): nothing of it is written
+    or recorded, so ``--resume`` compares it again."""
+
+    title: str       # ``step3 rank5-rank5`` (empty: the run's one pair)
+    npu_path: str    # the NPU side's dump.json, absolute
+    bench_path: str
+    reason: str      # why, without the title
+
+    @property
+    def message(self) -> str:
+        """``<title>: <reason>``, as the pair's error line says it."""
+        return f"{self.title}: {self.reason}" if self.title else self.reason
+
+
+class CompareResults(list[CompareResult]):
+    """The compares of a run, one :class:`CompareResult` each (a list, as msq always returned),
+    and ``failed``: the pairs of a directory run that could not be compared, in step and rank
+    order (empty when every pair was). A run with a failed pair is not a pass: ``msq compare``
+    exits 1, :func:`msq.compare_distributed` raises :class:`msq.errors.PairsFailedError`."""
+
+    failed: list[FailedPair]
+
+    def __init__(self, results: Iterable[CompareResult] = (),
+                 failed: Iterable[FailedPair] = ()) -> None:
+        super().__init__(results)
+        self.failed = list(failed)
+
+
+def failed_pairs(results: Sequence[CompareResult]) -> list[FailedPair]:
+    """The failed pairs of a run's results (none for a plain list: a single compare)."""
+    return list(getattr(results, "failed", ()))
+
+
+def failed_message(failed: Sequence[FailedPair], compared: int) -> str:
+    """What a run with failed pairs says once (the CLI's error line, the API's exception):
+    how many of the pairs tried failed, that the others are kept, and the first failure."""
+    tried = len(failed) + compared
+    return (f"{len(failed)} of {tried} pairs failed (nothing of them written or recorded; "
+            f"the other pairs are); first: {failed[0].message}")
 
 
 # ------------------------------------------------------------------------------- msq show

@@ -9,9 +9,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from msq import interrupts
-from msq.config import DirInput, Options, SingleInput, options_from_kwargs, parse_compare_json
+from msq.config import (
+    DirInput,
+    Options,
+    SingleInput,
+    holds_real_data,
+    options_from_kwargs,
+    parse_compare_json,
+)
 from msq.errors import UsageError
-from msq.result import CompareResult
+from msq.result import CompareResult, CompareResults
 from msq.tensors_bridge import EarlyMetrics
 
 if TYPE_CHECKING:
@@ -29,8 +36,9 @@ KEEP_UNTIL_EXIT = False
 
 def run_from_compare_json(compare_json: Path, output_dir: Path, *, framework: str | None = None,
                           stack_mode: bool = False, auto_analyze: bool = True,
-                          fuzzy_match: bool = False, **kwargs: Any) -> list[CompareResult]:
-    """Run what compare.json asks for; return one result per compare performed."""
+                          fuzzy_match: bool = False, **kwargs: Any) -> CompareResults:
+    """Run what compare.json asks for; return one result per compare performed (and, for
+    directories, the pairs that failed: ``failed``)."""
     kwargs = {k: v for k, v in kwargs.items() if v is not None}
     if framework:
         kwargs["framework"] = framework
@@ -48,7 +56,7 @@ def run_from_compare_json(compare_json: Path, output_dir: Path, *, framework: st
     return dispatch(inp, output_dir, opts)
 
 
-def dispatch(inp: SingleInput | DirInput, output_dir: Path, opts: Options) -> list[CompareResult]:
+def dispatch(inp: SingleInput | DirInput, output_dir: Path, opts: Options) -> CompareResults:
     """Compare one card, or directories (ranks and steps, or kernel dumps)."""
     if isinstance(inp, SingleInput) and opts.engine == "ray":
         # one pair on the cluster: a real-data pair's tensors go out as Ray tasks
@@ -57,7 +65,7 @@ def dispatch(inp: SingleInput | DirInput, output_dir: Path, opts: Options) -> li
         job = PairJob((inp.npu_json, inp.stack_json), (inp.bench_json, None), "", "")
         return run_pair_jobs([job], output_dir, opts)
     if isinstance(inp, SingleInput):
-        return [run_single_card(inp, output_dir, opts)]
+        return CompareResults([run_single_card(inp, output_dir, opts)])
     return run_directories(inp, output_dir, opts)
 
 
@@ -114,7 +122,7 @@ def run_single_card(inp: SingleInput, output_dir: Path, opts: Options) -> Compar
             early.cancel()
 
 
-def run_directories(inp: DirInput, output_dir: Path, opts: Any) -> list[CompareResult]:
+def run_directories(inp: DirInput, output_dir: Path, opts: Any) -> CompareResults:
     """Directory inputs: kernel dumps when rank_id is given, else ranks (and steps)."""
     if _pair_pool_ahead(inp, opts):
         with interrupts.deferred():  # the server started and its handle held, or neither
@@ -134,7 +142,7 @@ def run_directories(inp: DirInput, output_dir: Path, opts: Any) -> list[CompareR
                         "comparing them on this machine")
         files = compare_kernel(inp.npu_dir, inp.bench_dir, output_dir, rank_ids=inp.rank_id or None,
                                step_ids=inp.step_id or None)
-        return [CompareResult(mode="kernel", files=list(files))]
+        return CompareResults([CompareResult(mode="kernel", files=list(files))])
     with interrupts.deferred():
         from msq.distributed import run_dir_compare  # lazy: as run_compare (duckdb)
 
@@ -152,6 +160,4 @@ def _pair_pool_ahead(inp: DirInput, opts: Options) -> bool:
         return False
     if (opts.workers or os.cpu_count() or 1) <= 1:
         return False
-    # a rank folder is a step's (npu/rank0) or a step's of a root (npu/step0/rank0)
-    return not any(any(inp.npu_dir.glob(pattern))
-                   for pattern in ("*/dump_tensor_data", "*/*/dump_tensor_data"))
+    return not holds_real_data(inp.npu_dir)

@@ -37,7 +37,7 @@ def test_help_shows_the_real_signature(func: object) -> None:
     text = pydoc.render_doc(func, renderer=pydoc.plaintext)
     for shown in ("output_path: 'PathLike'", "stack_mode: 'bool' = False", "*, compat: ",
                   "formats: 'str | Sequence[str]' = 'xlsx'", "record: 'bool' = True",
-                  "workers: 'int | None' = None", "-> 'list[CompareResult]'"
+                  "workers: 'int | None' = None", "-> 'CompareResults'"
                   if func is not msq.compare else "-> 'CompareResult'"):
         assert shown in text, shown
 

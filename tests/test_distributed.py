@@ -76,10 +76,13 @@ def test_one_failing_pair_does_not_lose_the_others(tmp_path, caplog):
     ranks(tmp_path, 3)
     (tmp_path / "bench" / "step0" / "rank1" / "dump.json").write_text("{broken")
     out = tmp_path / "out"
-    with caplog.at_level("ERROR", logger="msq"):
-        results = msq.compare_distributed(tmp_path / "npu" / "step0", tmp_path / "bench" / "step0",
-                                          out, record=False)
+    with caplog.at_level("ERROR", logger="msq"), \
+            pytest.raises(msq.errors.PairsFailedError, match="1 of 3 pairs failed") as caught:
+        msq.compare_distributed(tmp_path / "npu" / "step0", tmp_path / "bench" / "step0",
+                                out, record=False)
+    results = caught.value.results  # not a pass, but every pair compared is there
     assert sorted(r.title for r in results) == ["rank0-rank0", "rank2-rank2"]
+    assert [f.title for f in caught.value.failed] == ["rank1-rank1"]
     assert "rank1-rank1" in caplog.text and "malformed JSON" in caplog.text
     assert len(list(out.glob("compare_result_*.xlsx"))) == 2
 
@@ -276,3 +279,20 @@ def test_a_second_run_never_removes_a_running_runs_folders(tmp_path, monkeypatch
     assert seen, "no pair folder was ever there: the sweep was not put to the test"
     assert len(list((tmp_path / "out").glob("compare_result_*.xlsx"))) == 4
     assert [p.name for p in private.iterdir() if p.name.startswith("msq-pair-")] == []
+
+
+def test_a_real_data_rank_is_one_with_its_tensor_folder_beside_its_dump(tmp_path):
+    """One rule (msq.config) for the driver's choice of pool, Ray's tensor tasks and msq.runner's
+    early pool server: a rank folder holding dump_tensor_data (a folder, not a file)."""
+    from msq.config import holds_real_data, is_real_data
+
+    ranks(tmp_path, 2, step="step0")
+    root, step = tmp_path / "npu", tmp_path / "npu" / "step0"
+    dump = step / "rank1" / "dump.json"
+    (step / "rank1" / "dump_tensor_data").write_text("a file of that name")
+    assert not is_real_data(dump) and not holds_real_data(step) and not holds_real_data(root)
+    (step / "rank1" / "dump_tensor_data").unlink()
+    (step / "rank1" / "dump_tensor_data").mkdir()
+    assert is_real_data(dump) and not is_real_data(step / "rank0" / "dump.json")
+    assert holds_real_data(step) and holds_real_data(root)
+    assert not holds_real_data(tmp_path / "bench")

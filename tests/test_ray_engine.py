@@ -213,13 +213,17 @@ def test_pairs_run_where_their_dumps_are_and_a_broken_pair_stops_no_other(cluste
     args = ["compare", "compare.json", "--format", "xlsx,csv"]
     place = ["--ray-place", f"{base}/npu/step0=head", "--ray-place", f"{base}/npu/step1=n1"]
     done = on_ray(cluster, [*args, "-o", str(tmp_path / "ray"), "-v", *place], base)
-    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.returncode == 1, done.stderr[-3000:]  # a failed pair: not a pass
     assert "step1 rank2-rank2" in done.stderr and "malformed JSON" in done.stderr
+    assert "msq: error: 1 of 6 pairs failed (nothing of them written or recorded; the other " \
+           "pairs are); first: step1 rank2-rank2: " in done.stderr
+    assert done.stdout.splitlines()[-1].startswith(
+        "msq compare total: 5 compares, 1 failed (step1 rank2-rank2: ")
     ran = sorted(re.findall(r"pair (step\d rank\d-rank\d) ran on node (\S+)", done.stderr))
     assert ran == [(f"step{s} rank{r}-rank{r}", "head" if s == 0 else "n1")
                    for s in range(2) for r in range(3) if (s, r) != (1, 2)]
     want = local([*args, "-o", str(tmp_path / "local")], base)
-    assert want.returncode == 0, want.stderr[-3000:]
+    assert want.returncode == 1, want.stderr[-3000:]
     assert file_differences(tmp_path / "ray", tmp_path / "local") == []
     assert history_rows(tmp_path / "ray" / "msq.duckdb") == \
         history_rows(tmp_path / "local" / "msq.duckdb")

@@ -18,7 +18,8 @@ DOC = ROOT / "docs" / "errors.md"
 # raised for a user to read; internal signals (_Refused, _NeedsTorch, ValueError, AttributeError,
 # yaml's ComposerError) are turned into one of these before they leave msq
 USER_ERRORS = {"MsqError", "UsageError", "InputError", "DumpError", "TensorFileError",
-               "SqlFileError", "ExportError", "HistoryError", "click.UsageError"}
+               "SqlFileError", "ExportError", "HistoryError", "PairsFailedError",
+               "click.UsageError"}
 
 
 def _fragments(node: ast.expr) -> list[str]:
