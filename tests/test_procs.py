@@ -265,10 +265,11 @@ def test_forkserver_workers_ask_for_huge_pages_and_lazy_freeing() -> None:
 @pytest.mark.parametrize("early", [True, False])
 def test_directory_pool_workers_start_with_what_they_need_imported(early: bool) -> None:
     """A directory compare's pool workers (from the forkserver: the history is open) start with
-    msq's compare, duckdb and numpy imported once by the forkserver (msq/worker_imports.py), not
-    each at its first task; the forkserver started no thread (pyarrow's jemalloc starts one:
-    left to the workers) and imported no importlib.metadata. The same when the command started
-    the server before it opened the history (``early``: msq.runner.run_directories)."""
+    msq's compare, duckdb, numpy and pyarrow imported once by the forkserver
+    (msq/worker_imports.py), not each at its first task; the forkserver started no thread
+    (pyarrow's jemalloc starts one: turned off there) and imported no importlib.metadata, and
+    the workers' environment has not the option that turned it off. The same when the command
+    started the server before it opened the history (``early``: msq.runner.run_directories)."""
     import json
     import subprocess
     import sys
@@ -279,17 +280,38 @@ def test_directory_pool_workers_start_with_what_they_need_imported(early: bool) 
             + "procs.start_pair_pool_server()\n" * early +
             "con = db.connect()\n"
             "probe = ('(sorted(__import__(\"sys\").modules), '\n"
-            "         'len(__import__(\"os\").listdir(\"/proc/%d/task\" % __import__(\"os\").getppid())))')\n"
+            "         'len(__import__(\"os\").listdir(\"/proc/%d/task\" % __import__(\"os\").getppid())), '\n"
+            "         '__import__(\"os\").environ.get(\"JE_ARROW_MALLOC_CONF\"))')\n"
             "with procs.process_pool(1, preload=PAIR_POOL_PRELOAD) as pool:\n"
             "    print(json.dumps(pool.submit(eval, probe).result()))\n")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+    env = {name: value for name, value in os.environ.items() if name != "JE_ARROW_MALLOC_CONF"}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
                           timeout=120, check=False, cwd=Path(__file__).resolve().parent.parent)
     assert done.returncode == 0, done.stderr
-    modules, server_threads = json.loads(done.stdout)
+    modules, server_threads, arrow_conf = json.loads(done.stdout)
     assert {"msq.distributed", "msq.pair_tables", "msq.pipeline", "msq.export.xlsx", "duckdb",
-            "numpy"} <= set(modules)
-    assert "pyarrow" not in modules and "importlib.metadata" not in modules
+            "numpy", "pyarrow", "pyarrow.compute", "msq.sql"} <= set(modules)
+    assert "importlib.metadata" not in modules
     assert server_threads == 1
+    assert arrow_conf is None
+
+
+def test_pyarrow_is_imported_without_its_jemalloc_thread_and_the_users_option_kept() -> None:
+    """msq.worker_imports.import_pyarrow: no thread of Arrow's jemalloc in the process, and a
+    JE_ARROW_MALLOC_CONF the user set is there again afterwards (its options also applied:
+    ``narenas:2`` here)."""
+    import subprocess
+    import sys
+
+    code = ("import os\n"
+            "from msq.worker_imports import import_pyarrow\n"
+            "import_pyarrow()\n"
+            "print(len(os.listdir('/proc/self/task')), os.environ['JE_ARROW_MALLOC_CONF'])\n")
+    env = {**os.environ, "JE_ARROW_MALLOC_CONF": "narenas:2", "OPENBLAS_NUM_THREADS": "1"}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                          timeout=120, check=False, cwd=Path(__file__).resolve().parent.parent)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["1", "narenas:2"]
 
 
 def test_a_directory_compare_starts_its_pools_server_first_where_it_will_use_it(
