@@ -315,9 +315,9 @@ def _outcomes(jobs: list[PairJob], output_dir: Path, opts: Options,
 
 #: Pairs a pool task compares at once (msq.pair_tables.compute_pairs_shared): a batch's fixed
 #: cost (~980 M instructions, mostly DuckDB binding and planning its queries) is paid once a
-#: batch. Seven 24,500-row root pairs a task: root-8x8-5000 in 10 tasks (7 x 8, 4, 4) instead of
-#: 12 of six, a worker's peak ~0.70 GB and the run's 1.8 GB, now that a batch's history rows
-#: are not held to its end (bench/README "Session 28: mem"; six: "Session 23: lead").
+#: batch. Seven 24,500-row root pairs a task were meant (bench/README "Session 28: mem"; six:
+#: "Session 23: lead"), but root-8x8-5000's 9.8 MB pairs fit six in :data:`BATCH_MAX_BYTES`:
+#: its tasks hold six (6 x 10, 2, 2), the peak measured since (~1.5 GB) is of tasks of six.
 BATCH_PAIRS = 7
 #: The dump.json bytes (both sides of every pair) a batch holds at most: its pairs' rows are in
 #: one worker's database at once, so a batch's memory grows with its total, not its largest
@@ -329,40 +329,60 @@ BATCH_MAX_BYTES = 64 << 20
 def batches(jobs: list[PairJob], workers: int) -> Iterator[list[PairJob]]:
     """The jobs in order, cut into pool tasks: up to :data:`BATCH_PAIRS` consecutive pairs a
     task, fewer where the pairs are few (every worker gets a share: at most a quarter of a
-    worker's share a task) or large (at most :data:`BATCH_MAX_BYTES` of dump.json a task; a
-    larger pair alone), and half as many in each worker's last task (:func:`_tail_sizes`)."""
-    size = max(1, min(BATCH_PAIRS, len(jobs) // (4 * workers)))
+    worker's share a task) or large (at most :data:`BATCH_MAX_BYTES` of dump.json a task, as
+    many as of the median pair fit; a larger pair alone), and the last tasks smaller
+    (:func:`_tail_sizes`)."""
+    sizes = [_pair_bytes(job) for job in jobs]
+    size = max(1, min(BATCH_PAIRS, len(jobs) // (4 * workers), _pairs_fitting(sizes)))
     tail = _tail_sizes(size, workers, len(jobs))
     head = len(jobs) - sum(tail)
-    yield from _cut(jobs[:head], size)
+    yield from _cut(jobs[:head], size, sizes[:head])
     start = head
     for n in tail:
-        yield from _cut(jobs[start:start + n], n)
+        yield from _cut(jobs[start:start + n], n, sizes[start:start + n])
         start += n
 
 
+def _pairs_fitting(sizes: list[int]) -> int:
+    """How many pairs of the median pair's dump.json bytes a task holds: the task size the
+    bytes allow, known before the jobs are cut, so that the tail is cut from whole tasks (at 64
+    MB, root-8x8-5000's 9.8 MB pairs went in tasks of six although seven were asked for: its
+    64 pairs in 6 x 9, 2, 4, 4, one worker four pairs more than the other)."""
+    held = sorted(n for n in sizes if n <= BATCH_MAX_BYTES)
+    median = held[len(held) // 2] if held else 0
+    return BATCH_MAX_BYTES // median if median else BATCH_PAIRS
+
+
 def _tail_sizes(size: int, workers: int, njobs: int) -> list[int]:
-    """The last tasks' sizes: a worker that takes its last task of ``size`` pairs while another
-    takes a smaller one idles for the difference at the run's end, and the driver records that
-    task's pairs alone after both are done (root-8x8-5000: a 6-pair task is ~1.6 s of a
-    worker). So the last ``workers`` tasks hold half as many pairs. No single-pair tasks after
-    them: each task pays a fixed cost (~980 M instructions, about half a pair's own, mostly
-    DuckDB preparing its statements), and two more tasks cost root-8x8-5000 more than the
-    closer finish saved (bench/README, "Session 27: lead"); half rounded up, so that seven
-    pairs a task cut root-8x8-5000's 64 into 7 x 8, 4, 4, not 7 x 8, 2, 3, 3."""
+    """The last tasks' sizes, so that the workers finish together: a worker that takes its
+    last task of ``size`` pairs while another takes a smaller one idles for the difference at
+    the run's end, and the driver records that task's pairs alone after both are done
+    (root-8x8-5000: a 6-pair task is ~1.6 s of a worker). The pairs left after whole rounds of
+    full tasks (a task a worker) go in one task a worker, none more than half a task (rounded
+    up; more tasks, a multiple of the workers, if they are more): root-8x8-5000's 64 pairs in
+    tasks of six as 6 x 10, 2, 2. Where no pairs are left, or they would make single-pair
+    tasks, the last ``workers`` tasks hold half as many pairs. No single-pair tasks after them:
+    each task pays a fixed cost (~500 M instructions, DuckDB preparing its statements), and two
+    more tasks cost root-8x8-5000 more than the closer finish saved (bench/README, "Session
+    27: lead")."""
     if size == 1:
         return []
-    tail = [(size + 1) // 2] * workers
+    half = (size + 1) // 2
+    rest = njobs % (size * workers)
+    tasks = workers * -(-rest // (half * workers))
+    if rest and rest >= 2 * tasks:
+        tail = [rest // tasks + (i < rest % tasks) for i in range(tasks)]
+    else:
+        tail = [half] * workers
     return tail if sum(tail) * 2 <= njobs else []
 
 
-def _cut(jobs: list[PairJob], size: int) -> Iterator[list[PairJob]]:
+def _cut(jobs: list[PairJob], size: int, sizes: list[int]) -> Iterator[list[PairJob]]:
     """``jobs`` in order, up to ``size`` a task and :data:`BATCH_MAX_BYTES` of dump.json a task
-    (a pair above it alone)."""
+    (a pair above it alone); ``sizes``: each job's :func:`_pair_bytes`."""
     batch: list[PairJob] = []
     held = 0
-    for job in jobs:
-        nbytes = _pair_bytes(job)
+    for job, nbytes in zip(jobs, sizes, strict=True):
         if size == 1 or nbytes > BATCH_MAX_BYTES:
             if batch:
                 yield batch

@@ -677,11 +677,27 @@ def test_a_batch_holds_at_most_its_bytes_of_dumps(tmp_path, monkeypatch):
     job, large = PairJob((small, None), (small, None), "", ""), PairJob((big, None), (big, None),
                                                                         "", "")
     monkeypatch.setattr(distributed, "BATCH_MAX_BYTES", 5 * pair // 2)  # two pairs, not three
-    # the tail's tasks of four (half of seven) cut by the bytes too
-    assert [len(b) for b in batches([job] * 64, 2)] == [2] * 32
+    # tasks of two (what the bytes allow), the last ones half as large
+    assert [len(b) for b in batches([job] * 64, 2)] == [2] * 31 + [1, 1]
     cut = list(batches([job] * 3 + [large] + [job] * 4, 1))
     assert [len(b) for b in cut] == [2, 1, 1, 2, 1, 1]
     assert cut[2] == [large]
+
+
+def test_the_last_tasks_are_cut_from_the_tasks_the_bytes_allow(tmp_path, monkeypatch):
+    """Where the bytes allow fewer pairs a task than BATCH_PAIRS (root-8x8-5000: six of its 9.8
+    MB pairs in 64 MB), the tail is cut from tasks of that many: its 64 pairs in ten tasks of
+    six and two of two, each worker 32 pairs, not 6 x 9, 2, 4, 4 (one worker 34, the other 30:
+    it idled at the run's end for four pairs' time)."""
+    small = write_dump(tmp_path / "small", {"Functional.relu.0.forward": fwd(t(), out=t())})
+    pair = 2 * small.stat().st_size
+    job = PairJob((small, None), (small, None), "", "")
+    monkeypatch.setattr(distributed, "BATCH_MAX_BYTES", 13 * pair // 2)  # six pairs, not seven
+    assert [len(b) for b in batches([job] * 64, 2)] == [6] * 10 + [2, 2]
+    # pairs left after whole rounds: one task a worker, none above half a task
+    assert [len(b) for b in batches([job] * 70, 2)] == [6] * 10 + [3, 3, 2, 2]
+    # none left: each worker's last task half as large, as before
+    assert [len(b) for b in batches([job] * 48, 2)] == [6] * 7 + [3, 3]
 
 
 
