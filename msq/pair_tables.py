@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 
     from msq.config import Options
     from msq.distributed import PairJob
+    from msq.export.xlsx import Shapes
     from msq.opening import EarlyDatabase
     from msq.result import CompareResult
 
@@ -416,7 +417,7 @@ def _batch_shared(jobs: list[PairJob], opts: Options, output_dir: Path,
         # each pair's views are the batch's tables' columns (pair_views): its sheets' column
         # types are the batch queries', and its sheets' rows (main and blame) are its slice of
         # the batch's, fetched once for the batch
-        with same_shapes(), batch_sheets(batch_workbook_queries(
+        with same_shapes(database.shapes(mode, types)), batch_sheets(batch_workbook_queries(
                 mode, [part.place.out_range for part in parts],
                 batch_result_rows(mode))) as sheets:
             eager = pair_reads_views(opts)
@@ -623,6 +624,8 @@ class WorkerDatabase:
         #: one batch to the next (:meth:`batch_views`): {name: (its statement, DuckDB's text)}
         self._batch: dict[str, tuple[str, str]] = {}
         self._learnt = False
+        #: what the workbooks' sheets asked of the catalog (:meth:`shapes`), and of which batch
+        self._shapes: tuple[str, Any, Shapes] | None = None
         self._con = con = db.connect(threads=1)
         try:
             db.keep_blocks(con, WORKER_BLOCK_MEMORY)
@@ -684,6 +687,21 @@ class WorkerDatabase:
         texts = dict(con.execute(self._VIEWS).fetchall())
         for name in made:
             self._batch[name] = (statements[name], texts[name])
+
+    def shapes(self, mode: str, types: Any) -> Shapes:
+        """What the workbooks of a batch of ``mode`` whose tables' columns are of ``types``
+        (msq.pipeline.split_batch's) ask of the catalog (msq.export.xlsx.same_shapes: their
+        sheet queries' column types, which of their sources are tables): what the batch before
+        asked where it was of the same mode and types, else asked anew. Each batch starts from
+        the catalog :meth:`reset` makes as new, and its sheets read its batch tables alone (and
+        the settings, the same for the database's options): the same answers every batch, which
+        the sheets' DESCRIBEs and the workbook's catalog query (~17 M instructions) gave again
+        for each."""
+        from msq.export.xlsx import Shapes
+
+        if self._shapes is None or self._shapes[:2] != (mode, types):
+            self._shapes = (mode, dict(types), Shapes())
+        return self._shapes[2]
 
     def reset(self) -> None:
         """The catalog made as a new database's again (see the class docstring), but for the

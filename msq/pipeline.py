@@ -737,12 +737,23 @@ def bound_stat_judged() -> str:
                                            STAT_JUDGED_ROWS[0]: STAT_JUDGED_ROWS[1]})
 
 
+#: What stat_result shows after its Err_message (as sql/compare/reports/statistics/
+#: stat_result.sql writes it), and what a batch's shows there: also stat_judged's ``warn``, of
+#: which (and of the unmatched rows' Err_message) the workbook's C renderer makes Result and
+#: Err_message (msq.export.outputs.CHOSEN_TEXTS): DuckDB's CASEs of texts and its Arrow export
+#: of two texts a row, empty on most, cost ~25 M instructions of a 7-pair root batch's rows
+#: query (bench/README, "Session 29: out")
+STAT_RESULT_WARN = ('END AS "Err_message",', 'END AS "Err_message", warn,')
+
+
 def batch_result() -> str:
     """A statistics batch's stat_result, a view over what the batch stores
     (:func:`bound_stat_judged`): sql/compare/reports/statistics/stat_result.sql with its
-    NPU_Stack_Info the constant 'None' (:data:`STAT_RESULT_STACK`)."""
+    NPU_Stack_Info the constant 'None' (:data:`STAT_RESULT_STACK`) and the column its
+    workbook's renderer makes Result and Err_message of (:data:`STAT_RESULT_WARN`)."""
     file = db.sql_file("compare/reports/statistics/stat_result.sql")
-    return _bound(file.origin, file.body, {STAT_RESULT_STACK[0]: STAT_RESULT_STACK[1]})
+    return _bound(file.origin, file.body, {STAT_RESULT_STACK[0]: STAT_RESULT_STACK[1],
+                                           STAT_RESULT_WARN[0]: STAT_RESULT_WARN[1]})
 
 
 def batch_view_file(file: db.SqlFile, mode: str) -> db.SqlFile:

@@ -855,3 +855,76 @@ def test_a_batchs_blame_rows_names_are_their_output_rows(linked_jobs, opts, tmp_
         theirs.update({part.place.out_range[0] + row["out_seq"]: (row["op_name"], row["npu_name"])
                        for row in result})
     assert all(theirs[out_seq] == (op_name, npu_name) for out_seq, op_name, npu_name, *_ in rows)
+
+
+def test_a_batchs_workbook_makes_its_result_and_err_message_of_warn(jobs, opts, tmp_path,
+                                                                     monkeypatch):
+    """A batch's main sheet reads stat_judged's warn (msq.pipeline.STAT_RESULT_WARN) and the
+    unmatched rows' Err_message, and its C renderer makes Result and Err_message of them
+    (chosen columns, msq.export.outputs.CHOSEN_TEXTS), not of the texts of every row; each
+    pair's workbook is still its own compare's (which reads the texts), a warned row's and an
+    unmatched row's among them."""
+    from msq.export import outputs, xlsx
+
+    opts = dataclasses.replace(opts, formats=("xlsx",))
+    kinds: list[dict[str, str]] = []
+    rows_of = xlsx._c_rows_of
+
+    def noted(n: int, got: Any, n_columns: int, *args: Any, **kwargs: Any) -> Any:
+        rows = rows_of(n, got, n_columns, *args, **kwargs)
+        if rows is not None and n_columns == len(outputs.columns_for("statistics", False, False)):
+            kinds.append({c: rows.columns[outputs.columns_for("statistics", False, False).index(c)][0]
+                          for c in ("Result", "Err_message", "Reason")})
+        return rows
+
+    monkeypatch.setattr(xlsx, "_c_rows_of", noted)
+    outs = pair_tables._batch_shared(jobs, opts, tmp_path)  # raises unless batched
+    monkeypatch.undo()
+    assert kinds == [{"Result": "k", "Err_message": "k", "Reason": "t"}], kinds
+    texts = set()
+    for job, out in zip(jobs, outs, strict=True):
+        assert isinstance(out, PairTables)
+        got = contents(out)
+        assert got["files"] == contents(alone(job, opts, tmp_path))["files"], job.title
+        for book in got["files"].values():
+            if isinstance(book, dict):
+                sheet = book["xl/worksheets/sheet1.xml"]
+                texts |= {t for t in (b"Warning", b"N/A", b"Need double check api accuracy.",
+                                      b"No bench data matched") if t in sheet}
+    assert texts == {b"Warning", b"N/A", b"Need double check api accuracy.",
+                     b"No bench data matched"}, texts
+
+
+def test_a_kept_database_keeps_its_workbooks_shapes_for_the_next_batch(jobs, opts, tmp_path,
+                                                                       monkeypatch):
+    """The workbook's sheet queries' column types (DESCRIBE) and its catalog facts are asked by
+    a kept database's first batch and kept for its next batches of the same mode and tables'
+    types (WorkerDatabase.shapes), whose pairs are still their own compares; a new kept
+    database, or a batch of other types, asks them again."""
+    from msq.export import outputs, xlsx
+
+    opts = dataclasses.replace(opts, formats=("xlsx",))
+    asked: list[str] = []
+    described = xlsx._described
+    monkeypatch.setattr(xlsx, "_described", lambda query: (asked.append("describe"),
+                                                           described(query))[1])
+    facts = outputs._ask_workbook_facts
+    monkeypatch.setattr(outputs, "_ask_workbook_facts", lambda *a: (asked.append("facts"),
+                                                                   facts(*a))[1])
+    pair_tables._batch_shared(jobs[:2], opts, tmp_path)
+    assert sorted(asked) == ["describe", "describe", "facts"], asked  # main and blame sheets
+    asked.clear()
+    outs = pair_tables._batch_shared(jobs[2:], opts, tmp_path)  # raises unless batched
+    assert asked == [], asked
+    kept = WorkerDatabase.get(opts)
+    assert kept is not None and kept._shapes is not None
+    mode, types, shapes = kept._shapes
+    assert kept.shapes(mode, dict(types)) is shapes
+    assert kept.shapes(mode, {**types, ("batch_x", "y"): "INTEGER"}) is not shapes
+    WorkerDatabase.discard()
+    pair_tables._batch_shared(jobs[:2], opts, tmp_path)
+    assert sorted(asked) == ["describe", "describe", "facts"], asked
+    monkeypatch.undo()
+    for job, out in zip(jobs[2:], outs, strict=True):
+        assert isinstance(out, PairTables)
+        assert contents(out)["files"] == contents(alone(job, opts, tmp_path))["files"], job.title

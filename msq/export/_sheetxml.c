@@ -30,7 +30,9 @@
 typedef struct {
     char *p;
     size_t len, cap;
-    int pct_len;  /* the characters of the last relative error's text pct_cell wrote; -1: NULL */
+    /* the characters of the last relative error's text pct_cell wrote (-1: NULL), or of the
+     * last chosen text chosen_cell wrote */
+    long long shown_chars;
 } Out;
 
 static int out_reserve(Out *o, size_t extra) {
@@ -601,13 +603,28 @@ typedef struct {
     int64_t nrows;
 } Arr;
 
-enum { COL_TEXT, COL_CELL, COL_PCT };
+/* COL_PCT and COL_CHOSEN last: render counts the characters of their cells as it writes them
+ * (kind >= COL_PCT) */
+enum { COL_TEXT, COL_CELL, COL_PCT, COL_CHOSEN };
+
+/* COL_CHOSEN's texts: at most this many bytes each, kept with room to load sixteen bytes past
+ * any of them (plain_copy) */
+#define PICK_MAX 47
 
 typedef struct {
     int kind;
-    Arr s;          /* COL_TEXT: the text; COL_CELL: its 's' member */
+    Arr s;          /* COL_TEXT: the text; COL_CELL: its 's' member; COL_CHOSEN: the row's
+                     * own text (NULL on most rows) */
     Arr n, b;       /* COL_CELL: 'n' (double) and 'b' (boolean) members; COL_PCT: n, the
-                     * relative errors (doubles) written as their texts (pct_text) */
+                     * relative errors (doubles) written as their texts (pct_text);
+                     * COL_CHOSEN: b, the flag that picks one of two texts */
+    /* COL_CHOSEN: the texts picked (pick[0] where the row's flag is false or NULL, pick[1]
+     * where true, pick[2] where the row has its own text; shown: pick[2] is given, else that
+     * own text is written), their bytes and characters */
+    char pick[3][PICK_MAX + 17];
+    size_t pick_len[3];
+    long long pick_chars[3];
+    int shown;
 } Column;
 
 static int bit(const uint8_t *bits, int64_t i) { return (bits[i >> 3] >> (i & 7)) & 1; }
@@ -871,11 +888,11 @@ static int text_of(Out *o, int mark, const Arr *a, int64_t i) {
  * (the text holds no byte to escape: digits, ".", "e", "+", "-", "%", "N/A", "nan", "inf",
  * " "), not first into a text array and then copied out of it */
 static int pct_cell(Out *o, int mark, const Arr *a, int64_t i) {
-    o->pct_len = -1;
+    o->shown_chars = -1;
     if (!is_valid(a, i)) return empty_cell(o, mark);
     char text[64];
     int n = pct_text(text, ((const double *)a->data)[a->offset + i]);
-    o->pct_len = n;  /* one byte a character: ASCII */
+    o->shown_chars = n;  /* one byte a character: ASCII */
     if (out_reserve(o, 128)) return -1;
     char *p = o->p + o->len;
     LIT(p, "<c");
@@ -891,9 +908,57 @@ static int pct_cell(Out *o, int mark, const Arr *a, int64_t i) {
     return 0;
 }
 
+/* COL_CHOSEN: row i's own text where it has one (1: its bytes in *t, *n, its buffer's end in
+ * *end), else the pick it shows (0: which one in *k) */
+static inline __attribute__((always_inline)) int chosen_text(const Column *c, int64_t i,
+                                                             const char **t, size_t *n,
+                                                             const char **end, int *k) {
+    if (is_valid(&c->s, i)) {
+        if (c->shown) {
+            *k = 2;
+            return 0;
+        }
+        int64_t j = c->s.offset + i;
+        *t = c->s.data + c->s.offs[j];
+        *n = (size_t)(c->s.offs[j + 1] - c->s.offs[j]);
+        *end = c->s.end;
+        return 1;
+    }
+    *k = is_valid(&c->b, i) && bit((const uint8_t *)c->b.data, c->b.offset + i);
+    return 0;
+}
+
+/* UTF-8 text's characters (code points) */
+static long long utf8_chars(const char *t, size_t n) {
+    long long count = 0;
+    for (size_t b = 0; b < n; b++) count += ((unsigned char)t[b] & 0xC0) != 0x80;
+    return count;
+}
+
+/* COL_CHOSEN's cell of row i; its text's characters in o->shown_chars. Inlined, as the
+ * empty cell of most rows is: a call and chosen_text's took ~45 instructions more a cell than
+ * the text cell of an empty text (a batch's Result on most rows). */
+static inline __attribute__((always_inline)) int chosen_cell(Out *o, int mark, const Column *c,
+                                                             int64_t i) {
+    const char *t, *end;
+    size_t n;
+    int k;
+    if (chosen_text(c, i, &t, &n, &end, &k)) {
+        o->shown_chars = utf8_chars(t, n);
+        return text_cell(o, mark, t, n, end);
+    }
+    o->shown_chars = c->pick_chars[k];
+    if (!c->pick_len[k]) return empty_cell(o, mark);  /* most rows: a pass's '' */
+    return text_cell(o, mark, c->pick[k], c->pick_len[k], c->pick[k] + sizeof c->pick[k]);
+}
+
 static int cell(Out *o, int mark, const Column *c, int64_t i, Memo *memo) {
-    if (c->kind == COL_TEXT) return text_of(o, mark, &c->s, i);
-    if (c->kind == COL_PCT) return pct_cell(o, mark, &c->n, i);
+    /* a sheet's cells first (a statistics row's twelve), then its texts */
+    if (c->kind != COL_CELL) {
+        if (c->kind == COL_TEXT) return text_of(o, mark, &c->s, i);
+        if (c->kind == COL_PCT) return pct_cell(o, mark, &c->n, i);
+        return chosen_cell(o, mark, c, i);
+    }
     if (is_valid(&c->n, i))
         return num_cell(o, mark, ((const double *)c->n.data)[c->n.offset + i], memo);
     if (is_valid(&c->b, i))
@@ -1057,6 +1122,31 @@ static int parse_arr(PyObject *t, Arr *a, Py_buffer *views, int *nviews) {
     return 0;
 }
 
+/* A chosen column's picks: (text where the flag is false, where true, where the row has its
+ * own text or None: that text), each UTF-8 bytes of at most PICK_MAX */
+static int parse_picks(PyObject *t, Column *c) {
+    PyObject *picks[3];
+    if (!PyArg_ParseTuple(t, "OOO", &picks[0], &picks[1], &picks[2])) return -1;
+    memset(c->pick, 0, sizeof c->pick);
+    c->shown = picks[2] != Py_None;
+    for (int k = 0; k < 3; k++) {
+        c->pick_len[k] = 0;
+        c->pick_chars[k] = 0;
+        if (k == 2 && !c->shown) continue;
+        char *bytes;
+        Py_ssize_t n;
+        if (PyBytes_AsStringAndSize(picks[k], &bytes, &n)) return -1;
+        if (n > PICK_MAX) {
+            PyErr_Format(PyExc_ValueError, "a chosen column's text of more than %d bytes", PICK_MAX);
+            return -1;
+        }
+        memcpy(c->pick[k], bytes, (size_t)n);
+        c->pick_len[k] = (size_t)n;
+        c->pick_chars[k] = utf8_chars(bytes, (size_t)n);
+    }
+    return 0;
+}
+
 #define MAX_COLS 64
 
 /* render(columns, marks, order, start, count, first_row[, twins, chars]) -> Rendered (a buffer of
@@ -1064,7 +1154,11 @@ static int parse_arr(PyObject *t, Arr *a, Py_buffer *views, int *nviews) {
  *
  * columns: ("t", text) or ("c", n, s, b), each array as (validity, offsets, data, offset);
  * a cell's s may be sparse, (validity, offsets, data, offset, rows): the texts of the rows
- * that have one, rows each row's place among them (sparse_rows);
+ * that have one, rows each row's place among them (sparse_rows); ("k", flag, text, picks), a
+ * chosen column: each row's text one of picks' constants (picks[0] where the boolean flag is
+ * false or NULL, picks[1] where true) or, where the row's own text is not NULL, picks[2] (None:
+ * that text): the statistics sheet's Result and Err_message, made here of a row's warn and
+ * its unmatched message, not by a CASE of texts in DuckDB and its Arrow export of them;
  * marks: one byte per row (0 none, 1 red, 2 yellow) or None; order: int64 row indices (the
  * sheet's order) or None; rows order[start:start+count] become <row r="first_row">...;
  * twins: a byte a column (or None), non-zero for a text column whose text is often the text
@@ -1118,6 +1212,14 @@ static PyObject *render(PyObject *self, PyObject *args) {
                     PyErr_SetString(PyExc_ValueError, "relative errors have data");
                     ok = 0;
                 }
+            } else if (kind[0] == 'k' && b && d) {
+                cols[c].kind = COL_CHOSEN;
+                ok = !parse_arr(a, &cols[c].b, views, &nviews)
+                     && !parse_arr(b, &cols[c].s, views, &nviews) && !parse_picks(d, &cols[c]);
+                if (ok && (cols[c].s.rows || (count > 0 && (!cols[c].s.offs || !cols[c].s.data)))) {
+                    PyErr_SetString(PyExc_ValueError, "a chosen column's own texts are texts");
+                    ok = 0;
+                }
             } else if (kind[0] == 'c' && b && d) {
                 cols[c].kind = COL_CELL;
                 ok = !parse_arr(a, &cols[c].n, views, &nviews)
@@ -1125,7 +1227,8 @@ static PyObject *render(PyObject *self, PyObject *args) {
                      && !parse_arr(d, &cols[c].b, views, &nviews);
             } else {
                 PyErr_SetString(PyExc_ValueError,
-                                "a column is ('t', text), ('r', numbers) or ('c', n, s, b)");
+                                "a column is ('t', text), ('r', numbers), ('c', n, s, b) or "
+                                "('k', flag, text, picks)");
             }
         }
         Py_DECREF(t);
@@ -1232,8 +1335,9 @@ static PyObject *render(PyObject *self, PyObject *args) {
                 }
             } else {
                 failed = cell(&o, mark, &cols[c], i, memo);
-                /* a relative error's text: its length, as pct_cell printed it */
-                if (chars && cols[c].kind == COL_PCT && o.pct_len > chars[c]) chars[c] = o.pct_len;
+                /* a relative error's or a chosen text's characters, as its cell wrote it */
+                if (chars && cols[c].kind >= COL_PCT && o.shown_chars > chars[c])
+                    chars[c] = o.shown_chars;
             }
             before = here;
         }
@@ -1320,6 +1424,54 @@ done:
     for (int k = 0; k < nviews; k++) PyBuffer_Release(&views[k]);
     if (PyErr_Occurred()) return NULL;
     if (best < 0) Py_RETURN_NONE;
+    return PyLong_FromLongLong(best);
+}
+
+/* chosen_chars(column, count[, order, start]) -> int or None
+ *
+ * The most characters of a chosen column's texts (column: render's ('k', flag, text, picks))
+ * in its first count rows (with order: rows order[start:start+count]), as render counts them
+ * with chars; None without rows. */
+static PyObject *chosen_chars(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *col_obj, *order_obj = Py_None;
+    long long count, start = 0;
+    if (!PyArg_ParseTuple(args, "OL|OL", &col_obj, &count, &order_obj, &start)) return NULL;
+    Py_buffer views[8];
+    int nviews = 0;
+    Column c;
+    long long best = -1;
+    const int64_t *order = NULL;
+    const char *kind;
+    PyObject *flag, *text, *picks;
+    if (!PyArg_ParseTuple(col_obj, "sOOO", &kind, &flag, &text, &picks)) return NULL;
+    if (kind[0] != 'k') return PyErr_Format(PyExc_ValueError, "not a chosen column");
+    if (count <= 0) Py_RETURN_NONE;
+    if (parse_arr(flag, &c.b, views, &nviews) || parse_arr(text, &c.s, views, &nviews)
+        || parse_picks(picks, &c) || take_order(order_obj, start, count, views, &nviews, &order))
+        goto done;
+    if (c.s.rows || !c.s.offs || !c.s.data) {
+        PyErr_SetString(PyExc_ValueError, "a chosen column's own texts are texts");
+        goto done;
+    }
+    best = 0;
+    for (long long r = 0; r < count; r++) {
+        int64_t i = order ? order[start + r] : r;
+        const char *t, *end;
+        size_t n;
+        int k;
+        if (chosen_text(&c, i, &t, &n, &end, &k)) {
+            if ((long long)n > best) {
+                long long m = utf8_chars(t, n);
+                if (m > best) best = m;
+            }
+        } else if (c.pick_chars[k] > best) {
+            best = c.pick_chars[k];
+        }
+    }
+done:
+    for (int k = 0; k < nviews; k++) PyBuffer_Release(&views[k]);
+    if (PyErr_Occurred()) return NULL;
     return PyLong_FromLongLong(best);
 }
 
@@ -1539,6 +1691,9 @@ static PyMethodDef METHODS[] = {
      "error's text, or None"},
     {"sparse_rows", sparse_rows, METH_VARARGS,
      "sparse_rows(order, seq, count, sparse_seq) -> each row's place among the sparse rows"},
+    {"chosen_chars", chosen_chars, METH_VARARGS,
+     "chosen_chars(column, count[, order, start]) -> the most characters of a chosen column's "
+     "texts, or None"},
     {"max_chars", max_chars, METH_VARARGS,
      "max_chars(text, count[, order, start, like]) -> the most characters of a non-NULL string "
      "(like's where text's is NULL), or None"},

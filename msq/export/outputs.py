@@ -166,6 +166,7 @@ def _write_workbook(con: duckdb.DuckDBPyConnection, mode: str, cols: list[str],
     percents: tuple[str, ...] = ()
     cells: dict[str, tuple[str, str | None]] = {}
     cell_texts = cell_bools = None
+    chosen: dict[str, tuple[str, str, str, str, str | None]] = {}
     result_is_table, compat, blame = _workbook_facts(con, mode)
     if mode in RESULT_TABLES and not result_is_table:
         # the result view is ours, over the materialised stat_result (a user's or --compat's is
@@ -174,7 +175,7 @@ def _write_workbook(con: duckdb.DuckDBPyConnection, mode: str, cols: list[str],
         # texts and booleans from the rows that have one (has_cell_text, cell_bools)
         rows, percents, cells = (f"SELECT * FROM {result_table(mode)}", PERCENT_COLUMNS,
                                  PLAIN_CELLS)
-        cell_texts, cell_bools = CELL_TEXTS, CELL_BOOLS
+        cell_texts, cell_bools, chosen = CELL_TEXTS, CELL_BOOLS, CHOSEN_TEXTS
 
     shown = final_name(path)  # the writers write a temporary (see write_outputs)
 
@@ -186,7 +187,8 @@ def _write_workbook(con: duckdb.DuckDBPyConnection, mode: str, cols: list[str],
     extra = _blame_sheet() if blame else []
     sheets = write_xlsx(con, SheetSpec(rows, cols, cols, marks, browse=browse,
                                        percents=percents, cells=cells,
-                                       cell_texts=cell_texts, cell_bools=cell_bools), path,
+                                       cell_texts=cell_texts, cell_bools=cell_bools,
+                                       chosen=chosen), path,
                         on_extra_sheet=extra_sheet, extra=extra) - len(extra)
     if sheets > 1:
         log.warning("%s holds %d sheets (Excel's row limit)", shown.name, sheets)
@@ -314,6 +316,18 @@ CELL_TEXTS = "has_cell_text"
 #: stat_result's column that is not NULL on the rows with any of :data:`PLAIN_CELLS`' booleans
 #: (the workbook's C renderer reads them from those rows alone: msq.export.xlsx.SheetSpec).
 CELL_BOOLS = "cell_bools"
+
+#: stat_result's Result and Err_message as the workbook's C renderer makes them where the rows
+#: hold the flag they are made of (a batch's stat_result, its warn: msq.pipeline.STAT_RESULT_WARN):
+#: {column: (the flag's column, the SQL of the row's own text (NULL on most rows), the text
+#: where the flag is false, where true, where the row has its own text (None: that text))},
+#: the texts of sql/compare/reports/statistics/stat_result.sql's CASEs: a matched row's by its
+#: warn, an unmatched row's 'N/A' and its Err_message, made by DuckDB on those rows alone (a
+#: CASE computes its ELSE for the rows its WHEN leaves) (msq.export.xlsx.SheetSpec.chosen)
+_UNMATCHED_MESSAGE = "CASE kind WHEN 'matched' THEN NULL ELSE \"Err_message\" END"
+CHOSEN_TEXTS: dict[str, tuple[str, str, str, str, str | None]] = {
+    "Result": ("warn", _UNMATCHED_MESSAGE, "", "Warning", "N/A"),
+    "Err_message": ("warn", _UNMATCHED_MESSAGE, "", "Need double check api accuracy.", None)}
 
 
 def table_columns(cols: list[str]) -> list[str]:

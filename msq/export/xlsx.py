@@ -88,6 +88,14 @@ class SheetSpec:
     # is (stat_result's cell_bools): the booleans are read by that second query too, from the
     # rows where it is not NULL; None: with every row, by the first
     cell_bools: str | None = None
+    # text columns the C renderer makes itself, each of a boolean column of the query and a
+    # text (SQL over the query's columns), where the query has that column: {column: (the
+    # flag's column, the text's SQL, the text where the flag is false or NULL, where true,
+    # where the row's text is not NULL (None: that text))}: stat_result's Result and
+    # Err_message, of a batch's warn and its unmatched rows' Err_message
+    # (msq.export.outputs.CHOSEN_TEXTS), without a text a row from DuckDB; the other renderers,
+    # and this one elsewhere, read the column's own texts
+    chosen: Mapping[str, tuple[str, str, str, str, str | None]] = field(default_factory=dict)
 
 
 def _col_letter(index: int) -> str:
@@ -193,37 +201,47 @@ def _cell_sql(column: str, type_name: str, pandas_style: bool = False) -> str:
     return _text_cell_sql(f"CAST({col} AS VARCHAR)")
 
 
-#: Inside :func:`same_shapes`: the column types of each sheet query asked there, by its text.
-_SHAPES: dict[str, dict[str, str]] | None = None
-#: Inside :func:`same_shapes`: what :func:`same_fact` asked there, by its key.
-_FACTS: dict[str, Any] | None = None
+@dataclass
+class Shapes:
+    """What :func:`same_shapes` keeps: the column types of each sheet query asked (by the
+    query's text) and what :func:`same_fact` asked (by its key). A caller may keep one from a
+    block to the next while its catalog's tables keep their columns and types (a pool worker's
+    kept database from batch to batch: msq.pair_tables.WorkerDatabase.shapes)."""
+
+    types: dict[str, dict[str, str]] = field(default_factory=dict)
+    facts: dict[str, Any] = field(default_factory=dict)
+
+
+#: Inside :func:`same_shapes`: what is asked there
+_SHAPES: Shapes | None = None
 
 
 @contextlib.contextmanager
-def same_shapes() -> Iterator[None]:
+def same_shapes(kept: Shapes | None = None) -> Iterator[None]:
     """Inside the block, a sheet query's column types are asked once (DESCRIBE binds the whole
     query: ~10 M instructions of a 24,500-row pair's workbook, ~13 M of its blame sheet's) and
     taken as asked for every later sheet of the same query text. For a caller whose tables
     keep their columns and types throughout: the pairs of a batch, whose views differ only in
-    the constants that pick their rows (msq.pipeline.pair_views). :func:`same_fact` too."""
-    global _SHAPES, _FACTS
-    kept, _SHAPES = _SHAPES, {}
-    kept_facts, _FACTS = _FACTS, {}
+    the constants that pick their rows (msq.pipeline.pair_views). :func:`same_fact` too.
+    ``kept``: what an earlier block asked, taken as asked (and what this one asks kept in it);
+    None: asked anew."""
+    global _SHAPES
+    before, _SHAPES = _SHAPES, kept if kept is not None else Shapes()
     try:
         yield
     finally:
-        _SHAPES, _FACTS = kept, kept_facts
+        _SHAPES = before
 
 
 def same_fact(key: str, ask: Callable[[], _T]) -> _T:
     """``ask()``: asked once for ``key`` inside :func:`same_shapes` (a fact of the catalog its
     callers keep throughout, e.g. which of the workbook's sources are tables: one query, ~4.5 M
     instructions of a 24,500-row pair's workbook), every time outside."""
-    if _FACTS is None:
+    if _SHAPES is None:
         return ask()
-    if key not in _FACTS:
-        _FACTS[key] = ask()
-    found: _T = _FACTS[key]
+    if key not in _SHAPES.facts:
+        _SHAPES.facts[key] = ask()
+    found: _T = _SHAPES.facts[key]
     return found
 
 
@@ -305,12 +323,12 @@ def _types(con: duckdb.DuckDBPyConnection, spec: SheetSpec) -> dict[str, str]:
     text's, VARCHAR; a cell's of plain columns: the cell's), from the query's own: DuckDB
     parsing and binding _text_query's expressions took ~6 M instructions a sheet, ~40 M with
     stat_result's twelve cells."""
-    known = _SHAPES.get(spec.query) if _SHAPES is not None else None
+    known = _SHAPES.types.get(spec.query) if _SHAPES is not None else None
     if known is None:
         known = dict(con.execute("SELECT column_name, column_type FROM "
                                  f"(DESCRIBE {_described(spec.query)})").fetchall())
         if _SHAPES is not None:
-            _SHAPES[spec.query] = known
+            _SHAPES.types[spec.query] = known
     return {**known, **dict.fromkeys(spec.percents, "VARCHAR"),
             **dict.fromkeys(spec.cells, _CELL_TYPE)}
 
@@ -510,6 +528,11 @@ def _longest_texts(spec: SheetSpec, texts: list[str],
     longest: dict[str, int] = {}
     for name in texts:
         column = source.columns[spec.columns.index(name)]
+        if column[0] == "k":  # a chosen column: its texts as the renderer chooses them
+            most = (_sheetxml.chosen_chars(column, source.n_rows) if source.base is None else
+                    _sheetxml.chosen_chars(column, source.n_rows, source.order, source.base))
+            longest[name] = int(most or 0)
+            continue
         if column[0] not in ("t", "r"):
             return None
         # a relative error's texts are printed by the renderer: counted from their numbers
@@ -687,7 +710,7 @@ def _rendered_ahead(spec: SheetSpec, types: dict[str, str], source: _CRows | Non
             or not 0 < source.n_rows <= min(max_rows - 1, _AHEAD_ROWS):
         return None
     texts = [i for i, c in enumerate(spec.columns) if types[c] == "VARCHAR"]
-    if any(source.columns[i][0] not in ("t", "r") for i in texts):
+    if any(source.columns[i][0] not in ("t", "r", "k") for i in texts):
         return None
     chars = array.array("q", [-1] * len(spec.columns))
     parts = []
@@ -721,9 +744,10 @@ def _tagged(xml: pa.Array, offset: int, count: int, first_row: int) -> bytes:
 
 
 #: A column for the C renderer: ("t", text array), ("r", the numbers of relative errors, each
-#: written as its text: _sheetxml.c's pct_text) or ("c", n, s, b arrays of a cell), each array
-#: as (validity, offsets, data, offset) buffers; a cell's sparse texts (s) with a fifth, each
-#: row's place among them (_sheetxml.sparse_rows, :func:`_spread_cell_texts`).
+#: written as its text: _sheetxml.c's pct_text), ("c", n, s, b arrays of a cell) or ("k", flag,
+#: text arrays, picks: a chosen column, SheetSpec.chosen), each array as (validity, offsets,
+#: data, offset) buffers; a cell's sparse texts (s) with a fifth, each row's place among them
+#: (_sheetxml.sparse_rows, :func:`_spread_cell_texts`).
 _CArray = tuple[Any, ...]
 
 
@@ -832,7 +856,7 @@ def _batch_slice(con: duckdb.DuckDBPyConnection, spec: SheetSpec,
             spec.marks_query is not None and spec.marks_query not in batch.queries):
         return None
     key = (spec.query, spec.marks_query, tuple(spec.columns), tuple(spec.percents),
-           tuple(spec.cells.items()))
+           tuple(spec.cells.items()), tuple(spec.chosen.items()))
     if key not in batch.sources:
         whole = _c_rows_queried(con, dataclasses.replace(
             spec, query=batch.queries[spec.query],
@@ -869,6 +893,10 @@ def _c_rows_queried(con: duckdb.DuckDBPyConnection, spec: SheetSpec, types: dict
     spread: dict[str, str] = {}
     # the percent columns: their numbers' texts printed in C
     percented = {i for i, c in enumerate(spec.columns) if c in spec.percents}
+    # the chosen columns (SheetSpec.chosen) the query has the flag of: each one's flag and own
+    # text (their names in select, each selected once) and its picks
+    chosen: dict[int, tuple[str, str, tuple[bytes | None, ...]]] = {}
+    chosen_from: dict[str, str] = {}  # a flag's or own text's SQL -> its name in select
     for i, column in enumerate(spec.columns):
         col = f'q."{column}"'
         type_name = types[column]
@@ -888,6 +916,14 @@ def _c_rows_queried(con: duckdb.DuckDBPyConnection, spec: SheetSpec, types: dict
                 spread[f"b{i}"] = flag
             else:
                 select.append(f"{flag} AS b{i}")
+        elif column in spec.chosen and _has_chosen(spec.chosen[column], types):
+            flag, own, *picks = spec.chosen[column]
+            for sql, prefix in ((f'q."{flag}"', "f"), (own, "o")):
+                if sql not in chosen_from:
+                    chosen_from[sql] = f"{prefix}{i}"
+                    select.append(f"{sql} AS {prefix}{i}")
+            chosen[i] = (chosen_from[f'q."{flag}"'], chosen_from[own],
+                         tuple(None if p is None else p.encode() for p in picks))
         elif type_name == _CELL_TYPE:
             select += [f"union_extract({col}, 'n') AS n{i}", f"union_extract({col}, 's') AS s{i}",
                        f"union_extract({col}, 'b') AS b{i}"]
@@ -928,12 +964,15 @@ def _c_rows_queried(con: duckdb.DuckDBPyConnection, spec: SheetSpec, types: dict
             n, got = fast
             for name in absent:
                 got[name] = _all_null(name[0], n)
-            return _c_rows_of(n, got, len(spec.columns), texts, percented, spread_order, sparse)
+            return _c_rows_of(n, got, len(spec.columns), texts, percented, spread_order, sparse,
+                              chosen)
         if spread:  # every row's texts, by the query itself (pyarrow reads it)
             return _c_rows_queried(con, dataclasses.replace(spec, cell_texts=None), types,
                                    fast_only)
         if fast_only:
             return None
+        if chosen:  # the chosen columns' own texts (pyarrow reads them)
+            return _c_rows_queried(con, dataclasses.replace(spec, chosen={}), types)
         table = con.cursor().sql(query).to_arrow_table().combine_chunks()
     except duckdb.Error as err:
         raise ExportError(f"cannot render the workbook rows: {err}") from err
@@ -969,6 +1008,12 @@ def _c_rows_queried(con: duckdb.DuckDBPyConnection, spec: SheetSpec, types: dict
     order = np.argsort(table.column("_out_seq").to_numpy(), kind="stable").astype(np.int64)
     return _CRows(table, columns, table.column("_mark").chunk(0).buffers()[1],
                   pa.py_buffer(order), n, twins=_twins(len(spec.columns), texts, percented))
+
+
+def _has_chosen(chosen: tuple[str, str, str, str, str | None], types: Mapping[str, str]) -> bool:
+    """Whether a sheet query's columns (``types``) hold a chosen column's flag, a boolean
+    (:attr:`SheetSpec.chosen`)."""
+    return types.get(chosen[0]) == "BOOLEAN"
 
 
 def _spread_cell_texts(con: duckdb.DuckDBPyConnection, spec: SheetSpec, spread: Mapping[str, str],
@@ -1151,11 +1196,14 @@ def _write_entry(entry: Any, data: bytes | memoryview) -> None:
 def _c_rows_of(n: int, got: dict[str, ArrowColumn], n_columns: int,
                texts: list[int], percented: Collection[int] = (),
                order: bytes | None = None,
-               sparse: Mapping[str, bytes] | None = None) -> _CRows | None:
+               sparse: Mapping[str, bytes] | None = None,
+               chosen: Mapping[int, tuple[str, str, tuple[bytes | None, ...]]] | None = None,
+               ) -> _CRows | None:
     """:func:`_c_rows` from the buffers of :func:`msq.flatten.arrow_columns` (``percented``:
     the text columns printed from their numbers, ``p<i>``; ``order``: the rows' out_seq order,
     where it was computed already; ``sparse``: the cells' texts read from the rows that have
-    one, each row's place among those by name, :func:`_spread_cell_texts`)."""
+    one, each row's place among those by name, :func:`_spread_cell_texts`; ``chosen``: the
+    chosen columns, each one's flag, own text and picks, :func:`_c_rows_queried`)."""
 
     def part(name: str, fmt: str) -> _CArray | None:
         kind, _, valid, offsets, data = got[name]
@@ -1169,6 +1217,13 @@ def _c_rows_of(n: int, got: dict[str, ArrowColumn], n_columns: int,
 
     columns: list[tuple[Any, ...]] = []
     for i in range(n_columns):
+        if chosen and i in chosen:
+            flag, own, picks = chosen[i]
+            parts = [part(flag, "b"), part(own, "u")]
+            if any(p is None for p in parts):
+                return None
+            columns.append(("k", *parts, picks))
+            continue
         if i in percented:
             parts = [part(f"p{i}", "g")]
         elif i in texts:

@@ -1044,3 +1044,48 @@ def test_c_render_reads_a_cells_sparse_texts_through_each_rows_place() -> None:
         _sheetxml.render([("t", (*few, rows))], None, order, 0, 1, 2)
     with pytest.raises(ValueError, match="sparse_seq"):
         _sheetxml.sparse_rows(order, seqs, n, np.array([10 * n + 1], np.int64).tobytes())
+
+
+def test_c_render_chooses_a_columns_texts_as_the_texts_of_its_choice() -> None:
+    """A chosen column (render's ("k", flag, text, picks): msq.export.outputs.CHOSEN_TEXTS, a
+    batch's Result and Err_message of its warn and unmatched message) writes the bytes of the
+    text column of the texts it chooses: the row's own text where not NULL (or picks[2] there),
+    else picks[1] where the flag is true, picks[0] where false or NULL; render's chars and
+    chosen_chars count those texts' characters as max_chars does, over any rows in any order;
+    a pick of more than 47 bytes and a sparse own text are refused."""
+    import array
+    import random
+
+    import numpy as np
+
+    from msq.export import _sheetxml, xlsx
+
+    rng = random.Random(29)
+    n = 600
+    flags = [rng.choice([True, False, None]) for _ in range(n)]
+    owns = [rng.choice([*_TEXTS, "No NPU data matched: \u4e2d\u6587.", ""]) if rng.random() < 0.2
+            else None for _ in range(n)]
+    marks = bytes(rng.choice([0, 1, 2]) for _ in range(n))
+    flag_arr = xlsx._c_buffers(pa.array(flags, pa.bool_()), pa.bool_())
+    own_arr = xlsx._c_buffers(pa.array(owns, pa.string()), pa.string())
+    for picks in ((b"", b"Warning", b"N/A"), (b"", b"Need double check api accuracy.", None),
+                  (b"=x", "\u00e9 ".encode(), b" <&> ")):
+        texts = [(own if picks[2] is None else picks[2].decode()) if own is not None
+                 else picks[1].decode() if flag else picks[0].decode()
+                 for flag, own in zip(flags, owns, strict=True)]
+        plain = ("t", xlsx._c_buffers(pa.array(texts, pa.string()), pa.string()))
+        chosen = ("k", flag_arr, own_arr, picks)
+        for start, count in ((0, n), (41, 300), (n - 1, 1)):
+            order = np.array(rng.sample(range(n), n), np.int64).tobytes()
+            chars = array.array("q", [-1])
+            got = bytes(_sheetxml.render([chosen], marks, order, start, count, 2, None, chars))
+            assert got == bytes(_sheetxml.render([plain], marks, order, start, count, 2))
+            most = _sheetxml.max_chars(plain[1], count, order, start)
+            assert chars[0] == most == _sheetxml.chosen_chars(chosen, count, order, start)
+        assert _sheetxml.chosen_chars(chosen, n) == _sheetxml.max_chars(plain[1], n)
+    with pytest.raises(ValueError, match="more than 47 bytes"):
+        _sheetxml.render([("k", flag_arr, own_arr, (b"", b"x" * 48, None))], None, None, 0, 1, 2)
+    with pytest.raises(ValueError, match="are texts"):
+        rows = np.zeros(n, np.int32).tobytes()
+        _sheetxml.render([("k", flag_arr, (*own_arr, rows), (b"", b"", None))], None, None,
+                         0, 1, 2)
