@@ -6,6 +6,8 @@ them. ``compare()`` is the public entry point with msprobe's signature.
 
 from __future__ import annotations
 
+import bisect
+import collections
 import contextlib
 import dataclasses
 import itertools
@@ -289,17 +291,24 @@ KEYED_UNIQUE = (
     ("WITH keyed AS (", "WITH keyed AS NOT MATERIALIZED ("))
 
 
+#: op_pairs_default.sql's rows with their pair (ops.pair) where they are a batch's
+#: (:func:`op_pairs_select`): :func:`place_pairs` reads it
+OP_PAIRS_PAIR = ("       npu_op, bench_op, how\n", "       npu_op, bench_op, how, pair\n")
+
+
 def op_pairs_select(batch: bool = False, unique_keys: bool = False) -> str:
     """sql/compare/match/op_pairs_default.sql over op_candidates.sql's pairs with the readers'
     struct_keys (:data:`CANDIDATES_KEYED`): the same pairs, where op_keys is the readers'
-    (:data:`READER_OP_KEYS`). ``batch``: the settings are a batch's (:data:`CANDIDATES_BATCH`);
-    ``unique_keys``: no side has two ops of one key (:data:`KEYED_UNIQUE`)."""
+    (:data:`READER_OP_KEYS`). ``batch``: the settings are a batch's (:data:`CANDIDATES_BATCH`)
+    and each row has its pair (:data:`OP_PAIRS_PAIR`); ``unique_keys``: no side has two ops of
+    one key (:data:`KEYED_UNIQUE`)."""
     cands = db.sql_file("compare/match/op_candidates.sql")
     pairs = db.sql_file("compare/match/op_pairs_default.sql")
     keyed = _replaced(cands.origin, cands.body,
                       CANDIDATES_KEYED + CANDIDATES_BATCH if batch else CANDIDATES_KEYED)
     return _replaced(pairs.origin, pairs.body, (
         ("SEMI JOIN op_candidates c", f"SEMI JOIN ({keyed}\n) c"),
+        *((OP_PAIRS_PAIR,) if batch else ()),
         *(KEYED_UNIQUE if unique_keys else ())))
 
 
@@ -333,6 +342,19 @@ def row_pairs_select(is_input: bool = False) -> str:
     file = db.sql_file("compare/match/row_pairs.sql")
     return _replaced(file.origin, file.body, (ROW_PAIRS_K, ROW_PAIRS_INLINED,
                                               *((ROW_PAIRS_IS_INPUT,) if is_input else ())))
+
+
+#: The batch's tables that hold a pair column of their own (a batch's alone: a single compare's
+#: has none, so each pair's view leaves it out, :func:`pair_views`): :func:`place_pairs` groups
+#: its rows by it, not by a CASE of the pairs' op ranges on every row
+BATCH_PAIR_COLUMNS = ("op_pairs",)
+
+
+def batch_op_pairs(con: duckdb.DuckDBPyConnection, unique_keys: bool) -> None:
+    """A batch's ``op_pairs`` (:func:`op_pairs_select`), each row with its pair
+    (:data:`BATCH_PAIR_COLUMNS`); ``unique_keys``: :func:`unique_op_keys`."""
+    con.execute("ALTER TABLE op_pairs ADD COLUMN pair INTEGER; INSERT INTO op_pairs BY NAME "
+                + op_pairs_select(batch=True, unique_keys=unique_keys))
 
 
 def rows_and_windows(con: duckdb.DuckDBPyConnection) -> None:
@@ -574,13 +596,16 @@ NO_UNMATCHED_REASONS = ("SELECT out_seq, NULL::VARCHAR AS reason_kind, NULL::VAR
                         "FROM compare_rows WHERE false")
 
 
-def skip_unmatched_reasons(con: duckdb.DuckDBPyConnection) -> bool:
+def skip_unmatched_reasons(con: duckdb.DuckDBPyConnection, unmatched: bool | None = None) -> bool:
     """When every row is matched, ``unmatched_reasons`` (read by ``verdicts`` alone) is empty:
     it becomes a view of no rows (returns True). Its query's result would be the same, but
     DuckDB takes ~0.1 s to bind it (its CTEs are bound once per reference), whatever the size:
     most of a small compare's ``verdicts`` stage. Not with a user's views (``--sql-dir`` may read
-    or replace it)."""
-    if db.scalar(con, "SELECT count(*) FROM compare_rows WHERE kind <> 'matched'") == 0:
+    or replace it). ``unmatched``: whether a row of a kind other than 'matched' is (None: a
+    query of compare_rows says)."""
+    if unmatched is None:
+        unmatched = db.scalar(con, "SELECT count(*) FROM compare_rows WHERE kind <> 'matched'") > 0
+    if not unmatched:
         con.execute(f"CREATE OR REPLACE VIEW unmatched_reasons AS {NO_UNMATCHED_REASONS}")
         return True
     return False
@@ -623,13 +648,14 @@ def bound_reasons(con: duckdb.DuckDBPyConnection) -> db.SqlFile:
 
 
 def create_unmatched_reasons(con: duckdb.DuckDBPyConnection,
-                             opened: BatchDatabase | None = None) -> None:
+                             opened: BatchDatabase | None = None,
+                             unmatched: bool | None = None) -> None:
     """``unmatched_reasons`` for the default mode's verdicts (not created with the other views,
     :func:`unused_views`): the empty stand-in when every row is matched, else the shipped view
     with the compare's settings bound (:func:`bound_reasons`), made a table of its rows;
     ``opened``: a batch's kept database, which keeps the view from one batch to the next
-    (:meth:`BatchDatabase.batch_views`)."""
-    if skip_unmatched_reasons(con):
+    (:meth:`BatchDatabase.batch_views`); ``unmatched``: :func:`skip_unmatched_reasons`'."""
+    if skip_unmatched_reasons(con, unmatched):
         return
     file = bound_reasons(con)
     if opened is None:
@@ -1016,6 +1042,8 @@ class BatchPlace:
     row_base: int
     ord_range: tuple[int, int] = (0, -1)   # first and last ord of the pair (inclusive)
     out_range: tuple[int, int] = (0, -1)   # first and last out_seq
+    #: its compare rows of a kind other than 'matched' (out_seq, kind), :func:`unmatched_rows`
+    others: tuple[tuple[int, str], ...] = ()
 
 
 @dataclasses.dataclass
@@ -1116,9 +1144,10 @@ def compute_batch(inps: list[SingleInput], opts: Options, opened: BatchDatabase,
     keep = "ALTER VIEW op_keys RENAME TO _src_op_keys; " if db.KEEP_SOURCES else ""
     con.execute(f"{keep}CREATE OR REPLACE VIEW op_keys AS {READER_OP_KEYS}")
     # the settings just inserted: not compat, not across frameworks (read_batch)
-    con.execute("INSERT INTO op_pairs " + op_pairs_select(batch=True, unique_keys=unique))
+    batch_op_pairs(con, unique)
     rows_and_windows(con)
-    create_unmatched_reasons(con, opened)
+    others = unmatched_rows(con)
+    create_unmatched_reasons(con, opened, bool(others))
     db.materialize(con, "row_error", batch_row_error(mode))
     for view in ("verdicts", batch_stored(mode), "marks"):
         with planned_without(con, BATCH_PLAN_SKIPS.get(view, ())):
@@ -1130,7 +1159,7 @@ def compute_batch(inps: list[SingleInput], opts: Options, opened: BatchDatabase,
         # read by blame_rows alone: no pair's view of them (a pair reads its own blame_rows
         # and blame_edges, BATCH_TABLES)
         con.execute("DROP TABLE blame_keys; DROP TABLE blame_tensors")
-    return con, mode, place_pairs(con, pairs)
+    return con, mode, place_pairs(con, pairs, others)
 
 
 #: The columns of sql/compare/rules/row_error.sql that verdicts.sql alone reads (the row's
@@ -1579,57 +1608,62 @@ def _insert_pairs(con: duckdb.DuckDBPyConnection, table: str, select: str, codes
             con.unregister(name)
 
 
-def place_pairs(con: duckdb.DuckDBPyConnection, pairs: list[BatchPair]) -> list[BatchPair]:
-    """Each pair's first and last ord and out_seq in the batch's op_pairs and compare_rows
-    (a pair's ops are those between its op_base and the next pair's, its compare rows those of
-    its op pairs' ords): each range by one grouped scan of its table, a row's pair a CASE of the
-    pairs' ranges (:func:`range_case`), not a range join of every op pair with the pairs and a
-    join of every compare row with those (~50 M instructions of a 6-pair root batch). A compare
-    row's pair is its op pair's where no two pairs' ord ranges meet (a batch pairs each pair's
-    ops alone, in their order: they never do), else by that join (:func:`_placed_by_join`)."""
-    bounds = [(p.place.pair, p.place.op_base,
-               (pairs[i + 1].place.op_base if i + 1 < len(pairs) else 2**31 - 1) - 1)
-              for i, p in enumerate(pairs)]
+def place_pairs(con: duckdb.DuckDBPyConnection, pairs: list[BatchPair],
+                others: list[tuple[int, str]]) -> list[BatchPair]:
+    """Each pair's first and last ord and out_seq in the batch's op_pairs and compare_rows, and
+    its compare rows of ``others`` (:func:`unmatched_rows`). Its ords by one grouped scan of
+    op_pairs by their pair (:data:`BATCH_PAIR_COLUMNS`: op_pairs_default.sql numbers them pair
+    first, so that no two pairs' ord ranges meet); its out_seqs those of its first and last
+    ords' compare rows where each has some (row_pairs.sql numbers the rows in their ords'
+    order), else by one grouped scan of compare_rows, a row's pair its ord's range's
+    (:func:`msq.db.range_case`: ~21 M instructions of a 7-pair root batch). Not a range join of
+    every op pair with the pairs and a join of every compare row with those (~50 M)."""
     ords = {int(k): (int(lo), int(hi)) for k, lo, hi in con.execute(
-        f"SELECT {range_case('coalesce(npu_op, bench_op)', bounds)} AS k, min(ord), max(ord) "
-        "FROM op_pairs GROUP BY ALL").fetchall() if k is not None}
+        "SELECT pair, min(ord), max(ord) FROM op_pairs GROUP BY pair").fetchall()}
     spans = sorted(ords.values())
     if any(low[1] >= high[0] for low, high in itertools.pairwise(spans)):
-        found = _placed_by_join(con, bounds)
+        raise AssertionError(f"two pairs' ord ranges meet: {ords}")
+    ends = {int(o): (int(lo), int(hi)) for o, lo, hi in con.execute(
+        "SELECT ord, min(out_seq), max(out_seq) FROM compare_rows WHERE ord IN "
+        f"({', '.join(str(o) for span in spans for o in span) or 'NULL'}) "
+        "GROUP BY ord").fetchall()}
+    if all(lo in ends and hi in ends for lo, hi in spans):
+        outs = {k: (ends[lo][0], ends[hi][1]) for k, (lo, hi) in ords.items()}
     else:
-        outs = {int(k): (o_lo, o_hi) for k, o_lo, o_hi in con.execute(
-            f"SELECT {range_case('ord', [(k, *r) for k, r in ords.items()])} AS k, "
+        outs = {int(k): (int(lo), int(hi)) for k, lo, hi in con.execute(
+            f"SELECT {db.range_case('ord', [(k, *r) for k, r in ords.items()])} AS k, "
             "min(out_seq), max(out_seq) FROM compare_rows GROUP BY ALL").fetchall()
             if k is not None}
-        found = {k: (*r, *outs.get(k, (None, None))) for k, r in ords.items()}
     placed = []
     for part in pairs:
-        lo, hi, o_lo, o_hi = found.get(part.place.pair, (0, -1, None, None))
-        out = (0, -1) if o_lo is None else (int(o_lo), int(o_hi))
+        k = part.place.pair
+        lo, hi = outs.get(k, (0, -1))
         placed.append(dataclasses.replace(part, place=dataclasses.replace(
-            part.place, ord_range=(lo, hi), out_range=out)))
+            part.place, ord_range=ords.get(k, (0, -1)), out_range=(lo, hi),
+            others=tuple(row for row in others if lo <= row[0] <= hi))))
     return placed
 
 
-def _placed_by_join(con: duckdb.DuckDBPyConnection, bounds: list[tuple[int, int, int]],
-                    ) -> dict[int, tuple[int, int, Any, Any]]:
-    """:func:`place_pairs`' ranges by joins: each op pair with the pair whose op ``bounds``
-    ((pair, first op, last op)) hold its op, each compare row with its op pair."""
-    values = ", ".join(f"({k}, {lo}, {hi})" for k, lo, hi in bounds)
-    return {int(k): (int(lo), int(hi), o_lo, o_hi) for k, lo, hi, o_lo, o_hi in con.execute(
-        f"WITH b(k, lo, hi) AS (VALUES {values}), "
-        "o AS (SELECT b.k, p.ord FROM op_pairs p JOIN b "
-        "      ON coalesce(p.npu_op, p.bench_op) BETWEEN b.lo AND b.hi) "
-        "SELECT o.k, min(o.ord), max(o.ord), min(r.out_seq), max(r.out_seq) "
-        "FROM o LEFT JOIN compare_rows r USING (ord) GROUP BY o.k").fetchall()}
+#: :func:`unmatched_rows`' query: the compare rows without an NPU row, then those without a
+#: bench row, each a test DuckDB makes as it scans (``IS NULL`` of one column), reading the
+#: rows' kinds in the few vectors that hold such a row alone
+UNMATCHED_ROWS = ("SELECT out_seq, kind FROM compare_rows WHERE npu_row IS NULL UNION ALL "
+                  "SELECT out_seq, kind FROM compare_rows "
+                  "WHERE bench_row IS NULL AND npu_row IS NOT NULL")
 
 
-def range_case(column: str, ranges: list[tuple[int, int, int]]) -> str:
-    """A SQL expression: the key ``k`` of the first of ``ranges`` ((k, first, last), inclusive)
-    that holds ``column``'s value; NULL where none does (or there is none to hold it)."""
-    whens = " ".join(f"WHEN {column} BETWEEN {lo} AND {hi} THEN {k}"
-                     for k, lo, hi in ranges if hi >= lo)
-    return f"(CASE {whens} END)" if whens else "NULL::INTEGER"
+def unmatched_rows(con: duckdb.DuckDBPyConnection) -> list[tuple[int, str]]:
+    """A batch's compare rows of a kind other than 'matched' (out_seq, kind), in out_seq order:
+    a few dozen of a root batch's ~170,000 rows. What a batch reads of their kinds
+    (:func:`skip_unmatched_reasons`; :func:`batch_results`' counts of rows by kind, each pair's
+    rows its out_seq range: ~47 M instructions of a 7-pair root batch grouped by pair, and its
+    unmatched reasons by kind, a join of compare_rows: ~15 M) from one query. A batch's compare
+    rows are row_pairs.sql's, which gives each row a kind, 'matched' to a row with both an NPU
+    and a bench row alone (any other lacks one): so the rows lacking one
+    (:data:`UNMATCHED_ROWS`) and of another kind, not a test of every row's kind (its text
+    read for every row: ~17 M instructions of a 7-pair root batch, ~4 M so)."""
+    return sorted((int(out_seq), str(kind)) for out_seq, kind in con.execute(
+        UNMATCHED_ROWS).fetchall() if kind != "matched")
 
 
 #: The batch's tables each pair reads (renamed ``batch_<name>`` by :func:`split_batch`) and
@@ -1703,13 +1737,15 @@ def pair_views(con: duckdb.DuckDBPyConnection, mode: str, place: BatchPlace,
             continue
         moved = [f"({column} - {bases[base]})::{types[(table, column)]} AS {column}"
                  for column, base in columns.items()]
-        if (table, "pair") in types:
+        own = name in BATCH_PAIR_COLUMNS  # a column a single compare's table has not
+        if (table, "pair") in types and not own:
             moved.append("0 AS pair")
         where = (f"pair = {place.pair}" if rows == "pair" else
                  "{} BETWEEN {} AND {}".format(
                      "out_seq" if rows == "out" else "ord",
                      *(place.out_range if rows == "out" else place.ord_range)))
-        statements.append(f"CREATE OR REPLACE VIEW {name} AS SELECT * REPLACE "
+        statements.append(f"CREATE OR REPLACE VIEW {name} AS SELECT * "
+                          f"{'EXCLUDE (pair) ' if own else ''}REPLACE "
                           f"({', '.join(moved)}) FROM {table} WHERE {where}")
     con.execute("; ".join(statements))
 
@@ -1736,7 +1772,7 @@ def pair_reads_views(opts: Options) -> bool:
 def pair_of(column: str, places: list[BatchPlace]) -> str:
     """A SQL expression: the pair of a batch's row by its out_seq ``column`` (each pair's rows
     are those of its out_seq range, :func:`place_pairs`); NULL outside every range."""
-    return range_case(column, [(p.pair, *p.out_range) for p in places])
+    return db.range_case(column, [(p.pair, *p.out_range) for p in places])
 
 
 #: A batch's failing rows (a batch is of the statistics mode alone, read_batch): the rows of
@@ -1802,15 +1838,19 @@ def batch_results(con: duckdb.DuckDBPyConnection, mode: str, pairs: list[BatchPa
         results[part.place.pair] = result = new_result(mode, part.inp)
         result.compat = False
     of = pair_of("out_seq", places)
-    # the row counts _set_counts reads, by pair (grouped by pair alone: a group a kind's text
-    # cost ~15 % more); "" counts the rows of any other kind (their sum is the pair's rows)
+    # the row counts _set_counts reads, by pair: its rows are those of its out_seq range (each
+    # out_seq once, in its ord's order, BatchPlace), those of a kind other than 'matched' its
+    # others (unmatched_rows); "" counts the rows of any other kind (their sum is the pair's
+    # rows); none for a pair of no rows
     counts: dict[int, dict[str, int]] = {k: {} for k in results}
-    for k, n, matched, npu_only, bench_only in con.execute(
-            f"SELECT {of} AS pair, count(*), count(*) FILTER (kind = 'matched'), "
-            "count(*) FILTER (kind = 'npu_only'), count(*) FILTER (kind = 'bench_only') "
-            "FROM compare_rows GROUP BY ALL").fetchall():
-        counts[k].update({"matched": matched, "npu_only": npu_only, "bench_only": bench_only,
-                          "": n - matched - npu_only - bench_only})
+    for place in places:
+        n = place.out_range[1] - place.out_range[0] + 1
+        if n > 0:
+            kinds = collections.Counter(kind for _, kind in place.others)
+            counts[place.pair].update({
+                "matched": n - len(place.others), "npu_only": kinds["npu_only"],
+                "bench_only": kinds["bench_only"],
+                "": len(place.others) - kinds["npu_only"] - kinds["bench_only"]})
     marks: dict[int, dict[str, int]] = {k: {} for k in results}
     reds: dict[int, int] = {}  # each pair's first red row (its marks' least out_seq)
     if mode != "md5":
@@ -1859,11 +1899,19 @@ def batch_results(con: duckdb.DuckDBPyConnection, mode: str, pairs: list[BatchPa
                 "AND m.mark = 'red'").fetchall():
             k = pair_at[int(out_seq)]
             results[k].first_red = RowRef(int(out_seq) - base[k], str(name), str(why or ""))
+    # the unmatched rows by pair, kind (their compare rows', unmatched_rows: 'matched' for a row
+    # not among them) and reason, in that order (texts by their bytes, as DuckDB orders them);
+    # not a join of verdicts with every compare row
+    kind_of = {out_seq: kind for place in places for out_seq, kind in place.others}
+    firsts = sorted((p.out_range[0], p.pair) for p in places if p.out_range[1] >= p.out_range[0])
+    starts = [lo for lo, _ in firsts]
+    kinds_by: collections.Counter[tuple[int, str, str]] = collections.Counter()
+    for out_seq, why in con.execute("SELECT out_seq, unmatched_kind FROM verdicts "
+                                    "WHERE unmatched_kind IS NOT NULL").fetchall():
+        k = firsts[bisect.bisect_right(starts, out_seq) - 1][1]
+        kinds_by[(k, kind_of.get(out_seq, "matched"), why)] += 1
     reasons: dict[int, list[tuple[str, str, int]]] = {k: [] for k in results}
-    for k, kind, why, n in con.execute(
-            f"SELECT {pair_of('v.out_seq', places)} AS pair, r.kind, v.unmatched_kind, count(*) "
-            "FROM verdicts v JOIN compare_rows r USING (out_seq) "
-            "WHERE v.unmatched_kind IS NOT NULL GROUP BY ALL ORDER BY ALL").fetchall():
+    for (k, kind, why), n in sorted(kinds_by.items()):
         reasons[k].append((kind, why, n))
     for k, result in results.items():
         _set_unmatched(result, reasons[k])

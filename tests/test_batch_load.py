@@ -240,7 +240,7 @@ def test_rows_and_windows_give_write_windows_rows(tmp_path):
         pipeline.load_batch(con, pairs)
         db.load_views(con, variants=[mode, rules_variant(opts)], skip=unused_views(opts))
         con.execute(f"CREATE OR REPLACE VIEW op_keys AS {pipeline.READER_OP_KEYS}")
-        con.execute("INSERT INTO op_pairs " + pipeline.op_pairs_select(batch=True))
+        pipeline.batch_op_pairs(con, False)
         if together:
             pipeline.rows_and_windows(con)
         else:
@@ -345,8 +345,7 @@ def test_a_batch_pairs_ops_of_one_key_on_a_side_by_their_order(tmp_path):
         con.execute(f"CREATE OR REPLACE VIEW op_keys AS {pipeline.READER_OP_KEYS}")
         assert con.execute("SELECT count(*) - count(DISTINCT (side, pair, match_key)) "
                            "FROM op_keys").fetchone() == (2,)
-        con.execute("INSERT INTO op_pairs "
-                    + pipeline.op_pairs_select(batch=True, unique_keys=unique))
+        pipeline.batch_op_pairs(con, unique)
         got[unique] = con.execute("SELECT npu_op, bench_op, how FROM op_pairs "
                                   "ORDER BY ord").fetchall()
         con.close()
@@ -644,10 +643,26 @@ def test_a_batchs_findings_are_the_advisor_files_of_each_pair(names):
     con.close()
 
 
-def test_a_batchs_pairs_are_placed_by_their_ranges_as_by_the_joins(tmp_path):
-    """place_pairs finds each pair's ord and out_seq ranges by one grouped scan of op_pairs and
-    one of compare_rows (a CASE of the pairs' ranges), the ranges the joins of every op pair
-    with its pair and every compare row with its op pair give (pipeline._placed_by_join)."""
+#: each pair's ord and out_seq ranges by joins: each op pair with the pair whose op range holds
+#: its op (``b``: (pair, first op, last op)), each compare row with its op pair
+_PLACED_BY_JOIN = (
+    "WITH b(k, lo, hi) AS (VALUES {values}), "
+    "o AS (SELECT b.k, p.ord FROM op_pairs p JOIN b "
+    "      ON coalesce(p.npu_op, p.bench_op) BETWEEN b.lo AND b.hi) "
+    "SELECT o.k, min(o.ord), max(o.ord), min(r.out_seq), max(r.out_seq), "
+    "  count(r.out_seq) FILTER (r.kind <> 'matched') "
+    "FROM o LEFT JOIN compare_rows r USING (ord) GROUP BY o.k ORDER BY o.k")
+
+
+@pytest.mark.parametrize("rowless", [False, True])
+def test_a_batchs_pairs_are_placed_by_their_op_pairs_pair_as_by_the_joins(tmp_path, rowless):
+    """place_pairs finds each pair's ord range by the pair column a batch's op_pairs holds
+    (pipeline.BATCH_PAIR_COLUMNS) and its out_seq range by its first and last ords' compare
+    rows (or, where one has none, ``rowless``, by a CASE of the ord ranges), no join, and gives
+    each pair its compare rows of another kind than matched (pipeline.unmatched_rows): the
+    ranges and rows the joins of every op pair with the range of its pair's ops and every
+    compare row with its op pair give; each pair's view of op_pairs has no pair column, as a
+    single compare's table."""
     base = model(1, ops=8)
     short = dict(list(base.items())[:-3])  # a pair whose sides differ in length
     inps = inputs(tmp_path, [(base, noisy(base, 2, 0.1)), (short, base), (base, short)])
@@ -662,16 +677,34 @@ def test_a_batchs_pairs_are_placed_by_their_ranges_as_by_the_joins(tmp_path):
     pipeline.load_batch(con, pairs)  # type: ignore[arg-type]
     db.load_views(con.con, variants=[mode, rules_variant(opts)], skip=unused_views(opts))
     con.execute(f"CREATE OR REPLACE VIEW op_keys AS {pipeline.READER_OP_KEYS}")
-    con.execute("INSERT INTO op_pairs " + pipeline.op_pairs_select(batch=True))
+    pipeline.batch_op_pairs(con, False)  # type: ignore[arg-type]
     pipeline.rows_and_windows(con)  # type: ignore[arg-type]
+    if rowless:  # the second pair's first op pair without compare rows
+        con.execute("DELETE FROM compare_rows WHERE ord = (SELECT min(ord) FROM op_pairs "
+                    "WHERE pair = 1)")
     con.texts.clear()
-    placed = pipeline.place_pairs(con, pairs)  # type: ignore[arg-type]
+    others = pipeline.unmatched_rows(con)  # type: ignore[arg-type]
+    placed = pipeline.place_pairs(con, pairs, others)  # type: ignore[arg-type]
     assert not any(" JOIN " in sql for sql in con.texts)
-    bounds = [(p.place.pair, p.place.op_base,
-               (pairs[i + 1].place.op_base if i + 1 < len(pairs) else 2**31 - 1) - 1)
-              for i, p in enumerate(pairs)]
-    joined = pipeline._placed_by_join(con.con, bounds)
-    assert [(p.place.ord_range, p.place.out_range) for p in placed] == [
-        (joined[k][:2], joined[k][2:]) for k in range(len(pairs))]
+    assert len(con.texts) == 3 + rowless and not any("CASE" in sql for sql in con.texts[:3])
+    values = ", ".join(f"({p.place.pair}, {p.place.op_base}, "
+                       f"{(pairs[i + 1].place.op_base if i + 1 < len(pairs) else 2**31) - 1})"
+                       for i, p in enumerate(pairs))
+    joined = con.con.execute(_PLACED_BY_JOIN.format(values=values)).fetchall()
+    assert [(p.place.pair, *p.place.ord_range, *p.place.out_range, len(p.place.others))
+            for p in placed] == joined
     assert [p.place.out_range[1] - p.place.out_range[0] for p in placed] != [-1] * 3
+    assert sum(len(p.place.others) for p in placed) == len(others) > 0
+    # (the rows lacking an NPU or a bench row: those of a kind other than matched)
+    assert others == con.con.execute("SELECT out_seq, kind FROM compare_rows "
+                                     "WHERE kind IS DISTINCT FROM 'matched' "
+                                     "ORDER BY out_seq").fetchall()
+    assert {kind for _, kind in others} == {"npu_only", "bench_only"}
+    types = pipeline.split_batch(con.con, mode)
+    pipeline.pair_views(con.con, mode, placed[1].place, types)
+    for table in pipeline.BATCH_PAIR_COLUMNS:
+        assert ("batch_" + table, "pair") in types
+        columns = [c for (c,) in con.con.execute(
+            "SELECT column_name FROM duckdb_columns() WHERE table_name = ?", [table]).fetchall()]
+        assert "pair" not in columns and "ord" in columns
     con.close()

@@ -188,7 +188,7 @@ def test_verdicts_are_the_same_without_the_reasons_query(
              "Functional.c.0.forward": op() if matched else op(I64)}
     cfg = write_pair(tmp_path, npu, bench)
     fast, stand_in = _verdicts(cfg, tmp_path / "fast")
-    monkeypatch.setattr(pipeline, "skip_unmatched_reasons", lambda con: None)
+    monkeypatch.setattr(pipeline, "skip_unmatched_reasons", lambda con, unmatched=None: None)
     full, view = _verdicts(cfg, tmp_path / "full")
     assert fast == full
     assert (stand_in == "a table") is not matched and view == "a table"

@@ -292,12 +292,12 @@ def summarize_batch(con: duckdb.DuckDBPyConnection, places: list[tuple[int, int,
     .batch_results; before the batch's tables are split by pair): one query a figure, grouped by
     pair. ``places``: each pair's number, first and last out_seq and op_base (what its own
     compare numbers from 0: the rows' out_seq and op_seq are given as its own compare's)."""
-    cases = " ".join(f"WHEN out_seq BETWEEN {lo} AND {hi} THEN {k}"
-                     for k, lo, hi, _ in places if hi >= lo)
     # (a pair's number as a UTINYINT where it fits: the counts' GROUP BY on it and the verdict
-    # takes DuckDB ~25 % less, bench/README "Session 22: blame")
+    # takes DuckDB ~25 % less, bench/README "Session 22: blame"; the ranges tested by halves)
     small = all(0 <= k < 256 for k, *_ in places)
-    of = f"(CASE {cases} END)::{'UTINYINT' if small else 'INTEGER'}" if cases else "NULL::INTEGER"
+    of = (f"{db.range_case('out_seq', [(k, lo, hi) for k, lo, hi, _ in places])}"
+          f"::{'UTINYINT' if small else 'INTEGER'}"
+          if any(hi >= lo for _, lo, hi, _ in places) else "NULL::INTEGER")
     out_base = {k: lo for k, lo, _, _ in places}
     op_base = {k: base for k, _, _, base in places}
     rows = f"(SELECT {of} AS pair, * FROM blame_rows)"
