@@ -125,11 +125,15 @@ def test_no_kept_database_with_a_users_views_or_threads(tmp_path):
     assert WorkerDatabase.get(Options(workers=1)) is not None
 
 
-def test_materialised_views_are_renamed_back_only_when_they_are_the_databases_own(tmp_path):
+def test_materialised_views_are_renamed_back_only_when_they_are_the_databases_own(
+        tmp_path, monkeypatch):
     """A kept database's pair leaves each view it materialises as ``_src_<view>`` (msq.db
-    KEEP_SOURCES); the reset renames it back when its text is the database's own, and creates
-    the view again from its statement when the pair had replaced it: the next pair never reads
-    a view (or rows) the previous pair left."""
+    KEEP_SOURCES); the reset renames it back when it is the database's own (its catalog oid,
+    not its text, which the reset does not read), and creates the view again from its statement
+    when the pair had replaced it (by the same text too): the next pair never reads a view (or
+    rows) the previous pair left."""
+    import duckdb
+
     from msq import db
 
     opts = Options(workers=1, record=True)
@@ -143,11 +147,27 @@ def test_materialised_views_are_renamed_back_only_when_they_are_the_databases_ow
     db.materialize(cur, "op_keys")  # the database's own view
     cur.execute("CREATE OR REPLACE VIEW op_candidates AS SELECT 1 AS replaced")  # a pair's own
     db.materialize(cur, "op_candidates")
-    left = database._con.execute(WorkerDatabase._VIEWS).fetchall()
+    left = database._con.execute(WorkerDatabase._VIEW_OIDS).fetchall()
     assert {"_src_op_keys", "_src_op_candidates"} <= {name for name, _ in left}
     assert database._renamed_back(left, set()) == {"_src_op_keys": "op_keys"}
+    # a view replaced by its very text is not the database's own: made again from its statement
+    cur.execute(dict(database._con.execute(WorkerDatabase._VIEWS).fetchall())["row_pairs"]
+                .replace("CREATE VIEW", "CREATE OR REPLACE VIEW", 1))
     cur.close()
+    statements: list[str] = []
+    execute = duckdb.DuckDBPyConnection.execute
+
+    def noted(con: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
+        statements.append(str(query))
+        return execute(con, query, *args, **kwargs)
+
+    monkeypatch.setattr(duckdb.DuckDBPyConnection, "execute", noted)
     database.reset()
+    monkeypatch.undo()
+    # the views known by their oids, not their texts (which DuckDB renders each time)
+    assert not any("duckdb_views()" in sql and "view_name, sql" in sql for sql in statements)
+    script = next(sql for sql in statements if "DROP TABLE" in sql)
+    assert 'DROP VIEW "row_pairs"' in script and 'DROP VIEW "op_keys"' not in script
     assert not db.KEEP_SOURCES
     assert dict(database._con.execute(WorkerDatabase._VIEWS).fetchall()) == views
     assert database._con.execute("SELECT * FROM settings").fetchall() == []
