@@ -846,6 +846,20 @@ def _blame_rows(con: Any, sql: str, names: bool = True) -> tuple[pa.Table, pa.Ta
     return rows, runs
 
 
+def _blame_texts(sql: str) -> str:
+    """The recorder's SELECT of blame's rows (``sql``) over a batch's stored ``blame_rows``, its
+    reasons' texts made from their kinds (msq.blame.BATCH_TEXTS; its floor sources go as they
+    are, a ``blame_floor`` the driver looks up by its dictionary as the other ENUMs)."""
+    from msq.blame import BATCH_TEXTS
+
+    if sql.count(_BLAME_REASON) != 1:
+        raise AssertionError("hist_blame_rows.sql does not select b.reason once")
+    return sql.replace(_BLAME_REASON, f"{BATCH_TEXTS['reason']} AS reason,")
+
+
+#: What hist_blame_rows.sql selects of blame_rows' reason (:func:`_blame_texts`)
+_BLAME_REASON = "b.reason,"
+
 #: What blame_edges' history SELECT gets to say whose edge a row is (see _batch_history_rows)
 _EDGES_SELECT = "SELECT e.side, "
 
@@ -900,7 +914,7 @@ def _batch_history_rows(con: Any, mode: str, places: list[Any], folders: list[st
     del parts
     for table, sql in prepare_blame(con):
         if table == "blame_rows":
-            blame, runs = _blame_rows(con, sql, names=False)
+            blame, runs = _blame_rows(con, _blame_texts(sql), names=False)
             cut = split_rows(blame, ranges,
                              shifts={"out_seq": firsts,
                                      "op_seq": [place.op_base for place in places]})

@@ -21,6 +21,7 @@ from typing import Any, Protocol
 import duckdb
 
 from msq import db, interrupts
+from msq.blame import BATCH_TEXTS
 from msq.blame.export import write_blame_outputs
 from msq.blame.run import (
     PendingBlame,
@@ -1740,6 +1741,8 @@ def pair_views(con: duckdb.DuckDBPyConnection, mode: str, place: BatchPlace,
         own = name in BATCH_PAIR_COLUMNS  # a column a single compare's table has not
         if (table, "pair") in types and not own:
             moved.append("0 AS pair")
+        if name == "blame_rows":  # its texts, which the batch stores as codes
+            moved += [f"{sql} AS {column}" for column, sql in BATCH_TEXTS.items()]
         where = (f"pair = {place.pair}" if rows == "pair" else
                  "{} BETWEEN {} AND {}".format(
                      "out_seq" if rows == "out" else "ord",

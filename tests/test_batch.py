@@ -928,3 +928,41 @@ def test_a_kept_database_keeps_its_workbooks_shapes_for_the_next_batch(jobs, opt
     for job, out in zip(jobs[2:], outs, strict=True):
         assert isinstance(out, PairTables)
         assert contents(out)["files"] == contents(alone(job, opts, tmp_path))["files"], job.title
+
+
+@pytest.mark.parametrize("other", [False, True])
+def test_a_batch_stores_its_blame_reasons_and_floor_sources_as_codes(linked_jobs, opts, tmp_path,
+                                                                    other):
+    """A batch's blame_rows stores each row's reason as its kind (an ENUM blame_reason) and its
+    floor source as a blame_floor (msq.blame.compute.batch_rows_select), whose texts its readers
+    make (msq.blame.BATCH_TEXTS): each pair's history rows, summary, blame sheet and CSV stay
+    those of its own compare. A batch with a dtype that blame_floor lacks (``other``) stores its
+    floor sources as texts."""
+    from msq import pipeline
+    from msq.config import SingleInput
+
+    opts = dataclasses.replace(opts, formats=("xlsx", "csv"))
+    jobs = list(linked_jobs)
+    if other:
+        odd = retyped(chain(5), 2, "torch.float8_e5m2")
+        jobs.append(chain_pair(tmp_path, "odd", odd, noisy(odd, 6, 0.01)))
+    kept = WorkerDatabase.get(opts)
+    assert kept is not None
+    con, _, _ = pipeline.compute_batch(
+        [SingleInput(job.npu[0], job.bench[0], job.npu[1]) for job in jobs], opts, kept)
+    types = dict(con.execute(
+        "SELECT column_name, data_type FROM duckdb_columns() WHERE table_name = 'blame_rows' "
+        "AND database_name = current_database()").fetchall())
+    assert types["reason"].startswith("ENUM('explained by its input ', 'within the floor'")
+    assert types["floor_source"].startswith("ENUM('dtype float32'") != other
+    kinds = {kind for (kind,) in con.execute(
+        "SELECT DISTINCT reason::VARCHAR FROM blame_rows").fetchall()}
+    assert {"explained by its input ", "produced by ", "error enters here: beyond "} <= kinds
+    sources = {s for (s,) in con.execute(
+        "SELECT DISTINCT floor_source::VARCHAR FROM blame_rows").fetchall()}
+    assert ("dtype float8_e5m2" in sources) == other and "dtype float32" in sources
+    WorkerDatabase.discard()
+    outs = pair_tables._batch_shared(jobs, opts, tmp_path)
+    for job, out in zip(jobs, outs, strict=True):
+        assert isinstance(out, PairTables), job.title
+        assert contents(out) == contents(alone(job, opts, tmp_path)), job.title

@@ -19,3 +19,23 @@ from __future__ import annotations
 FLOOR_FACTOR = 4.0
 #: ... and beyond this many times the error its inputs bring (what an op may amplify).
 AMP_LIMIT = 100.0
+
+#: What a batch's stored ``blame_rows`` (msq.blame.compute.batch_rows_select) holds as codes,
+#: not texts: {column: the SQL of its text, as blame_rows shows it (sql/compare/blame/
+#: blame_rows.sql)}. Its reason is blame_judged's kind (an ENUM ``blame_reason``), its
+#: floor_source a ``blame_floor`` (or its text, where the batch has a dtype the ENUM lacks:
+#: msq.blame.compute.materialize_rows); each reader of the batch's rows makes the texts of the
+#: rows it reads (its pairs' views, msq.pipeline.pair_views; the blame sheet's and the
+#: summaries' rows; the history's SELECT, msq.pair_tables._batch_history_rows). A batch's
+#: amp_limit is :data:`AMP_LIMIT` (msq.blame.compute.run_batch_blame), a constant here: its text
+#: made once, not a row's each (blame_params read by a subquery: ~+8 M instructions of a 6-pair
+#: root batch's history rows, bench/README "Session 29: blame").
+BATCH_TEXTS = {
+    "reason": f"blame_reason_text(reason, err_kind, via, {AMP_LIMIT!r}::DOUBLE)",
+    "floor_source": "floor_source::VARCHAR"}
+
+
+def batch_texts() -> str:
+    """``REPLACE (...)`` of a ``SELECT *`` of a batch's stored ``blame_rows``: its rows with
+    their texts (:data:`BATCH_TEXTS`), as blame_rows shows them."""
+    return "REPLACE ({})".format(", ".join(f"{sql} AS {column}" for column, sql in BATCH_TEXTS.items()))

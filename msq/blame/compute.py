@@ -43,15 +43,30 @@ MATERIALIZED = ("row_error", "blame_keys", "blame_edges", "blame_tensors", "blam
 NAMED_ROWS = "verdict = 'local' OR collective"
 #: blame_rows' names (those of its output row: its NPU op's and NPU tensor row's)
 NAMES = ("op_name", "npu_name")
-
-
-def batch_rows_select() -> str:
-    """A batch's ``blame_rows`` (:func:`db.materialize`'s ``select``) with its names on the
+def batch_rows_select(names: bool = True, coded: bool = True) -> str:
+    """A batch's ``blame_rows`` (:func:`db.materialize`'s ``select``): blame_judged's rows, the
+    reason as its kind, the floor source (``coded``) as a ``blame_floor`` (blame_rows' texts
+    made only where a reader reads them, :data:`msq.blame.BATCH_TEXTS`: storing ~146,000 reasons and
+    floor sources of a 6-pair root batch cost DuckDB their texts' appends, UTF-8 checks and
+    scans back, bench/README "Session 29: blame"); ``names`` false: its names on the
     :data:`NAMED_ROWS` alone, NULL on the others (~97 % of a root batch's rows): storing every
     row's two names cost ~38 M instructions of a 6-pair root batch's ~827 M, for rows whose
     names nothing of the batch reads (bench/README "Session 28: blame")."""
-    names = ", ".join(f"CASE WHEN {NAMED_ROWS} THEN {name} END AS {name}" for name in NAMES)
-    return f"SELECT * REPLACE ({names}) FROM {db.source_of('blame_rows')}"
+    made = [f"CASE WHEN {NAMED_ROWS} THEN {name} END AS {name}" for name in NAMES] if not names else []
+    if coded:
+        made.append("blame_floor_code(floor_source) AS floor_source")
+    replaced = f"REPLACE ({', '.join(made)}) " if made else ""
+    return f"SELECT * {replaced}FROM blame_judged"
+
+
+def materialize_rows(con: duckdb.DuckDBPyConnection, names: bool) -> None:
+    """A batch's ``blame_rows`` stored (:func:`batch_rows_select`), its floor sources as texts
+    where one is not a ``blame_floor`` (a dtype that row_dtype lacks: the batch's dtypes are
+    texts then too, msq.pipeline.CODED_DTYPE), which stops the first SELECT."""
+    try:
+        db.materialize(con, "blame_rows", batch_rows_select(names))
+    except duckdb.ConversionException:
+        db.materialize(con, "blame_rows", batch_rows_select(names, coded=False))
 
 
 def nesting_rows(construct: dict[str, Any]) -> list[tuple[str, str]]:
@@ -126,15 +141,18 @@ def run_blame(con: duckdb.DuckDBPyConnection, mode: str, npu_json: Path, bench_j
 
 def _make_tables(con: duckdb.DuckDBPyConnection, mode: str, user_dirs: Iterable[Path],
                  views_made: Collection[str], row_error_table: bool,
-                 selects: dict[str, str] | None = None) -> None:
+                 batch_names: bool | None = None) -> None:
     """Blame's views created (but ``views_made``) and materialised (``row_error`` only when it
-    is not a table yet; ``selects``: a view's table from that SELECT, msq.db.materialize's),
-    once its parameters and nesting are in place."""
+    is not a table yet; ``batch_names`` not None: a batch's, ``blame_rows`` as
+    :func:`materialize_rows` stores it, with every row's names or not), once its parameters and
+    nesting are in place."""
     db.load_views(con, folders=("compare/blame",), user_dirs=user_dirs, variants=[mode],
                   skip=views_made)
     for view in MATERIALIZED:
-        if not (row_error_table and view == "row_error"):
-            db.materialize(con, view, (selects or {}).get(view))
+        if view == "blame_rows" and batch_names is not None:
+            materialize_rows(con, batch_names)
+        elif not (row_error_table and view == "row_error"):
+            db.materialize(con, view)
 
 
 def run_batch_blame(con: duckdb.DuckDBPyConnection, mode: str,
@@ -154,5 +172,4 @@ def run_batch_blame(con: duckdb.DuckDBPyConnection, mode: str,
     for pair, npu_json, bench_json in dumps:
         load_nesting(con, "npu", npu_json, pair)
         load_nesting(con, "bench", bench_json, pair)
-    _make_tables(con, mode, (), views_made, row_error_table=True,
-                 selects=None if all_names else {"blame_rows": batch_rows_select()})
+    _make_tables(con, mode, (), views_made, row_error_table=True, batch_names=all_names)

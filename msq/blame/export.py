@@ -12,6 +12,7 @@ from pathlib import Path
 
 import duckdb
 
+from msq.blame import batch_texts
 from msq.blame.summary import WORST_FIRST
 from msq.config import Options
 from msq.db import csv_guard, new_file, quote_ident, quote_str
@@ -83,7 +84,8 @@ def batch_sheet_query(ranges: Sequence[tuple[int, int]]) -> str:
     (msq.export.xlsx.batch_sheets), ``ranges`` each pair's out_seq range in the batch (lo > hi:
     none). A pair's rows are those its own query gives, with its own ranks and rows (its
     out_seq less its range's start, as msq.pipeline.pair_views numbers it; a constant does not
-    change the rank's order), numbered ``lo + blame_rank - 1``: a pair's slice of the batch's
+    change the rank's order; its texts made from the batch's codes, msq.blame.BATCH_TEXTS),
+    numbered ``lo + blame_rank - 1``: a pair's slice of the batch's
     out_seq order is its sheet, in rank order (a pair has no more local rows than rows)."""
     starts = " ".join(f"WHEN out_seq BETWEEN {lo} AND {hi} THEN {lo}"
                       for lo, hi in ranges if lo <= hi)
@@ -92,7 +94,8 @@ def batch_sheet_query(ranges: Sequence[tuple[int, int]]) -> str:
                      for c in SHEET_COLUMNS)
     return (f"SELECT _lo + blame_rank - 1 AS out_seq, * EXCLUDE (_lo) "
             f"FROM (SELECT _lo, {cols} FROM (SELECT * REPLACE (out_seq - _lo AS out_seq) "
-            f"FROM (SELECT *, {start} AS _lo FROM batch_blame_rows WHERE verdict = 'local') "
+            f"FROM (SELECT * {batch_texts()}, {start} AS _lo FROM batch_blame_rows "
+            "WHERE verdict = 'local') "
             f"WHERE _lo IS NOT NULL))")
 
 

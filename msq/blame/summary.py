@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, overload
 import duckdb
 
 from msq import db
+from msq.blame import BATCH_TEXTS
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -316,7 +317,8 @@ def summarize_batch(con: duckdb.DuckDBPyConnection, places: list[tuple[int, int,
 
     # each pair's rows as its own compare numbers them, blame's ENUMs as the texts they are and
     # op_seq a BIGINT: the columns (names, order, types) that the rows' dicts would give the
-    # run's table (msq.blame.ranks._rows_table)
+    # run's table (msq.blame.ranks._rows_table); the texts the batch stores as codes made for
+    # the rows read alone (msq.blame.BATCH_TEXTS)
     def base(column: str, bases: dict[int, int]) -> str:
         return (f"{column} - CASE pair {' '.join(f'WHEN {k} THEN {b}' for k, b in bases.items())}"
                 " END")
@@ -324,7 +326,8 @@ def summarize_batch(con: duckdb.DuckDBPyConnection, places: list[tuple[int, int,
     select = ", ".join(
         f"{base('out_seq', out_base)} AS out_seq" if name == "out_seq" else
         f"({base('op_seq', op_base)})::BIGINT AS op_seq" if name == "op_seq" else
-        f"{name}::VARCHAR AS {name}" if name in _ENUM_FIELDS else name for name in ROW_FIELDS)
+        f"{name}::VARCHAR AS {name}" if name in _ENUM_FIELDS else
+        f"{BATCH_TEXTS[name]} AS {name}" if name in BATCH_TEXTS else name for name in ROW_FIELDS)
 
     def by_pair(sql: str) -> dict[int, PackedRows]:
         """The rows of ``sql`` (ordered by pair) as each pair's table."""

@@ -43,3 +43,42 @@ CREATE OR REPLACE MACRO blame_op_direction(name) AS (
 CREATE OR REPLACE MACRO blame_forward_of(name) AS (
   CASE WHEN ends_with(name, '.backward') THEN left(name, -9) || '.forward'
        ELSE regexp_replace(name, '\.backward(\.\d+)?$', '.forward\1') END);
+-- A blame row's reason by its kind (sql/compare/blame/blame_judged.sql): the reason itself, or
+-- the text it starts with where the row's via, err_kind or amp_limit completes it. A batch of
+-- pairs stores this byte a row (msq.blame.compute.batch_rows_select), not the ~70-byte texts
+-- that DuckDB stored, checked and scanned back for every row (bench/README "Session 29: blame");
+-- blame_reason_text makes the text where it is read.
+CREATE TYPE IF NOT EXISTS blame_reason AS ENUM (
+  'explained by its input ', 'within the floor', 'not comparable (', 'produced by ',
+  'in-place op: msprobe records this input after the op; see its output',
+  'no producing op recorded; errors before this op explain it',
+  'no producing op recorded (parameter, data or an op the dump lacks) and nothing before it explains it',
+  'through the collective: the error comes from another rank (or the collective itself); compare every rank',
+  'inside the module, in code the dump does not record: its ops and inputs do not explain it',
+  'error enters here: its inputs are equal', 'error enters here: beyond ');
+-- A blame row's reason as its text, from its kind (blame_reason) and what the kind names: the
+-- commonest kind first
+CREATE OR REPLACE MACRO blame_reason_text(reason, err_kind, via, amp_limit) AS (
+  CASE WHEN reason = 'explained by its input ' THEN 'explained by its input ' || coalesce(via, '?')
+       WHEN reason = 'not comparable (' THEN 'not comparable (' || err_kind || ')'
+       WHEN reason = 'produced by ' THEN 'produced by ' || via
+       WHEN reason = 'error enters here: beyond ' THEN 'error enters here: beyond '
+            || printf('%g', amp_limit) || ' x the error of its input ' || coalesce(via, '?')
+       ELSE reason::VARCHAR END);
+-- A blame row's floor_source (sql/compare/blame/blame_judged.sql) as a batch of pairs stores it
+-- (msq.blame.compute.batch_rows_select): a byte a row, not a text. Its texts are 'noise run',
+-- 'md5 (equal or not)' and 'dtype ' with every dtype of row_dtype (00_types.sql) less its
+-- 'torch.'; another dtype's fails the cast (blame_floor_code), and the batch then stores texts.
+CREATE TYPE IF NOT EXISTS blame_floor AS ENUM ('dtype float32', 'dtype float16', 'dtype bfloat16',
+  'dtype float64', 'dtype int64', 'dtype int32', 'dtype int16', 'dtype int8', 'dtype uint8',
+  'dtype bool', 'dtype complex64', 'dtype complex128', 'dtype <class ''int''>',
+  'dtype <class ''float''>', 'dtype <class ''bool''>', 'dtype <class ''str''>',
+  'dtype <class ''NoneType''>', 'dtype Size', 'dtype slice', 'noise run', 'md5 (equal or not)');
+-- floor_source's text as a blame_floor: the commonest as constants (a cast looks every text up
+-- in a hash table), another cast (an error where the ENUM lacks it)
+CREATE OR REPLACE MACRO blame_floor_code(source) AS (
+  CASE source WHEN 'dtype float32' THEN 'dtype float32'::blame_floor
+              WHEN 'dtype <class ''int''>' THEN 'dtype <class ''int''>'::blame_floor
+              WHEN 'dtype float16' THEN 'dtype float16'::blame_floor
+              WHEN 'dtype bfloat16' THEN 'dtype bfloat16'::blame_floor
+              ELSE source::blame_floor END);
