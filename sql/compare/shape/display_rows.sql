@@ -1,12 +1,6 @@
--- description: Each output row with the cells every mode shows alike: names, dtypes, shapes and the eight statistics (N/A on the missing side, None for a null value), spec §5.4.
+-- description: Each output row with the cells every mode shows alike: names, dtypes, shapes (display_names') and the eight statistics (N/A on the missing side, None for a null value), spec §5.4.
 SELECT
-  j.*,
-  CASE WHEN kind = 'bench_only' THEN 'N/A' ELSE npu_name END AS "NPU Name",
-  CASE WHEN kind = 'npu_only' THEN 'N/A' ELSE bench_name END AS "Bench Name",
-  CASE WHEN kind = 'bench_only' THEN 'N/A' ELSE coalesce(npu_dtype, 'None') END AS "NPU Dtype",
-  CASE WHEN kind = 'npu_only' THEN 'N/A' ELSE coalesce(bench_dtype, 'None') END AS "Bench Dtype",
-  CASE WHEN kind = 'bench_only' THEN 'N/A' ELSE coalesce(npu_shape, 'None') END AS "NPU Tensor Shape",
-  CASE WHEN kind = 'npu_only' THEN 'N/A' ELSE coalesce(bench_shape, 'None') END AS "Bench Tensor Shape",
+  d.*,
   shown_stat(kind = 'bench_only', n_max, n_max_k, n_max_s) AS "NPU max",
   shown_stat(kind = 'bench_only', n_min, n_min_k, n_min_s) AS "NPU min",
   shown_stat(kind = 'bench_only', n_mean, n_mean_k, n_mean_s) AS "NPU mean",
@@ -15,4 +9,4 @@ SELECT
   shown_stat(kind = 'npu_only', b_min, b_min_k, b_min_s) AS "Bench min",
   shown_stat(kind = 'npu_only', b_mean, b_mean_k, b_mean_s) AS "Bench mean",
   shown_stat(kind = 'npu_only', b_norm, b_norm_k, b_norm_s) AS "Bench l2norm"
-FROM rows_joined j
+FROM display_names d

@@ -1,6 +1,7 @@
 -- description: Statistics mode: each row's displayed cells (names, dtypes, shapes, the eight statistics and the four differences, each cell as plain columns: "<cell>" its number, and on the rows that have any, its text in the list cell_texts (has_cell_text) and a statistic's boolean in cell_bools; at most one not NULL), its four relative errors (numbers in percent, or their fixed texts' codes, which rel_text prints; N/A on an unmatched row) and its Warning flag (spec §4.1, §5.4; --compat only, NULL in the default mode).
 -- Only what result_statistics shows: the default mode makes this view a table (beside the
--- verdicts), and copying the raw columns of display_rows too took a fifth of its time.
+-- verdicts), and copying the raw columns of display_rows too took a fifth of its time. It reads
+-- display_names (display_rows without its statistics' cells, which this view makes anew).
 -- The differences and relative errors are shown_diff's and shown_rel's cases
 -- (sql/compare/schema/10_macros.sql) written out, with whether both sides of a statistic are
 -- numbers (is_num) tested once a row in d, not in each of the two macros and their branches:
@@ -149,7 +150,7 @@ FROM (
              b_min_k = 'b' AS b_min_b,
              b_mean_k = 'b' AS b_mean_b,
              b_norm_k = 'b' AS b_norm_b
-          FROM display_rows d) d
+          FROM display_names d) d
   ) d
 ) d
 )
