@@ -315,15 +315,17 @@ def _outcomes(jobs: list[PairJob], output_dir: Path, opts: Options,
 
 #: Pairs a pool task compares at once (msq.pair_tables.compute_pairs_shared): a batch's fixed
 #: cost (~980 M instructions, mostly DuckDB binding and planning its queries) is paid once a
-#: batch. Seven 24,500-row root pairs a task were meant (bench/README "Session 28: mem"; six:
-#: "Session 23: lead"), but root-8x8-5000's 9.8 MB pairs fit six in :data:`BATCH_MAX_BYTES`:
-#: its tasks hold six (6 x 10, 2, 2), the peak measured since (~1.5 GB) is of tasks of six.
+#: batch. Seven 24,500-row root pairs a task (bench/README "Session 28: mem": -1.4 % of the
+#: tasks' instructions against six; an eighth pair adds ~110 MB a worker, the tree's peak then
+#: at the 2 GB target's edge).
 BATCH_PAIRS = 7
 #: The dump.json bytes (both sides of every pair) a batch holds at most: its pairs' rows are in
 #: one worker's database at once, so a batch's memory grows with its total, not its largest
-#: pair (a root-8x8-5000 pair: 10.3 MB, ~24,500 rows, ~40 MB more of a worker's peak each).
+#: pair (a root-8x8-5000 pair: 10.3 MB (9.8 MiB), ~24,500 rows, ~40-60 MB more of a worker's
+#: peak each). Sized to hold BATCH_PAIRS such pairs: at 64 MiB they fitted six (root-8x8-5000
+#: ran 6 x 10, 2, 2; tree peak ~1.47 GB), at 72 MiB seven (7 x 8, 4, 4; ~1.59 GB).
 #: A pair above it goes alone: its fixed cost is a small part of its own.
-BATCH_MAX_BYTES = 64 << 20
+BATCH_MAX_BYTES = 72 << 20
 
 
 def batches(jobs: list[PairJob], workers: int) -> Iterator[list[PairJob]]:
