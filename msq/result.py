@@ -147,8 +147,9 @@ def failed_message(failed: Sequence[FailedPair], compared: int) -> str:
     """What a run with failed pairs says once (the CLI's error line, the API's exception):
     how many of the pairs tried failed, that the others are kept, and the first failure."""
     tried = len(failed) + compared
-    return (f"{len(failed)} of {tried} pairs failed (nothing of them written or recorded; "
-            f"the other pairs are); first: {failed[0].message}")
+    kept = f"the other {compared} {'was' if compared == 1 else 'were'}" if compared else "none was"
+    return (f"{len(failed)} of {tried} pairs failed (not written or recorded; {kept}); "
+            f"first: {failed[0].message}")
 
 
 # ------------------------------------------------------------------------------- msq show

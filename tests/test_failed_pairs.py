@@ -79,8 +79,8 @@ def test_a_failed_pair_exits_1_and_the_others_are_written_and_recorded(tmp_path,
     assert f"[ERROR] pair failed: {FIRST}" in done.stderr
     errors = [line for line in done.stderr.splitlines() if line.startswith("msq: error: ")]
     assert len(errors) == 1
-    assert errors[0].startswith("msq: error: 1 of 4 pairs failed (nothing of them written or "
-                                f"recorded; the other pairs are); first: {FIRST}")
+    assert errors[0].startswith("msq: error: 1 of 4 pairs failed (not written or "
+                                f"recorded; the other 3 were); first: {FIRST}")
     assert "npu/step1/rank1/dump.json: malformed JSON" in errors[0]
     total = done.stdout.splitlines()[-1]
     assert total.startswith(f"msq compare total: 3 compares, 1 failed ({FIRST}"), total
@@ -128,8 +128,8 @@ def test_compare_distributed_raises_with_the_pairs_compared(tmp_path):
         msq.compare_distributed(tmp_path / "npu", tmp_path / "bench", out, label="v1")
     err = caught.value
     assert isinstance(err, InputError)  # what a caller catching msq's input errors catches
-    assert str(err).startswith(f"1 of 4 pairs failed (nothing of them written or recorded; "
-                               f"the other pairs are); first: {FIRST}")
+    assert str(err).startswith(f"1 of 4 pairs failed (not written or recorded; "
+                               f"the other 3 were); first: {FIRST}")
     assert isinstance(err.results, CompareResults)
     assert [r.title for r in err.results] == ["step0 rank0-rank0", "step0 rank1-rank1",
                                               "step1 rank0-rank0"]

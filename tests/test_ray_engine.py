@@ -215,8 +215,8 @@ def test_pairs_run_where_their_dumps_are_and_a_broken_pair_stops_no_other(cluste
     done = on_ray(cluster, [*args, "-o", str(tmp_path / "ray"), "-v", *place], base)
     assert done.returncode == 1, done.stderr[-3000:]  # a failed pair: not a pass
     assert "step1 rank2-rank2" in done.stderr and "malformed JSON" in done.stderr
-    assert "msq: error: 1 of 6 pairs failed (nothing of them written or recorded; the other " \
-           "pairs are); first: step1 rank2-rank2: " in done.stderr
+    assert "msq: error: 1 of 6 pairs failed (not written or recorded; the other 5 " \
+           "were); first: step1 rank2-rank2: " in done.stderr
     assert done.stdout.splitlines()[-1].startswith(
         "msq compare total: 5 compares, 1 failed (step1 rank2-rank2: ")
     ran = sorted(re.findall(r"pair (step\d rank\d-rank\d) ran on node (\S+)", done.stderr))
