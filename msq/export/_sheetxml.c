@@ -928,7 +928,7 @@ static inline __attribute__((always_inline)) int chosen_text(const Column *c, in
     return 0;
 }
 
-/* UTF-8 text's characters (code points) */
+/* UTF-8 text's characters (code points): its bytes that are not continuation bytes */
 static long long utf8_chars(const char *t, size_t n) {
     long long count = 0;
     for (size_t b = 0; b < n; b++) count += ((unsigned char)t[b] & 0xC0) != 0x80;
@@ -986,9 +986,7 @@ static long long most_chars(const Arr *a, const int64_t *order, long long start,
         int64_t j = t->offset + r;
         int32_t from = t->offs[j], to = t->offs[j + 1];
         if (to - from <= best) continue;  /* no more characters than bytes */
-        long long n = 0;
-        for (int32_t b = from; b < to; b++)
-            n += ((unsigned char)t->data[b] & 0xC0) != 0x80;  /* not a continuation byte */
+        long long n = utf8_chars(t->data + from, (size_t)(to - from));
         if (n > best) best = n;
     }
     return best;
